@@ -1,0 +1,133 @@
+//! A pinhole camera that turns pixels into rays, identically on the host and in the shader.
+
+use glam::Vec3;
+
+use crate::coords::WorldPos;
+use crate::ray::{RayError, VoxelRay};
+
+/// A pinhole camera at an i128 position. Pixel `(px, py)` looks through its centre; `py = 0`
+/// is the top row. The pixel-to-direction arithmetic is plain f32 in a fixed order, mirrored
+/// by `camera_dir` in `shaders/dda.wgsl`, so rays made in the shader equal [`Camera::ray`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Camera {
+    /// The voxel holding the eye.
+    pub position: WorldPos,
+    /// The eye inside `position`, in `[0, 1)³`.
+    pub sub_offset: Vec3,
+    /// Unit view direction.
+    pub forward: Vec3,
+    /// Unit vector to the right of the image.
+    pub right: Vec3,
+    /// Unit vector to the top of the image.
+    pub up: Vec3,
+    /// Image width in pixels (at least 1).
+    pub width: u32,
+    /// Image height in pixels (at least 1).
+    pub height: u32,
+    /// `tan(fov_y / 2) · width / height`: half the image width at distance 1.
+    pub scale_x: f32,
+    /// `tan(fov_y / 2)`: half the image height at distance 1.
+    pub scale_y: f32,
+    /// Max distance of every ray, in voxels.
+    pub max_distance: f32,
+}
+
+impl Camera {
+    /// A camera at `position + sub_offset` looking along `forward`, with +Y as the world's up.
+    ///
+    /// # Arguments
+    /// * `fov_y_degrees` - vertical field of view, in `(0, 180)` degrees.
+    /// * `width`, `height` - image size in pixels, each at least 1.
+    ///
+    /// # Errors
+    /// [`RayError`] as for [`VoxelRay::new`] when `forward`, `sub_offset` or `max_distance` is
+    /// bad; [`RayError::ZeroDirection`] when `forward` is vertical (no right vector), the field
+    /// of view is outside `(0, 180)` or the image is empty.
+    #[allow(clippy::too_many_arguments, reason = "a camera has this many independent parameters")]
+    pub fn new(
+        position: WorldPos,
+        sub_offset: Vec3,
+        forward: Vec3,
+        fov_y_degrees: f32,
+        width: u32,
+        height: u32,
+        max_distance: f32,
+    ) -> Result<Self, RayError> {
+        let probe = VoxelRay::new(position, sub_offset, forward, max_distance)?;
+        let forward = probe.direction;
+        let right = forward.cross(Vec3::Y);
+        if right.length_squared() < 1e-12 || !(fov_y_degrees > 0.0 && fov_y_degrees < 180.0) || width == 0 || height == 0
+        {
+            return Err(RayError::ZeroDirection);
+        }
+        let right = right.normalize();
+        let up = right.cross(forward).normalize();
+        let scale_y = (fov_y_degrees.to_radians() * 0.5).tan();
+        Ok(Self {
+            position: probe.origin,
+            sub_offset: probe.sub_offset,
+            forward,
+            right,
+            up,
+            width,
+            height,
+            scale_x: scale_y * width as f32 / height as f32,
+            scale_y,
+            max_distance,
+        })
+    }
+
+    /// A camera at `position + sub_offset` looking at `target + target_sub`.
+    ///
+    /// # Errors
+    /// As [`Camera::new`]; [`RayError::ZeroDirection`] when the target is the eye.
+    #[allow(clippy::too_many_arguments, reason = "a camera has this many independent parameters")]
+    pub fn look_at(
+        position: WorldPos,
+        sub_offset: Vec3,
+        target: WorldPos,
+        target_sub: Vec3,
+        fov_y_degrees: f32,
+        width: u32,
+        height: u32,
+        max_distance: f32,
+    ) -> Result<Self, RayError> {
+        let seg = VoxelRay::between(position, sub_offset, target, target_sub)?;
+        Self::new(position, sub_offset, seg.direction, fov_y_degrees, width, height, max_distance)
+    }
+
+    /// The unit direction through the centre of pixel `(px, py)`. Twin of `camera_dir` in
+    /// `shaders/dda.wgsl`: same operations, same order.
+    #[must_use]
+    pub fn pixel_dir(&self, px: u32, py: u32) -> Vec3 {
+        let inv_w = 2.0 / self.width as f32;
+        let inv_h = 2.0 / self.height as f32;
+        let sx = ((px as f32 + 0.5) * inv_w - 1.0) * self.scale_x;
+        let sy = (1.0 - (py as f32 + 0.5) * inv_h) * self.scale_y;
+        let v = Vec3::new(
+            (self.forward.x + self.right.x * sx) + self.up.x * sy,
+            (self.forward.y + self.right.y * sx) + self.up.y * sy,
+            (self.forward.z + self.right.z * sx) + self.up.z * sy,
+        );
+        let len = ((v.x * v.x + v.y * v.y) + v.z * v.z).sqrt();
+        let r = 1.0 / len;
+        Vec3::new(v.x * r, v.y * r, v.z * r)
+    }
+
+    /// The ray through the centre of pixel `(px, py)`.
+    ///
+    /// # Errors
+    /// Never for a camera built by [`Camera::new`]; a hand-edited camera may yield a
+    /// [`RayError`].
+    pub fn ray(&self, px: u32, py: u32) -> Result<VoxelRay, RayError> {
+        VoxelRay::new(self.position, self.sub_offset, self.pixel_dir(px, py), self.max_distance)
+    }
+
+    /// Every pixel's ray, row by row from the top.
+    ///
+    /// # Errors
+    /// As [`Camera::ray`].
+    pub fn rays(&self) -> Result<Vec<VoxelRay>, RayError> {
+        (0..self.height).flat_map(|y| (0..self.width).map(move |x| (x, y))).map(|(x, y)| self.ray(x, y)).collect()
+    }
+}

@@ -1,0 +1,265 @@
+//! World, chunk and local voxel coordinates.
+//!
+//! A [`WorldPos`] names one voxel of the i128 world; the voxel occupies `[p, p + 1)` on each axis.
+//! Chunks are cubes of [`CHUNK_EDGE`]³ voxels. The split is floor-correct for negative
+//! coordinates: it uses an arithmetic shift and a mask, never `/` or `%`, so world `-1` lies in
+//! chunk `-1` at local `31`.
+
+use glam::IVec3;
+
+/// Edge length of a chunk in voxels (a power of two).
+pub const CHUNK_EDGE: i128 = 32;
+/// `log2(CHUNK_EDGE)`: the shift that turns a world coordinate into a chunk coordinate.
+pub const CHUNK_SHIFT: u32 = 5;
+/// Voxels in one chunk (`CHUNK_EDGE³`).
+pub const CHUNK_VOLUME: usize = 32 * 32 * 32;
+const LOCAL_MASK: i128 = CHUNK_EDGE - 1;
+
+/// A voxel coordinate in the i128 world. The voxel covers `[x, x+1) × [y, y+1) × [z, z+1)`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct WorldPos {
+    /// X coordinate in voxels.
+    pub x: i128,
+    /// Y coordinate in voxels (up, by the convention of the examples).
+    pub y: i128,
+    /// Z coordinate in voxels.
+    pub z: i128,
+}
+
+/// A chunk coordinate: the chunk covering world voxels `[32·c, 32·c + 31]` on each axis.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ChunkPos {
+    /// X chunk index.
+    pub x: i128,
+    /// Y chunk index.
+    pub y: i128,
+    /// Z chunk index.
+    pub z: i128,
+}
+
+/// A voxel position inside its chunk, each component in `0..32`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LocalPos {
+    /// X within the chunk, `0..32`.
+    pub x: u8,
+    /// Y within the chunk, `0..32`.
+    pub y: u8,
+    /// Z within the chunk, `0..32`.
+    pub z: u8,
+}
+
+impl WorldPos {
+    /// The voxel at the world origin.
+    pub const ZERO: Self = Self::new(0, 0, 0);
+
+    /// Builds a world position from its three coordinates.
+    #[inline]
+    #[must_use]
+    pub const fn new(x: i128, y: i128, z: i128) -> Self {
+        Self { x, y, z }
+    }
+
+    /// The chunk holding this voxel: `floor(p / 32)` per axis, exact for every i128 (including
+    /// `i128::MIN`, which lies in chunk `i128::MIN >> 5`).
+    #[inline]
+    #[must_use]
+    pub const fn chunk(self) -> ChunkPos {
+        ChunkPos {
+            x: self.x >> CHUNK_SHIFT,
+            y: self.y >> CHUNK_SHIFT,
+            z: self.z >> CHUNK_SHIFT,
+        }
+    }
+
+    /// The position of this voxel inside its chunk: `p mod 32` in `0..32` (so `-1` gives `31`).
+    #[inline]
+    #[must_use]
+    pub const fn local(self) -> LocalPos {
+        LocalPos {
+            x: (self.x & LOCAL_MASK) as u8,
+            y: (self.y & LOCAL_MASK) as u8,
+            z: (self.z & LOCAL_MASK) as u8,
+        }
+    }
+
+    /// `self + offset`, or `None` where a component would leave the i128 range.
+    #[inline]
+    #[must_use]
+    pub fn checked_offset(self, offset: IVec3) -> Option<Self> {
+        Some(Self {
+            x: self.x.checked_add(i128::from(offset.x))?,
+            y: self.y.checked_add(i128::from(offset.y))?,
+            z: self.z.checked_add(i128::from(offset.z))?,
+        })
+    }
+
+    /// Component `axis` (0 = x, 1 = y, 2 = z). Any other `axis` reads z.
+    #[inline]
+    #[must_use]
+    pub const fn axis(self, axis: usize) -> i128 {
+        match axis {
+            0 => self.x,
+            1 => self.y,
+            _ => self.z,
+        }
+    }
+
+    /// The components as an array `[x, y, z]`.
+    #[inline]
+    #[must_use]
+    pub const fn to_array(self) -> [i128; 3] {
+        [self.x, self.y, self.z]
+    }
+
+    /// Builds a position from `[x, y, z]`.
+    #[inline]
+    #[must_use]
+    pub const fn from_array(a: [i128; 3]) -> Self {
+        Self::new(a[0], a[1], a[2])
+    }
+}
+
+impl ChunkPos {
+    /// Builds a chunk position from its three chunk indices.
+    #[inline]
+    #[must_use]
+    pub const fn new(x: i128, y: i128, z: i128) -> Self {
+        Self { x, y, z }
+    }
+
+    /// The lowest voxel of this chunk, `32·c` per axis. Exact for every chunk of the i128 world
+    /// (chunk indices lie in `i128::MIN >> 5 ..= i128::MAX >> 5`); outside that range the shift
+    /// wraps, so such chunk positions name no voxel.
+    #[inline]
+    #[must_use]
+    pub const fn origin(self) -> WorldPos {
+        WorldPos {
+            x: self.x << CHUNK_SHIFT,
+            y: self.y << CHUNK_SHIFT,
+            z: self.z << CHUNK_SHIFT,
+        }
+    }
+
+    /// The world position of `local` inside this chunk.
+    #[inline]
+    #[must_use]
+    pub const fn world(self, local: LocalPos) -> WorldPos {
+        let o = self.origin();
+        WorldPos {
+            x: o.x | local.x as i128,
+            y: o.y | local.y as i128,
+            z: o.z | local.z as i128,
+        }
+    }
+
+    /// Component `axis` (0 = x, 1 = y, 2 = z). Any other `axis` reads z.
+    #[inline]
+    #[must_use]
+    pub const fn axis(self, axis: usize) -> i128 {
+        match axis {
+            0 => self.x,
+            1 => self.y,
+            _ => self.z,
+        }
+    }
+}
+
+impl LocalPos {
+    /// Builds a local position. Each component is masked into `0..32`.
+    #[inline]
+    #[must_use]
+    pub const fn new(x: u8, y: u8, z: u8) -> Self {
+        Self {
+            x: x & 31,
+            y: y & 31,
+            z: z & 31,
+        }
+    }
+
+    /// Linear index inside a chunk, `x + 32·(y + 32·z)`, in `0..CHUNK_VOLUME`. The GPU uses the
+    /// same order (see `shaders/dda.wgsl`, `voxel_index`).
+    #[inline]
+    #[must_use]
+    pub const fn index(self) -> usize {
+        self.x as usize | (self.y as usize) << 5 | (self.z as usize) << 10
+    }
+
+    /// Inverse of [`LocalPos::index`]; only the low 15 bits of `index` are used.
+    #[inline]
+    #[must_use]
+    pub const fn from_index(index: usize) -> Self {
+        Self {
+            x: (index & 31) as u8,
+            y: ((index >> 5) & 31) as u8,
+            z: ((index >> 10) & 31) as u8,
+        }
+    }
+}
+
+impl From<IVec3> for WorldPos {
+    #[inline]
+    fn from(v: IVec3) -> Self {
+        Self::new(v.x.into(), v.y.into(), v.z.into())
+    }
+}
+
+/// An inclusive box of voxels, `min..=max` on each axis. Inclusive bounds can name the voxel at
+/// `i128::MAX` without overflowing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct VoxelBox {
+    /// Lowest voxel on each axis.
+    pub min: WorldPos,
+    /// Highest voxel on each axis (inclusive).
+    pub max: WorldPos,
+}
+
+impl VoxelBox {
+    /// Whether `p` lies inside the box (bounds inclusive).
+    #[inline]
+    #[must_use]
+    pub fn contains(&self, p: WorldPos) -> bool {
+        (0..3).all(|a| self.min.axis(a) <= p.axis(a) && p.axis(a) <= self.max.axis(a))
+    }
+
+    /// The voxels covered by the inclusive chunk range `min..=max`.
+    #[inline]
+    #[must_use]
+    pub const fn from_chunks(min: ChunkPos, max: ChunkPos) -> Self {
+        let hi = max.origin();
+        Self {
+            min: min.origin(),
+            max: WorldPos::new(hi.x | LOCAL_MASK, hi.y | LOCAL_MASK, hi.z | LOCAL_MASK),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn negative_coordinates_floor() {
+        let p = WorldPos::new(-1, -32, -33);
+        assert_eq!(p.chunk(), ChunkPos::new(-1, -1, -2));
+        assert_eq!(p.local(), LocalPos::new(31, 0, 31));
+        assert_eq!(p.chunk().world(p.local()), p);
+    }
+
+    #[test]
+    fn extremes_round_trip() {
+        for v in [i128::MIN, i128::MIN + 1, -1, 0, 31, 32, i128::MAX - 1, i128::MAX] {
+            let p = WorldPos::new(v, v, v);
+            assert_eq!(p.chunk().world(p.local()), p, "round trip of {v}");
+            assert!(p.chunk().origin().x <= v);
+        }
+        let b = VoxelBox::from_chunks(WorldPos::new(i128::MAX, 0, 0).chunk(), ChunkPos::new(i128::MAX >> 5, 0, 0));
+        assert_eq!(b.max.x, i128::MAX);
+    }
+
+    #[test]
+    fn local_index_round_trip() {
+        for i in [0, 1, 31, 32, 1023, 1024, 32767] {
+            assert_eq!(LocalPos::from_index(i).index(), i);
+        }
+    }
+}

@@ -1,0 +1,686 @@
+//! The exact reference DDA: the definition of a correct answer.
+//!
+//! Every function here that the GPU also runs has a twin of the same name in
+//! `shaders/dda.wgsl`, with the same constants and the same branch order, so the two can be
+//! read side by side: [`crossing_t`], [`next_axis`], [`crossings_before`], `skip_cell`,
+//! `dda_step`, `face_uv`, `tie_extras` and `cast_ray`. The host-only parts (validation in
+//! [`VoxelRay::prepare`], clipping to the loaded bounds in `enter_box`) produce the state the
+//! GPU starts from.
+
+use glam::{IVec3, Vec2};
+use rayon::prelude::*;
+
+use crate::aabb::ray_aabb_f64;
+use crate::coords::{CHUNK_SHIFT, VoxelBox, WorldPos};
+use crate::ray::{
+    LineOfSight, LineOfSightOptions, OriginPolicy, PreparedRay, RaycastOptions, RaycastOutcome, UnloadedPolicy,
+    VoxelRay, VoxelRaycastHit,
+};
+use crate::world::{BRICK_EDGE, ChunkView, DenseChunk, VoxelId, VoxelWorld, brick_index};
+
+/// `entry_axis` of the origin voxel: no face was crossed.
+pub(crate) const AXIS_NONE: u32 = 3;
+/// Stand-in for the next crossing of a disabled axis: finite (the GPU may assume no
+/// infinities), larger than every real crossing and every max distance.
+pub(crate) const T_DISABLED: f32 = f32::MAX;
+/// Lowest and highest chunk index of the i128 world.
+const CHUNK_MIN: i128 = i128::MIN >> CHUNK_SHIFT;
+const CHUNK_MAX: i128 = i128::MAX >> CHUNK_SHIFT;
+
+/// Distance to the `n`-th crossing (`n = 0, 1, ...`) on one axis: `(b + n) · inv` in f32.
+/// Computed from the count, never accumulated, so every path to the same crossing (stepping,
+/// skipping, clipping, the GPU) gets the same bits. Exact for `n < 2^24`. Twin of
+/// `crossing_t` in `shaders/dda.wgsl`.
+#[inline(always)]
+#[must_use]
+pub fn crossing_t(b: f32, inv: f32, n: u32) -> f32 {
+    (b + n as f32) * inv
+}
+
+/// The axis whose next crossing comes first; ties go to x, then y, then z. Twin of
+/// `next_axis` in `shaders/dda.wgsl`.
+#[inline(always)]
+#[must_use]
+pub fn next_axis(t: [f32; 3]) -> usize {
+    if t[0] <= t[1] && t[0] <= t[2] {
+        0
+    } else if t[1] <= t[2] {
+        1
+    } else {
+        2
+    }
+}
+
+/// How many crossings on one axis, counting from crossing `n`, come strictly before distance
+/// `t_end`. Used to land a skip on exactly the state that stepping voxel by voxel reaches.
+/// Runs at most one chunk edge of iterations when the caller skips within a chunk. Twin of
+/// `crossings_before` in `shaders/dda.wgsl`.
+#[inline]
+#[must_use]
+pub fn crossings_before(b: f32, inv: f32, n: u32, t_end: f32) -> u32 {
+    let mut c = 0;
+    while crossing_t(b, inv, n + c) < t_end {
+        c += 1;
+    }
+    c
+}
+
+/// Whether crossing `(t, axis)` comes before crossing `(t_ref, axis_ref)` in stepping order.
+#[inline]
+fn crossing_before(t: f32, axis: usize, t_ref: f32, axis_ref: usize) -> bool {
+    t < t_ref || (t == t_ref && axis < axis_ref)
+}
+
+/// Why a ray stopped moving.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Halt {
+    /// The next crossing lies beyond max distance, or the ray left the i128 world.
+    Miss,
+}
+
+/// The stepping state of one ray: current voxel (as chunk plus local), crossing counts, the
+/// cached next crossing per axis, and how the current voxel was entered.
+#[derive(Clone, Debug)]
+pub(crate) struct Dda<'r> {
+    pub(crate) ray: &'r PreparedRay,
+    pub(crate) chunk: [i128; 3],
+    pub(crate) local: [i32; 3],
+    /// Crossings done per axis.
+    pub(crate) n: [u32; 3],
+    /// `crossing_t` of each axis's next crossing, or [`T_DISABLED`].
+    pub(crate) t_next: [f32; 3],
+    /// Distance at which the current voxel was entered (0 in the start voxel).
+    pub(crate) t: f32,
+    /// Axis of the crossing that entered the current voxel, or [`AXIS_NONE`].
+    pub(crate) entry_axis: u32,
+}
+
+impl<'r> Dda<'r> {
+    pub(crate) fn new(ray: &'r PreparedRay) -> Self {
+        let c = ray.start.chunk();
+        let l = ray.start.local();
+        let mut d = Self {
+            ray,
+            chunk: [c.x, c.y, c.z],
+            local: [l.x.into(), l.y.into(), l.z.into()],
+            n: [0; 3],
+            t_next: [T_DISABLED; 3],
+            t: 0.0,
+            entry_axis: AXIS_NONE,
+        };
+        for a in 0..3 {
+            d.refresh_axis(a);
+        }
+        d
+    }
+
+    #[inline(always)]
+    fn refresh_axis(&mut self, a: usize) {
+        self.t_next[a] =
+            if self.ray.enabled[a] { crossing_t(self.ray.b[a], self.ray.inv[a], self.n[a]) } else { T_DISABLED };
+    }
+
+    pub(crate) fn voxel(&self) -> WorldPos {
+        WorldPos::from_array(std::array::from_fn(|a| (self.chunk[a] << CHUNK_SHIFT) | i128::from(self.local[a])))
+    }
+
+    /// Moves `count` voxels along axis `a` (crossings already counted by the caller), carrying
+    /// into the chunk coordinate. `false` when the ray leaves the i128 world.
+    #[inline(always)]
+    fn move_axis(&mut self, a: usize, count: u32) -> bool {
+        let l = self.local[a] + i32::from(self.ray.step[a]) * count as i32;
+        if (0..32).contains(&l) {
+            self.local[a] = l;
+            return true;
+        }
+        let carry = i128::from(l >> CHUNK_SHIFT);
+        let c = self.chunk[a] + carry; // |carry| is small and chunk indices are far from overflow
+        if !(CHUNK_MIN..=CHUNK_MAX).contains(&c) {
+            return false;
+        }
+        self.chunk[a] = c;
+        self.local[a] = l & 31;
+        true
+    }
+
+    /// One DDA step: cross the nearest boundary. Twin of `dda_step` in `shaders/dda.wgsl`.
+    /// Returns the crossed axis; `Err(Halt::Miss)` beyond max distance or the i128 edge.
+    #[inline(always)]
+    pub(crate) fn dda_step(&mut self) -> Result<usize, Halt> {
+        let a = next_axis(self.t_next);
+        let t = self.t_next[a];
+        if t > self.ray.max_distance {
+            return Err(Halt::Miss);
+        }
+        self.n[a] += 1;
+        self.refresh_axis(a);
+        self.t = t;
+        self.entry_axis = a as u32;
+        if self.move_axis(a, 1) { Ok(a) } else { Err(Halt::Miss) }
+    }
+
+    /// Skips to the last voxel the ray visits inside the cell `lo..=hi` (local coordinates of
+    /// the current chunk, inclusive), which must hold nothing that stops the ray. The state
+    /// lands exactly where voxel-by-voxel stepping would be just before the first crossing that
+    /// leaves the cell, and before any crossing tied with it. Twin of `skip_cell` in
+    /// `shaders/dda.wgsl`. `Err(Halt::Miss)` when that crossing lies beyond max distance.
+    #[inline]
+    pub(crate) fn skip_cell(&mut self, lo: [i32; 3], hi: [i32; 3]) -> Result<(), Halt> {
+        let r = self.ray;
+        let mut t_exit = [T_DISABLED; 3];
+        let mut k = [0u32; 3];
+        for a in 0..3 {
+            if r.enabled[a] {
+                k[a] = if r.step[a] > 0 { hi[a] - self.local[a] } else { self.local[a] - lo[a] } as u32;
+                t_exit[a] = crossing_t(r.b[a], r.inv[a], self.n[a] + k[a]);
+            }
+        }
+        let exit_axis = next_axis(t_exit);
+        let t_end = t_exit[exit_axis];
+        if t_end > r.max_distance {
+            return Err(Halt::Miss);
+        }
+        for a in 0..3 {
+            if r.enabled[a] {
+                let c = if a == exit_axis { k[a] } else { crossings_before(r.b[a], r.inv[a], self.n[a], t_end) };
+                self.n[a] += c;
+                self.local[a] += i32::from(r.step[a]) * c as i32;
+                self.refresh_axis(a);
+            }
+        }
+        Ok(())
+    }
+
+    /// Host-only clipping: when the start voxel lies outside `bounds`, advance to the first
+    /// voxel inside it, exactly as stepping would. Returns `false` when the ray cannot reach
+    /// the box within max distance (a miss under [`UnloadedPolicy::Air`]).
+    pub(crate) fn enter_box(&mut self, bounds: &VoxelBox) -> bool {
+        let r = self.ray;
+        let start = r.start;
+        // Quick reject with the slab test in f64, relative to the start voxel, one voxel of slack.
+        let rel = |p: WorldPos, a: usize| (p.axis(a) - start.axis(a)) as f64;
+        let lo = glam::DVec3::new(rel(bounds.min, 0), rel(bounds.min, 1), rel(bounds.min, 2)) - 1.0;
+        let hi = glam::DVec3::new(rel(bounds.max, 0), rel(bounds.max, 1), rel(bounds.max, 2)) + 2.0;
+        match ray_aabb_f64(r.start_offset().as_dvec3(), r.dir.as_dvec3(), lo, hi) {
+            Some((t_near, _)) if t_near <= f64::from(r.max_distance) + 2.0 => {}
+            _ => return false,
+        }
+        const FAR: i128 = 1 << 24;
+        let mut entry: Option<(f32, usize, u32)> = None; // (t, axis, crossing index)
+        for a in 0..3 {
+            let (s, lo, hi) = (start.axis(a), bounds.min.axis(a), bounds.max.axis(a));
+            let gap = if s < lo && r.step[a] > 0 {
+                lo - s
+            } else if s > hi && r.step[a] < 0 {
+                s - hi
+            } else if s < lo || s > hi {
+                return false;
+            } else {
+                continue;
+            };
+            if !r.enabled[a] || gap > FAR {
+                return false;
+            }
+            let idx = (gap - 1) as u32;
+            let t = crossing_t(r.b[a], r.inv[a], idx);
+            if entry.is_none_or(|(te, ae, _)| crossing_before(te, ae, t, a)) {
+                entry = Some((t, a, idx));
+            }
+        }
+        let Some((t_in, a_in, idx_in)) = entry else { return true };
+        if t_in > r.max_distance {
+            return false;
+        }
+        // The ray must not leave the box on another axis before it has entered on all.
+        for a in 0..3 {
+            if !r.enabled[a] {
+                continue;
+            }
+            let (s, lo, hi) = (start.axis(a), bounds.min.axis(a), bounds.max.axis(a));
+            let to_far_side = if r.step[a] > 0 { hi - s } else { s - lo };
+            if (0..FAR).contains(&to_far_side) {
+                let t_out = crossing_t(r.b[a], r.inv[a], to_far_side as u32);
+                if crossing_before(t_out, a, t_in, a_in) {
+                    return false;
+                }
+            }
+        }
+        for a in 0..3 {
+            if !r.enabled[a] {
+                continue;
+            }
+            let c = if a == a_in {
+                idx_in + 1
+            } else {
+                // Count crossings ordered before (t_in, a_in): estimate, then correct exactly.
+                let before = |n: u32| crossing_before(crossing_t(r.b[a], r.inv[a], n), a, t_in, a_in);
+                let mut n = ((f64::from(t_in) * f64::from(r.dir[a].abs()) - f64::from(r.b[a])).floor().max(0.0)) as u32;
+                while n > 0 && !before(n - 1) {
+                    n -= 1;
+                }
+                while before(n) {
+                    n += 1;
+                }
+                n
+            };
+            self.n[a] = c;
+            let v = start.axis(a) + i128::from(r.step[a]) * i128::from(c);
+            self.chunk[a] = v >> CHUNK_SHIFT;
+            self.local[a] = (v & 31) as i32;
+            self.refresh_axis(a);
+        }
+        self.t = t_in;
+        self.entry_axis = a_in as u32;
+        true
+    }
+
+    /// The outward normal of the entry face (zero in the start voxel).
+    pub(crate) fn face_normal(&self) -> IVec3 {
+        if self.entry_axis == AXIS_NONE {
+            return IVec3::ZERO;
+        }
+        let a = self.entry_axis as usize;
+        let mut v = IVec3::ZERO;
+        v[a] = -i32::from(self.ray.step[a]);
+        v
+    }
+
+    fn hit(&self, id: VoxelId) -> VoxelRaycastHit {
+        VoxelRaycastHit {
+            voxel_pos: self.voxel(),
+            face_normal: self.face_normal(),
+            distance: self.t,
+            voxel_type: id,
+            hit_uv: face_uv(self.ray, self.n, self.t, self.entry_axis),
+        }
+    }
+}
+
+/// Where on the entry face the ray hit, in `[0, 1]²` (see [`VoxelRaycastHit::hit_uv`]). On each
+/// face axis the offset inside the voxel is measured from that axis's last crossing, so it
+/// stays precise far from the origin. Twin of `face_uv` in `shaders/dda.wgsl`.
+pub(crate) fn face_uv(r: &PreparedRay, n: [u32; 3], t: f32, face_axis: u32) -> Vec2 {
+    if face_axis == AXIS_NONE {
+        return Vec2::ZERO;
+    }
+    let (u, v) = match face_axis {
+        0 => (1, 2),
+        1 => (0, 2),
+        _ => (0, 1),
+    };
+    let start = r.start_offset();
+    let frac = |b: usize| -> f32 {
+        let f = if n[b] == 0 {
+            start[b] + r.dir[b] * t
+        } else {
+            let along = r.dir[b].abs() * (t - crossing_t(r.b[b], r.inv[b], n[b] - 1));
+            if r.step[b] > 0 { along } else { 1.0 - along }
+        };
+        f.clamp(0.0, 1.0)
+    };
+    Vec2::new(frac(u), frac(v))
+}
+
+/// What a voxel does to the ray, from its chunk.
+#[derive(Clone, Copy)]
+enum ChunkKind<'w> {
+    Unloaded,
+    Uniform(VoxelId),
+    Dense(&'w DenseChunk),
+}
+
+fn chunk_kind(world: &VoxelWorld, chunk: [i128; 3]) -> ChunkKind<'_> {
+    match world.chunk(crate::ChunkPos::new(chunk[0], chunk[1], chunk[2])).map(|c| c.view()) {
+        None => ChunkKind::Unloaded,
+        Some(ChunkView::Uniform(id)) => ChunkKind::Uniform(id),
+        Some(ChunkView::Dense(d)) => ChunkKind::Dense(d),
+    }
+}
+
+/// The voxels touched by a tie of several axes at one crossing distance that stepping does not
+/// visit: for axes `a < b` crossing together, stepping visits `+a` then `+a+b`, and `+b`
+/// touches the same edge. Returns offsets as axis masks. Twin of `tie_extras` in
+/// `shaders/dda.wgsl`.
+fn tie_extras(t_next: [f32; 3], t: f32) -> &'static [u32] {
+    let tied = (0..3).filter(|&a| t_next[a] == t).fold(0u32, |m, a| m | 1 << a);
+    match tied {
+        0b011 => &[0b010],
+        0b101 => &[0b100],
+        0b110 => &[0b100],
+        0b111 => &[0b010, 0b100, 0b101, 0b110],
+        _ => &[],
+    }
+}
+
+/// Casts one prepared ray: the whole reference algorithm. Twin of `cast_ray` in
+/// `shaders/dda.wgsl`.
+pub(crate) fn cast_ray(
+    r: &PreparedRay,
+    world: &VoxelWorld,
+    opts: &RaycastOptions,
+    conservative: bool,
+) -> RaycastOutcome {
+    let Some(bounds) = world.loaded_bounds() else {
+        return match opts.unloaded {
+            UnloadedPolicy::Air => RaycastOutcome::Miss,
+            UnloadedPolicy::Stop if opts.origin == OriginPolicy::SkipOriginVoxel => {
+                let mut d = Dda::new(r);
+                match d.dda_step() {
+                    Ok(_) => RaycastOutcome::Unloaded { at: d.voxel(), distance: d.t },
+                    Err(Halt::Miss) => RaycastOutcome::Miss,
+                }
+            }
+            UnloadedPolicy::Stop => RaycastOutcome::Unloaded { at: r.start, distance: 0.0 },
+        };
+    };
+    let chunk_lo = bounds.min.chunk();
+    let chunk_hi = bounds.max.chunk();
+    let in_bounds = |c: [i128; 3]| {
+        (0..3).all(|a| chunk_lo.axis(a) <= c[a] && c[a] <= chunk_hi.axis(a))
+    };
+    let mut d = Dda::new(r);
+    let mut in_origin = true;
+    let mut air_seen = opts.origin != OriginPolicy::ExitSolid;
+    if opts.unloaded == UnloadedPolicy::Air && !bounds.contains(r.start) {
+        if !d.enter_box(&bounds) {
+            return RaycastOutcome::Miss;
+        }
+        // The voxels before the box were unloaded air: the origin voxel has been passed.
+        in_origin = false;
+        air_seen = true;
+    }
+    let every_non_air = opts.blocks.is_every_non_air();
+    let stops = |id: VoxelId| if every_non_air { !id.is_air() } else { opts.blocks.contains(id) };
+    let reportable = |in_origin: bool, air_seen: bool| {
+        !(in_origin && opts.origin == OriginPolicy::SkipOriginVoxel) && air_seen
+    };
+
+    loop {
+        // Entered a new chunk (or started): classify it once.
+        if opts.unloaded == UnloadedPolicy::Air && !in_bounds(d.chunk) {
+            return RaycastOutcome::Miss;
+        }
+        let kind = chunk_kind(world, d.chunk);
+        let chunk_now = d.chunk;
+        loop {
+            // Examine the current voxel.
+            let (stop_id, passable_cell): (Option<VoxelId>, Option<([i32; 3], [i32; 3])>) = match kind {
+                ChunkKind::Unloaded => {
+                    match opts.unloaded {
+                        UnloadedPolicy::Air => (None, Some(([0; 3], [31; 3]))),
+                        UnloadedPolicy::Stop if in_origin && opts.origin == OriginPolicy::SkipOriginVoxel => (None, None),
+                        UnloadedPolicy::Stop => return RaycastOutcome::Unloaded { at: d.voxel(), distance: d.t },
+                    }
+                }
+                ChunkKind::Uniform(id) => {
+                    if stops(id) { (Some(id), None) } else { (None, Some(([0; 3], [31; 3]))) }
+                }
+                ChunkKind::Dense(c) => {
+                    let [x, y, z] = d.local.map(|v| v as u32);
+                    let word = c.occupancy[(y | z << 5) as usize];
+                    if word >> x & 1 != 0 {
+                        let id = c.ids[(x | y << 5 | z << 10) as usize];
+                        if stops(id) { (Some(id), None) } else { (None, None) }
+                    } else if c.bricks >> brick_index(x, y, z) & 1 == 0 {
+                        let e = BRICK_EDGE as i32;
+                        let lo = d.local.map(|v| v & !(e - 1));
+                        (None, Some((lo, lo.map(|v| v + e - 1))))
+                    } else {
+                        (None, None)
+                    }
+                }
+            };
+            match stop_id {
+                Some(id) if reportable(in_origin, air_seen) => return RaycastOutcome::Hit(d.hit(id)),
+                Some(_) => {}
+                None => air_seen = true,
+            }
+            // Skip a cell that holds nothing that stops the ray, then cross out of it. The skip
+            // lands before any crossing tied with the cell's exit, so the conservative corner
+            // test below still sees the whole tie group.
+            if let (Some((lo, hi)), false) = (passable_cell, opts.per_voxel) {
+                if d.skip_cell(lo, hi).is_err() {
+                    return RaycastOutcome::Miss;
+                }
+            }
+            in_origin = false;
+            let t_before = d.t;
+            let a = next_axis(d.t_next);
+            let t_cross = d.t_next[a];
+            if conservative && t_cross > t_before && t_cross <= r.max_distance {
+                if let Some(o) = check_tie_extras(&d, world, opts, t_cross, air_seen, &stops) {
+                    return o;
+                }
+            }
+            if d.dda_step().is_err() {
+                return RaycastOutcome::Miss;
+            }
+            if d.chunk != chunk_now {
+                break;
+            }
+        }
+    }
+}
+
+/// Conservative line of sight: at the first crossing of a tie group, test the voxels that
+/// touch the crossed edge or corner but that stepping will not visit.
+fn check_tie_extras(
+    d: &Dda<'_>,
+    world: &VoxelWorld,
+    opts: &RaycastOptions,
+    t_cross: f32,
+    air_seen: bool,
+    stops: &dyn Fn(VoxelId) -> bool,
+) -> Option<RaycastOutcome> {
+    let r = d.ray;
+    let base = d.voxel();
+    for &mask in tie_extras(d.t_next, t_cross) {
+        let mut off = IVec3::ZERO;
+        let mut n = d.n;
+        let mut last_axis = 0;
+        for a in 0..3 {
+            if mask >> a & 1 != 0 {
+                off[a] = i32::from(r.step[a]);
+                n[a] += 1;
+                last_axis = a;
+            }
+        }
+        let Some(p) = base.checked_offset(off) else { continue };
+        match world.get_voxel(&p) {
+            None if opts.unloaded == UnloadedPolicy::Stop => {
+                return Some(RaycastOutcome::Unloaded { at: p, distance: t_cross });
+            }
+            Some(id) if stops(id) && air_seen => {
+                let mut normal = IVec3::ZERO;
+                normal[last_axis] = -i32::from(r.step[last_axis]);
+                return Some(RaycastOutcome::Hit(VoxelRaycastHit {
+                    voxel_pos: p,
+                    face_normal: normal,
+                    distance: t_cross,
+                    voxel_type: id,
+                    hit_uv: face_uv(r, n, t_cross, last_axis as u32),
+                }));
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Casts `ray` with the default [`RaycastOptions`] and returns the first stopping voxel.
+///
+/// Returns `None` on a miss and also for an invalid ray; use [`voxel_raycast_with`] to tell
+/// those apart and to choose the origin, material and unloaded policies.
+///
+/// # Example
+/// ```
+/// use voxcast::{voxel_raycast, VoxelId, VoxelRay, VoxelWorld, WorldPos, glam::{IVec3, Vec3}};
+/// let mut world = VoxelWorld::new();
+/// world.set_voxel(WorldPos::new(5, 0, 0), VoxelId(1));
+/// let ray = VoxelRay::new(WorldPos::ZERO, Vec3::splat(0.5), Vec3::X, 10.0)?;
+/// let hit = voxel_raycast(&ray, &world).expect("hit");
+/// assert_eq!(hit.voxel_pos, WorldPos::new(5, 0, 0));
+/// assert_eq!(hit.face_normal, IVec3::NEG_X);
+/// assert_eq!(hit.distance, 4.5);
+/// # Ok::<(), voxcast::RayError>(())
+/// ```
+#[must_use]
+pub fn voxel_raycast(ray: &VoxelRay, world: &VoxelWorld) -> Option<VoxelRaycastHit> {
+    voxel_raycast_with(ray, world, &RaycastOptions::default()).hit().copied()
+}
+
+/// Casts `ray` through `world` with `opts`: the exact reference every other engine matches.
+///
+/// Never panics: an invalid ray gives [`RaycastOutcome::Invalid`], and a ray reaching the edge
+/// of the i128 world ends as [`RaycastOutcome::Miss`].
+#[must_use]
+pub fn voxel_raycast_with(ray: &VoxelRay, world: &VoxelWorld, opts: &RaycastOptions) -> RaycastOutcome {
+    match ray.prepare() {
+        Err(e) => RaycastOutcome::Invalid(e),
+        Ok(None) => RaycastOutcome::Miss,
+        Ok(Some(p)) => cast_ray(&p, world, opts, false),
+    }
+}
+
+/// Whether the segment `ray` (typically from [`VoxelRay::between`]) is free of stopping
+/// voxels up to and including its max distance. See [`LineOfSightOptions::conservative`] for
+/// segments through voxel edges and corners.
+#[must_use]
+pub fn line_of_sight(ray: &VoxelRay, world: &VoxelWorld, opts: &LineOfSightOptions) -> LineOfSight {
+    match ray.prepare() {
+        Err(e) => LineOfSight::Invalid(e),
+        Ok(None) => LineOfSight::Clear,
+        Ok(Some(p)) => cast_ray(&p, world, &opts.raycast, opts.conservative).into(),
+    }
+}
+
+/// Casts every ray on all threads (rayon) and returns the outcomes in the input order. A bad
+/// ray gets [`RaycastOutcome::Invalid`]; the others are still answered.
+#[must_use]
+pub fn raycast_batch(rays: &[VoxelRay], world: &VoxelWorld, opts: &RaycastOptions) -> Vec<RaycastOutcome> {
+    rays.par_iter().with_min_len(256).map(|r| voxel_raycast_with(r, world, opts)).collect()
+}
+
+/// [`line_of_sight`] for many segments on all threads, in input order.
+#[must_use]
+pub fn line_of_sight_batch(rays: &[VoxelRay], world: &VoxelWorld, opts: &LineOfSightOptions) -> Vec<LineOfSight> {
+    rays.par_iter().with_min_len(256).map(|r| line_of_sight(r, world, opts)).collect()
+}
+
+/// One voxel visited by a [`VoxelTraversal`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TraversalStep {
+    /// The voxel.
+    pub voxel: WorldPos,
+    /// Distance at which the ray enters it (0 for the first voxel).
+    pub t_enter: f32,
+    /// Distance at which the ray leaves it, capped at the max distance.
+    pub t_exit: f32,
+    /// Outward normal of the face it was entered through (zero for the first voxel).
+    pub entry_face: IVec3,
+}
+
+/// Every voxel a ray passes through, in order, with entry and exit distances; the same walk
+/// and the same distances as [`voxel_raycast_with`], without a world. Ends after the last voxel
+/// entered at or before the max distance, or at the edge of the i128 world. Stop early by
+/// dropping it.
+#[derive(Clone, Debug)]
+pub struct VoxelTraversal {
+    ray: Option<PreparedRay>,
+    n: [u32; 3],
+    voxel: WorldPos,
+    t: f32,
+    entry_axis: u32,
+    done: bool,
+}
+
+impl VoxelTraversal {
+    /// Starts a traversal. An invalid ray yields nothing; check it first with
+    /// [`VoxelRay::prepare`] if that matters.
+    #[must_use]
+    pub fn new(ray: &VoxelRay) -> Self {
+        let prepared = ray.prepare().ok().flatten();
+        Self {
+            voxel: prepared.map_or(WorldPos::ZERO, |p| p.start),
+            done: prepared.is_none(),
+            ray: prepared,
+            n: [0; 3],
+            t: 0.0,
+            entry_axis: AXIS_NONE,
+        }
+    }
+}
+
+impl Iterator for VoxelTraversal {
+    type Item = TraversalStep;
+
+    fn next(&mut self) -> Option<TraversalStep> {
+        if self.done {
+            return None;
+        }
+        let r = self.ray.as_ref()?;
+        let t_next: [f32; 3] =
+            std::array::from_fn(|a| if r.enabled[a] { crossing_t(r.b[a], r.inv[a], self.n[a]) } else { T_DISABLED });
+        let a = next_axis(t_next);
+        let mut entry_face = IVec3::ZERO;
+        if self.entry_axis != AXIS_NONE {
+            let e = self.entry_axis as usize;
+            entry_face[e] = -i32::from(r.step[e]);
+        }
+        let item = TraversalStep {
+            voxel: self.voxel,
+            t_enter: self.t,
+            t_exit: t_next[a].min(r.max_distance),
+            entry_face,
+        };
+        // Advance for the next call.
+        let mut off = IVec3::ZERO;
+        off[a] = i32::from(r.step[a]);
+        match self.voxel.checked_offset(off) {
+            Some(v) if t_next[a] <= r.max_distance => {
+                self.voxel = v;
+                self.n[a] += 1;
+                self.t = t_next[a];
+                self.entry_axis = a as u32;
+            }
+            _ => self.done = true,
+        }
+        Some(item)
+    }
+}
+
+/// Checks that the CPU reference gives the same answer with and without empty-space skipping;
+/// used by tests and benches to prove the skip exact.
+#[doc(hidden)]
+#[must_use]
+pub fn per_voxel_options(opts: &RaycastOptions) -> RaycastOptions {
+    RaycastOptions { per_voxel: true, ..opts.clone() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn next_axis_tie_order() {
+        assert_eq!(next_axis([1.0, 1.0, 1.0]), 0);
+        assert_eq!(next_axis([2.0, 1.0, 1.0]), 1);
+        assert_eq!(next_axis([2.0, 2.0, 1.0]), 2);
+        assert_eq!(next_axis([T_DISABLED, 3.0, T_DISABLED]), 1);
+    }
+
+    #[test]
+    fn crossings_before_counts_strictly() {
+        // b = 0.5, inv = 1: crossings at 0.5, 1.5, 2.5, ...
+        assert_eq!(crossings_before(0.5, 1.0, 0, 2.5), 2);
+        assert_eq!(crossings_before(0.5, 1.0, 1, 2.6), 2);
+        assert_eq!(crossings_before(0.5, 1.0, 0, 0.5), 0);
+    }
+
+    #[test]
+    fn tie_extras_cover_edge_and_corner() {
+        assert_eq!(tie_extras([1.0, 1.0, 2.0], 1.0), &[0b010]);
+        assert_eq!(tie_extras([1.0, 1.0, 1.0], 1.0).len(), 4);
+        assert!(tie_extras([1.0, 2.0, 3.0], 1.0).is_empty());
+    }
+}

@@ -1,0 +1,1 @@
+//! GPU batch raycasting (wgpu).

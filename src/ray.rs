@@ -1,0 +1,589 @@
+//! Rays, options, hits and outcomes, and the validation that turns a user's ray into the exact
+//! per-axis parameters both the CPU reference and the GPU step with.
+
+use glam::{DVec3, IVec3, Vec2, Vec3};
+
+use crate::coords::WorldPos;
+use crate::world::VoxelId;
+
+/// Largest accepted [`VoxelRay::max_distance`], in voxels. Far beyond sight distances, and small
+/// enough that every crossing count and distance stays exact in f32 (`n < 2^24`).
+pub const MAX_DISTANCE_CAP: f32 = 65_536.0;
+
+/// A ray through the voxel world: an i128 voxel `origin` plus a `sub_offset` inside it, a
+/// direction, and how far to search.
+///
+/// Build it with [`VoxelRay::new`] (which validates and normalises) or [`VoxelRay::between`].
+/// The fields are public so that engines can fill them directly; raycasts validate them again
+/// and answer an invalid ray with [`RaycastOutcome::Invalid`], never a panic.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct VoxelRay {
+    /// The voxel holding the ray's start point.
+    pub origin: WorldPos,
+    /// Start point inside `origin`, each component in `[0, 1)` voxels.
+    pub sub_offset: Vec3,
+    /// Unit direction. A direction that is not unit length within `1e-5` is normalised when
+    /// the ray is cast; distances are always in voxels.
+    pub direction: Vec3,
+    /// Search distance in voxels, `0..=MAX_DISTANCE_CAP`. A hit at exactly this distance counts.
+    pub max_distance: f32,
+}
+
+/// Why a ray was rejected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RayError {
+    /// The direction has length zero (or every component is so small that it underflows).
+    #[error("ray direction is zero: give a non-zero direction")]
+    ZeroDirection,
+    /// A direction component is NaN.
+    #[error("ray direction has a NaN component")]
+    NanDirection,
+    /// A direction component is infinite.
+    #[error("ray direction has an infinite component")]
+    InfiniteDirection,
+    /// `max_distance` is NaN.
+    #[error("max distance is NaN")]
+    NanMaxDistance,
+    /// `max_distance` is negative.
+    #[error("max distance is negative")]
+    NegativeMaxDistance,
+    /// `max_distance` exceeds [`MAX_DISTANCE_CAP`] (this includes infinity).
+    #[error("max distance exceeds the cap of {MAX_DISTANCE_CAP} voxels")]
+    MaxDistanceTooLarge,
+    /// A `sub_offset` component is NaN or infinite.
+    #[error("sub offset is not finite")]
+    NonFiniteSubOffset,
+    /// Moving whole units of `sub_offset` into `origin` would leave the i128 world.
+    #[error("origin plus sub offset leaves the i128 world")]
+    OriginOutOfRange,
+}
+
+/// What to do when the ray starts inside a voxel that stops it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum OriginPolicy {
+    /// Report the origin voxel as the hit, at distance 0 with a zero face normal (for example
+    /// to detect suffocation). The default, as in the source material.
+    #[default]
+    Report,
+    /// Never report the origin voxel; start testing at the next voxel (for escaping).
+    SkipOriginVoxel,
+    /// Pass through solid voxels until the ray has been in a non-stopping voxel, then report the
+    /// next stopping voxel (for getting out of a wall).
+    ExitSolid,
+}
+
+/// What unloaded chunks do to a ray.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum UnloadedPolicy {
+    /// Unloaded space is air. The default.
+    #[default]
+    Air,
+    /// The ray stops where it enters unloaded space: [`RaycastOutcome::Unloaded`].
+    Stop,
+}
+
+/// The set of voxel ids that stop a ray, as 65,536 bits. [`VoxelId::AIR`] never stops a ray.
+#[derive(Clone, PartialEq, Eq)]
+pub struct MaterialFilter {
+    words: Box<[u32; 2048]>,
+    every_non_air: bool,
+}
+
+impl std::fmt::Debug for MaterialFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let count: u32 = self.words.iter().map(|w| w.count_ones()).sum();
+        f.debug_struct("MaterialFilter").field("blocking_ids", &count).finish()
+    }
+}
+
+impl Default for MaterialFilter {
+    fn default() -> Self {
+        Self::all_solid()
+    }
+}
+
+impl MaterialFilter {
+    /// Every id except air stops the ray (the default).
+    #[must_use]
+    pub fn all_solid() -> Self {
+        let mut words = Box::new([u32::MAX; 2048]);
+        words[0] &= !1;
+        Self { words, every_non_air: true }
+    }
+
+    /// No id stops the ray (useful as a start for [`MaterialFilter::with`]).
+    #[must_use]
+    pub fn none() -> Self {
+        Self { words: Box::new([0; 2048]), every_non_air: false }
+    }
+
+    /// Only the listed ids stop the ray. Air in the list is ignored.
+    #[must_use]
+    pub fn only(ids: &[VoxelId]) -> Self {
+        ids.iter().fold(Self::none(), |f, &id| f.with(id))
+    }
+
+    /// This filter with `id` stopping the ray too (air is ignored).
+    #[must_use]
+    pub fn with(mut self, id: VoxelId) -> Self {
+        if !id.is_air() {
+            self.words[usize::from(id.0 >> 5)] |= 1 << (id.0 & 31);
+        }
+        self.every_non_air = self.words[0] == !1 && self.words[1..].iter().all(|&w| w == u32::MAX);
+        self
+    }
+
+    /// This filter with `id` no longer stopping the ray (glass for sight, water for bullets).
+    #[must_use]
+    pub fn without(mut self, id: VoxelId) -> Self {
+        self.words[usize::from(id.0 >> 5)] &= !(1 << (id.0 & 31));
+        self.every_non_air = false;
+        self
+    }
+
+    /// Whether `id` stops the ray.
+    #[inline]
+    #[must_use]
+    pub fn contains(&self, id: VoxelId) -> bool {
+        self.words[usize::from(id.0 >> 5)] & (1 << (id.0 & 31)) != 0
+    }
+
+    /// Whether this is the default set (every id but air): the DDA then decides from the
+    /// occupancy bit alone.
+    #[inline]
+    #[must_use]
+    pub fn is_every_non_air(&self) -> bool {
+        self.every_non_air
+    }
+
+    /// The 65,536 bits as 2,048 little-endian words: bit `id & 31` of word `id >> 5`. This is the
+    /// layout the GPU reads.
+    #[must_use]
+    pub fn words(&self) -> &[u32; 2048] {
+        &self.words
+    }
+}
+
+/// How a raycast treats the origin voxel, materials and unloaded chunks.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RaycastOptions {
+    /// What to do when the ray starts in a stopping voxel.
+    pub origin: OriginPolicy,
+    /// Which voxel ids stop the ray.
+    pub blocks: MaterialFilter,
+    /// Whether unloaded chunks are air or stop the ray.
+    pub unloaded: UnloadedPolicy,
+    /// Walk every voxel instead of skipping empty chunks and bricks in one step. Results are
+    /// identical bit for bit either way; this exists to test that claim.
+    pub per_voxel: bool,
+}
+
+/// The first voxel a ray hits.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct VoxelRaycastHit {
+    /// The voxel that was hit.
+    pub voxel_pos: WorldPos,
+    /// Outward normal of the face the ray entered through, one of the six unit axis vectors, or
+    /// zero when the hit is the origin voxel.
+    pub face_normal: IVec3,
+    /// Distance from the ray's start point to the entry point, in voxels (0 for the origin voxel).
+    pub distance: f32,
+    /// The id of the hit voxel.
+    pub voxel_type: VoxelId,
+    /// Where the ray entered the face, in `[0, 1]²`: for an x face `(y, z)`, for a y face
+    /// `(x, z)`, for a z face `(x, y)`, measured from the voxel's low corner. Zero for the origin
+    /// voxel.
+    pub hit_uv: Vec2,
+}
+
+impl VoxelRaycastHit {
+    /// The voxel in front of the hit face, where a block placed against it goes. `None` for a
+    /// hit in the origin voxel (no face was crossed) or at the edge of the i128 world.
+    #[must_use]
+    pub fn previous_pos(&self) -> Option<WorldPos> {
+        if self.face_normal == IVec3::ZERO {
+            return None;
+        }
+        self.voxel_pos.checked_offset(self.face_normal)
+    }
+}
+
+/// Everything a raycast can answer.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RaycastOutcome {
+    /// The ray hit a stopping voxel.
+    Hit(VoxelRaycastHit),
+    /// Nothing stops the ray within its max distance (or before it leaves the loaded world
+    /// under [`UnloadedPolicy::Air`], or the edge of the i128 world).
+    Miss,
+    /// Under [`UnloadedPolicy::Stop`]: the ray entered unloaded space at voxel `at`, at
+    /// `distance` voxels.
+    Unloaded {
+        /// The first unloaded voxel on the ray.
+        at: WorldPos,
+        /// Distance to the point where the ray entered it, in voxels.
+        distance: f32,
+    },
+    /// The ray was rejected; nothing was cast.
+    Invalid(RayError),
+}
+
+impl RaycastOutcome {
+    /// The hit, if the ray hit something.
+    #[must_use]
+    pub fn hit(&self) -> Option<&VoxelRaycastHit> {
+        match self {
+            Self::Hit(h) => Some(h),
+            _ => None,
+        }
+    }
+}
+
+/// The answer of a line-of-sight query.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum LineOfSight {
+    /// Nothing stops the segment.
+    Clear,
+    /// The first stopping voxel on the segment.
+    Blocked(VoxelRaycastHit),
+    /// Under [`UnloadedPolicy::Stop`], unloaded space lies on the segment before any blocker.
+    Unknown,
+    /// The segment was rejected.
+    Invalid(RayError),
+}
+
+impl From<RaycastOutcome> for LineOfSight {
+    fn from(o: RaycastOutcome) -> Self {
+        match o {
+            RaycastOutcome::Hit(h) => Self::Blocked(h),
+            RaycastOutcome::Miss => Self::Clear,
+            RaycastOutcome::Unloaded { .. } => Self::Unknown,
+            RaycastOutcome::Invalid(e) => Self::Invalid(e),
+        }
+    }
+}
+
+/// Options for line of sight: the raycast options plus the conservative corner rule.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LineOfSightOptions {
+    /// Origin policy, stopping materials and unloaded policy, as for a raycast.
+    pub raycast: RaycastOptions,
+    /// When the segment passes exactly through a voxel edge or corner, it is blocked if any
+    /// voxel touching that edge or corner stops it (no seeing through diagonal cracks).
+    pub conservative: bool,
+}
+
+#[inline]
+fn flush_denormal(v: f32) -> f32 {
+    if v.abs() < f32::MIN_POSITIVE { 0.0 } else { v }
+}
+
+/// Splits one coordinate's sub offset into whole units (added to the origin) and a fraction in
+/// `[0, 1)`, flushing a denormal fraction to zero.
+fn split_sub(origin: i128, sub: f32) -> Result<(i128, f32), RayError> {
+    if !sub.is_finite() {
+        return Err(RayError::NonFiniteSubOffset);
+    }
+    if (0.0..1.0).contains(&sub) {
+        return Ok((origin, flush_denormal(sub)));
+    }
+    let whole = sub.floor();
+    let mut frac = sub - whole;
+    let mut whole = whole as i128; // exact: |whole| < 2^128 for every finite f32
+    if frac >= 1.0 {
+        // A tiny negative sub rounds to 1.0 here; the point is on the next face.
+        frac = 0.0;
+        whole += 1;
+    }
+    let origin = origin.checked_add(whole).ok_or(RayError::OriginOutOfRange)?;
+    Ok((origin, flush_denormal(frac)))
+}
+
+fn check_direction(d: Vec3) -> Result<(), RayError> {
+    if d.is_nan() {
+        Err(RayError::NanDirection)
+    } else if !d.is_finite() {
+        Err(RayError::InfiniteDirection)
+    } else {
+        Ok(())
+    }
+}
+
+fn check_max_distance(m: f32) -> Result<(), RayError> {
+    if m.is_nan() {
+        Err(RayError::NanMaxDistance)
+    } else if m < 0.0 {
+        Err(RayError::NegativeMaxDistance)
+    } else if m > MAX_DISTANCE_CAP {
+        Err(RayError::MaxDistanceTooLarge)
+    } else {
+        Ok(())
+    }
+}
+
+/// Normalises in f64 and flushes denormal components, so that every enabled axis has a normal
+/// `1/|d|`.
+fn unit_direction(d: Vec3) -> Result<Vec3, RayError> {
+    check_direction(d)?;
+    let len2 = d.length_squared();
+    let d = if (len2 - 1.0).abs() <= 1e-5 {
+        d
+    } else {
+        let dd = d.as_dvec3();
+        let len = dd.length();
+        if len == 0.0 {
+            return Err(RayError::ZeroDirection);
+        }
+        (dd / len).as_vec3()
+    };
+    let d = Vec3::new(flush_denormal(d.x), flush_denormal(d.y), flush_denormal(d.z));
+    if d == Vec3::ZERO {
+        return Err(RayError::ZeroDirection);
+    }
+    Ok(d)
+}
+
+impl VoxelRay {
+    /// Validates and builds a ray.
+    ///
+    /// # Arguments
+    /// * `origin` - the voxel holding the start point.
+    /// * `sub_offset` - the start point inside `origin`, in voxels; any finite value is accepted
+    ///   and whole units are moved into `origin` (so `(-0.25, 0, 0)` becomes origin `x - 1`,
+    ///   sub `0.75`). Denormal components become zero.
+    /// * `direction` - any finite non-zero vector; it is normalised (in f64).
+    /// * `max_distance` - search distance in voxels, `0..=MAX_DISTANCE_CAP`.
+    ///
+    /// # Errors
+    /// One [`RayError`] variant per kind of bad input: zero, NaN or infinite direction; NaN,
+    /// negative or too large max distance; non-finite sub offset; an origin pushed out of i128.
+    ///
+    /// # Example
+    /// ```
+    /// use voxcast::{VoxelRay, WorldPos, glam::Vec3};
+    /// let ray = VoxelRay::new(WorldPos::new(0, 64, 0), Vec3::new(0.5, 1.6, 0.5), Vec3::NEG_Y, 8.0)?;
+    /// assert_eq!(ray.origin, WorldPos::new(0, 65, 0));
+    /// # Ok::<(), voxcast::RayError>(())
+    /// ```
+    pub fn new(origin: WorldPos, sub_offset: Vec3, direction: Vec3, max_distance: f32) -> Result<Self, RayError> {
+        check_max_distance(max_distance)?;
+        let direction = unit_direction(direction)?;
+        let (x, sx) = split_sub(origin.x, sub_offset.x)?;
+        let (y, sy) = split_sub(origin.y, sub_offset.y)?;
+        let (z, sz) = split_sub(origin.z, sub_offset.z)?;
+        Ok(Self {
+            origin: WorldPos::new(x, y, z),
+            sub_offset: Vec3::new(sx, sy, sz),
+            direction,
+            max_distance,
+        })
+    }
+
+    /// The segment from point `from` (voxel plus offset) to point `to`: direction `to - from`,
+    /// max distance its length. The difference is taken exactly in i128 and then in f64.
+    ///
+    /// # Errors
+    /// The errors of [`VoxelRay::new`]; [`RayError::ZeroDirection`] when the points coincide;
+    /// [`RayError::MaxDistanceTooLarge`] when they are more than [`MAX_DISTANCE_CAP`] apart.
+    pub fn between(from: WorldPos, from_sub: Vec3, to: WorldPos, to_sub: Vec3) -> Result<Self, RayError> {
+        if !from_sub.is_finite() || !to_sub.is_finite() {
+            return Err(RayError::NonFiniteSubOffset);
+        }
+        let axis = |a: usize| -> Result<f64, RayError> {
+            let whole = to.axis(a).checked_sub(from.axis(a)).ok_or(RayError::MaxDistanceTooLarge)?;
+            if whole.unsigned_abs() > 1 << 40 {
+                return Err(RayError::MaxDistanceTooLarge);
+            }
+            Ok(whole as f64 + (f64::from(to_sub[a]) - f64::from(from_sub[a])))
+        };
+        let diff = DVec3::new(axis(0)?, axis(1)?, axis(2)?);
+        let len = diff.length();
+        if len == 0.0 {
+            return Err(RayError::ZeroDirection);
+        }
+        if len > f64::from(MAX_DISTANCE_CAP) {
+            return Err(RayError::MaxDistanceTooLarge);
+        }
+        Self::new(from, from_sub, (diff / len).as_vec3(), len as f32)
+    }
+
+    /// The point at distance `t` as a voxel and an offset in `[0, 1)` (computed in f64 relative
+    /// to the origin voxel, so it is exact to f64 precision anywhere in the i128 world).
+    /// Returns `None` when the point leaves the i128 world.
+    #[must_use]
+    pub fn point_at(&self, t: f32) -> Option<(WorldPos, Vec3)> {
+        let rel = self.sub_offset.as_dvec3() + self.direction.as_dvec3() * f64::from(t);
+        let whole = rel.floor();
+        let frac = (rel - whole).as_vec3().min(Vec3::splat(1.0 - f32::EPSILON / 2.0));
+        let p = WorldPos::new(
+            self.origin.x.checked_add(whole.x as i128)?,
+            self.origin.y.checked_add(whole.y as i128)?,
+            self.origin.z.checked_add(whole.z as i128)?,
+        );
+        Some((p, frac))
+    }
+
+    /// Checks the ray as [`VoxelRay::new`] would, and returns the per-axis parameters the DDA
+    /// steps with. `Ok(None)` means the ray starts on the outer face of the i128 world moving
+    /// out of it, and can only miss.
+    ///
+    /// # Errors
+    /// As [`VoxelRay::new`].
+    pub fn prepare(&self) -> Result<Option<PreparedRay>, RayError> {
+        let r = Self::new(self.origin, self.sub_offset, self.direction, self.max_distance)?;
+        let mut p = PreparedRay {
+            origin: r.origin,
+            start: r.origin,
+            sub: r.sub_offset,
+            dir: r.direction,
+            max_distance: r.max_distance,
+            b: [1.0; 3],
+            inv: [1.0; 3],
+            step: [1; 3],
+            enabled: [false; 3],
+        };
+        for a in 0..3 {
+            let d = r.direction[a];
+            let sub = r.sub_offset[a];
+            p.step[a] = if d < 0.0 { -1 } else { 1 };
+            let start = first_voxel(r.origin.axis(a), sub, d);
+            match start {
+                Some(s) => set_axis(&mut p.start, a, s),
+                None => return Ok(None),
+            }
+            p.b[a] = first_crossing(sub, d);
+            let inv = 1.0 / d.abs();
+            // Disable an axis that never crosses within max distance: no infinity, NaN or
+            // denormal ever reaches the stepping arithmetic (the GPU may assume they don't occur).
+            if d != 0.0 && inv.is_finite() && p.b[a] * inv <= r.max_distance {
+                p.enabled[a] = true;
+                p.inv[a] = inv;
+            }
+        }
+        Ok(Some(p))
+    }
+}
+
+#[inline]
+fn set_axis(p: &mut WorldPos, a: usize, v: i128) {
+    match a {
+        0 => p.x = v,
+        1 => p.y = v,
+        _ => p.z = v,
+    }
+}
+
+/// The start voxel on one axis: the voxel that holds `p(t)` for small `t > 0`. That is the
+/// origin voxel, except when the start point lies exactly on its low face (`sub == 0`) and the
+/// ray moves down (`d < 0`; `-0.0` is not below zero): then it is `origin - 1`. `None` when that
+/// leaves the i128 world. Twin of `first_voxel` in `shaders/dda.wgsl` (which works relative to
+/// the window anchor).
+#[inline]
+#[must_use]
+pub fn first_voxel(origin: i128, sub: f32, d: f32) -> Option<i128> {
+    if d < 0.0 && sub == 0.0 { origin.checked_sub(1) } else { Some(origin) }
+}
+
+/// Distance, in units of `1/|d|`, from the start point to the first crossing on one axis:
+/// `1 - sub` moving up, `sub` moving down, and a whole voxel (`1`) when the start point lies on
+/// the face the ray moves away from. Twin of `first_crossing` in `shaders/dda.wgsl`.
+#[inline]
+#[must_use]
+pub fn first_crossing(sub: f32, d: f32) -> f32 {
+    if d < 0.0 {
+        if sub == 0.0 { 1.0 } else { sub }
+    } else {
+        1.0 - sub
+    }
+}
+
+/// A validated ray with the per-axis DDA parameters, computed once on the host and shared by
+/// the CPU reference and the GPU upload.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PreparedRay {
+    /// The (normalised) origin voxel.
+    pub origin: WorldPos,
+    /// The voxel that holds the ray just after its start point (see [`first_voxel`]).
+    pub start: WorldPos,
+    /// Sub offset in `[0, 1)`, denormals flushed.
+    pub sub: Vec3,
+    /// Unit direction, denormals flushed.
+    pub dir: Vec3,
+    /// Max distance in voxels.
+    pub max_distance: f32,
+    /// Per axis, the first crossing's distance in units of `inv` (see [`first_crossing`]).
+    pub b: [f32; 3],
+    /// Per axis `1 / |d|` in f32 (1.0 on a disabled axis, never read there).
+    pub inv: [f32; 3],
+    /// Per axis, the voxel step: `+1` or `-1`.
+    pub step: [i8; 3],
+    /// Per axis, whether the ray crosses a boundary on it within max distance.
+    pub enabled: [bool; 3],
+}
+
+impl PreparedRay {
+    /// Offset of the start point inside the start voxel on each axis: `sub`, or `1.0` on an
+    /// axis where [`first_voxel`] moved the start voxel down by one.
+    #[inline]
+    #[must_use]
+    pub fn start_offset(&self) -> Vec3 {
+        Vec3::from_array(std::array::from_fn(|a| {
+            if self.dir[a] < 0.0 && self.sub[a] == 0.0 { 1.0 } else { self.sub[a] }
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn new_rejects_each_bad_input() {
+        let o = WorldPos::ZERO;
+        let s = Vec3::ZERO;
+        assert_eq!(VoxelRay::new(o, s, Vec3::ZERO, 1.0), Err(RayError::ZeroDirection));
+        assert_eq!(VoxelRay::new(o, s, Vec3::new(f32::NAN, 0.0, 1.0), 1.0), Err(RayError::NanDirection));
+        assert_eq!(VoxelRay::new(o, s, Vec3::new(f32::INFINITY, 0.0, 1.0), 1.0), Err(RayError::InfiniteDirection));
+        assert_eq!(VoxelRay::new(o, s, Vec3::X, f32::NAN), Err(RayError::NanMaxDistance));
+        assert_eq!(VoxelRay::new(o, s, Vec3::X, -1.0), Err(RayError::NegativeMaxDistance));
+        assert_eq!(VoxelRay::new(o, s, Vec3::X, f32::INFINITY), Err(RayError::MaxDistanceTooLarge));
+        assert_eq!(VoxelRay::new(o, Vec3::new(0.0, f32::NAN, 0.0), Vec3::X, 1.0), Err(RayError::NonFiniteSubOffset));
+        assert_eq!(
+            VoxelRay::new(WorldPos::new(i128::MAX, 0, 0), Vec3::new(2.0, 0.0, 0.0), Vec3::X, 1.0),
+            Err(RayError::OriginOutOfRange)
+        );
+        // A tiny direction is still a direction: it is normalised in f64 before any flushing.
+        let tiny = VoxelRay::new(o, s, Vec3::new(1e-40, 0.0, -1e-40), 1.0).expect("tiny but valid");
+        assert!((tiny.direction.length() - 1.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn sub_offset_is_normalised() {
+        let r = VoxelRay::new(WorldPos::ZERO, Vec3::new(-0.25, 2.5, -1e-9), Vec3::X, 1.0).expect("valid");
+        assert_eq!(r.origin, WorldPos::new(-1, 2, 0));
+        assert_eq!(r.sub_offset, Vec3::new(0.75, 0.5, 0.0));
+        let r = VoxelRay::new(WorldPos::ZERO, Vec3::new(1e-40, 0.0, 0.0), Vec3::X, 1.0).expect("valid");
+        assert_eq!(r.sub_offset.x, 0.0);
+    }
+
+    #[test]
+    fn face_start_rule() {
+        assert_eq!(first_voxel(5, 0.0, -1.0), Some(4));
+        assert_eq!(first_voxel(5, 0.0, -0.0), Some(5));
+        assert_eq!(first_voxel(5, 0.0, 1.0), Some(5));
+        assert_eq!(first_voxel(i128::MIN, 0.0, -1.0), None);
+        assert_eq!(first_crossing(0.0, -1.0), 1.0);
+        assert_eq!(first_crossing(0.25, -1.0), 0.25);
+        assert_eq!(first_crossing(0.25, 1.0), 0.75);
+    }
+
+    #[test]
+    fn filter_sets() {
+        let f = MaterialFilter::default();
+        assert!(f.is_every_non_air() && !f.contains(VoxelId::AIR) && f.contains(VoxelId(65535)));
+        let f = f.without(VoxelId(7));
+        assert!(!f.is_every_non_air() && !f.contains(VoxelId(7)));
+        assert!(f.with(VoxelId(7)).is_every_non_air());
+        assert!(!MaterialFilter::only(&[VoxelId::AIR]).contains(VoxelId::AIR));
+    }
+}

@@ -1,0 +1,382 @@
+//! Voxel ids, chunks and the sparse world of chunks.
+
+use rustc_hash::FxHashMap;
+
+use crate::coords::{CHUNK_VOLUME, ChunkPos, LocalPos, VoxelBox, WorldPos};
+use crate::ray::VoxelRaycastHit;
+
+/// The type of a voxel. `VoxelId(0)` is [`VoxelId::AIR`]; every other id is a material whose
+/// meaning belongs to the application (stone, glass, water, ...).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct VoxelId(pub u16);
+
+impl VoxelId {
+    /// Empty space. Rays pass through air under every [`crate::MaterialFilter`].
+    pub const AIR: Self = Self(0);
+
+    /// Whether this is [`VoxelId::AIR`].
+    #[inline]
+    #[must_use]
+    pub const fn is_air(self) -> bool {
+        self.0 == 0
+    }
+}
+
+/// Edge of an occupancy brick in voxels: the summary level below a chunk that the DDA skips
+/// in one step when the brick holds only air.
+pub const BRICK_EDGE: usize = 8;
+pub(crate) const BRICK_SHIFT: u32 = 3;
+/// Bricks per chunk edge.
+pub(crate) const BRICKS_PER_EDGE: usize = 32 / BRICK_EDGE;
+/// Bricks per chunk; their summary bits fit one `u64` (two `u32` words on the GPU).
+pub(crate) const BRICKS_PER_CHUNK: usize = BRICKS_PER_EDGE * BRICKS_PER_EDGE * BRICKS_PER_EDGE;
+/// Occupancy words (`u32`, one per x-row of 32 voxels) per chunk.
+pub(crate) const OCCUPANCY_WORDS: usize = CHUNK_VOLUME / 32;
+
+/// Index of the brick that holds local voxel `(x, y, z)` (each in `0..32`).
+#[inline]
+#[must_use]
+pub(crate) const fn brick_index(x: u32, y: u32, z: u32) -> u32 {
+    (x >> BRICK_SHIFT) | (y >> BRICK_SHIFT) << 2 | (z >> BRICK_SHIFT) << 4
+}
+
+/// A chunk stored voxel by voxel, with its occupancy summaries kept current on every edit.
+#[derive(Clone)]
+pub(crate) struct DenseChunk {
+    pub(crate) ids: Box<[VoxelId; CHUNK_VOLUME]>,
+    /// One bit per voxel, set where the voxel is not air. Word `y + 32·z`, bit `x`.
+    pub(crate) occupancy: Box<[u32; OCCUPANCY_WORDS]>,
+    /// Non-air voxels per brick.
+    brick_counts: [u16; BRICKS_PER_CHUNK],
+    /// Bit `b` set where brick `b` holds a non-air voxel.
+    pub(crate) bricks: u64,
+    non_air: u32,
+}
+
+impl DenseChunk {
+    fn filled(id: VoxelId) -> Self {
+        let full = !id.is_air();
+        Self {
+            ids: vec![id; CHUNK_VOLUME]
+                .into_boxed_slice()
+                .try_into()
+                .unwrap_or_else(|_| unreachable!("length is CHUNK_VOLUME")),
+            occupancy: Box::new([if full { u32::MAX } else { 0 }; OCCUPANCY_WORDS]),
+            brick_counts: [if full { (BRICK_EDGE * BRICK_EDGE * BRICK_EDGE) as u16 } else { 0 }; BRICKS_PER_CHUNK],
+            bricks: if full { u64::MAX } else { 0 },
+            non_air: if full { CHUNK_VOLUME as u32 } else { 0 },
+        }
+    }
+
+    fn set(&mut self, local: LocalPos, id: VoxelId) -> VoxelId {
+        let i = local.index();
+        let old = std::mem::replace(&mut self.ids[i], id);
+        if old.is_air() != id.is_air() {
+            let word = i >> 5;
+            let bit = 1u32 << local.x;
+            let brick = brick_index(local.x.into(), local.y.into(), local.z.into()) as usize;
+            if id.is_air() {
+                self.occupancy[word] &= !bit;
+                self.brick_counts[brick] -= 1;
+                self.non_air -= 1;
+                if self.brick_counts[brick] == 0 {
+                    self.bricks &= !(1 << brick);
+                }
+            } else {
+                self.occupancy[word] |= bit;
+                self.brick_counts[brick] += 1;
+                self.non_air += 1;
+                self.bricks |= 1 << brick;
+            }
+        }
+        old
+    }
+
+    /// The single id of the chunk if every voxel has it.
+    fn uniform_id(&self) -> Option<VoxelId> {
+        let first = self.ids[0];
+        let possible = if first.is_air() { self.non_air == 0 } else { self.non_air == CHUNK_VOLUME as u32 };
+        (possible && self.ids.iter().all(|&v| v == first)).then_some(first)
+    }
+}
+
+/// One chunk of `32³` voxels. A chunk whose voxels all share one id is stored as that id alone;
+/// any other chunk is stored voxel by voxel with a one-bit-per-voxel occupancy mask and a
+/// one-bit-per-`8³`-brick summary, both kept current on every edit.
+#[derive(Clone)]
+pub struct Chunk {
+    repr: ChunkRepr,
+}
+
+#[derive(Clone)]
+enum ChunkRepr {
+    Uniform(VoxelId),
+    Dense(Box<DenseChunk>),
+}
+
+/// How the DDA sees a chunk: one id for the whole chunk, or per-voxel storage.
+#[derive(Clone, Copy)]
+pub(crate) enum ChunkView<'a> {
+    Uniform(VoxelId),
+    Dense(&'a DenseChunk),
+}
+
+impl std::fmt::Debug for Chunk {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.repr {
+            ChunkRepr::Uniform(id) => f.debug_tuple("Chunk::Uniform").field(id).finish(),
+            ChunkRepr::Dense(d) => f.debug_struct("Chunk::Dense").field("non_air", &d.non_air).finish(),
+        }
+    }
+}
+
+impl Default for Chunk {
+    fn default() -> Self {
+        Self::filled(VoxelId::AIR)
+    }
+}
+
+impl Chunk {
+    /// A chunk whose every voxel is `id` (no per-voxel storage is allocated).
+    #[must_use]
+    pub const fn filled(id: VoxelId) -> Self {
+        Self { repr: ChunkRepr::Uniform(id) }
+    }
+
+    /// The id at `local`.
+    #[inline]
+    #[must_use]
+    pub fn get(&self, local: LocalPos) -> VoxelId {
+        match &self.repr {
+            ChunkRepr::Uniform(id) => *id,
+            ChunkRepr::Dense(d) => d.ids[local.index()],
+        }
+    }
+
+    /// Sets the voxel at `local` to `id` and returns the id it had. A chunk that becomes one id
+    /// throughout drops its per-voxel storage.
+    pub fn set(&mut self, local: LocalPos, id: VoxelId) -> VoxelId {
+        let old = match &mut self.repr {
+            ChunkRepr::Uniform(u) if *u == id => return id,
+            ChunkRepr::Uniform(u) => {
+                let mut dense = Box::new(DenseChunk::filled(*u));
+                let old = dense.set(local, id);
+                self.repr = ChunkRepr::Dense(dense);
+                old
+            }
+            ChunkRepr::Dense(d) => d.set(local, id),
+        };
+        if let ChunkRepr::Dense(d) = &self.repr {
+            // Only a set that could complete a uniform chunk pays for the scan, which stops at
+            // the first voxel that differs.
+            if (d.non_air == 0 || d.non_air == CHUNK_VOLUME as u32) && d.ids[0] == id {
+                if let Some(u) = d.uniform_id() {
+                    self.repr = ChunkRepr::Uniform(u);
+                }
+            }
+        }
+        old
+    }
+
+    /// `Some(id)` when every voxel of the chunk is `id`.
+    #[inline]
+    #[must_use]
+    pub fn uniform_id(&self) -> Option<VoxelId> {
+        match &self.repr {
+            ChunkRepr::Uniform(id) => Some(*id),
+            ChunkRepr::Dense(_) => None,
+        }
+    }
+
+    /// Whether every voxel of the chunk is air.
+    #[inline]
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.uniform_id() == Some(VoxelId::AIR)
+    }
+
+    /// Number of voxels that are not air, `0..=32768`.
+    #[must_use]
+    pub fn non_air_count(&self) -> u32 {
+        match &self.repr {
+            ChunkRepr::Uniform(id) if id.is_air() => 0,
+            ChunkRepr::Uniform(_) => CHUNK_VOLUME as u32,
+            ChunkRepr::Dense(d) => d.non_air,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn view(&self) -> ChunkView<'_> {
+        match &self.repr {
+            ChunkRepr::Uniform(id) => ChunkView::Uniform(*id),
+            ChunkRepr::Dense(d) => ChunkView::Dense(d),
+        }
+    }
+}
+
+/// A sparse world of chunks addressed by i128 coordinates. Chunks not inserted are *unloaded*:
+/// raycasts treat them as air or stop at them (see [`crate::UnloadedPolicy`]).
+#[derive(Clone, Debug, Default)]
+pub struct VoxelWorld {
+    chunks: FxHashMap<ChunkPos, Chunk>,
+    /// Inclusive chunk range covering every loaded chunk; kept current on insert and remove.
+    bounds: Option<(ChunkPos, ChunkPos)>,
+}
+
+impl VoxelWorld {
+    /// An empty world with no chunk loaded.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The id of the voxel at `pos`, or `None` when its chunk is not loaded.
+    #[inline]
+    #[must_use]
+    pub fn get_voxel(&self, pos: &WorldPos) -> Option<VoxelId> {
+        self.chunks.get(&pos.chunk()).map(|c| c.get(pos.local()))
+    }
+
+    /// Sets the voxel at `pos` to `id` and returns its previous id. An unloaded chunk is created
+    /// first, filled with air (so the previous id is then [`VoxelId::AIR`]).
+    pub fn set_voxel(&mut self, pos: WorldPos, id: VoxelId) -> VoxelId {
+        let cp = pos.chunk();
+        if !self.chunks.contains_key(&cp) {
+            self.insert_chunk(cp, Chunk::default());
+        }
+        self.chunks
+            .get_mut(&cp)
+            .map_or(VoxelId::AIR, |c| c.set(pos.local(), id))
+    }
+
+    /// Loads `chunk` at `pos`, returning the chunk it replaces, if any.
+    pub fn insert_chunk(&mut self, pos: ChunkPos, chunk: Chunk) -> Option<Chunk> {
+        self.bounds = Some(match self.bounds {
+            None => (pos, pos),
+            Some((lo, hi)) => (
+                ChunkPos::new(lo.x.min(pos.x), lo.y.min(pos.y), lo.z.min(pos.z)),
+                ChunkPos::new(hi.x.max(pos.x), hi.y.max(pos.y), hi.z.max(pos.z)),
+            ),
+        });
+        self.chunks.insert(pos, chunk)
+    }
+
+    /// Unloads the chunk at `pos` and returns it. Costs a pass over the loaded chunks when the
+    /// removed chunk was on the edge of the loaded bounds.
+    pub fn remove_chunk(&mut self, pos: ChunkPos) -> Option<Chunk> {
+        let removed = self.chunks.remove(&pos)?;
+        if let Some((lo, hi)) = self.bounds {
+            let on_edge = (0..3).any(|a| pos.axis(a) == lo.axis(a) || pos.axis(a) == hi.axis(a));
+            if on_edge {
+                self.bounds = self.chunks.keys().fold(None, |acc, &p| {
+                    Some(match acc {
+                        None => (p, p),
+                        Some((lo, hi)) => (
+                            ChunkPos::new(lo.x.min(p.x), lo.y.min(p.y), lo.z.min(p.z)),
+                            ChunkPos::new(hi.x.max(p.x), hi.y.max(p.y), hi.z.max(p.z)),
+                        ),
+                    })
+                });
+            }
+        }
+        Some(removed)
+    }
+
+    /// Whether the chunk at `pos` is loaded.
+    #[inline]
+    #[must_use]
+    pub fn is_loaded(&self, pos: ChunkPos) -> bool {
+        self.chunks.contains_key(&pos)
+    }
+
+    /// The loaded chunk at `pos`.
+    #[inline]
+    #[must_use]
+    pub fn chunk(&self, pos: ChunkPos) -> Option<&Chunk> {
+        self.chunks.get(&pos)
+    }
+
+    /// Every loaded chunk with its position, in no particular order.
+    pub fn chunks(&self) -> impl Iterator<Item = (ChunkPos, &Chunk)> + '_ {
+        self.chunks.iter().map(|(p, c)| (*p, c))
+    }
+
+    /// Number of loaded chunks.
+    #[must_use]
+    pub fn chunk_count(&self) -> usize {
+        self.chunks.len()
+    }
+
+    /// The inclusive voxel box covering every loaded chunk, or `None` when nothing is loaded.
+    /// Everything outside it is unloaded.
+    #[must_use]
+    pub fn loaded_bounds(&self) -> Option<VoxelBox> {
+        self.bounds.map(|(lo, hi)| VoxelBox::from_chunks(lo, hi))
+    }
+
+    /// The inclusive chunk range covering every loaded chunk.
+    #[must_use]
+    pub fn loaded_chunk_bounds(&self) -> Option<(ChunkPos, ChunkPos)> {
+        self.bounds
+    }
+}
+
+/// Places `id` in the voxel in front of the hit face ([`VoxelRaycastHit::previous_pos`]) and
+/// returns that position, or `None` (changing nothing) when the hit has no face (the ray started
+/// inside the block), the position leaves the i128 world, or that voxel is not air. Creates the
+/// chunk if it is not loaded.
+pub fn place_block(world: &mut VoxelWorld, hit: &VoxelRaycastHit, id: VoxelId) -> Option<WorldPos> {
+    let pos = hit.previous_pos()?;
+    if world.get_voxel(&pos).is_some_and(|v| !v.is_air()) {
+        return None;
+    }
+    world.set_voxel(pos, id);
+    Some(pos)
+}
+
+/// Sets the hit voxel to air and returns the id it had, or `None` when its chunk is not loaded.
+pub fn break_block(world: &mut VoxelWorld, hit: &VoxelRaycastHit) -> Option<VoxelId> {
+    world.get_voxel(&hit.voxel_pos)?;
+    Some(world.set_voxel(hit.voxel_pos, VoxelId::AIR))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_get_and_uniform_collapse() {
+        let mut w = VoxelWorld::new();
+        let p = WorldPos::new(-1, 5, 40);
+        assert_eq!(w.get_voxel(&p), None);
+        assert_eq!(w.set_voxel(p, VoxelId(3)), VoxelId::AIR);
+        assert_eq!(w.get_voxel(&p), Some(VoxelId(3)));
+        let c = w.chunk(p.chunk()).expect("loaded");
+        assert_eq!(c.non_air_count(), 1);
+        assert_eq!(w.set_voxel(p, VoxelId::AIR), VoxelId(3));
+        assert!(w.chunk(p.chunk()).expect("loaded").is_empty());
+    }
+
+    #[test]
+    fn bricks_track_edits() {
+        let mut c = Chunk::default();
+        c.set(LocalPos::new(9, 0, 17), VoxelId(1));
+        let ChunkView::Dense(d) = c.view() else { panic!("dense expected") };
+        assert_eq!(d.bricks, 1 << brick_index(9, 0, 17));
+        assert_eq!(d.occupancy[17 * 32], 1 << 9);
+        c.set(LocalPos::new(9, 0, 17), VoxelId::AIR);
+        assert!(c.is_empty());
+    }
+
+    #[test]
+    fn bounds_shrink_on_remove() {
+        let mut w = VoxelWorld::new();
+        w.insert_chunk(ChunkPos::new(0, 0, 0), Chunk::default());
+        w.insert_chunk(ChunkPos::new(3, -2, 1), Chunk::default());
+        assert_eq!(w.loaded_chunk_bounds(), Some((ChunkPos::new(0, -2, 0), ChunkPos::new(3, 0, 1))));
+        w.remove_chunk(ChunkPos::new(3, -2, 1));
+        assert_eq!(w.loaded_chunk_bounds(), Some((ChunkPos::new(0, 0, 0), ChunkPos::new(0, 0, 0))));
+        w.remove_chunk(ChunkPos::new(0, 0, 0));
+        assert_eq!(w.loaded_bounds(), None);
+    }
+}
