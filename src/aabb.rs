@@ -23,8 +23,13 @@ use glam::{DVec3, Vec3};
 /// ```
 #[must_use]
 pub fn ray_aabb(origin: Vec3, dir: Vec3, min: Vec3, max: Vec3) -> Option<(f32, f32)> {
-    ray_aabb_f64(origin.as_dvec3(), dir.as_dvec3(), min.as_dvec3(), max.as_dvec3())
-        .map(|(n, f)| (n as f32, f as f32))
+    ray_aabb_f64(
+        origin.as_dvec3(),
+        dir.as_dvec3(),
+        min.as_dvec3(),
+        max.as_dvec3(),
+    )
+    .map(|(n, f)| (n as f32, f as f32))
 }
 
 /// [`ray_aabb`] in f64, used to reject rays that cannot reach the loaded world before any

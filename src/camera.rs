@@ -43,7 +43,10 @@ impl Camera {
     /// [`RayError`] as for [`VoxelRay::new`] when `forward`, `sub_offset` or `max_distance` is
     /// bad; [`RayError::ZeroDirection`] when `forward` is vertical (no right vector), the field
     /// of view is outside `(0, 180)` or the image is empty.
-    #[allow(clippy::too_many_arguments, reason = "a camera has this many independent parameters")]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "a camera has this many independent parameters"
+    )]
     pub fn new(
         position: WorldPos,
         sub_offset: Vec3,
@@ -56,7 +59,10 @@ impl Camera {
         let probe = VoxelRay::new(position, sub_offset, forward, max_distance)?;
         let forward = probe.direction;
         let right = forward.cross(Vec3::Y);
-        if right.length_squared() < 1e-12 || !(fov_y_degrees > 0.0 && fov_y_degrees < 180.0) || width == 0 || height == 0
+        if right.length_squared() < 1e-12
+            || !(fov_y_degrees > 0.0 && fov_y_degrees < 180.0)
+            || width == 0
+            || height == 0
         {
             return Err(RayError::ZeroDirection);
         }
@@ -81,7 +87,10 @@ impl Camera {
     ///
     /// # Errors
     /// As [`Camera::new`]; [`RayError::ZeroDirection`] when the target is the eye.
-    #[allow(clippy::too_many_arguments, reason = "a camera has this many independent parameters")]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "a camera has this many independent parameters"
+    )]
     pub fn look_at(
         position: WorldPos,
         sub_offset: Vec3,
@@ -93,7 +102,15 @@ impl Camera {
         max_distance: f32,
     ) -> Result<Self, RayError> {
         let seg = VoxelRay::between(position, sub_offset, target, target_sub)?;
-        Self::new(position, sub_offset, seg.direction, fov_y_degrees, width, height, max_distance)
+        Self::new(
+            position,
+            sub_offset,
+            seg.direction,
+            fov_y_degrees,
+            width,
+            height,
+            max_distance,
+        )
     }
 
     /// The unit direction through the centre of pixel `(px, py)`. Twin of `camera_dir` in
@@ -120,7 +137,12 @@ impl Camera {
     /// Never for a camera built by [`Camera::new`]; a hand-edited camera may yield a
     /// [`RayError`].
     pub fn ray(&self, px: u32, py: u32) -> Result<VoxelRay, RayError> {
-        VoxelRay::new(self.position, self.sub_offset, self.pixel_dir(px, py), self.max_distance)
+        VoxelRay::new(
+            self.position,
+            self.sub_offset,
+            self.pixel_dir(px, py),
+            self.max_distance,
+        )
     }
 
     /// Every pixel's ray, row by row from the top.
@@ -128,6 +150,9 @@ impl Camera {
     /// # Errors
     /// As [`Camera::ray`].
     pub fn rays(&self) -> Result<Vec<VoxelRay>, RayError> {
-        (0..self.height).flat_map(|y| (0..self.width).map(move |x| (x, y))).map(|(x, y)| self.ray(x, y)).collect()
+        (0..self.height)
+            .flat_map(|y| (0..self.width).map(move |x| (x, y)))
+            .map(|(x, y)| self.ray(x, y))
+            .collect()
     }
 }

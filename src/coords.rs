@@ -247,12 +247,24 @@ mod tests {
 
     #[test]
     fn extremes_round_trip() {
-        for v in [i128::MIN, i128::MIN + 1, -1, 0, 31, 32, i128::MAX - 1, i128::MAX] {
+        for v in [
+            i128::MIN,
+            i128::MIN + 1,
+            -1,
+            0,
+            31,
+            32,
+            i128::MAX - 1,
+            i128::MAX,
+        ] {
             let p = WorldPos::new(v, v, v);
             assert_eq!(p.chunk().world(p.local()), p, "round trip of {v}");
             assert!(p.chunk().origin().x <= v);
         }
-        let b = VoxelBox::from_chunks(WorldPos::new(i128::MAX, 0, 0).chunk(), ChunkPos::new(i128::MAX >> 5, 0, 0));
+        let b = VoxelBox::from_chunks(
+            WorldPos::new(i128::MAX, 0, 0).chunk(),
+            ChunkPos::new(i128::MAX >> 5, 0, 0),
+        );
         assert_eq!(b.max.x, i128::MAX);
     }
 

@@ -3,7 +3,7 @@
 //! Every function here that the GPU also runs has a twin of the same name in
 //! `shaders/dda.wgsl`, with the same constants and the same branch order, so the two can be
 //! read side by side: [`crossing_t`], [`next_axis`], [`crossings_before`], `skip_cell`,
-//! `dda_step`, `face_uv`, `tie_extras` and `cast_ray`. The host-only parts (validation in
+//! `dda_step`, `face_uv`, `tied_axes`, `tie_extra` and `cast_ray`. The host-only parts (validation in
 //! [`VoxelRay::prepare`], clipping to the loaded bounds in `enter_box`) produce the state the
 //! GPU starts from.
 
@@ -13,8 +13,8 @@ use rayon::prelude::*;
 use crate::aabb::ray_aabb_f64;
 use crate::coords::{CHUNK_SHIFT, VoxelBox, WorldPos};
 use crate::ray::{
-    LineOfSight, LineOfSightOptions, OriginPolicy, PreparedRay, RaycastOptions, RaycastOutcome, UnloadedPolicy,
-    VoxelRay, VoxelRaycastHit,
+    LineOfSight, LineOfSightOptions, OriginPolicy, PreparedRay, RaycastOptions, RaycastOutcome,
+    UnloadedPolicy, VoxelRay, VoxelRaycastHit,
 };
 use crate::world::{BRICK_EDGE, ChunkView, DenseChunk, VoxelId, VoxelWorld, brick_index};
 
@@ -116,12 +116,17 @@ impl<'r> Dda<'r> {
 
     #[inline(always)]
     fn refresh_axis(&mut self, a: usize) {
-        self.t_next[a] =
-            if self.ray.enabled[a] { crossing_t(self.ray.b[a], self.ray.inv[a], self.n[a]) } else { T_DISABLED };
+        self.t_next[a] = if self.ray.enabled[a] {
+            crossing_t(self.ray.b[a], self.ray.inv[a], self.n[a])
+        } else {
+            T_DISABLED
+        };
     }
 
     pub(crate) fn voxel(&self) -> WorldPos {
-        WorldPos::from_array(std::array::from_fn(|a| (self.chunk[a] << CHUNK_SHIFT) | i128::from(self.local[a])))
+        WorldPos::from_array(std::array::from_fn(|a| {
+            (self.chunk[a] << CHUNK_SHIFT) | i128::from(self.local[a])
+        }))
     }
 
     /// Moves `count` voxels along axis `a` (crossings already counted by the caller), carrying
@@ -156,7 +161,11 @@ impl<'r> Dda<'r> {
         self.refresh_axis(a);
         self.t = t;
         self.entry_axis = a as u32;
-        if self.move_axis(a, 1) { Ok(a) } else { Err(Halt::Miss) }
+        if self.move_axis(a, 1) {
+            Ok(a)
+        } else {
+            Err(Halt::Miss)
+        }
     }
 
     /// Skips to the last voxel the ray visits inside the cell `lo..=hi` (local coordinates of
@@ -171,7 +180,11 @@ impl<'r> Dda<'r> {
         let mut k = [0u32; 3];
         for a in 0..3 {
             if r.enabled[a] {
-                k[a] = if r.step[a] > 0 { hi[a] - self.local[a] } else { self.local[a] - lo[a] } as u32;
+                k[a] = if r.step[a] > 0 {
+                    hi[a] - self.local[a]
+                } else {
+                    self.local[a] - lo[a]
+                } as u32;
                 t_exit[a] = crossing_t(r.b[a], r.inv[a], self.n[a] + k[a]);
             }
         }
@@ -182,7 +195,11 @@ impl<'r> Dda<'r> {
         }
         for a in 0..3 {
             if r.enabled[a] {
-                let c = if a == exit_axis { k[a] } else { crossings_before(r.b[a], r.inv[a], self.n[a], t_end) };
+                let c = if a == exit_axis {
+                    k[a]
+                } else {
+                    crossings_before(r.b[a], r.inv[a], self.n[a], t_end)
+                };
                 self.n[a] += c;
                 self.local[a] += i32::from(r.step[a]) * c as i32;
                 self.refresh_axis(a);
@@ -227,7 +244,9 @@ impl<'r> Dda<'r> {
                 entry = Some((t, a, idx));
             }
         }
-        let Some((t_in, a_in, idx_in)) = entry else { return true };
+        let Some((t_in, a_in, idx_in)) = entry else {
+            return true;
+        };
         if t_in > r.max_distance {
             return false;
         }
@@ -253,8 +272,11 @@ impl<'r> Dda<'r> {
                 idx_in + 1
             } else {
                 // Count crossings ordered before (t_in, a_in): estimate, then correct exactly.
-                let before = |n: u32| crossing_before(crossing_t(r.b[a], r.inv[a], n), a, t_in, a_in);
-                let mut n = ((f64::from(t_in) * f64::from(r.dir[a].abs()) - f64::from(r.b[a])).floor().max(0.0)) as u32;
+                let before =
+                    |n: u32| crossing_before(crossing_t(r.b[a], r.inv[a], n), a, t_in, a_in);
+                let mut n = ((f64::from(t_in) * f64::from(r.dir[a].abs()) - f64::from(r.b[a]))
+                    .floor()
+                    .max(0.0)) as u32;
                 while n > 0 && !before(n - 1) {
                     n -= 1;
                 }
@@ -308,10 +330,11 @@ pub(crate) fn face_uv(r: &PreparedRay, n: [u32; 3], t: f32, face_axis: u32) -> V
         1 => (0, 2),
         _ => (0, 1),
     };
-    let start = r.start_offset();
     let frac = |b: usize| -> f32 {
         let f = if n[b] == 0 {
-            start[b] + r.dir[b] * t
+            // Offset of the start point inside the start voxel, recovered from `b`.
+            let start = if r.step[b] > 0 { 1.0 - r.b[b] } else { r.b[b] };
+            start + r.dir[b] * t
         } else {
             let along = r.dir[b].abs() * (t - crossing_t(r.b[b], r.inv[b], n[b] - 1));
             if r.step[b] > 0 { along } else { 1.0 - along }
@@ -330,26 +353,32 @@ enum ChunkKind<'w> {
 }
 
 fn chunk_kind(world: &VoxelWorld, chunk: [i128; 3]) -> ChunkKind<'_> {
-    match world.chunk(crate::ChunkPos::new(chunk[0], chunk[1], chunk[2])).map(|c| c.view()) {
+    match world
+        .chunk(crate::ChunkPos::new(chunk[0], chunk[1], chunk[2]))
+        .map(|c| c.view())
+    {
         None => ChunkKind::Unloaded,
         Some(ChunkView::Uniform(id)) => ChunkKind::Uniform(id),
         Some(ChunkView::Dense(d)) => ChunkKind::Dense(d),
     }
 }
 
-/// The voxels touched by a tie of several axes at one crossing distance that stepping does not
-/// visit: for axes `a < b` crossing together, stepping visits `+a` then `+a+b`, and `+b`
-/// touches the same edge. Returns offsets as axis masks. Twin of `tie_extras` in
-/// `shaders/dda.wgsl`.
-fn tie_extras(t_next: [f32; 3], t: f32) -> &'static [u32] {
-    let tied = (0..3).filter(|&a| t_next[a] == t).fold(0u32, |m, a| m | 1 << a);
-    match tied {
-        0b011 => &[0b010],
-        0b101 => &[0b100],
-        0b110 => &[0b100],
-        0b111 => &[0b010, 0b100, 0b101, 0b110],
-        _ => &[],
-    }
+/// The axes whose next crossing is at `t` (bit `a` for axis `a`): a tie group when two or
+/// three bits are set.
+#[inline]
+fn tied_axes(t_next: [f32; 3], t: f32) -> u32 {
+    u32::from(t_next[0] == t) | u32::from(t_next[1] == t) << 1 | u32::from(t_next[2] == t) << 2
+}
+
+/// Whether `mask` (a subset of the tie group `tied`) names a voxel that the tie touches but
+/// stepping does not visit. Stepping through a tie crosses the tied axes in order x, y, z, so it
+/// visits the "prefixes" of the group (`+x`, then `+x+y`, ...); every other non-empty subset is
+/// an extra voxel touching the same edge or corner. Twin of `tie_extra` in `shaders/dda.wgsl`.
+#[inline]
+fn tie_extra(tied: u32, mask: u32) -> bool {
+    let highest = 1u32 << (31 - mask.leading_zeros());
+    let prefix = tied & ((highest << 1) - 1);
+    mask & tied == mask && mask != prefix
 }
 
 /// Casts one prepared ray: the whole reference algorithm. Twin of `cast_ray` in
@@ -366,18 +395,23 @@ pub(crate) fn cast_ray(
             UnloadedPolicy::Stop if opts.origin == OriginPolicy::SkipOriginVoxel => {
                 let mut d = Dda::new(r);
                 match d.dda_step() {
-                    Ok(_) => RaycastOutcome::Unloaded { at: d.voxel(), distance: d.t },
+                    Ok(_) => RaycastOutcome::Unloaded {
+                        at: d.voxel(),
+                        distance: d.t,
+                    },
                     Err(Halt::Miss) => RaycastOutcome::Miss,
                 }
             }
-            UnloadedPolicy::Stop => RaycastOutcome::Unloaded { at: r.start, distance: 0.0 },
+            UnloadedPolicy::Stop => RaycastOutcome::Unloaded {
+                at: r.start,
+                distance: 0.0,
+            },
         };
     };
     let chunk_lo = bounds.min.chunk();
     let chunk_hi = bounds.max.chunk();
-    let in_bounds = |c: [i128; 3]| {
-        (0..3).all(|a| chunk_lo.axis(a) <= c[a] && c[a] <= chunk_hi.axis(a))
-    };
+    let in_bounds =
+        |c: [i128; 3]| (0..3).all(|a| chunk_lo.axis(a) <= c[a] && c[a] <= chunk_hi.axis(a));
     let mut d = Dda::new(r);
     let mut in_origin = true;
     let mut air_seen = opts.origin != OriginPolicy::ExitSolid;
@@ -390,7 +424,13 @@ pub(crate) fn cast_ray(
         air_seen = true;
     }
     let every_non_air = opts.blocks.is_every_non_air();
-    let stops = |id: VoxelId| if every_non_air { !id.is_air() } else { opts.blocks.contains(id) };
+    let stops = |id: VoxelId| {
+        if every_non_air {
+            !id.is_air()
+        } else {
+            opts.blocks.contains(id)
+        }
+    };
     let reportable = |in_origin: bool, air_seen: bool| {
         !(in_origin && opts.origin == OriginPolicy::SkipOriginVoxel) && air_seen
     };
@@ -404,34 +444,52 @@ pub(crate) fn cast_ray(
         let chunk_now = d.chunk;
         loop {
             // Examine the current voxel.
-            let (stop_id, passable_cell): (Option<VoxelId>, Option<([i32; 3], [i32; 3])>) = match kind {
-                ChunkKind::Unloaded => {
-                    match opts.unloaded {
+            let (stop_id, passable_cell): (Option<VoxelId>, Option<([i32; 3], [i32; 3])>) =
+                match kind {
+                    ChunkKind::Unloaded => match opts.unloaded {
                         UnloadedPolicy::Air => (None, Some(([0; 3], [31; 3]))),
-                        UnloadedPolicy::Stop if in_origin && opts.origin == OriginPolicy::SkipOriginVoxel => (None, None),
-                        UnloadedPolicy::Stop => return RaycastOutcome::Unloaded { at: d.voxel(), distance: d.t },
+                        UnloadedPolicy::Stop
+                            if in_origin && opts.origin == OriginPolicy::SkipOriginVoxel =>
+                        {
+                            (None, None)
+                        }
+                        UnloadedPolicy::Stop => {
+                            return RaycastOutcome::Unloaded {
+                                at: d.voxel(),
+                                distance: d.t,
+                            };
+                        }
+                    },
+                    ChunkKind::Uniform(id) => {
+                        if stops(id) {
+                            (Some(id), None)
+                        } else {
+                            (None, Some(([0; 3], [31; 3])))
+                        }
                     }
-                }
-                ChunkKind::Uniform(id) => {
-                    if stops(id) { (Some(id), None) } else { (None, Some(([0; 3], [31; 3]))) }
-                }
-                ChunkKind::Dense(c) => {
-                    let [x, y, z] = d.local.map(|v| v as u32);
-                    let word = c.occupancy[(y | z << 5) as usize];
-                    if word >> x & 1 != 0 {
-                        let id = c.ids[(x | y << 5 | z << 10) as usize];
-                        if stops(id) { (Some(id), None) } else { (None, None) }
-                    } else if c.bricks >> brick_index(x, y, z) & 1 == 0 {
-                        let e = BRICK_EDGE as i32;
-                        let lo = d.local.map(|v| v & !(e - 1));
-                        (None, Some((lo, lo.map(|v| v + e - 1))))
-                    } else {
-                        (None, None)
+                    ChunkKind::Dense(c) => {
+                        let [x, y, z] = d.local.map(|v| v as u32);
+                        let word = c.occupancy[(y | z << 5) as usize];
+                        if word >> x & 1 != 0 {
+                            let id = c.ids[(x | y << 5 | z << 10) as usize];
+                            if stops(id) {
+                                (Some(id), None)
+                            } else {
+                                (None, None)
+                            }
+                        } else if c.bricks >> brick_index(x, y, z) & 1 == 0 {
+                            let e = BRICK_EDGE as i32;
+                            let lo = d.local.map(|v| v & !(e - 1));
+                            (None, Some((lo, lo.map(|v| v + e - 1))))
+                        } else {
+                            (None, None)
+                        }
                     }
-                }
-            };
+                };
             match stop_id {
-                Some(id) if reportable(in_origin, air_seen) => return RaycastOutcome::Hit(d.hit(id)),
+                Some(id) if reportable(in_origin, air_seen) => {
+                    return RaycastOutcome::Hit(d.hit(id));
+                }
                 Some(_) => {}
                 None => air_seen = true,
             }
@@ -474,7 +532,11 @@ fn check_tie_extras(
 ) -> Option<RaycastOutcome> {
     let r = d.ray;
     let base = d.voxel();
-    for &mask in tie_extras(d.t_next, t_cross) {
+    let tied = tied_axes(d.t_next, t_cross);
+    if tied.count_ones() < 2 {
+        return None;
+    }
+    for mask in (1..8).filter(|&m| tie_extra(tied, m)) {
         let mut off = IVec3::ZERO;
         let mut n = d.n;
         let mut last_axis = 0;
@@ -485,10 +547,15 @@ fn check_tie_extras(
                 last_axis = a;
             }
         }
-        let Some(p) = base.checked_offset(off) else { continue };
+        let Some(p) = base.checked_offset(off) else {
+            continue;
+        };
         match world.get_voxel(&p) {
             None if opts.unloaded == UnloadedPolicy::Stop => {
-                return Some(RaycastOutcome::Unloaded { at: p, distance: t_cross });
+                return Some(RaycastOutcome::Unloaded {
+                    at: p,
+                    distance: t_cross,
+                });
             }
             Some(id) if stops(id) && air_seen => {
                 let mut normal = IVec3::ZERO;
@@ -526,7 +593,9 @@ fn check_tie_extras(
 /// ```
 #[must_use]
 pub fn voxel_raycast(ray: &VoxelRay, world: &VoxelWorld) -> Option<VoxelRaycastHit> {
-    voxel_raycast_with(ray, world, &RaycastOptions::default()).hit().copied()
+    voxel_raycast_with(ray, world, &RaycastOptions::default())
+        .hit()
+        .copied()
 }
 
 /// Casts `ray` through `world` with `opts`: the exact reference every other engine matches.
@@ -534,7 +603,11 @@ pub fn voxel_raycast(ray: &VoxelRay, world: &VoxelWorld) -> Option<VoxelRaycastH
 /// Never panics: an invalid ray gives [`RaycastOutcome::Invalid`], and a ray reaching the edge
 /// of the i128 world ends as [`RaycastOutcome::Miss`].
 #[must_use]
-pub fn voxel_raycast_with(ray: &VoxelRay, world: &VoxelWorld, opts: &RaycastOptions) -> RaycastOutcome {
+pub fn voxel_raycast_with(
+    ray: &VoxelRay,
+    world: &VoxelWorld,
+    opts: &RaycastOptions,
+) -> RaycastOutcome {
     match ray.prepare() {
         Err(e) => RaycastOutcome::Invalid(e),
         Ok(None) => RaycastOutcome::Miss,
@@ -557,14 +630,28 @@ pub fn line_of_sight(ray: &VoxelRay, world: &VoxelWorld, opts: &LineOfSightOptio
 /// Casts every ray on all threads (rayon) and returns the outcomes in the input order. A bad
 /// ray gets [`RaycastOutcome::Invalid`]; the others are still answered.
 #[must_use]
-pub fn raycast_batch(rays: &[VoxelRay], world: &VoxelWorld, opts: &RaycastOptions) -> Vec<RaycastOutcome> {
-    rays.par_iter().with_min_len(256).map(|r| voxel_raycast_with(r, world, opts)).collect()
+pub fn raycast_batch(
+    rays: &[VoxelRay],
+    world: &VoxelWorld,
+    opts: &RaycastOptions,
+) -> Vec<RaycastOutcome> {
+    rays.par_iter()
+        .with_min_len(256)
+        .map(|r| voxel_raycast_with(r, world, opts))
+        .collect()
 }
 
 /// [`line_of_sight`] for many segments on all threads, in input order.
 #[must_use]
-pub fn line_of_sight_batch(rays: &[VoxelRay], world: &VoxelWorld, opts: &LineOfSightOptions) -> Vec<LineOfSight> {
-    rays.par_iter().with_min_len(256).map(|r| line_of_sight(r, world, opts)).collect()
+pub fn line_of_sight_batch(
+    rays: &[VoxelRay],
+    world: &VoxelWorld,
+    opts: &LineOfSightOptions,
+) -> Vec<LineOfSight> {
+    rays.par_iter()
+        .with_min_len(256)
+        .map(|r| line_of_sight(r, world, opts))
+        .collect()
 }
 
 /// One voxel visited by a [`VoxelTraversal`].
@@ -619,8 +706,13 @@ impl Iterator for VoxelTraversal {
             return None;
         }
         let r = self.ray.as_ref()?;
-        let t_next: [f32; 3] =
-            std::array::from_fn(|a| if r.enabled[a] { crossing_t(r.b[a], r.inv[a], self.n[a]) } else { T_DISABLED });
+        let t_next: [f32; 3] = std::array::from_fn(|a| {
+            if r.enabled[a] {
+                crossing_t(r.b[a], r.inv[a], self.n[a])
+            } else {
+                T_DISABLED
+            }
+        });
         let a = next_axis(t_next);
         let mut entry_face = IVec3::ZERO;
         if self.entry_axis != AXIS_NONE {
@@ -654,7 +746,10 @@ impl Iterator for VoxelTraversal {
 #[doc(hidden)]
 #[must_use]
 pub fn per_voxel_options(opts: &RaycastOptions) -> RaycastOptions {
-    RaycastOptions { per_voxel: true, ..opts.clone() }
+    RaycastOptions {
+        per_voxel: true,
+        ..opts.clone()
+    }
 }
 
 #[cfg(test)]
@@ -679,8 +774,12 @@ mod tests {
 
     #[test]
     fn tie_extras_cover_edge_and_corner() {
-        assert_eq!(tie_extras([1.0, 1.0, 2.0], 1.0), &[0b010]);
-        assert_eq!(tie_extras([1.0, 1.0, 1.0], 1.0).len(), 4);
-        assert!(tie_extras([1.0, 2.0, 3.0], 1.0).is_empty());
+        let extras = |tied| (1..8).filter(|&m| tie_extra(tied, m)).collect::<Vec<_>>();
+        assert_eq!(tied_axes([1.0, 1.0, 2.0], 1.0), 0b011);
+        assert_eq!(extras(0b011), [0b010]);
+        assert_eq!(extras(0b101), [0b100]);
+        assert_eq!(extras(0b110), [0b100]);
+        assert_eq!(extras(0b111), [0b010, 0b100, 0b101, 0b110]);
+        assert!(extras(0b001).is_empty());
     }
 }

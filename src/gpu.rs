@@ -1,1 +1,1131 @@
-//! GPU batch raycasting (wgpu).
+//! GPU batch raycasting on wgpu: one DDA per compute invocation, exactly the CPU reference's
+//! answers (see the parity contract in the crate docs).
+//!
+//! The plumbing follows wgpu's `hello_compute`: instance, adapter, device, buffers (input
+//! `STORAGE`, output `STORAGE | COPY_SRC`, readback `MAP_READ | COPY_DST`), pipeline, bind
+//! group, dispatch, copy, map, read.
+//!
+//! The i128 world is split on the host: a [`GpuWorld`] covers a window of chunks from an
+//! anchor [`ChunkPos`], and everything on the GPU is an i32 voxel relative to the window's
+//! lowest voxel. Rays that start outside the window are clipped to it on the host, with the
+//! same exact stepping as the CPU reference, or answered on the host when they cannot reach it.
+
+use std::sync::{Arc, Mutex};
+
+use bytemuck::{Pod, Zeroable};
+use glam::{IVec3, Vec2};
+use rustc_hash::FxHashMap;
+
+use crate::camera::Camera;
+use crate::coords::{ChunkPos, VoxelBox, WorldPos};
+use crate::cpu_ref::{AXIS_NONE, Dda};
+use crate::ray::{
+    LineOfSight, LineOfSightOptions, OriginPolicy, PreparedRay, RaycastOptions, RaycastOutcome,
+    UnloadedPolicy, VoxelRay, VoxelRaycastHit,
+};
+use crate::world::{ChunkView, OCCUPANCY_WORDS, VoxelId, VoxelWorld};
+
+pub use wgpu::AdapterInfo;
+
+/// The WGSL source of the compute shader (`shaders/dda.wgsl`).
+pub const SHADER_SOURCE: &str = include_str!("../shaders/dda.wgsl");
+
+const WORKGROUP_SIZE: u32 = 64;
+/// Most rays in one dispatch (and so the size the batch buffers grow to).
+const MAX_DISPATCH_RAYS: u32 = 1 << 20;
+const TAG_EMPTY: u32 = 0x4000_0000;
+const TAG_UNLOADED: u32 = 0x8000_0000;
+const TAG_UNIFORM: u32 = 0xC000_0000;
+const ID_WORDS: usize = crate::coords::CHUNK_VOLUME / 2;
+const BRICK_WORDS: usize = 2;
+/// Bytes of GPU memory per stored (non-uniform) chunk: occupancy, brick summary and ids.
+pub const BYTES_PER_STORED_CHUNK: u64 = ((OCCUPANCY_WORDS + BRICK_WORDS + ID_WORDS) * 4) as u64;
+
+const FLAG_STOP_UNLOADED: u32 = 4;
+const FLAG_EVERY_NON_AIR: u32 = 8;
+const FLAG_CONSERVATIVE: u32 = 16;
+const FLAG_PER_VOXEL: u32 = 32;
+const RAY_NEGATIVE_SHIFT: u32 = 3;
+const RAY_ENTRY_SHIFT: u32 = 6;
+const RAY_CLIPPED: u32 = 256;
+const STATUS_MISS: u32 = 0;
+const STATUS_HIT: u32 = 1;
+const STATUS_UNLOADED: u32 = 2;
+
+/// What can go wrong on the GPU path. Every message says what to do about it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum GpuError {
+    /// No adapter was found.
+    #[error(
+        "no GPU adapter found ({0}). Install a Vulkan driver (for a software adapter on Debian or \
+         Ubuntu: `apt-get install mesa-vulkan-drivers`, which provides lavapipe), or choose one \
+         with WGPU_BACKEND / WGPU_ADAPTER_NAME; the CPU reference (`raycast_batch`) works without one"
+    )]
+    NoAdapter(String),
+    /// `WGPU_ADAPTER_NAME` names no available adapter.
+    #[error("WGPU_ADAPTER_NAME={wanted:?} matches no adapter; available: {available}")]
+    AdapterNotFound {
+        /// The requested name.
+        wanted: String,
+        /// The adapters that were found.
+        available: String,
+    },
+    /// The device could not be created.
+    #[error("could not create a GPU device: {0}")]
+    RequestDevice(String),
+    /// The world (or batch) needs more than a device limit allows.
+    #[error(
+        "{what} needs {needed} but the device limit is {limit}: upload a smaller window of chunks"
+    )]
+    LimitExceeded {
+        /// Which resource.
+        what: &'static str,
+        /// How much it needs.
+        needed: u64,
+        /// The device's limit.
+        limit: u64,
+    },
+    /// `update_chunks` named a chunk outside the uploaded window.
+    #[error("chunk {0:?} lies outside the GpuWorld's window: rebuild it with GpuWorld::from_world")]
+    ChunkOutsideWindow(ChunkPos),
+    /// The device reported a validation error, ran out of memory, or was lost.
+    #[error("GPU error: {0}")]
+    Device(String),
+    /// The GPU returned a result the host cannot decode (a bug: please report it).
+    #[error("internal GPU error: {0}")]
+    Internal(String),
+}
+
+/// One ray as the shader reads it (`GpuRay` in `shaders/dda.wgsl`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub(crate) struct GpuRay {
+    voxel: [i32; 3],
+    flags: u32,
+    dir: [f32; 3],
+    max_distance: f32,
+    b: [f32; 3],
+    _pad0: u32,
+    inv: [f32; 3],
+    _pad1: u32,
+    n: [u32; 3],
+    _pad2: u32,
+}
+
+/// One answer as the shader writes it (`GpuHit` in `shaders/dda.wgsl`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub(crate) struct GpuHit {
+    voxel: [i32; 3],
+    status: u32,
+    distance: f32,
+    id: u32,
+    uv: [f32; 2],
+}
+
+/// Per-dispatch parameters (`Params` in `shaders/dda.wgsl`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub(crate) struct GpuParams {
+    dims: [u32; 3],
+    flags: u32,
+    ray_base: u32,
+    ray_count: u32,
+    _pad0: u32,
+    _pad1: u32,
+    cam_position: [i32; 3],
+    cam_width: u32,
+    cam_sub: [f32; 3],
+    cam_height: u32,
+    cam_forward: [f32; 3],
+    cam_scale_x: f32,
+    cam_right: [f32; 3],
+    cam_scale_y: f32,
+    cam_up: [f32; 3],
+    cam_max_distance: f32,
+}
+
+/// Buffers reused between batches, grown on demand.
+#[derive(Debug)]
+struct BatchBuffers {
+    capacity: u32,
+    params: wgpu::Buffer,
+    filter: wgpu::Buffer,
+    rays: wgpu::Buffer,
+    hits: wgpu::Buffer,
+    readback: wgpu::Buffer,
+}
+
+/// A wgpu device with the raycasting pipelines. Create one and reuse it: creation compiles the
+/// shader.
+#[derive(Debug)]
+pub struct GpuRaycaster {
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    info: wgpu::AdapterInfo,
+    limits: wgpu::Limits,
+    layout: wgpu::BindGroupLayout,
+    cast_rays: wgpu::ComputePipeline,
+    cast_camera: wgpu::ComputePipeline,
+    batch: Mutex<BatchBuffers>,
+    lost: Arc<Mutex<Option<String>>>,
+}
+
+fn device_error(e: impl std::fmt::Display) -> GpuError {
+    GpuError::Device(e.to_string())
+}
+
+impl GpuRaycaster {
+    /// Picks an adapter and creates the device and pipelines.
+    ///
+    /// The adapter honours `WGPU_BACKEND` (default: the primary backends, Vulkan, Metal and
+    /// DX12), `WGPU_ADAPTER_NAME` (a case-insensitive substring of the adapter name, such as
+    /// `llvmpipe` for lavapipe) and `WGPU_POWER_PREF`. The device gets the adapter's own limits.
+    ///
+    /// # Errors
+    /// [`GpuError::NoAdapter`] when no adapter exists, [`GpuError::AdapterNotFound`] when
+    /// `WGPU_ADAPTER_NAME` matches none, [`GpuError::RequestDevice`] when the device fails.
+    pub async fn new() -> Result<Self, GpuError> {
+        // Instance: primary backends unless WGPU_BACKEND says otherwise.
+        let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+        desc.backends = wgpu::Backends::PRIMARY;
+        let instance = wgpu::Instance::new(desc.with_env());
+
+        // Adapter: by name when WGPU_ADAPTER_NAME is set, else the default choice.
+        let adapter = match std::env::var("WGPU_ADAPTER_NAME") {
+            Ok(wanted) if !wanted.is_empty() => {
+                let adapters = instance.enumerate_adapters(wgpu::Backends::all()).await;
+                let names: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
+                let lower = wanted.to_lowercase();
+                adapters
+                    .into_iter()
+                    .find(|a| a.get_info().name.to_lowercase().contains(&lower))
+                    .ok_or_else(|| {
+                        if names.is_empty() {
+                            GpuError::NoAdapter(format!(
+                                "WGPU_ADAPTER_NAME={wanted:?} and no adapter at all"
+                            ))
+                        } else {
+                            GpuError::AdapterNotFound {
+                                wanted: wanted.clone(),
+                                available: names.join(", "),
+                            }
+                        }
+                    })?
+            }
+            _ => instance
+                .request_adapter(&wgpu::RequestAdapterOptions {
+                    power_preference: wgpu::PowerPreference::from_env()
+                        .unwrap_or(wgpu::PowerPreference::HighPerformance),
+                    ..Default::default()
+                })
+                .await
+                .map_err(|e| GpuError::NoAdapter(e.to_string()))?,
+        };
+        let info = adapter.get_info();
+        let limits = adapter.limits();
+
+        // Device with the adapter's own limits.
+        let (device, queue) = adapter
+            .request_device(&wgpu::DeviceDescriptor {
+                label: Some("voxcast"),
+                required_features: wgpu::Features::empty(),
+                required_limits: limits.clone(),
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| GpuError::RequestDevice(e.to_string()))?;
+        let lost = Arc::new(Mutex::new(None));
+        let lost_flag = Arc::clone(&lost);
+        device.set_device_lost_callback(move |reason, message| {
+            if let Ok(mut l) = lost_flag.lock() {
+                *l = Some(format!("device lost ({reason:?}): {message}"));
+            }
+        });
+
+        // Shader and pipelines, validated inside an error scope.
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("dda.wgsl"),
+            source: wgpu::ShaderSource::Wgsl(SHADER_SOURCE.into()),
+        });
+        let storage = |binding: u32, read_only: bool| wgpu::BindGroupLayoutEntry {
+            binding,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer {
+                ty: wgpu::BufferBindingType::Storage { read_only },
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
+            count: None,
+        };
+        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("voxcast"),
+            entries: &[
+                wgpu::BindGroupLayoutEntry {
+                    binding: 0,
+                    visibility: wgpu::ShaderStages::COMPUTE,
+                    ty: wgpu::BindingType::Buffer {
+                        ty: wgpu::BufferBindingType::Uniform,
+                        has_dynamic_offset: false,
+                        min_binding_size: None,
+                    },
+                    count: None,
+                },
+                storage(1, true),
+                storage(2, true),
+                storage(3, true),
+                storage(4, true),
+                storage(5, true),
+                storage(6, true),
+                storage(7, false),
+            ],
+        });
+        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("voxcast"),
+            bind_group_layouts: &[Some(&layout)],
+            immediate_size: 0,
+        });
+        let pipeline = |entry: &str| {
+            device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(entry),
+                layout: Some(&pipeline_layout),
+                module: &module,
+                entry_point: Some(entry),
+                compilation_options: Default::default(),
+                cache: None,
+            })
+        };
+        let cast_rays = pipeline("cast_rays");
+        let cast_camera = pipeline("cast_camera");
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(GpuError::Device(format!(
+                "shader or pipeline rejected: {e}"
+            )));
+        }
+        let batch = Mutex::new(Self::batch_buffers(&device, 1));
+        Ok(Self {
+            device,
+            queue,
+            info,
+            limits,
+            layout,
+            cast_rays,
+            cast_camera,
+            batch,
+            lost,
+        })
+    }
+
+    /// [`GpuRaycaster::new`], blocking on the future with pollster.
+    ///
+    /// # Errors
+    /// As [`GpuRaycaster::new`].
+    pub fn new_blocking() -> Result<Self, GpuError> {
+        pollster::block_on(Self::new())
+    }
+
+    /// The adapter in use: name, backend, driver.
+    #[must_use]
+    pub fn adapter_info(&self) -> &wgpu::AdapterInfo {
+        &self.info
+    }
+
+    /// A one-line description of the adapter, e.g. `llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan, Mesa 22.3.6)`.
+    #[must_use]
+    pub fn adapter_summary(&self) -> String {
+        format!(
+            "{} ({:?}, {} {})",
+            self.info.name, self.info.backend, self.info.driver, self.info.driver_info
+        )
+    }
+
+    fn batch_buffers(device: &wgpu::Device, capacity: u32) -> BatchBuffers {
+        let buf = |label, size: u64, usage| {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size,
+                usage,
+                mapped_at_creation: false,
+            })
+        };
+        use wgpu::BufferUsages as U;
+        let cap = u64::from(capacity);
+        BatchBuffers {
+            capacity,
+            params: buf(
+                "params",
+                size_of::<GpuParams>() as u64,
+                U::UNIFORM | U::COPY_DST,
+            ),
+            filter: buf("filter", 2048 * 4, U::STORAGE | U::COPY_DST),
+            rays: buf(
+                "rays",
+                cap * size_of::<GpuRay>() as u64,
+                U::STORAGE | U::COPY_DST,
+            ),
+            hits: buf(
+                "hits",
+                cap * size_of::<GpuHit>() as u64,
+                U::STORAGE | U::COPY_SRC,
+            ),
+            readback: buf(
+                "readback",
+                cap * size_of::<GpuHit>() as u64,
+                U::MAP_READ | U::COPY_DST,
+            ),
+        }
+    }
+
+    /// Most rays per dispatch on this device.
+    fn dispatch_capacity(&self) -> u32 {
+        let by_binding = self.limits.max_storage_buffer_binding_size / size_of::<GpuRay>() as u64;
+        let by_buffer = self.limits.max_buffer_size / size_of::<GpuRay>() as u64;
+        let by_groups = u64::from(self.limits.max_compute_workgroups_per_dimension).pow(2)
+            * u64::from(WORKGROUP_SIZE);
+        u64::from(MAX_DISPATCH_RAYS)
+            .min(by_binding)
+            .min(by_buffer)
+            .min(by_groups)
+            .max(1) as u32
+    }
+
+    fn check_lost(&self) -> Result<(), GpuError> {
+        match self.lost.lock().map(|l| l.clone()) {
+            Ok(Some(msg)) => Err(GpuError::Device(msg)),
+            Ok(None) => Ok(()),
+            Err(_) => Err(GpuError::Internal("device-lost flag poisoned".into())),
+        }
+    }
+
+    /// Casts every ray against `world` and returns the outcomes in input order, exactly as
+    /// [`crate::raycast_batch`] would. A bad ray gets [`RaycastOutcome::Invalid`] and the others
+    /// are still answered. Any batch size: large batches are split into several dispatches.
+    ///
+    /// # Errors
+    /// [`GpuError`] when the device fails (validation, out of memory, lost).
+    pub fn raycast(
+        &self,
+        world: &GpuWorld,
+        rays: &[VoxelRay],
+        opts: &RaycastOptions,
+    ) -> Result<Vec<RaycastOutcome>, GpuError> {
+        self.cast(world, rays, opts, false)
+    }
+
+    /// Line of sight for every segment (see [`crate::line_of_sight`]), in input order.
+    ///
+    /// # Errors
+    /// As [`GpuRaycaster::raycast`].
+    pub fn line_of_sight(
+        &self,
+        world: &GpuWorld,
+        rays: &[VoxelRay],
+        opts: &LineOfSightOptions,
+    ) -> Result<Vec<LineOfSight>, GpuError> {
+        Ok(self
+            .cast(world, rays, &opts.raycast, opts.conservative)?
+            .into_iter()
+            .map(LineOfSight::from)
+            .collect())
+    }
+
+    fn cast(
+        &self,
+        world: &GpuWorld,
+        rays: &[VoxelRay],
+        opts: &RaycastOptions,
+        conservative: bool,
+    ) -> Result<Vec<RaycastOutcome>, GpuError> {
+        let mut out = vec![RaycastOutcome::Miss; rays.len()];
+        let mut gpu_rays = Vec::with_capacity(rays.len());
+        let mut gpu_index = Vec::with_capacity(rays.len());
+        for (i, ray) in rays.iter().enumerate() {
+            match ray.prepare() {
+                Err(e) => out[i] = RaycastOutcome::Invalid(e),
+                Ok(None) => out[i] = RaycastOutcome::Miss,
+                Ok(Some(p)) => match world.window.upload_ray(&p, opts) {
+                    Upload::Gpu(g) => {
+                        gpu_rays.push(g);
+                        gpu_index.push(i);
+                    }
+                    Upload::Answered(o) => out[i] = o,
+                },
+            }
+        }
+        let hits = self.run(world, Kernel::Rays(&gpu_rays), opts, conservative)?;
+        for (h, &i) in hits.iter().zip(&gpu_index) {
+            out[i] = world.window.decode(h)?;
+        }
+        Ok(out)
+    }
+
+    /// Renders `camera` against `world`: one ray per pixel, row by row from the top, made in the
+    /// shader from the camera parameters (no ray upload). Gives the same outcomes as casting
+    /// [`Camera::rays`] with [`GpuRaycaster::raycast`] or the CPU reference. A camera whose eye is
+    /// outside the window falls back to host-built rays.
+    ///
+    /// # Errors
+    /// As [`GpuRaycaster::raycast`].
+    pub fn render_camera(
+        &self,
+        world: &GpuWorld,
+        camera: &Camera,
+        opts: &RaycastOptions,
+    ) -> Result<Vec<RaycastOutcome>, GpuError> {
+        let w = &world.window;
+        let eye = camera.position;
+        let inside = (0..3).all(|a| {
+            let lo = if camera.sub_offset[a] == 0.0 {
+                eye.axis(a).checked_sub(1)
+            } else {
+                Some(eye.axis(a))
+            };
+            lo.is_some_and(|lo| w.bounds.min.axis(a) <= lo) && eye.axis(a) <= w.bounds.max.axis(a)
+        });
+        let pixels = u64::from(camera.width) * u64::from(camera.height);
+        if !inside || pixels > u64::from(u32::MAX) {
+            let rays = camera
+                .rays()
+                .map_err(|e| GpuError::Internal(format!("camera ray: {e}")))?;
+            return self.raycast(world, &rays, opts);
+        }
+        let hits = self.run(world, Kernel::Camera(camera, pixels as u32), opts, false)?;
+        hits.iter().map(|h| w.decode(h)).collect()
+    }
+
+    fn run(
+        &self,
+        world: &GpuWorld,
+        kernel: Kernel<'_>,
+        opts: &RaycastOptions,
+        conservative: bool,
+    ) -> Result<Vec<GpuHit>, GpuError> {
+        let total = match kernel {
+            Kernel::Rays(r) => r.len() as u64,
+            Kernel::Camera(_, n) => u64::from(n),
+        };
+        if total == 0 {
+            return Ok(Vec::new());
+        }
+        self.check_lost()?;
+        let per_dispatch = self.dispatch_capacity();
+        let mut batch = self
+            .batch
+            .lock()
+            .map_err(|_| GpuError::Internal("batch buffers poisoned".into()))?;
+        let want = total.min(u64::from(per_dispatch)) as u32;
+        if batch.capacity < want {
+            // Grow to the next power of two so repeated batches of similar size reuse buffers.
+            let cap = want.next_power_of_two().min(per_dispatch);
+            *batch = Self::batch_buffers(&self.device, cap);
+        }
+        let mut flags = match opts.origin {
+            OriginPolicy::Report => 0,
+            OriginPolicy::SkipOriginVoxel => 1,
+            OriginPolicy::ExitSolid => 2,
+        };
+        if opts.unloaded == UnloadedPolicy::Stop {
+            flags |= FLAG_STOP_UNLOADED;
+        }
+        if opts.blocks.is_every_non_air() {
+            flags |= FLAG_EVERY_NON_AIR;
+        }
+        if conservative {
+            flags |= FLAG_CONSERVATIVE;
+        }
+        if opts.per_voxel {
+            flags |= FLAG_PER_VOXEL;
+        }
+        let mut params = GpuParams {
+            dims: world.window.dims,
+            flags,
+            ..Default::default()
+        };
+        if let Kernel::Camera(cam, _) = kernel {
+            let rel = world
+                .window
+                .relative(cam.position)
+                .ok_or_else(|| GpuError::Internal("camera outside".into()))?;
+            params.cam_position = rel;
+            params.cam_width = cam.width;
+            params.cam_height = cam.height;
+            params.cam_sub = cam.sub_offset.to_array();
+            params.cam_forward = cam.forward.to_array();
+            params.cam_right = cam.right.to_array();
+            params.cam_up = cam.up.to_array();
+            params.cam_scale_x = cam.scale_x;
+            params.cam_scale_y = cam.scale_y;
+            params.cam_max_distance = cam.max_distance;
+        }
+        self.queue
+            .write_buffer(&batch.filter, 0, bytemuck::cast_slice(opts.blocks.words()));
+
+        let scope_oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let scope_val = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("voxcast batch"),
+            layout: &self.layout,
+            entries: &[
+                wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: batch.params.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 1,
+                    resource: world.table.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 2,
+                    resource: world.occupancy.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 3,
+                    resource: world.bricks.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 4,
+                    resource: world.ids.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 5,
+                    resource: batch.filter.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 6,
+                    resource: batch.rays.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 7,
+                    resource: batch.hits.as_entire_binding(),
+                },
+            ],
+        });
+        let mut hits: Vec<GpuHit> = Vec::with_capacity(total as usize);
+        let mut base = 0u64;
+        let mut result = Ok(());
+        while base < total {
+            let count = (total - base).min(u64::from(batch.capacity)) as u32;
+            params.ray_base = base as u32;
+            params.ray_count = count;
+            self.queue
+                .write_buffer(&batch.params, 0, bytemuck::bytes_of(&params));
+            let pipeline = match kernel {
+                Kernel::Rays(r) => {
+                    let slice = &r[base as usize..(base + u64::from(count)) as usize];
+                    self.queue
+                        .write_buffer(&batch.rays, 0, bytemuck::cast_slice(slice));
+                    &self.cast_rays
+                }
+                Kernel::Camera(..) => &self.cast_camera,
+            };
+            // Dispatch: a 2D grid of workgroups when one dimension is not enough.
+            let groups = count.div_ceil(WORKGROUP_SIZE);
+            let gx = groups.min(self.limits.max_compute_workgroups_per_dimension);
+            let gy = groups.div_ceil(gx);
+            let bytes = u64::from(count) * size_of::<GpuHit>() as u64;
+            let mut encoder = self
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+            {
+                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
+                pass.set_pipeline(pipeline);
+                pass.set_bind_group(0, &bind_group, &[]);
+                pass.dispatch_workgroups(gx, gy, 1);
+            }
+            encoder.copy_buffer_to_buffer(&batch.hits, 0, &batch.readback, 0, bytes);
+            self.queue.submit([encoder.finish()]);
+
+            // Map and read.
+            let slice = batch.readback.slice(..bytes);
+            let (tx, rx) = std::sync::mpsc::channel();
+            slice.map_async(wgpu::MapMode::Read, move |r| {
+                let _ = tx.send(r);
+            });
+            self.device
+                .poll(wgpu::PollType::wait_indefinitely())
+                .map_err(device_error)?;
+            match rx.recv() {
+                Ok(Ok(())) => {
+                    let view = slice.get_mapped_range().map_err(device_error)?;
+                    hits.extend_from_slice(bytemuck::cast_slice(&view));
+                    drop(view);
+                    batch.readback.unmap();
+                }
+                Ok(Err(e)) => {
+                    result = Err(device_error(e));
+                    break;
+                }
+                Err(e) => {
+                    result = Err(device_error(e));
+                    break;
+                }
+            }
+            base += u64::from(count);
+        }
+        if let Some(e) = pollster::block_on(scope_val.pop()) {
+            return Err(device_error(e));
+        }
+        if let Some(e) = pollster::block_on(scope_oom.pop()) {
+            return Err(device_error(e));
+        }
+        self.check_lost()?;
+        result.map(|()| hits)
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Kernel<'a> {
+    Rays(&'a [GpuRay]),
+    Camera(&'a Camera, u32),
+}
+
+/// How a prepared ray goes to the GPU.
+enum Upload {
+    Gpu(GpuRay),
+    Answered(RaycastOutcome),
+}
+
+/// The window of chunks a [`GpuWorld`] covers, and the i128 ↔ i32 split around it.
+#[derive(Clone, Copy, Debug)]
+struct Window {
+    anchor: ChunkPos,
+    dims: [u32; 3],
+    bounds: VoxelBox,
+}
+
+impl Window {
+    fn relative(&self, p: WorldPos) -> Option<[i32; 3]> {
+        let mut out = [0; 3];
+        for (a, o) in out.iter_mut().enumerate() {
+            *o = i32::try_from(p.axis(a).checked_sub(self.bounds.min.axis(a))?).ok()?;
+        }
+        Some(out)
+    }
+
+    fn absolute(&self, v: [i32; 3]) -> WorldPos {
+        WorldPos::from_array(std::array::from_fn(|a| {
+            self.bounds.min.axis(a) + i128::from(v[a])
+        }))
+    }
+
+    fn gpu_ray(&self, d: &Dda<'_>, clipped: bool) -> Option<GpuRay> {
+        let r = d.ray;
+        let mut flags = d.entry_axis << RAY_ENTRY_SHIFT;
+        for a in 0..3 {
+            flags |= u32::from(r.enabled[a]) << a;
+            flags |= u32::from(r.step[a] < 0) << (RAY_NEGATIVE_SHIFT + a as u32);
+        }
+        if clipped {
+            flags |= RAY_CLIPPED;
+        }
+        Some(GpuRay {
+            voxel: self.relative(d.voxel())?,
+            flags,
+            dir: r.dir.to_array(),
+            max_distance: r.max_distance,
+            b: r.b,
+            inv: r.inv,
+            n: d.n,
+            ..Default::default()
+        })
+    }
+
+    /// The host's share of the work: the state the GPU starts from, or the whole answer when
+    /// the ray never gets into the window.
+    fn upload_ray(&self, r: &PreparedRay, opts: &RaycastOptions) -> Upload {
+        let mut d = Dda::new(r);
+        if self.bounds.contains(r.start) {
+            return self
+                .gpu_ray(&d, false)
+                .map_or(Upload::Answered(RaycastOutcome::Miss), Upload::Gpu);
+        }
+        match opts.unloaded {
+            // Outside the window nothing is loaded: air. Clip exactly as the CPU reference does.
+            UnloadedPolicy::Air => {
+                if d.enter_box(&self.bounds) {
+                    self.gpu_ray(&d, true)
+                        .map_or(Upload::Answered(RaycastOutcome::Miss), Upload::Gpu)
+                } else {
+                    Upload::Answered(RaycastOutcome::Miss)
+                }
+            }
+            UnloadedPolicy::Stop if opts.origin == OriginPolicy::SkipOriginVoxel => {
+                // The origin voxel is skipped; the ray stops at the next voxel unless that is
+                // inside the window, where the GPU takes over.
+                if d.dda_step().is_err() {
+                    return Upload::Answered(RaycastOutcome::Miss);
+                }
+                if self.bounds.contains(d.voxel()) {
+                    self.gpu_ray(&d, true)
+                        .map_or(Upload::Answered(RaycastOutcome::Miss), Upload::Gpu)
+                } else {
+                    Upload::Answered(RaycastOutcome::Unloaded {
+                        at: d.voxel(),
+                        distance: d.t,
+                    })
+                }
+            }
+            UnloadedPolicy::Stop => Upload::Answered(RaycastOutcome::Unloaded {
+                at: r.start,
+                distance: 0.0,
+            }),
+        }
+    }
+
+    fn decode(&self, h: &GpuHit) -> Result<RaycastOutcome, GpuError> {
+        let at = self.absolute(h.voxel);
+        match h.status & 15 {
+            STATUS_MISS => Ok(RaycastOutcome::Miss),
+            STATUS_UNLOADED => Ok(RaycastOutcome::Unloaded {
+                at,
+                distance: h.distance,
+            }),
+            STATUS_HIT => {
+                let axis = (h.status >> 4) & 3;
+                let mut face_normal = IVec3::ZERO;
+                if axis != AXIS_NONE {
+                    face_normal[axis as usize] = if h.status & 64 != 0 { 1 } else { -1 };
+                }
+                Ok(RaycastOutcome::Hit(VoxelRaycastHit {
+                    voxel_pos: at,
+                    face_normal,
+                    distance: h.distance,
+                    voxel_type: VoxelId(h.id as u16),
+                    hit_uv: Vec2::from_array(h.uv),
+                }))
+            }
+            s => Err(GpuError::Internal(format!(
+                "ray ran past the step limit (status {s})"
+            ))),
+        }
+    }
+}
+
+/// A window of a [`VoxelWorld`] uploaded to the GPU: a chunk table plus, per chunk that is not
+/// one id throughout, its occupancy bits, brick summary and u16 ids. Uniform chunks (all air,
+/// all stone, ...) take one table entry and no storage.
+#[derive(Debug)]
+pub struct GpuWorld {
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    window: Window,
+    table_cpu: Vec<u32>,
+    slots: FxHashMap<ChunkPos, u32>,
+    free_slots: Vec<u32>,
+    slot_capacity: u32,
+    max_binding: u64,
+    table: wgpu::Buffer,
+    occupancy: wgpu::Buffer,
+    bricks: wgpu::Buffer,
+    ids: wgpu::Buffer,
+}
+
+impl GpuWorld {
+    /// Uploads every loaded chunk of `world`; the window is the loaded bounds. An empty world
+    /// uploads a single unloaded chunk at the origin.
+    ///
+    /// # Errors
+    /// [`GpuError::LimitExceeded`] when the window's chunk table or the stored chunks exceed a
+    /// device limit (a world whose loaded chunks are far apart has a huge window: upload it in
+    /// parts); [`GpuError::Device`] when an allocation fails.
+    pub fn from_world(gpu: &GpuRaycaster, world: &VoxelWorld) -> Result<Self, GpuError> {
+        let (lo, hi) = world
+            .loaded_chunk_bounds()
+            .unwrap_or((ChunkPos::new(0, 0, 0), ChunkPos::new(0, 0, 0)));
+        let mut dims = [0u32; 3];
+        for (a, d) in dims.iter_mut().enumerate() {
+            let span = hi.axis(a) - lo.axis(a) + 1;
+            // Window-relative voxel coordinates must fit in i32.
+            let limit = (i32::MAX as i128 + 1) / 32;
+            if span >= limit {
+                return Err(GpuError::LimitExceeded {
+                    what: "window extent in chunks",
+                    needed: span as u64,
+                    limit: limit as u64,
+                });
+            }
+            *d = span as u32;
+        }
+        let entries = u64::from(dims[0]) * u64::from(dims[1]) * u64::from(dims[2]);
+        let max_binding = gpu
+            .limits
+            .max_storage_buffer_binding_size
+            .min(gpu.limits.max_buffer_size);
+        if entries * 4 > max_binding {
+            return Err(GpuError::LimitExceeded {
+                what: "chunk table (bytes)",
+                needed: entries * 4,
+                limit: max_binding,
+            });
+        }
+        let window = Window {
+            anchor: lo,
+            dims,
+            bounds: VoxelBox::from_chunks(lo, hi),
+        };
+        let mut table_cpu = vec![TAG_UNLOADED; entries as usize];
+        let mut slots = FxHashMap::default();
+        let mut dense = Vec::new();
+        for (pos, chunk) in world.chunks() {
+            let i = window_index(&window, pos)
+                .ok_or_else(|| GpuError::Internal("chunk outside bounds".into()))?;
+            table_cpu[i] = match chunk.view() {
+                ChunkView::Uniform(id) if id.is_air() => TAG_EMPTY,
+                ChunkView::Uniform(id) => TAG_UNIFORM | u32::from(id.0),
+                ChunkView::Dense(_) => {
+                    let slot = slots.len() as u32;
+                    slots.insert(pos, slot);
+                    dense.push(pos);
+                    slot
+                }
+            };
+        }
+        let slot_capacity = (slots.len() as u32).max(1);
+        let mut gw = Self {
+            device: gpu.device.clone(),
+            queue: gpu.queue.clone(),
+            window,
+            table: create_storage(&gpu.device, "chunk table", entries * 4),
+            occupancy: create_storage(&gpu.device, "occupancy", 4),
+            bricks: create_storage(&gpu.device, "bricks", 4),
+            ids: create_storage(&gpu.device, "ids", 4),
+            table_cpu,
+            slots,
+            free_slots: Vec::new(),
+            slot_capacity: 0,
+            max_binding,
+        };
+        let scope = gw.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        gw.allocate_slots(slot_capacity)?;
+        gw.queue
+            .write_buffer(&gw.table, 0, bytemuck::cast_slice(&gw.table_cpu));
+        for pos in dense {
+            gw.write_slot(world, pos)?;
+        }
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(device_error(e));
+        }
+        Ok(gw)
+    }
+
+    /// (Re)creates the slot buffers for `capacity` slots, keeping nothing: callers re-upload.
+    fn allocate_slots(&mut self, capacity: u32) -> Result<(), GpuError> {
+        let ids_bytes = u64::from(capacity) * (ID_WORDS * 4) as u64;
+        if ids_bytes > self.max_binding {
+            return Err(GpuError::LimitExceeded {
+                what: "voxel ids of the stored chunks (bytes)",
+                needed: ids_bytes,
+                limit: self.max_binding,
+            });
+        }
+        self.occupancy = create_storage(
+            &self.device,
+            "occupancy",
+            u64::from(capacity) * (OCCUPANCY_WORDS * 4) as u64,
+        );
+        self.bricks = create_storage(
+            &self.device,
+            "bricks",
+            u64::from(capacity) * (BRICK_WORDS * 4) as u64,
+        );
+        self.ids = create_storage(&self.device, "ids", ids_bytes);
+        self.slot_capacity = capacity;
+        Ok(())
+    }
+
+    fn write_slot(&self, world: &VoxelWorld, pos: ChunkPos) -> Result<(), GpuError> {
+        let slot = u64::from(
+            *self
+                .slots
+                .get(&pos)
+                .ok_or_else(|| GpuError::Internal("no slot".into()))?,
+        );
+        let Some(ChunkView::Dense(d)) = world.chunk(pos).map(|c| c.view()) else {
+            return Err(GpuError::Internal(
+                "slot for a chunk that is not dense".into(),
+            ));
+        };
+        self.queue.write_buffer(
+            &self.occupancy,
+            slot * (OCCUPANCY_WORDS * 4) as u64,
+            bytemuck::cast_slice(&d.occupancy[..]),
+        );
+        let bricks = [d.bricks as u32, (d.bricks >> 32) as u32];
+        self.queue.write_buffer(
+            &self.bricks,
+            slot * (BRICK_WORDS * 4) as u64,
+            bytemuck::cast_slice(&bricks),
+        );
+        let ids: Vec<u32> = d
+            .ids
+            .chunks_exact(2)
+            .map(|p| u32::from(p[0].0) | u32::from(p[1].0) << 16)
+            .collect();
+        self.queue.write_buffer(
+            &self.ids,
+            slot * (ID_WORDS * 4) as u64,
+            bytemuck::cast_slice(&ids),
+        );
+        Ok(())
+    }
+
+    /// Re-uploads the listed chunks from `world` after edits (set, insert or remove). Only
+    /// these chunks are written, unless new stored chunks outgrow the slot buffers, which are
+    /// then reallocated (doubling) and refilled.
+    ///
+    /// # Errors
+    /// [`GpuError::ChunkOutsideWindow`] for a chunk outside the uploaded window (rebuild with
+    /// [`GpuWorld::from_world`]); [`GpuError::LimitExceeded`] when the slots outgrow a limit.
+    pub fn update_chunks(
+        &mut self,
+        world: &VoxelWorld,
+        chunks: &[ChunkPos],
+    ) -> Result<(), GpuError> {
+        let mut to_write = Vec::new();
+        for &pos in chunks {
+            let i = window_index(&self.window, pos).ok_or(GpuError::ChunkOutsideWindow(pos))?;
+            let entry = match world.chunk(pos).map(|c| c.view()) {
+                None => TAG_UNLOADED,
+                Some(ChunkView::Uniform(id)) if id.is_air() => TAG_EMPTY,
+                Some(ChunkView::Uniform(id)) => TAG_UNIFORM | u32::from(id.0),
+                Some(ChunkView::Dense(_)) => {
+                    let slot = match self.slots.get(&pos) {
+                        Some(&s) => s,
+                        None => {
+                            let s = self.free_slots.pop().unwrap_or(self.slots.len() as u32);
+                            self.slots.insert(pos, s);
+                            s
+                        }
+                    };
+                    to_write.push(pos);
+                    slot
+                }
+            };
+            if entry & 0xC000_0000 != 0 {
+                if let Some(s) = self.slots.remove(&pos) {
+                    self.free_slots.push(s);
+                }
+            }
+            self.table_cpu[i] = entry;
+            self.queue
+                .write_buffer(&self.table, (i * 4) as u64, bytemuck::bytes_of(&entry));
+        }
+        let needed = self.slots.values().max().map_or(0, |&s| s + 1);
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        if needed > self.slot_capacity {
+            self.allocate_slots(needed.next_power_of_two())?;
+            to_write = self.slots.keys().copied().collect();
+        }
+        for pos in to_write {
+            self.write_slot(world, pos)?;
+        }
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(device_error(e));
+        }
+        Ok(())
+    }
+
+    /// The anchor: the lowest chunk of the window.
+    #[must_use]
+    pub fn anchor(&self) -> ChunkPos {
+        self.window.anchor
+    }
+
+    /// The window's size in chunks (x, y, z).
+    #[must_use]
+    pub fn dims(&self) -> [u32; 3] {
+        self.window.dims
+    }
+
+    /// Number of chunks stored voxel by voxel (the others are uniform and cost one table entry).
+    #[must_use]
+    pub fn stored_chunks(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Bytes of GPU buffers this world holds: chunk table plus slot buffers (allocated capacity).
+    #[must_use]
+    pub fn memory_bytes(&self) -> u64 {
+        self.table.size() + self.occupancy.size() + self.bricks.size() + self.ids.size()
+    }
+}
+
+fn window_index(w: &Window, pos: ChunkPos) -> Option<usize> {
+    let mut idx = [0usize; 3];
+    for (a, i) in idx.iter_mut().enumerate() {
+        let rel = pos.axis(a).checked_sub(w.anchor.axis(a))?;
+        if !(0..i128::from(w.dims[a])).contains(&rel) {
+            return None;
+        }
+        *i = rel as usize;
+    }
+    Some(idx[0] + w.dims[0] as usize * (idx[1] + w.dims[1] as usize * idx[2]))
+}
+
+fn create_storage(device: &wgpu::Device, label: &str, size: u64) -> wgpu::Buffer {
+    device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size: size.max(4).next_multiple_of(4),
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn module() -> naga::Module {
+        match naga::front::wgsl::parse_str(SHADER_SOURCE) {
+            Ok(m) => m,
+            Err(e) => panic!(
+                "dda.wgsl does not parse:\n{}",
+                e.emit_to_string(SHADER_SOURCE)
+            ),
+        }
+    }
+
+    #[test]
+    fn shader_parses_and_validates() {
+        let m = module();
+        let mut v = naga::valid::Validator::new(
+            naga::valid::ValidationFlags::all(),
+            naga::valid::Capabilities::empty(),
+        );
+        if let Err(e) = v.validate(&m) {
+            panic!(
+                "dda.wgsl does not validate:\n{}",
+                e.emit_to_string(SHADER_SOURCE)
+            );
+        }
+    }
+
+    #[test]
+    fn shared_struct_sizes_match_wgsl() {
+        let m = module();
+        let size_of_wgsl = |name: &str| -> u32 {
+            let (_, ty) = m
+                .types
+                .iter()
+                .find(|(_, t)| t.name.as_deref() == Some(name))
+                .unwrap_or_else(|| panic!("no struct {name}"));
+            ty.inner.size(m.to_ctx())
+        };
+        assert_eq!(
+            size_of_wgsl("GpuRay") as usize,
+            size_of::<GpuRay>(),
+            "GpuRay"
+        );
+        assert_eq!(
+            size_of_wgsl("GpuHit") as usize,
+            size_of::<GpuHit>(),
+            "GpuHit"
+        );
+        assert_eq!(
+            size_of_wgsl("Params") as usize,
+            size_of::<GpuParams>(),
+            "Params"
+        );
+    }
+}

@@ -42,7 +42,7 @@ pub struct GridCell<const D: usize> {
 /// let cells: Vec<[i64; 2]> = GridTraversal::new([1.0, 1.0], [25.0, 12.0], [10.0, 10.0])?
 ///     .map(|c| c.cell)
 ///     .collect();
-/// assert_eq!(cells, [[0, 0], [1, 0], [1, 1], [2, 1]]);
+/// assert_eq!(cells, [[0, 0], [1, 0], [2, 0], [2, 1]]);
 /// # Ok::<(), voxcast::GridError>(())
 /// ```
 #[derive(Clone, Debug)]
@@ -122,7 +122,11 @@ impl<const D: usize> GridTraversal<D> {
     }
 
     fn crossing(&self, k: usize) -> f64 {
-        if self.enabled[k] { (self.b[k] + self.n[k] as f64) * self.inv[k] } else { f64::INFINITY }
+        if self.enabled[k] {
+            (self.b[k] + self.n[k] as f64) * self.inv[k]
+        } else {
+            f64::INFINITY
+        }
     }
 }
 
@@ -142,7 +146,12 @@ impl<const D: usize> Iterator for GridTraversal<D> {
                 axis = k;
             }
         }
-        let item = GridCell { cell: self.cell, t_enter: self.t, t_exit: t_next.min(1.0), entry_axis: self.entry_axis };
+        let item = GridCell {
+            cell: self.cell,
+            t_enter: self.t,
+            t_exit: t_next.min(1.0),
+            entry_axis: self.entry_axis,
+        };
         match self.cell[axis].checked_add(self.step[axis]) {
             Some(c) if t_next <= 1.0 => {
                 self.cell[axis] = c;
@@ -162,7 +171,9 @@ mod tests {
 
     #[test]
     fn visits_every_cell_without_diagonal_jumps() {
-        let cells: Vec<_> = GridTraversal::new([0.5, 0.5], [2.5, 2.5], [1.0, 1.0]).expect("valid").collect();
+        let cells: Vec<_> = GridTraversal::new([0.5, 0.5], [2.5, 2.5], [1.0, 1.0])
+            .expect("valid")
+            .collect();
         for w in cells.windows(2) {
             let diff: i64 = (0..2).map(|k| (w[1].cell[k] - w[0].cell[k]).abs()).sum();
             assert_eq!(diff, 1, "{w:?}");
@@ -173,13 +184,27 @@ mod tests {
 
     #[test]
     fn rejects_bad_input() {
-        assert_eq!(GridTraversal::new([f64::NAN, 0.0], [1.0, 1.0], [1.0, 1.0]).err(), Some(GridError::NonFiniteEndpoint));
-        assert_eq!(GridTraversal::new([0.0, 0.0], [1.0, 1.0], [0.0, 1.0]).err(), Some(GridError::BadCellSize));
-        assert_eq!(GridTraversal::new([1e300, 0.0], [1.0, 1.0], [1.0, 1.0]).err(), Some(GridError::OutOfRange));
+        assert_eq!(
+            GridTraversal::new([f64::NAN, 0.0], [1.0, 1.0], [1.0, 1.0]).err(),
+            Some(GridError::NonFiniteEndpoint)
+        );
+        assert_eq!(
+            GridTraversal::new([0.0, 0.0], [1.0, 1.0], [0.0, 1.0]).err(),
+            Some(GridError::BadCellSize)
+        );
+        assert_eq!(
+            GridTraversal::new([1e300, 0.0], [1.0, 1.0], [1.0, 1.0]).err(),
+            Some(GridError::OutOfRange)
+        );
     }
 
     #[test]
     fn zero_length_segment_visits_one_cell() {
-        assert_eq!(GridTraversal::new([3.5, -2.5, 7.0], [3.5, -2.5, 7.0], [2.0; 3]).expect("valid").count(), 1);
+        assert_eq!(
+            GridTraversal::new([3.5, -2.5, 7.0], [3.5, -2.5, 7.0], [2.0; 3])
+                .expect("valid")
+                .count(),
+            1
+        );
     }
 }

@@ -65,12 +65,12 @@ pub use aabb::ray_aabb;
 pub use camera::Camera;
 pub use coords::{CHUNK_EDGE, CHUNK_VOLUME, ChunkPos, LocalPos, VoxelBox, WorldPos};
 pub use cpu_ref::{
-    TraversalStep, VoxelTraversal, line_of_sight, line_of_sight_batch, raycast_batch, voxel_raycast,
-    voxel_raycast_with,
+    TraversalStep, VoxelTraversal, line_of_sight, line_of_sight_batch, raycast_batch,
+    voxel_raycast, voxel_raycast_with,
 };
 pub use grid::{GridCell, GridError, GridTraversal, GridTraversal2D, GridTraversal3D};
 pub use ray::{
-    LineOfSight, LineOfSightOptions, MAX_DISTANCE_CAP, MaterialFilter, OriginPolicy, PreparedRay, RayError,
-    RaycastOptions, RaycastOutcome, UnloadedPolicy, VoxelRay, VoxelRaycastHit,
+    LineOfSight, LineOfSightOptions, MAX_DISTANCE_CAP, MaterialFilter, OriginPolicy, PreparedRay,
+    RayError, RaycastOptions, RaycastOutcome, UnloadedPolicy, VoxelRay, VoxelRaycastHit,
 };
 pub use world::{BRICK_EDGE, Chunk, VoxelId, VoxelWorld, break_block, place_block};

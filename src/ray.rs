@@ -92,7 +92,9 @@ pub struct MaterialFilter {
 impl std::fmt::Debug for MaterialFilter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let count: u32 = self.words.iter().map(|w| w.count_ones()).sum();
-        f.debug_struct("MaterialFilter").field("blocking_ids", &count).finish()
+        f.debug_struct("MaterialFilter")
+            .field("blocking_ids", &count)
+            .finish()
     }
 }
 
@@ -108,13 +110,19 @@ impl MaterialFilter {
     pub fn all_solid() -> Self {
         let mut words = Box::new([u32::MAX; 2048]);
         words[0] &= !1;
-        Self { words, every_non_air: true }
+        Self {
+            words,
+            every_non_air: true,
+        }
     }
 
     /// No id stops the ray (useful as a start for [`MaterialFilter::with`]).
     #[must_use]
     pub fn none() -> Self {
-        Self { words: Box::new([0; 2048]), every_non_air: false }
+        Self {
+            words: Box::new([0; 2048]),
+            every_non_air: false,
+        }
     }
 
     /// Only the listed ids stop the ray. Air in the list is ignored.
@@ -295,7 +303,9 @@ fn split_sub(origin: i128, sub: f32) -> Result<(i128, f32), RayError> {
         frac = 0.0;
         whole += 1;
     }
-    let origin = origin.checked_add(whole).ok_or(RayError::OriginOutOfRange)?;
+    let origin = origin
+        .checked_add(whole)
+        .ok_or(RayError::OriginOutOfRange)?;
     Ok((origin, flush_denormal(frac)))
 }
 
@@ -336,7 +346,11 @@ fn unit_direction(d: Vec3) -> Result<Vec3, RayError> {
         }
         (dd / len).as_vec3()
     };
-    let d = Vec3::new(flush_denormal(d.x), flush_denormal(d.y), flush_denormal(d.z));
+    let d = Vec3::new(
+        flush_denormal(d.x),
+        flush_denormal(d.y),
+        flush_denormal(d.z),
+    );
     if d == Vec3::ZERO {
         return Err(RayError::ZeroDirection);
     }
@@ -365,7 +379,12 @@ impl VoxelRay {
     /// assert_eq!(ray.origin, WorldPos::new(0, 65, 0));
     /// # Ok::<(), voxcast::RayError>(())
     /// ```
-    pub fn new(origin: WorldPos, sub_offset: Vec3, direction: Vec3, max_distance: f32) -> Result<Self, RayError> {
+    pub fn new(
+        origin: WorldPos,
+        sub_offset: Vec3,
+        direction: Vec3,
+        max_distance: f32,
+    ) -> Result<Self, RayError> {
         check_max_distance(max_distance)?;
         let direction = unit_direction(direction)?;
         let (x, sx) = split_sub(origin.x, sub_offset.x)?;
@@ -385,12 +404,20 @@ impl VoxelRay {
     /// # Errors
     /// The errors of [`VoxelRay::new`]; [`RayError::ZeroDirection`] when the points coincide;
     /// [`RayError::MaxDistanceTooLarge`] when they are more than [`MAX_DISTANCE_CAP`] apart.
-    pub fn between(from: WorldPos, from_sub: Vec3, to: WorldPos, to_sub: Vec3) -> Result<Self, RayError> {
+    pub fn between(
+        from: WorldPos,
+        from_sub: Vec3,
+        to: WorldPos,
+        to_sub: Vec3,
+    ) -> Result<Self, RayError> {
         if !from_sub.is_finite() || !to_sub.is_finite() {
             return Err(RayError::NonFiniteSubOffset);
         }
         let axis = |a: usize| -> Result<f64, RayError> {
-            let whole = to.axis(a).checked_sub(from.axis(a)).ok_or(RayError::MaxDistanceTooLarge)?;
+            let whole = to
+                .axis(a)
+                .checked_sub(from.axis(a))
+                .ok_or(RayError::MaxDistanceTooLarge)?;
             if whole.unsigned_abs() > 1 << 40 {
                 return Err(RayError::MaxDistanceTooLarge);
             }
@@ -414,7 +441,9 @@ impl VoxelRay {
     pub fn point_at(&self, t: f32) -> Option<(WorldPos, Vec3)> {
         let rel = self.sub_offset.as_dvec3() + self.direction.as_dvec3() * f64::from(t);
         let whole = rel.floor();
-        let frac = (rel - whole).as_vec3().min(Vec3::splat(1.0 - f32::EPSILON / 2.0));
+        let frac = (rel - whole)
+            .as_vec3()
+            .min(Vec3::splat(1.0 - f32::EPSILON / 2.0));
         let p = WorldPos::new(
             self.origin.x.checked_add(whole.x as i128)?,
             self.origin.y.checked_add(whole.y as i128)?,
@@ -430,7 +459,12 @@ impl VoxelRay {
     /// # Errors
     /// As [`VoxelRay::new`].
     pub fn prepare(&self) -> Result<Option<PreparedRay>, RayError> {
-        let r = Self::new(self.origin, self.sub_offset, self.direction, self.max_distance)?;
+        let r = Self::new(
+            self.origin,
+            self.sub_offset,
+            self.direction,
+            self.max_distance,
+        )?;
         let mut p = PreparedRay {
             origin: r.origin,
             start: r.origin,
@@ -481,7 +515,11 @@ fn set_axis(p: &mut WorldPos, a: usize, v: i128) {
 #[inline]
 #[must_use]
 pub fn first_voxel(origin: i128, sub: f32, d: f32) -> Option<i128> {
-    if d < 0.0 && sub == 0.0 { origin.checked_sub(1) } else { Some(origin) }
+    if d < 0.0 && sub == 0.0 {
+        origin.checked_sub(1)
+    } else {
+        Some(origin)
+    }
 }
 
 /// Distance, in units of `1/|d|`, from the start point to the first crossing on one axis:
@@ -528,7 +566,11 @@ impl PreparedRay {
     #[must_use]
     pub fn start_offset(&self) -> Vec3 {
         Vec3::from_array(std::array::from_fn(|a| {
-            if self.dir[a] < 0.0 && self.sub[a] == 0.0 { 1.0 } else { self.sub[a] }
+            if self.dir[a] < 0.0 && self.sub[a] == 0.0 {
+                1.0
+            } else {
+                self.sub[a]
+            }
         }))
     }
 }
@@ -541,15 +583,41 @@ mod tests {
     fn new_rejects_each_bad_input() {
         let o = WorldPos::ZERO;
         let s = Vec3::ZERO;
-        assert_eq!(VoxelRay::new(o, s, Vec3::ZERO, 1.0), Err(RayError::ZeroDirection));
-        assert_eq!(VoxelRay::new(o, s, Vec3::new(f32::NAN, 0.0, 1.0), 1.0), Err(RayError::NanDirection));
-        assert_eq!(VoxelRay::new(o, s, Vec3::new(f32::INFINITY, 0.0, 1.0), 1.0), Err(RayError::InfiniteDirection));
-        assert_eq!(VoxelRay::new(o, s, Vec3::X, f32::NAN), Err(RayError::NanMaxDistance));
-        assert_eq!(VoxelRay::new(o, s, Vec3::X, -1.0), Err(RayError::NegativeMaxDistance));
-        assert_eq!(VoxelRay::new(o, s, Vec3::X, f32::INFINITY), Err(RayError::MaxDistanceTooLarge));
-        assert_eq!(VoxelRay::new(o, Vec3::new(0.0, f32::NAN, 0.0), Vec3::X, 1.0), Err(RayError::NonFiniteSubOffset));
         assert_eq!(
-            VoxelRay::new(WorldPos::new(i128::MAX, 0, 0), Vec3::new(2.0, 0.0, 0.0), Vec3::X, 1.0),
+            VoxelRay::new(o, s, Vec3::ZERO, 1.0),
+            Err(RayError::ZeroDirection)
+        );
+        assert_eq!(
+            VoxelRay::new(o, s, Vec3::new(f32::NAN, 0.0, 1.0), 1.0),
+            Err(RayError::NanDirection)
+        );
+        assert_eq!(
+            VoxelRay::new(o, s, Vec3::new(f32::INFINITY, 0.0, 1.0), 1.0),
+            Err(RayError::InfiniteDirection)
+        );
+        assert_eq!(
+            VoxelRay::new(o, s, Vec3::X, f32::NAN),
+            Err(RayError::NanMaxDistance)
+        );
+        assert_eq!(
+            VoxelRay::new(o, s, Vec3::X, -1.0),
+            Err(RayError::NegativeMaxDistance)
+        );
+        assert_eq!(
+            VoxelRay::new(o, s, Vec3::X, f32::INFINITY),
+            Err(RayError::MaxDistanceTooLarge)
+        );
+        assert_eq!(
+            VoxelRay::new(o, Vec3::new(0.0, f32::NAN, 0.0), Vec3::X, 1.0),
+            Err(RayError::NonFiniteSubOffset)
+        );
+        assert_eq!(
+            VoxelRay::new(
+                WorldPos::new(i128::MAX, 0, 0),
+                Vec3::new(2.0, 0.0, 0.0),
+                Vec3::X,
+                1.0
+            ),
             Err(RayError::OriginOutOfRange)
         );
         // A tiny direction is still a direction: it is normalised in f64 before any flushing.
@@ -559,10 +627,12 @@ mod tests {
 
     #[test]
     fn sub_offset_is_normalised() {
-        let r = VoxelRay::new(WorldPos::ZERO, Vec3::new(-0.25, 2.5, -1e-9), Vec3::X, 1.0).expect("valid");
+        let r = VoxelRay::new(WorldPos::ZERO, Vec3::new(-0.25, 2.5, -1e-9), Vec3::X, 1.0)
+            .expect("valid");
         assert_eq!(r.origin, WorldPos::new(-1, 2, 0));
         assert_eq!(r.sub_offset, Vec3::new(0.75, 0.5, 0.0));
-        let r = VoxelRay::new(WorldPos::ZERO, Vec3::new(1e-40, 0.0, 0.0), Vec3::X, 1.0).expect("valid");
+        let r =
+            VoxelRay::new(WorldPos::ZERO, Vec3::new(1e-40, 0.0, 0.0), Vec3::X, 1.0).expect("valid");
         assert_eq!(r.sub_offset.x, 0.0);
     }
 

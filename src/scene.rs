@@ -49,7 +49,11 @@ impl SplitMix64 {
 
     /// A uniform integer in `0..n` (`n > 0`; `0` gives `0`).
     pub fn below(&mut self, n: u64) -> u64 {
-        if n == 0 { 0 } else { ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64 }
+        if n == 0 {
+            0
+        } else {
+            ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
+        }
     }
 
     /// A uniformly distributed unit vector.
@@ -107,7 +111,10 @@ pub struct Terrain {
 
 impl Terrain {
     /// The standard terrain of workloads W1-W3: 512 × 128 × 512 voxels.
-    pub const STANDARD: Self = Self { size: [512, 128, 512], seed: 0x766F_7863 };
+    pub const STANDARD: Self = Self {
+        size: [512, 128, 512],
+        seed: 0x766F_7863,
+    };
 
     /// Sea level in voxels: air below it (and above the ground) is water.
     #[must_use]
@@ -137,7 +144,12 @@ impl Terrain {
             return if y <= sea { WATER } else { VoxelId::AIR };
         }
         if y > 0 && y < h - 4 {
-            let c = value_noise(self.seed ^ 0xCAFE, x as f32 / 14.0, y as f32 / 9.0, z as f32 / 14.0);
+            let c = value_noise(
+                self.seed ^ 0xCAFE,
+                x as f32 / 14.0,
+                y as f32 / 9.0,
+                z as f32 / 14.0,
+            );
             if c > 0.72 {
                 return VoxelId::AIR;
             }
@@ -164,7 +176,10 @@ impl Terrain {
                 let mut column: Vec<Chunk> = (0..chunks[1]).map(|_| Chunk::default()).collect();
                 for lz in 0..32u8 {
                     for lx in 0..32u8 {
-                        let (x, z) = ((cx * 32) as i64 + i64::from(lx), (cz * 32) as i64 + i64::from(lz));
+                        let (x, z) = (
+                            (cx * 32) as i64 + i64::from(lx),
+                            (cz * 32) as i64 + i64::from(lz),
+                        );
                         let inside = x < i64::from(self.size[0]) && z < i64::from(self.size[2]);
                         let h = self.height(x, z);
                         let top = h.max(self.sea_level()).min(self.size[1] as i32 - 1);
@@ -174,7 +189,8 @@ impl Terrain {
                         for y in 0..=top {
                             let id = self.voxel(x, y, z, h);
                             if !id.is_air() {
-                                column[(y >> 5) as usize].set(LocalPos::new(lx, (y & 31) as u8, lz), id);
+                                column[(y >> 5) as usize]
+                                    .set(LocalPos::new(lx, (y & 31) as u8, lz), id);
                             }
                         }
                     }
@@ -194,7 +210,10 @@ impl Terrain {
         let (sx, sz) = (rng.next_f32(), rng.next_f32());
         let h = self.height(x, z);
         // Top face of the ground voxel is h + 1; the eye is 1.6 above it.
-        (WorldPos::new(x.into(), i128::from(h + 2), z.into()), Vec3::new(sx, 0.6, sz))
+        (
+            WorldPos::new(x.into(), i128::from(h + 2), z.into()),
+            Vec3::new(sx, 0.6, sz),
+        )
     }
 
     /// W1 reach: `n` rays from 1.6 voxels above random ground points in uniformly random
@@ -205,7 +224,8 @@ impl Terrain {
         (0..n)
             .map(|_| {
                 let (p, s) = self.eye(&mut rng);
-                VoxelRay::new(p, s, rng.unit_vector(), 8.0).unwrap_or_else(|e| unreachable!("valid ray: {e}"))
+                VoxelRay::new(p, s, rng.unit_vector(), 8.0)
+                    .unwrap_or_else(|e| unreachable!("valid ray: {e}"))
             })
             .collect()
     }
@@ -244,8 +264,16 @@ impl Terrain {
         let cz = i64::from(self.size[2] / 8);
         let ground = self.height(cx, cz).max(self.sea_level());
         let eye = WorldPos::new(cx.into(), i128::from(ground + 40), cz.into());
-        Camera::new(eye, Vec3::new(0.5, 0.5, 0.5), Vec3::new(0.15, -0.28, 1.0), 60.0, width, height, 1024.0)
-            .unwrap_or_else(|e| unreachable!("valid camera: {e}"))
+        Camera::new(
+            eye,
+            Vec3::new(0.5, 0.5, 0.5),
+            Vec3::new(0.15, -0.28, 1.0),
+            60.0,
+            width,
+            height,
+            1024.0,
+        )
+        .unwrap_or_else(|e| unreachable!("valid camera: {e}"))
     }
 }
 
@@ -263,7 +291,11 @@ pub struct Sparse {
 
 impl Sparse {
     /// The standard sparse world of workload W4: 256³ voxels, 0.5% solid.
-    pub const STANDARD: Self = Self { size: 256, density: 0.005, seed: 0x5350_4152 };
+    pub const STANDARD: Self = Self {
+        size: 256,
+        density: 0.005,
+        seed: 0x5350_4152,
+    };
 
     /// Builds the world.
     #[must_use]
@@ -305,7 +337,8 @@ impl Sparse {
                     rng.below(self.size.into()).into(),
                 );
                 let s = Vec3::new(rng.next_f32(), rng.next_f32(), rng.next_f32());
-                VoxelRay::new(p, s, rng.unit_vector(), 512.0).unwrap_or_else(|e| unreachable!("valid ray: {e}"))
+                VoxelRay::new(p, s, rng.unit_vector(), 512.0)
+                    .unwrap_or_else(|e| unreachable!("valid ray: {e}"))
             })
             .collect()
     }

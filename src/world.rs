@@ -62,7 +62,11 @@ impl DenseChunk {
                 .try_into()
                 .unwrap_or_else(|_| unreachable!("length is CHUNK_VOLUME")),
             occupancy: Box::new([if full { u32::MAX } else { 0 }; OCCUPANCY_WORDS]),
-            brick_counts: [if full { (BRICK_EDGE * BRICK_EDGE * BRICK_EDGE) as u16 } else { 0 }; BRICKS_PER_CHUNK],
+            brick_counts: [if full {
+                (BRICK_EDGE * BRICK_EDGE * BRICK_EDGE) as u16
+            } else {
+                0
+            }; BRICKS_PER_CHUNK],
             bricks: if full { u64::MAX } else { 0 },
             non_air: if full { CHUNK_VOLUME as u32 } else { 0 },
         }
@@ -95,7 +99,11 @@ impl DenseChunk {
     /// The single id of the chunk if every voxel has it.
     fn uniform_id(&self) -> Option<VoxelId> {
         let first = self.ids[0];
-        let possible = if first.is_air() { self.non_air == 0 } else { self.non_air == CHUNK_VOLUME as u32 };
+        let possible = if first.is_air() {
+            self.non_air == 0
+        } else {
+            self.non_air == CHUNK_VOLUME as u32
+        };
         (possible && self.ids.iter().all(|&v| v == first)).then_some(first)
     }
 }
@@ -125,7 +133,10 @@ impl std::fmt::Debug for Chunk {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.repr {
             ChunkRepr::Uniform(id) => f.debug_tuple("Chunk::Uniform").field(id).finish(),
-            ChunkRepr::Dense(d) => f.debug_struct("Chunk::Dense").field("non_air", &d.non_air).finish(),
+            ChunkRepr::Dense(d) => f
+                .debug_struct("Chunk::Dense")
+                .field("non_air", &d.non_air)
+                .finish(),
         }
     }
 }
@@ -140,7 +151,9 @@ impl Chunk {
     /// A chunk whose every voxel is `id` (no per-voxel storage is allocated).
     #[must_use]
     pub const fn filled(id: VoxelId) -> Self {
-        Self { repr: ChunkRepr::Uniform(id) }
+        Self {
+            repr: ChunkRepr::Uniform(id),
+        }
     }
 
     /// The id at `local`.
@@ -361,7 +374,9 @@ mod tests {
     fn bricks_track_edits() {
         let mut c = Chunk::default();
         c.set(LocalPos::new(9, 0, 17), VoxelId(1));
-        let ChunkView::Dense(d) = c.view() else { panic!("dense expected") };
+        let ChunkView::Dense(d) = c.view() else {
+            panic!("dense expected")
+        };
         assert_eq!(d.bricks, 1 << brick_index(9, 0, 17));
         assert_eq!(d.occupancy[17 * 32], 1 << 9);
         c.set(LocalPos::new(9, 0, 17), VoxelId::AIR);
@@ -373,9 +388,15 @@ mod tests {
         let mut w = VoxelWorld::new();
         w.insert_chunk(ChunkPos::new(0, 0, 0), Chunk::default());
         w.insert_chunk(ChunkPos::new(3, -2, 1), Chunk::default());
-        assert_eq!(w.loaded_chunk_bounds(), Some((ChunkPos::new(0, -2, 0), ChunkPos::new(3, 0, 1))));
+        assert_eq!(
+            w.loaded_chunk_bounds(),
+            Some((ChunkPos::new(0, -2, 0), ChunkPos::new(3, 0, 1)))
+        );
         w.remove_chunk(ChunkPos::new(3, -2, 1));
-        assert_eq!(w.loaded_chunk_bounds(), Some((ChunkPos::new(0, 0, 0), ChunkPos::new(0, 0, 0))));
+        assert_eq!(
+            w.loaded_chunk_bounds(),
+            Some((ChunkPos::new(0, 0, 0), ChunkPos::new(0, 0, 0)))
+        );
         w.remove_chunk(ChunkPos::new(0, 0, 0));
         assert_eq!(w.loaded_bounds(), None);
     }

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# CI entry point: make sure a Vulkan driver (Mesa lavapipe) is present, then run the test suite
+# against the real GPU code path.  Intended for a fresh Debian 12 machine, run from the repo root.
+set -euo pipefail
+
+start=$SECONDS
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+have_icd() {
+    local d f
+    for d in /usr/share/vulkan/icd.d /etc/vulkan/icd.d; do
+        for f in "$d"/*.json; do
+            [[ -e "$f" ]] && return 0
+        done
+    done
+    return 1
+}
+
+have_loader() {
+    # wgpu (via ash) dlopens libvulkan.so.1 at runtime
+    ldconfig -p 2>/dev/null | grep -q 'libvulkan\.so\.1' \
+        || compgen -G '/usr/lib/*/libvulkan.so.1' >/dev/null \
+        || compgen -G '/usr/lib/libvulkan.so.1' >/dev/null
+}
+
+if ! have_icd || ! have_loader; then
+    if ! command -v apt-get >/dev/null 2>&1; then
+        echo "test.sh: no Vulkan driver/loader found and apt-get is not available;" \
+             "install a Vulkan ICD (e.g. Mesa lavapipe) and libvulkan1 manually." >&2
+        exit 1
+    fi
+    SUDO=""
+    if [[ $(id -u) -ne 0 ]]; then
+        if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
+            echo "test.sh: need root (or sudo) to install mesa-vulkan-drivers" >&2; exit 1
+        fi
+    fi
+    echo "test.sh: installing Vulkan software driver (apt-get install mesa-vulkan-drivers libvulkan1)..."
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get update -qq >/dev/null
+    $SUDO apt-get install -y -qq --no-install-recommends mesa-vulkan-drivers libvulkan1 >/dev/null
+fi
+
+export VOXCAST_REQUIRE_GPU=1
+export WGPU_BACKEND="${WGPU_BACKEND:-vulkan}"
+if [[ -z "${WGPU_ADAPTER_NAME:-}" && "${CI:-}" == "true" ]]; then
+    export WGPU_ADAPTER_NAME=llvmpipe
+fi
+echo "test.sh: VOXCAST_REQUIRE_GPU=$VOXCAST_REQUIRE_GPU WGPU_BACKEND=$WGPU_BACKEND WGPU_ADAPTER_NAME=${WGPU_ADAPTER_NAME:-<unset>}"
+
+# --all-targets: lib, bins, tests, examples, and benches (built in test mode, run quickly); no doctests
+cargo test --release --all-targets
+# doctests are not part of --all-targets
+cargo test --release --doc
+
+elapsed=$((SECONDS - start))
+printf 'test.sh: all tests passed in %dm%02ds\n' $((elapsed / 60)) $((elapsed % 60))

@@ -1,0 +1,519 @@
+// voxcast: one exact DDA per invocation.
+//
+// This file is the twin of src/cpu_ref.rs: every function below has a same-named Rust function
+// there (crossing_t, next_axis, crossings_before, skip_cell, dda_step, face_uv, tied_axes,
+// tie_extra, cast_ray; camera_dir is in src/camera.rs and prepare_axis mirrors
+// VoxelRay::prepare in src/ray.rs). Keep the two in step: same constants, same order of
+// operations, same branch order. The DDA definition and the parity contract are in the crate
+// docs (src/lib.rs).
+//
+// Coordinates here are i32 voxels relative to the window's lowest voxel (anchor chunk * 32);
+// the host adds the i128 anchor back.
+
+const AXIS_NONE: u32 = 3u;
+// f32::MAX: the next crossing of a disabled axis. Finite, because WGSL lets an implementation
+// assume that no infinity or NaN occurs.
+const T_DISABLED: f32 = 0x1.fffffep+127f;
+const MIN_NORMAL: f32 = 0x1p-126f;
+
+// Chunk table entries: a slot in the chunk pool, or a tag in the top two bits.
+const TAG_MASK: u32 = 0xC0000000u;
+const TAG_EMPTY: u32 = 0x40000000u;
+const TAG_UNLOADED: u32 = 0x80000000u;
+const TAG_UNIFORM: u32 = 0xC0000000u;
+
+// Per-slot sizes in u32 words: 32^3 occupancy bits, 64 brick bits, 32^3 u16 ids.
+const OCC_WORDS: u32 = 1024u;
+const BRICK_WORDS: u32 = 2u;
+const ID_WORDS: u32 = 16384u;
+const BRICK_EDGE: i32 = 8;
+
+// Params.flags
+const FLAG_ORIGIN_MASK: u32 = 3u;      // 0 Report, 1 SkipOriginVoxel, 2 ExitSolid
+const ORIGIN_SKIP: u32 = 1u;
+const ORIGIN_EXIT_SOLID: u32 = 2u;
+const FLAG_STOP_UNLOADED: u32 = 4u;
+const FLAG_EVERY_NON_AIR: u32 = 8u;
+const FLAG_CONSERVATIVE: u32 = 16u;
+const FLAG_PER_VOXEL: u32 = 32u;
+
+// GpuRay.flags
+const RAY_ENABLED_SHIFT: u32 = 0u;     // bits 0..2: axis crosses within max distance
+const RAY_NEGATIVE_SHIFT: u32 = 3u;    // bits 3..5: axis steps down
+const RAY_ENTRY_SHIFT: u32 = 6u;       // bits 6..7: entry axis of the start state (3 = none)
+const RAY_CLIPPED: u32 = 256u;         // the start state is past the origin voxel
+
+// GpuHit.status: low 4 bits the outcome, bits 4..5 the face axis (3 = none), bit 6 the normal's sign.
+const STATUS_MISS: u32 = 0u;
+const STATUS_HIT: u32 = 1u;
+const STATUS_UNLOADED: u32 = 2u;
+const STATUS_RUNAWAY: u32 = 3u;
+const MAX_ITERATIONS: u32 = 1048576u;
+
+struct Params {
+    dims: vec3<u32>,        // window size in chunks
+    flags: u32,
+    ray_base: u32,          // first ray (or pixel) of this dispatch
+    ray_count: u32,         // rays in this dispatch
+    _pad0: u32,
+    _pad1: u32,
+    cam_position: vec3<i32>, // camera voxel, window-relative
+    cam_width: u32,
+    cam_sub: vec3<f32>,
+    cam_height: u32,
+    cam_forward: vec3<f32>,
+    cam_scale_x: f32,
+    cam_right: vec3<f32>,
+    cam_scale_y: f32,
+    cam_up: vec3<f32>,
+    cam_max_distance: f32,
+}
+
+struct GpuRay {
+    voxel: vec3<i32>,       // start voxel, window-relative
+    flags: u32,
+    dir: vec3<f32>,
+    max_distance: f32,
+    b: vec3<f32>,
+    _pad0: u32,
+    inv: vec3<f32>,
+    _pad1: u32,
+    n: vec3<u32>,           // crossings already done (non-zero after clipping)
+    _pad2: u32,
+}
+
+struct GpuHit {
+    voxel: vec3<i32>,
+    status: u32,
+    distance: f32,
+    id: u32,
+    uv: vec2<f32>,
+}
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> chunk_table: array<u32>;
+@group(0) @binding(2) var<storage, read> occupancy: array<u32>;
+@group(0) @binding(3) var<storage, read> bricks: array<u32>;
+@group(0) @binding(4) var<storage, read> ids: array<u32>;
+@group(0) @binding(5) var<storage, read> filter_bits: array<u32>;
+@group(0) @binding(6) var<storage, read> rays: array<GpuRay>;
+@group(0) @binding(7) var<storage, read_write> hits: array<GpuHit>;
+
+// Per-invocation DDA state; twin of `Dda` in src/cpu_ref.rs.
+struct Dda {
+    voxel: vec3<i32>,
+    n: vec3<u32>,
+    t_next: vec3<f32>,
+    t: f32,
+    entry_axis: u32,
+}
+
+// (b + n) * inv: the n-th crossing on one axis, from the count, never accumulated.
+fn crossing_t(b: f32, inv: f32, n: u32) -> f32 {
+    return (b + f32(n)) * inv;
+}
+
+// The axis whose next crossing comes first; ties go to x, then y, then z.
+fn next_axis(t: vec3<f32>) -> u32 {
+    if (t.x <= t.y && t.x <= t.z) {
+        return 0u;
+    } else if (t.y <= t.z) {
+        return 1u;
+    }
+    return 2u;
+}
+
+// Crossings on one axis, counting from crossing n, strictly before t_end.
+fn crossings_before(b: f32, inv: f32, n: u32, t_end: f32) -> u32 {
+    var c = 0u;
+    while (crossing_t(b, inv, n + c) < t_end) {
+        c += 1u;
+    }
+    return c;
+}
+
+fn axis_enabled(ray: GpuRay, a: u32) -> bool {
+    return ((ray.flags >> (RAY_ENABLED_SHIFT + a)) & 1u) != 0u;
+}
+
+fn axis_step(ray: GpuRay, a: u32) -> i32 {
+    return select(1, -1, ((ray.flags >> (RAY_NEGATIVE_SHIFT + a)) & 1u) != 0u);
+}
+
+fn refresh_axis(ray: GpuRay, d: ptr<function, Dda>, a: u32) {
+    if (axis_enabled(ray, a)) {
+        (*d).t_next[a] = crossing_t(ray.b[a], ray.inv[a], (*d).n[a]);
+    } else {
+        (*d).t_next[a] = T_DISABLED;
+    }
+}
+
+// One DDA step. Returns false beyond max distance.
+fn dda_step(ray: GpuRay, d: ptr<function, Dda>) -> bool {
+    let a = next_axis((*d).t_next);
+    let t = (*d).t_next[a];
+    if (t > ray.max_distance) {
+        return false;
+    }
+    (*d).n[a] += 1u;
+    refresh_axis(ray, d, a);
+    (*d).t = t;
+    (*d).entry_axis = a;
+    (*d).voxel[a] += axis_step(ray, a);
+    return true;
+}
+
+// Skip to the last voxel inside the cell lo..=hi (window-relative, inclusive), before the
+// first crossing that leaves it and before any crossing tied with that one. Returns false when
+// that crossing lies beyond max distance.
+fn skip_cell(ray: GpuRay, d: ptr<function, Dda>, lo: vec3<i32>, hi: vec3<i32>) -> bool {
+    var t_exit = vec3<f32>(T_DISABLED);
+    var k = vec3<u32>(0u);
+    for (var a = 0u; a < 3u; a += 1u) {
+        if (axis_enabled(ray, a)) {
+            if (axis_step(ray, a) > 0) {
+                k[a] = u32(hi[a] - (*d).voxel[a]);
+            } else {
+                k[a] = u32((*d).voxel[a] - lo[a]);
+            }
+            t_exit[a] = crossing_t(ray.b[a], ray.inv[a], (*d).n[a] + k[a]);
+        }
+    }
+    let exit_axis = next_axis(t_exit);
+    let t_end = t_exit[exit_axis];
+    if (t_end > ray.max_distance) {
+        return false;
+    }
+    for (var a = 0u; a < 3u; a += 1u) {
+        if (axis_enabled(ray, a)) {
+            var c = k[a];
+            if (a != exit_axis) {
+                c = crossings_before(ray.b[a], ray.inv[a], (*d).n[a], t_end);
+            }
+            (*d).n[a] += c;
+            (*d).voxel[a] += axis_step(ray, a) * i32(c);
+            refresh_axis(ray, d, a);
+        }
+    }
+    return true;
+}
+
+// UV of the entry point on the face crossed on face_axis.
+fn face_uv(ray: GpuRay, n: vec3<u32>, t: f32, face_axis: u32) -> vec2<f32> {
+    if (face_axis == AXIS_NONE) {
+        return vec2<f32>(0.0);
+    }
+    var u = 0u;
+    var v = 1u;
+    if (face_axis == 0u) {
+        u = 1u;
+        v = 2u;
+    } else if (face_axis == 1u) {
+        v = 2u;
+    }
+    return vec2<f32>(face_frac(ray, n, t, u), face_frac(ray, n, t, v));
+}
+
+fn face_frac(ray: GpuRay, n: vec3<u32>, t: f32, b: u32) -> f32 {
+    var f: f32;
+    if (n[b] == 0u) {
+        var start = ray.b[b];
+        if (axis_step(ray, b) > 0) {
+            start = 1.0 - ray.b[b];
+        }
+        f = start + ray.dir[b] * t;
+    } else {
+        let along = abs(ray.dir[b]) * (t - crossing_t(ray.b[b], ray.inv[b], n[b] - 1u));
+        f = select(1.0 - along, along, axis_step(ray, b) > 0);
+    }
+    return clamp(f, 0.0, 1.0);
+}
+
+fn tied_axes(t_next: vec3<f32>, t: f32) -> u32 {
+    return select(0u, 1u, t_next.x == t) | select(0u, 2u, t_next.y == t) | select(0u, 4u, t_next.z == t);
+}
+
+fn tie_extra(tied: u32, mask: u32) -> bool {
+    let highest = 1u << (31u - countLeadingZeros(mask));
+    let prefix = tied & ((highest << 1u) - 1u);
+    return (mask & tied) == mask && mask != prefix;
+}
+
+fn stops(id: u32) -> bool {
+    if ((params.flags & FLAG_EVERY_NON_AIR) != 0u) {
+        return id != 0u;
+    }
+    return ((filter_bits[id >> 5u] >> (id & 31u)) & 1u) != 0u;
+}
+
+fn in_window(v: vec3<i32>) -> bool {
+    let size = vec3<i32>(params.dims) * 32;
+    return all(v >= vec3<i32>(0)) && all(v < size);
+}
+
+fn table_entry(v: vec3<i32>) -> u32 {
+    let c = vec3<u32>(v >> vec3<u32>(5u));
+    return chunk_table[c.x + params.dims.x * (c.y + params.dims.y * c.z)];
+}
+
+fn slot_id(slot: u32, l: vec3<u32>) -> u32 {
+    let index = l.x | (l.y << 5u) | (l.z << 10u);
+    return (ids[slot * ID_WORDS + (index >> 1u)] >> ((index & 1u) * 16u)) & 0xFFFFu;
+}
+
+// Id of any voxel, for the conservative corner test. x = 0 loaded, 1 unloaded; y = id.
+fn voxel_at(v: vec3<i32>) -> vec2<u32> {
+    if (!in_window(v)) {
+        return vec2<u32>(1u, 0u);
+    }
+    let e = table_entry(v);
+    let tag = e & TAG_MASK;
+    if (tag == TAG_UNLOADED) {
+        return vec2<u32>(1u, 0u);
+    } else if (tag == TAG_EMPTY) {
+        return vec2<u32>(0u, 0u);
+    } else if (tag == TAG_UNIFORM) {
+        return vec2<u32>(0u, e & 0xFFFFu);
+    }
+    return vec2<u32>(0u, slot_id(e, vec3<u32>(v & vec3<i32>(31))));
+}
+
+fn make_hit(status: u32, voxel: vec3<i32>, t: f32, id: u32, face_axis: u32, normal_positive: bool, uv: vec2<f32>) -> GpuHit {
+    var h: GpuHit;
+    h.voxel = voxel;
+    h.status = status | (face_axis << 4u) | select(0u, 64u, normal_positive);
+    h.distance = t;
+    h.id = id;
+    h.uv = uv;
+    return h;
+}
+
+fn miss() -> GpuHit {
+    return make_hit(STATUS_MISS, vec3<i32>(0), 0.0, 0u, AXIS_NONE, false, vec2<f32>(0.0));
+}
+
+// Conservative line of sight: test the voxels touching a crossed edge or corner that stepping
+// will not visit. Returns a hit with status MISS when none stops the ray.
+fn check_tie_extras(ray: GpuRay, d: Dda, t_cross: f32, air_seen: bool) -> GpuHit {
+    let tied = tied_axes(d.t_next, t_cross);
+    if (countOneBits(tied) < 2u) {
+        return miss();
+    }
+    for (var mask = 1u; mask < 8u; mask += 1u) {
+        if (!tie_extra(tied, mask)) {
+            continue;
+        }
+        var p = d.voxel;
+        var n = d.n;
+        var last_axis = 0u;
+        for (var a = 0u; a < 3u; a += 1u) {
+            if (((mask >> a) & 1u) != 0u) {
+                p[a] += axis_step(ray, a);
+                n[a] += 1u;
+                last_axis = a;
+            }
+        }
+        let at = voxel_at(p);
+        if (at.x == 1u && (params.flags & FLAG_STOP_UNLOADED) != 0u) {
+            return make_hit(STATUS_UNLOADED, p, t_cross, 0u, AXIS_NONE, false, vec2<f32>(0.0));
+        }
+        if (at.x == 0u && stops(at.y) && air_seen) {
+            return make_hit(STATUS_HIT, p, t_cross, at.y, last_axis, axis_step(ray, last_axis) < 0,
+                            face_uv(ray, n, t_cross, last_axis));
+        }
+    }
+    return miss();
+}
+
+// The whole algorithm for one ray; twin of `cast_ray` in src/cpu_ref.rs.
+fn cast_ray(ray: GpuRay) -> GpuHit {
+    let origin_policy = params.flags & FLAG_ORIGIN_MASK;
+    let stop_unloaded = (params.flags & FLAG_STOP_UNLOADED) != 0u;
+    let conservative = (params.flags & FLAG_CONSERVATIVE) != 0u;
+    let per_voxel = (params.flags & FLAG_PER_VOXEL) != 0u;
+
+    var d: Dda;
+    d.voxel = ray.voxel;
+    d.n = ray.n;
+    d.entry_axis = (ray.flags >> RAY_ENTRY_SHIFT) & 3u;
+    for (var a = 0u; a < 3u; a += 1u) {
+        refresh_axis(ray, &d, a);
+    }
+    d.t = 0.0;
+    if (d.entry_axis != AXIS_NONE) {
+        d.t = crossing_t(ray.b[d.entry_axis], ray.inv[d.entry_axis], d.n[d.entry_axis] - 1u);
+    }
+    let clipped = (ray.flags & RAY_CLIPPED) != 0u;
+    var in_origin = !clipped;
+    var air_seen = origin_policy != ORIGIN_EXIT_SOLID || clipped;
+
+    var cur_chunk = vec3<i32>(-1);
+    var entry = TAG_UNLOADED;
+    for (var iter = 0u; iter < MAX_ITERATIONS; iter += 1u) {
+        // Entered a new chunk (or started): classify it once.
+        let chunk = d.voxel >> vec3<u32>(5u);
+        if (any(chunk != cur_chunk)) {
+            if (!in_window(d.voxel)) {
+                if (!stop_unloaded) {
+                    return miss();
+                }
+                entry = TAG_UNLOADED;
+            } else {
+                entry = table_entry(d.voxel);
+            }
+            cur_chunk = chunk;
+        }
+        // Examine the current voxel.
+        let skip_origin = in_origin && origin_policy == ORIGIN_SKIP;
+        var stop_id = 0u;
+        var stopping = false;
+        var passable = false;
+        var cell_lo = cur_chunk * 32;
+        var cell_hi = cell_lo + vec3<i32>(31);
+        let tag = entry & TAG_MASK;
+        if (tag == TAG_UNLOADED) {
+            if (!stop_unloaded) {
+                passable = true;
+            } else if (!skip_origin) {
+                return make_hit(STATUS_UNLOADED, d.voxel, d.t, 0u, AXIS_NONE, false, vec2<f32>(0.0));
+            }
+        } else if (tag == TAG_EMPTY) {
+            passable = true;
+        } else if (tag == TAG_UNIFORM) {
+            let id = entry & 0xFFFFu;
+            if (stops(id)) {
+                stopping = true;
+                stop_id = id;
+            } else {
+                passable = true;
+            }
+        } else {
+            let l = vec3<u32>(d.voxel & vec3<i32>(31));
+            let word = occupancy[entry * OCC_WORDS + (l.y | (l.z << 5u))];
+            if (((word >> l.x) & 1u) != 0u) {
+                let id = slot_id(entry, l);
+                if (stops(id)) {
+                    stopping = true;
+                    stop_id = id;
+                }
+            } else {
+                let brick = (l.x >> 3u) | ((l.y >> 3u) << 2u) | ((l.z >> 3u) << 4u);
+                if (((bricks[entry * BRICK_WORDS + (brick >> 5u)] >> (brick & 31u)) & 1u) == 0u) {
+                    passable = true;
+                    cell_lo = d.voxel & vec3<i32>(~(BRICK_EDGE - 1));
+                    cell_hi = cell_lo + vec3<i32>(BRICK_EDGE - 1);
+                }
+            }
+        }
+        if (stopping) {
+            if (!skip_origin && air_seen) {
+                var normal_positive = false;
+                if (d.entry_axis != AXIS_NONE) {
+                    normal_positive = axis_step(ray, d.entry_axis) < 0;
+                }
+                return make_hit(STATUS_HIT, d.voxel, d.t, stop_id, d.entry_axis, normal_positive,
+                                face_uv(ray, d.n, d.t, d.entry_axis));
+            }
+        } else {
+            air_seen = true;
+        }
+        // Skip a cell that holds nothing that stops the ray, then cross out of it.
+        if (passable && !per_voxel) {
+            if (!skip_cell(ray, &d, cell_lo, cell_hi)) {
+                return miss();
+            }
+        }
+        in_origin = false;
+        let t_before = d.t;
+        let a = next_axis(d.t_next);
+        let t_cross = d.t_next[a];
+        if (conservative && t_cross > t_before && t_cross <= ray.max_distance) {
+            let extra = check_tie_extras(ray, d, t_cross, air_seen);
+            if ((extra.status & 15u) != STATUS_MISS) {
+                return extra;
+            }
+        }
+        if (!dda_step(ray, &d)) {
+            return miss();
+        }
+    }
+    return make_hit(STATUS_RUNAWAY, d.voxel, d.t, 0u, AXIS_NONE, false, vec2<f32>(0.0));
+}
+
+fn invocation_index(gid: vec3<u32>, groups: vec3<u32>) -> u32 {
+    return gid.x + gid.y * groups.x * 64u;
+}
+
+@compute @workgroup_size(64)
+fn cast_rays(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = invocation_index(gid, groups);
+    if (i >= params.ray_count || i >= arrayLength(&rays)) {
+        return;
+    }
+    hits[i] = cast_ray(rays[i]);
+}
+
+// The unit direction through the centre of pixel (px, py); twin of `Camera::pixel_dir` in
+// src/camera.rs: same operations in the same order.
+fn camera_dir(px: u32, py: u32) -> vec3<f32> {
+    let inv_w = 2.0 / f32(params.cam_width);
+    let inv_h = 2.0 / f32(params.cam_height);
+    let sx = ((f32(px) + 0.5) * inv_w - 1.0) * params.cam_scale_x;
+    let sy = (1.0 - (f32(py) + 0.5) * inv_h) * params.cam_scale_y;
+    let f = params.cam_forward;
+    let r = params.cam_right;
+    let u = params.cam_up;
+    let v = vec3<f32>((f.x + r.x * sx) + u.x * sy, (f.y + r.y * sx) + u.y * sy, (f.z + r.z * sx) + u.z * sy);
+    let len = sqrt((v.x * v.x + v.y * v.y) + v.z * v.z);
+    let rl = 1.0 / len;
+    return vec3<f32>(v.x * rl, v.y * rl, v.z * rl);
+}
+
+// One axis of VoxelRay::prepare (src/ray.rs): flush a denormal component, apply the start-voxel
+// rule and decide whether the axis is enabled. Returns the updated ray.
+fn prepare_axis(ray_in: GpuRay, a: u32, d_raw: f32, sub: f32) -> GpuRay {
+    var ray = ray_in;
+    let d = select(d_raw, 0.0, abs(d_raw) < MIN_NORMAL);
+    ray.dir[a] = d;
+    if (d < 0.0) {
+        ray.flags |= 1u << (RAY_NEGATIVE_SHIFT + a);
+        if (sub == 0.0) {
+            ray.voxel[a] -= 1;
+            ray.b[a] = 1.0;
+        } else {
+            ray.b[a] = sub;
+        }
+    } else {
+        ray.b[a] = 1.0 - sub;
+    }
+    ray.inv[a] = 1.0;
+    if (d != 0.0) {
+        let inv = 1.0 / abs(d);
+        if (ray.b[a] * inv <= ray.max_distance) {
+            ray.flags |= 1u << (RAY_ENABLED_SHIFT + a);
+            ray.inv[a] = inv;
+        }
+    }
+    return ray;
+}
+
+@compute @workgroup_size(64)
+fn cast_camera(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = invocation_index(gid, groups);
+    if (i >= params.ray_count || i >= arrayLength(&hits)) {
+        return;
+    }
+    let pixel = params.ray_base + i;
+    let px = pixel % params.cam_width;
+    let py = pixel / params.cam_width;
+    let dir = camera_dir(px, py);
+    var ray: GpuRay;
+    ray.voxel = params.cam_position;
+    ray.flags = AXIS_NONE << RAY_ENTRY_SHIFT;
+    ray.max_distance = params.cam_max_distance;
+    ray.n = vec3<u32>(0u);
+    for (var a = 0u; a < 3u; a += 1u) {
+        ray = prepare_axis(ray, a, dir[a], params.cam_sub[a]);
+    }
+    hits[i] = cast_ray(ray);
+}

@@ -1,0 +1,471 @@
+//! GPU vs CPU reference, ray by ray (the parity contract in the crate docs). Runs on lavapipe in
+//! CI. With `VOXCAST_REQUIRE_GPU=1` a missing adapter fails every test here; without it they
+//! skip with a loud message.
+
+use std::sync::OnceLock;
+
+use voxcast::gpu::{GpuRaycaster, GpuWorld};
+use voxcast::scene::{Sparse, SplitMix64, Terrain, WATER};
+use voxcast::{
+    Camera, ChunkPos, LineOfSight, LineOfSightOptions, MaterialFilter, OriginPolicy,
+    RaycastOptions, RaycastOutcome, UnloadedPolicy, VoxelId, VoxelRay, VoxelWorld, WorldPos,
+    glam::Vec3, line_of_sight_batch, raycast_batch,
+};
+
+fn gpu() -> Option<&'static GpuRaycaster> {
+    static GPU: OnceLock<Option<GpuRaycaster>> = OnceLock::new();
+    GPU.get_or_init(|| match GpuRaycaster::new_blocking() {
+        Ok(g) => {
+            eprintln!("GPU parity tests on: {}", g.adapter_summary());
+            Some(g)
+        }
+        Err(e) => {
+            if std::env::var("VOXCAST_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+                panic!("VOXCAST_REQUIRE_GPU=1 but no GPU is usable: {e}");
+            }
+            eprintln!("\n!!!!! SKIPPING GPU PARITY TESTS: {e} !!!!!\n");
+            None
+        }
+    })
+    .as_ref()
+}
+
+/// Compares outcomes ray by ray: the parity contract. Prints the first mismatches with the ray
+/// and how to rerun just that ray.
+fn assert_parity(what: &str, rays: &[VoxelRay], gpu: &[RaycastOutcome], cpu: &[RaycastOutcome]) {
+    assert_eq!(gpu.len(), cpu.len(), "{what}: result count");
+    let mut bad = Vec::new();
+    for (i, (g, c)) in gpu.iter().zip(cpu).enumerate() {
+        let same = match (g, c) {
+            (RaycastOutcome::Hit(a), RaycastOutcome::Hit(b)) => {
+                a.voxel_pos == b.voxel_pos
+                    && a.face_normal == b.face_normal
+                    && a.voxel_type == b.voxel_type
+                    && a.distance.to_bits() == b.distance.to_bits()
+                    && (a.hit_uv - b.hit_uv).abs().max_element() <= 1e-5
+            }
+            (
+                RaycastOutcome::Unloaded {
+                    at: a,
+                    distance: da,
+                },
+                RaycastOutcome::Unloaded {
+                    at: b,
+                    distance: db,
+                },
+            ) => a == b && da.to_bits() == db.to_bits(),
+            (a, b) => a == b,
+        };
+        if !same {
+            bad.push(i);
+        }
+    }
+    if !bad.is_empty() {
+        let mut msg = format!(
+            "{what}: {} of {} rays differ between GPU and CPU\n",
+            bad.len(),
+            rays.len()
+        );
+        for &i in bad.iter().take(5) {
+            msg += &format!(
+                "  ray #{i}: {:?}\n    gpu: {:?}\n    cpu: {:?}\n    rerun: voxel_raycast_with(&{:?}, ..) vs GpuRaycaster::raycast(.., &[that ray], ..)\n",
+                rays[i], gpu[i], cpu[i], rays[i]
+            );
+        }
+        panic!("{msg}");
+    }
+}
+
+fn check(
+    gpu: &GpuRaycaster,
+    what: &str,
+    world: &VoxelWorld,
+    gw: &GpuWorld,
+    rays: &[VoxelRay],
+    opts: &RaycastOptions,
+) {
+    let g = gpu
+        .raycast(gw, rays, opts)
+        .unwrap_or_else(|e| panic!("{what}: GPU error: {e}"));
+    let c = raycast_batch(rays, world, opts);
+    assert_parity(what, rays, &g, &c);
+}
+
+fn terrain() -> &'static (Terrain, VoxelWorld) {
+    static T: OnceLock<(Terrain, VoxelWorld)> = OnceLock::new();
+    T.get_or_init(|| {
+        let t = Terrain {
+            size: [256, 96, 256],
+            seed: 7,
+        };
+        let w = t.build();
+        (t, w)
+    })
+}
+
+fn sparse() -> &'static (Sparse, VoxelWorld) {
+    static S: OnceLock<(Sparse, VoxelWorld)> = OnceLock::new();
+    S.get_or_init(|| {
+        let s = Sparse {
+            size: 128,
+            density: 0.01,
+            seed: 11,
+        };
+        let w = s.build();
+        (s, w)
+    })
+}
+
+/// Integer and half-integer origins, axis-aligned and 45 degree directions, zero components of
+/// both signs, rays along chunk faces, negative coordinates, max distance 0, origins in solid.
+fn adversarial_rays(center: WorldPos, n_random: usize, seed: u64) -> Vec<VoxelRay> {
+    let mut rng = SplitMix64::new(seed);
+    let subs = [0.0, 0.5, 0.25, 0.999_999_9];
+    let comps = [-1.0, -0.0, 0.0, 1.0, 0.5, -0.5];
+    let mut dirs = Vec::new();
+    for &x in &comps {
+        for &y in &comps {
+            for &z in &comps {
+                let d = Vec3::new(x, y, z);
+                if d != Vec3::ZERO && d.length() > 0.0 {
+                    dirs.push(d);
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for i in 0..n_random {
+        let off = |r: &mut SplitMix64| r.below(64) as i128 - 32;
+        let origin = WorldPos::new(
+            center.x + off(&mut rng),
+            center.y + off(&mut rng),
+            center.z + off(&mut rng),
+        );
+        // Chunk faces: snap some origins to multiples of 32.
+        let origin = if i % 7 == 0 {
+            WorldPos::new(origin.x & !31, origin.y, origin.z & !31)
+        } else {
+            origin
+        };
+        let sub = Vec3::new(
+            subs[rng.below(4) as usize],
+            subs[rng.below(4) as usize],
+            subs[rng.below(4) as usize],
+        );
+        let dir = dirs[rng.below(dirs.len() as u64) as usize];
+        let max = [0.0, 1.0, 8.0, 64.0, 300.0][rng.below(5) as usize];
+        if let Ok(r) = VoxelRay::new(origin, sub, dir, max) {
+            out.push(r);
+        }
+    }
+    out
+}
+
+#[test]
+fn parity_terrain_and_sparse_million_rays() {
+    let Some(gpu) = gpu() else { return };
+    let (t, tw) = terrain();
+    let gw = GpuWorld::from_world(gpu, tw).expect("upload terrain");
+    let opts = RaycastOptions::default();
+    check(
+        gpu,
+        "terrain reach",
+        tw,
+        &gw,
+        &t.reach_rays(300_000, 1),
+        &opts,
+    );
+    let mut rng = SplitMix64::new(2);
+    let long: Vec<VoxelRay> = t
+        .reach_rays(200_000, 3)
+        .into_iter()
+        .map(|r| VoxelRay {
+            max_distance: 32.0 + rng.next_f32() * 400.0,
+            ..r
+        })
+        .collect();
+    check(gpu, "terrain long rays", tw, &gw, &long, &opts);
+    let (s, sw) = sparse();
+    let sg = GpuWorld::from_world(gpu, sw).expect("upload sparse");
+    check(gpu, "sparse", sw, &sg, &s.rays(400_000, 4), &opts);
+    check(
+        gpu,
+        "sparse per-voxel",
+        sw,
+        &sg,
+        &s.rays(100_000, 5),
+        &RaycastOptions {
+            per_voxel: true,
+            ..opts.clone()
+        },
+    );
+    check(
+        gpu,
+        "terrain adversarial",
+        tw,
+        &gw,
+        &adversarial_rays(WorldPos::new(128, 48, 128), 60_000, 6),
+        &opts,
+    );
+}
+
+#[test]
+fn parity_every_option() {
+    let Some(gpu) = gpu() else { return };
+    let (t, tw) = terrain();
+    let gw = GpuWorld::from_world(gpu, tw).expect("upload terrain");
+    let mut rays = t.reach_rays(20_000, 10);
+    rays.extend(adversarial_rays(WorldPos::new(100, 40, 90), 20_000, 11));
+    // Rays from outside the window (clipped on the host) and from far away.
+    rays.extend(adversarial_rays(WorldPos::new(-40, 120, -40), 5_000, 12));
+    rays.extend(adversarial_rays(
+        WorldPos::new(1 << 100, 0, -(1 << 90)),
+        500,
+        13,
+    ));
+    for origin in [
+        OriginPolicy::Report,
+        OriginPolicy::SkipOriginVoxel,
+        OriginPolicy::ExitSolid,
+    ] {
+        for unloaded in [UnloadedPolicy::Air, UnloadedPolicy::Stop] {
+            for blocks in [
+                MaterialFilter::default(),
+                MaterialFilter::all_solid().without(WATER),
+                MaterialFilter::only(&[VoxelId(1)]),
+            ] {
+                let opts = RaycastOptions {
+                    origin,
+                    unloaded,
+                    blocks,
+                    per_voxel: false,
+                };
+                check(gpu, &format!("{opts:?}"), tw, &gw, &rays, &opts);
+            }
+        }
+    }
+}
+
+#[test]
+fn parity_line_of_sight_both_modes() {
+    let Some(gpu) = gpu() else { return };
+    let (t, tw) = terrain();
+    let gw = GpuWorld::from_world(gpu, tw).expect("upload terrain");
+    let mut segs = t.sight_segments(100_000, 64.0, 20);
+    // Segments through edges and corners: axis-aligned and 45 degree from integer points.
+    segs.extend(adversarial_rays(WorldPos::new(128, 40, 128), 20_000, 21));
+    for conservative in [false, true] {
+        let opts = LineOfSightOptions {
+            conservative,
+            ..Default::default()
+        };
+        let g = gpu.line_of_sight(&gw, &segs, &opts).expect("gpu los");
+        let c = line_of_sight_batch(&segs, tw, &opts);
+        let to_outcome = |l: &LineOfSight| match *l {
+            LineOfSight::Clear => RaycastOutcome::Miss,
+            LineOfSight::Blocked(h) => RaycastOutcome::Hit(h),
+            LineOfSight::Unknown => RaycastOutcome::Unloaded {
+                at: WorldPos::ZERO,
+                distance: 0.0,
+            },
+            LineOfSight::Invalid(e) => RaycastOutcome::Invalid(e),
+        };
+        let g: Vec<_> = g.iter().map(to_outcome).collect();
+        let c: Vec<_> = c.iter().map(to_outcome).collect();
+        assert_parity(
+            &format!("line of sight conservative={conservative}"),
+            &segs,
+            &g,
+            &c,
+        );
+    }
+}
+
+#[test]
+fn parity_near_i128_edges_and_negative_coordinates() {
+    let Some(gpu) = gpu() else { return };
+    for base in [
+        WorldPos::new(-(1 << 126), 1 << 126, -5000),
+        WorldPos::new(i128::MAX - 200, i128::MIN + 100, 0),
+    ] {
+        let mut world = VoxelWorld::new();
+        let mut rng = SplitMix64::new(30);
+        let base_chunk = base.chunk();
+        for _ in 0..3000 {
+            let p = WorldPos::new(
+                base.x.saturating_add(rng.below(96) as i128 - 48),
+                base.y.saturating_add(rng.below(96) as i128 - 48),
+                base.z + rng.below(96) as i128 - 48,
+            );
+            world.set_voxel(p, VoxelId(1 + rng.below(3) as u16));
+        }
+        world.insert_chunk(
+            ChunkPos::new(base_chunk.x, base_chunk.y, base_chunk.z + 3),
+            voxcast::Chunk::filled(VoxelId(2)),
+        );
+        let gw = GpuWorld::from_world(gpu, &world).expect("upload");
+        let rays = adversarial_rays(base, 30_000, 31);
+        for unloaded in [UnloadedPolicy::Air, UnloadedPolicy::Stop] {
+            check(
+                gpu,
+                &format!("edges {base:?} {unloaded:?}"),
+                &world,
+                &gw,
+                &rays,
+                &RaycastOptions {
+                    unloaded,
+                    ..Default::default()
+                },
+            );
+        }
+    }
+}
+
+#[test]
+fn parity_after_edit_and_update_chunks() {
+    let Some(gpu) = gpu() else { return };
+    let (s, sw) = sparse();
+    let mut world = sw.clone();
+    let mut gw = GpuWorld::from_world(gpu, &world).expect("upload");
+    let mut rng = SplitMix64::new(40);
+    let mut touched = Vec::new();
+    for _ in 0..2000 {
+        let p = WorldPos::new(
+            rng.below(128) as i128,
+            rng.below(128) as i128,
+            rng.below(128) as i128,
+        );
+        world.set_voxel(p, VoxelId(rng.below(4) as u16));
+        touched.push(p.chunk());
+    }
+    // A chunk becoming uniform, one becoming dense from uniform, one unloaded.
+    world.insert_chunk(ChunkPos::new(1, 1, 1), voxcast::Chunk::filled(VoxelId(3)));
+    world.remove_chunk(ChunkPos::new(2, 2, 2));
+    touched.extend([ChunkPos::new(1, 1, 1), ChunkPos::new(2, 2, 2)]);
+    touched.sort();
+    touched.dedup();
+    gw.update_chunks(&world, &touched).expect("update");
+    let rays = s.rays(100_000, 41);
+    check(
+        gpu,
+        "after edits",
+        &world,
+        &gw,
+        &rays,
+        &RaycastOptions::default(),
+    );
+    check(
+        gpu,
+        "after edits, stop",
+        &world,
+        &gw,
+        &rays,
+        &RaycastOptions {
+            unloaded: UnloadedPolicy::Stop,
+            ..Default::default()
+        },
+    );
+    assert!(matches!(
+        gw.update_chunks(&world, &[ChunkPos::new(100, 0, 0)]),
+        Err(voxcast::gpu::GpuError::ChunkOutsideWindow(_))
+    ));
+}
+
+#[test]
+fn parity_camera_rays_made_in_the_shader() {
+    let Some(gpu) = gpu() else { return };
+    let (t, tw) = terrain();
+    let gw = GpuWorld::from_world(gpu, tw).expect("upload");
+    let cam = t.camera(320, 180);
+    let rays = cam.rays().expect("camera rays");
+    let from_shader = gpu
+        .render_camera(&gw, &cam, &RaycastOptions::default())
+        .expect("render");
+    let cpu = raycast_batch(&rays, tw, &RaycastOptions::default());
+    assert_parity("camera (shader-made rays)", &rays, &from_shader, &cpu);
+    // A camera outside the window falls back to host rays and still matches.
+    let far = Camera::new(
+        WorldPos::new(-50, 200, -50),
+        Vec3::splat(0.5),
+        Vec3::new(1.0, -0.5, 1.0),
+        70.0,
+        64,
+        48,
+        1024.0,
+    )
+    .expect("camera");
+    let g = gpu
+        .render_camera(&gw, &far, &RaycastOptions::default())
+        .expect("render");
+    assert_parity(
+        "camera outside window",
+        &far.rays().expect("rays"),
+        &g,
+        &raycast_batch(&far.rays().expect("rays"), tw, &RaycastOptions::default()),
+    );
+}
+
+#[test]
+fn bad_rays_in_a_batch_get_their_own_error() {
+    let Some(gpu) = gpu() else { return };
+    let (_, sw) = sparse();
+    let gw = GpuWorld::from_world(gpu, sw).expect("upload");
+    let good = VoxelRay::new(
+        WorldPos::new(10, 10, 10),
+        Vec3::splat(0.5),
+        Vec3::new(1.0, 0.3, 0.2),
+        200.0,
+    )
+    .expect("ray");
+    let bad = VoxelRay {
+        direction: Vec3::new(f32::NAN, 0.0, 0.0),
+        ..good
+    };
+    let worse = VoxelRay {
+        max_distance: -1.0,
+        ..good
+    };
+    let rays = [good, bad, good, worse];
+    let g = gpu
+        .raycast(&gw, &rays, &RaycastOptions::default())
+        .expect("batch");
+    assert!(
+        matches!(
+            g[1],
+            RaycastOutcome::Invalid(voxcast::RayError::NanDirection)
+        ),
+        "{:?}",
+        g[1]
+    );
+    assert!(
+        matches!(
+            g[3],
+            RaycastOutcome::Invalid(voxcast::RayError::NegativeMaxDistance)
+        ),
+        "{:?}",
+        g[3]
+    );
+    assert_parity(
+        "good rays around bad ones",
+        &rays,
+        &g,
+        &raycast_batch(&rays, sw, &RaycastOptions::default()),
+    );
+}
+
+#[test]
+fn batch_larger_than_one_dispatch() {
+    let Some(gpu) = gpu() else { return };
+    let (s, sw) = sparse();
+    let gw = GpuWorld::from_world(gpu, sw).expect("upload");
+    // More than the 2^20 rays of one dispatch.
+    let rays = s.rays((1 << 20) + 12_345, 50);
+    check(
+        gpu,
+        "two dispatches",
+        sw,
+        &gw,
+        &rays,
+        &RaycastOptions::default(),
+    );
+}
