@@ -102,6 +102,7 @@ struct GpuHit {
 // Per-invocation DDA state; twin of `Dda` in src/cpu_ref.rs.
 struct Dda {
     voxel: vec3<i32>,
+    step: vec3<i32>,        // +1 or -1 per axis, from the ray's flags
     n: vec3<u32>,
     t_next: vec3<f32>,
     t: f32,
@@ -148,18 +149,40 @@ fn refresh_axis(ray: GpuRay, d: ptr<function, Dda>, a: u32) {
     }
 }
 
-// One DDA step. Returns false beyond max distance.
+// One DDA step. Returns false beyond max distance. The axis choice is `next_axis` written out
+// per axis (same comparisons, same order), because dynamic vector indexing is slow on some
+// drivers. The chosen axis is always enabled: a disabled axis sits at T_DISABLED, beyond every
+// max distance.
 fn dda_step(ray: GpuRay, d: ptr<function, Dda>) -> bool {
-    let a = next_axis((*d).t_next);
-    let t = (*d).t_next[a];
-    if (t > ray.max_distance) {
-        return false;
+    let t = (*d).t_next;
+    if (t.x <= t.y && t.x <= t.z) {
+        if (t.x > ray.max_distance) {
+            return false;
+        }
+        (*d).n.x += 1u;
+        (*d).t_next.x = crossing_t(ray.b.x, ray.inv.x, (*d).n.x);
+        (*d).voxel.x += (*d).step.x;
+        (*d).t = t.x;
+        (*d).entry_axis = 0u;
+    } else if (t.y <= t.z) {
+        if (t.y > ray.max_distance) {
+            return false;
+        }
+        (*d).n.y += 1u;
+        (*d).t_next.y = crossing_t(ray.b.y, ray.inv.y, (*d).n.y);
+        (*d).voxel.y += (*d).step.y;
+        (*d).t = t.y;
+        (*d).entry_axis = 1u;
+    } else {
+        if (t.z > ray.max_distance) {
+            return false;
+        }
+        (*d).n.z += 1u;
+        (*d).t_next.z = crossing_t(ray.b.z, ray.inv.z, (*d).n.z);
+        (*d).voxel.z += (*d).step.z;
+        (*d).t = t.z;
+        (*d).entry_axis = 2u;
     }
-    (*d).n[a] += 1u;
-    refresh_axis(ray, d, a);
-    (*d).t = t;
-    (*d).entry_axis = a;
-    (*d).voxel[a] += axis_step(ray, a);
     return true;
 }
 
@@ -334,6 +357,7 @@ fn cast_ray(ray: GpuRay) -> GpuHit {
 
     var d: Dda;
     d.voxel = ray.voxel;
+    d.step = vec3<i32>(axis_step(ray, 0u), axis_step(ray, 1u), axis_step(ray, 2u));
     d.n = ray.n;
     d.entry_axis = (ray.flags >> RAY_ENTRY_SHIFT) & 3u;
     for (var a = 0u; a < 3u; a += 1u) {

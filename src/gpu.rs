@@ -27,6 +27,7 @@ use crate::world::{ChunkView, OCCUPANCY_WORDS, VoxelId, VoxelWorld};
 
 pub use wgpu::AdapterInfo;
 
+
 /// The WGSL source of the compute shader (`shaders/dda.wgsl`).
 pub const SHADER_SOURCE: &str = include_str!("../shaders/dda.wgsl");
 
@@ -169,6 +170,31 @@ pub struct GpuRaycaster {
     cast_camera: wgpu::ComputePipeline,
     batch: Mutex<BatchBuffers>,
     lost: Arc<Mutex<Option<String>>>,
+    timer: Option<KernelTimer>,
+    stats: Mutex<BatchStats>,
+}
+
+/// Timestamp queries around each dispatch, where the adapter supports them.
+#[derive(Debug)]
+struct KernelTimer {
+    queries: wgpu::QuerySet,
+    resolve: wgpu::Buffer,
+    readback: wgpu::Buffer,
+    period_ns: f64,
+}
+
+/// What the last batch cost, for benchmarks.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct BatchStats {
+    /// Rays (or pixels) sent to the GPU; rays answered on the host are not counted.
+    pub gpu_rays: u64,
+    /// Dispatches the batch was split into.
+    pub dispatches: u32,
+    /// Time the compute passes took on the GPU, in seconds, from timestamp queries; `None`
+    /// where the adapter has no timestamp queries.
+    pub kernel_seconds: Option<f64>,
+    /// Wall time of the whole call (preparation, upload, dispatch, readback), in seconds.
+    pub total_seconds: f64,
 }
 
 fn device_error(e: impl std::fmt::Display) -> GpuError {
@@ -224,12 +250,13 @@ impl GpuRaycaster {
         };
         let info = adapter.get_info();
         let limits = adapter.limits();
+        let timestamps = adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY);
 
         // Device with the adapter's own limits.
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("voxcast"),
-                required_features: wgpu::Features::empty(),
+                required_features: if timestamps { wgpu::Features::TIMESTAMP_QUERY } else { wgpu::Features::empty() },
                 required_limits: limits.clone(),
                 ..Default::default()
             })
@@ -304,6 +331,26 @@ impl GpuRaycaster {
             )));
         }
         let batch = Mutex::new(Self::batch_buffers(&device, 1));
+        let timer = timestamps.then(|| KernelTimer {
+            queries: device.create_query_set(&wgpu::QuerySetDescriptor {
+                label: Some("kernel time"),
+                ty: wgpu::QueryType::Timestamp,
+                count: 2,
+            }),
+            resolve: device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("timestamps"),
+                size: 16,
+                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            }),
+            readback: device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("timestamps readback"),
+                size: 16,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            }),
+            period_ns: f64::from(queue.get_timestamp_period()),
+        });
         Ok(Self {
             device,
             queue,
@@ -314,6 +361,8 @@ impl GpuRaycaster {
             cast_camera,
             batch,
             lost,
+            timer,
+            stats: Mutex::new(BatchStats::default()),
         })
     }
 
@@ -338,6 +387,12 @@ impl GpuRaycaster {
             "{} ({:?}, {} {})",
             self.info.name, self.info.backend, self.info.driver, self.info.driver_info
         )
+    }
+
+    /// Timing of the last batch (raycast, line of sight or camera) on this raycaster.
+    #[must_use]
+    pub fn last_batch_stats(&self) -> BatchStats {
+        self.stats.lock().map(|s| *s).unwrap_or_default()
     }
 
     fn batch_buffers(device: &wgpu::Device, capacity: u32) -> BatchBuffers {
@@ -453,10 +508,21 @@ impl GpuRaycaster {
                 },
             }
         }
+        // Coherence: neighbouring invocations get rays from the same chunk going the same way,
+        // so they walk the same chunks and branch alike. Results go back in the caller's order.
+        if gpu_rays.len() >= SORT_MIN_RAYS {
+            let mut order: Vec<(u64, u32)> =
+                gpu_rays.iter().enumerate().map(|(i, r)| (coherence_key(r), i as u32)).collect();
+            order.sort_unstable_by_key(|&(k, _)| k);
+            gpu_rays = order.iter().map(|&(_, i)| gpu_rays[i as usize]).collect();
+            gpu_index = order.iter().map(|&(_, i)| gpu_index[i as usize]).collect();
+        }
+        let started = std::time::Instant::now();
         let hits = self.run(world, Kernel::Rays(&gpu_rays), opts, conservative)?;
         for (h, &i) in hits.iter().zip(&gpu_index) {
             out[i] = world.window.decode(h)?;
         }
+        self.note_total(started);
         Ok(out)
     }
 
@@ -490,8 +556,17 @@ impl GpuRaycaster {
                 .map_err(|e| GpuError::Internal(format!("camera ray: {e}")))?;
             return self.raycast(world, &rays, opts);
         }
+        let started = std::time::Instant::now();
         let hits = self.run(world, Kernel::Camera(camera, pixels as u32), opts, false)?;
-        hits.iter().map(|h| w.decode(h)).collect()
+        let out = hits.iter().map(|h| w.decode(h)).collect();
+        self.note_total(started);
+        out
+    }
+
+    fn note_total(&self, started: std::time::Instant) {
+        if let Ok(mut s) = self.stats.lock() {
+            s.total_seconds = started.elapsed().as_secs_f64();
+        }
     }
 
     fn run(
@@ -604,6 +679,8 @@ impl GpuRaycaster {
         let mut hits: Vec<GpuHit> = Vec::with_capacity(total as usize);
         let mut base = 0u64;
         let mut result = Ok(());
+        let mut kernel_ns = 0.0;
+        let mut dispatches = 0;
         while base < total {
             let count = (total - base).min(u64::from(batch.capacity)) as u32;
             params.ray_base = base as u32;
@@ -628,13 +705,28 @@ impl GpuRaycaster {
                 .device
                 .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
             {
-                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
+                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some("voxcast dda"),
+                    timestamp_writes: self.timer.as_ref().map(|t| wgpu::ComputePassTimestampWrites {
+                        query_set: &t.queries,
+                        beginning_of_pass_write_index: Some(0),
+                        end_of_pass_write_index: Some(1),
+                    }),
+                });
                 pass.set_pipeline(pipeline);
                 pass.set_bind_group(0, &bind_group, &[]);
                 pass.dispatch_workgroups(gx, gy, 1);
             }
             encoder.copy_buffer_to_buffer(&batch.hits, 0, &batch.readback, 0, bytes);
+            if let Some(t) = &self.timer {
+                encoder.resolve_query_set(&t.queries, 0..2, &t.resolve, 0);
+                encoder.copy_buffer_to_buffer(&t.resolve, 0, &t.readback, 0, 16);
+            }
             self.queue.submit([encoder.finish()]);
+            dispatches += 1;
+            if let Some(t) = &self.timer {
+                t.readback.slice(..).map_async(wgpu::MapMode::Read, |_| {});
+            }
 
             // Map and read.
             let slice = batch.readback.slice(..bytes);
@@ -651,6 +743,13 @@ impl GpuRaycaster {
                     hits.extend_from_slice(bytemuck::cast_slice(&view));
                     drop(view);
                     batch.readback.unmap();
+                    if let Some(t) = &self.timer {
+                        if let Ok(view) = t.readback.slice(..).get_mapped_range() {
+                            let ts: &[u64] = bytemuck::cast_slice(&view);
+                            kernel_ns += ts[1].saturating_sub(ts[0]) as f64 * t.period_ns;
+                        }
+                        t.readback.unmap();
+                    }
                 }
                 Ok(Err(e)) => {
                     result = Err(device_error(e));
@@ -670,8 +769,35 @@ impl GpuRaycaster {
             return Err(device_error(e));
         }
         self.check_lost()?;
+        if let Ok(mut s) = self.stats.lock() {
+            *s = BatchStats {
+                gpu_rays: total,
+                dispatches,
+                kernel_seconds: self.timer.as_ref().map(|_| kernel_ns * 1e-9),
+                total_seconds: 0.0,
+            };
+        }
         result.map(|()| hits)
     }
+}
+
+/// Batches at least this large are sorted for coherence before upload.
+const SORT_MIN_RAYS: usize = 4096;
+
+/// Sort key: direction octant, then the start chunk in Morton order.
+fn coherence_key(r: &GpuRay) -> u64 {
+    let octant = u64::from((r.flags >> RAY_NEGATIVE_SHIFT) & 7);
+    let spread = |v: i32| {
+        // 17 bits of the chunk coordinate, interleaved with two zero bits.
+        let mut x = u64::from((v >> 5) as u32 & 0x1_FFFF);
+        let mut out = 0;
+        for bit in 0..17 {
+            out |= ((x & 1) << (3 * bit)) as u64;
+            x >>= 1;
+        }
+        out
+    };
+    octant << 61 | spread(r.voxel[0]) | spread(r.voxel[1]) << 1 | spread(r.voxel[2]) << 2
 }
 
 #[derive(Clone, Copy)]
