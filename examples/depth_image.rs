@@ -1,0 +1,544 @@
+//! Renders the standard terrain from the W3 camera on the GPU (one ray per pixel, rays made in
+//! the shader), checks every pixel against the CPU reference, and writes two pictures:
+//!
+//! - `depth.png`: 16-bit greyscale depth. A hit at distance `d` of max distance `max` is
+//!   `1 + 65534 · (1 - sqrt(d / max))`: near is bright, and the square root spreads the far
+//!   field so that hills 300 voxels away still read; every hit is at least 1, misses are 0.
+//! - `shaded.png`: 8-bit RGB, coloured by material, shaded by the face the ray entered (top 1.0,
+//!   x sides 0.8, z sides 0.65, bottom 0.5), with block edges traced from the hit UV up close
+//!   and distance fog towards the sky colour; misses are sky.
+//!
+//! ```text
+//! cargo run --release --example depth_image
+//! cargo run --release --example depth_image -- --width 640 --height 360 --out-dir docs
+//! cargo run --release --example depth_image -- --camera 40,90.5,40 --look-at 256,40,256 --fov 75
+//! cargo run --release --example depth_image -- --cpu          # the CPU reference only
+//! ```
+//!
+//! Without a GPU adapter it says so in one line and renders with the CPU reference on all
+//! threads. Exit status: 0 when every pixel matches the CPU reference (distance bit for bit,
+//! UV within 1e-5), 1 when any differs or a file cannot be written, 2 for bad arguments.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use voxcast::glam::{IVec3, Vec3};
+use voxcast::gpu::{GpuRaycaster, GpuWorld};
+use voxcast::scene::{DIRT, GRASS, ORE, SAND, STONE, Terrain, WATER};
+use voxcast::{
+    Camera, RayError, RaycastOptions, RaycastOutcome, VoxelRay, VoxelWorld, WorldPos, raycast_batch,
+};
+
+/// Command line.
+#[derive(Debug, Parser)]
+#[command(
+    about = "Render a depth image and a shaded image of the voxcast terrain on the GPU, \
+                   checked pixel by pixel against the CPU reference"
+)]
+struct Args {
+    /// Image width in pixels.
+    #[arg(long, default_value_t = 1280, value_parser = clap::value_parser!(u32).range(1..=16384))]
+    width: u32,
+    /// Image height in pixels.
+    #[arg(long, default_value_t = 720, value_parser = clap::value_parser!(u32).range(1..=16384))]
+    height: u32,
+    /// Eye position in world voxel coordinates, `x,y,z` (floats allowed; integers of any i128
+    /// size are exact). Default: the standard W3 camera, 40 voxels above the ground.
+    #[arg(long, value_parser = parse_point, allow_hyphen_values = true)]
+    camera: Option<Point>,
+    /// Point to look at, `x,y,z`. Default: the W3 camera's direction (across the terrain,
+    /// slightly down).
+    #[arg(long, value_parser = parse_point, allow_hyphen_values = true)]
+    look_at: Option<Point>,
+    /// Vertical field of view in degrees, in (0, 180).
+    #[arg(long, default_value_t = 60.0, allow_hyphen_values = true)]
+    fov: f32,
+    /// Max distance of every ray, in voxels (0 to 65536).
+    #[arg(long, default_value_t = 1024.0, allow_hyphen_values = true)]
+    max_distance: f32,
+    /// Folder for depth.png and shaded.png (created if missing).
+    #[arg(long, default_value = ".")]
+    out_dir: PathBuf,
+    /// Terrain noise seed (default: the standard terrain's).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Render with the CPU reference even when a GPU is available.
+    #[arg(long)]
+    cpu: bool,
+    /// Skip the pixel-by-pixel comparison with the CPU reference.
+    #[arg(long)]
+    no_check: bool,
+}
+
+/// A point given on the command line: a voxel and the offset inside it (not yet normalised
+/// into `[0, 1)`; the camera constructors do that).
+#[derive(Clone, Copy, Debug)]
+struct Point {
+    voxel: WorldPos,
+    sub: Vec3,
+}
+
+/// One coordinate: `123`, `-4.25`, `.5`, `1e3`, or an integer up to i128's range. Integer
+/// and fractional parts are split as text, so big integers stay exact.
+fn parse_coord(s: &str) -> Result<(i128, f32), String> {
+    let s = s.trim();
+    let bad = || format!("{s:?} is not a number");
+    if s.contains(['e', 'E', 'i', 'I', 'n', 'N']) {
+        let v: f64 = s.parse().map_err(|_| bad())?;
+        let whole = v.floor();
+        if !v.is_finite() || whole.abs() >= 1.7e38 {
+            return Err(format!("{s} is outside the i128 world"));
+        }
+        return Ok((whole as i128, (v - whole) as f32));
+    }
+    let (int_part, frac_part) = s.split_once('.').unwrap_or((s, ""));
+    let negative = int_part.starts_with('-');
+    let int_digits = int_part.trim_start_matches(['-', '+']);
+    if int_part.len() - int_digits.len() > 1
+        || (int_digits.is_empty() && frac_part.is_empty())
+        || !int_digits.bytes().all(|b| b.is_ascii_digit())
+        || !frac_part.bytes().all(|b| b.is_ascii_digit())
+    {
+        return Err(bad());
+    }
+    let whole: i128 = if int_digits.is_empty() {
+        0
+    } else {
+        int_part
+            .parse()
+            .map_err(|_| format!("{s} is outside the i128 world"))?
+    };
+    let frac: f64 = if frac_part.is_empty() {
+        0.0
+    } else {
+        format!("0.{frac_part}").parse().map_err(|_| bad())?
+    };
+    Ok((whole, if negative { -frac } else { frac } as f32))
+}
+
+fn parse_point(s: &str) -> Result<Point, String> {
+    let parts: Vec<&str> = s.split(',').collect();
+    let [x, y, z] = parts[..] else {
+        return Err(format!("expected x,y,z, got {s:?}"));
+    };
+    let (x, y, z) = (parse_coord(x)?, parse_coord(y)?, parse_coord(z)?);
+    Ok(Point {
+        voxel: WorldPos::new(x.0, y.0, z.0),
+        sub: Vec3::new(x.1, y.1, z.1),
+    })
+}
+
+/// The camera the flags describe: the W3 camera unless a flag changes it.
+fn make_camera(args: &Args, terrain: &Terrain) -> Result<Camera, String> {
+    let standard = terrain.camera(args.width, args.height);
+    if args.camera.is_none() && args.look_at.is_none() && args.fov == 60.0 {
+        return Camera::new(
+            standard.position,
+            standard.sub_offset,
+            standard.forward,
+            60.0,
+            args.width,
+            args.height,
+            args.max_distance,
+        )
+        .map_err(|e| format!("bad --max-distance {}: {e}", args.max_distance));
+    }
+    if !(args.fov > 0.0 && args.fov < 180.0) {
+        return Err(format!(
+            "bad --fov {}: the field of view must be in (0, 180) degrees",
+            args.fov
+        ));
+    }
+    let eye = args.camera.unwrap_or(Point {
+        voxel: standard.position,
+        sub: standard.sub_offset,
+    });
+    let explain = |e: RayError| match e {
+        RayError::ZeroDirection => "the view direction is vertical (the camera keeps +Y up, so \
+                                    it cannot look straight up or down) or --look-at is the eye"
+            .to_string(),
+        RayError::NegativeMaxDistance
+        | RayError::NanMaxDistance
+        | RayError::MaxDistanceTooLarge => format!("bad --max-distance {}: {e}", args.max_distance),
+        _ => e.to_string(),
+    };
+    match args.look_at {
+        Some(target) => Camera::look_at(
+            eye.voxel,
+            eye.sub,
+            target.voxel,
+            target.sub,
+            args.fov,
+            args.width,
+            args.height,
+            args.max_distance,
+        ),
+        None => Camera::new(
+            eye.voxel,
+            eye.sub,
+            standard.forward,
+            args.fov,
+            args.width,
+            args.height,
+            args.max_distance,
+        ),
+    }
+    .map_err(|e| format!("bad camera: {}", explain(e)))
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let terrain = Terrain {
+        seed: args.seed.unwrap_or(Terrain::STANDARD.seed),
+        ..Terrain::STANDARD
+    };
+    let camera = match make_camera(&args, &terrain) {
+        Ok(c) => c,
+        Err(msg) => {
+            eprintln!("depth_image: {msg}");
+            return ExitCode::from(2);
+        }
+    };
+    let pixels = camera.width as usize * camera.height as usize;
+
+    let started = Instant::now();
+    let world = terrain.build();
+    println!(
+        "terrain: {}x{}x{} voxels, seed {:#x}, {} chunks, built in {}",
+        terrain.size[0],
+        terrain.size[1],
+        terrain.size[2],
+        terrain.seed,
+        world.chunk_count(),
+        secs(started.elapsed())
+    );
+    println!(
+        "camera: eye {}, looking {:.3?}, {}x{} pixels, fov {} deg, max distance {}",
+        show_point(camera.position, camera.sub_offset),
+        camera.forward.to_array(),
+        camera.width,
+        camera.height,
+        args.fov,
+        camera.max_distance
+    );
+
+    let opts = RaycastOptions::default();
+    let gpu_image = if args.cpu {
+        println!("adapter: none (--cpu): rendering with the CPU reference");
+        None
+    } else {
+        render_gpu(&world, &camera, &opts)
+    };
+    let threads = rayon::current_num_threads();
+    let rendered_on_gpu = gpu_image.is_some();
+    let image = match gpu_image {
+        Some(image) => image,
+        None => match render_cpu(&world, &camera, &opts) {
+            Ok(image) => image,
+            Err(e) => {
+                eprintln!("depth_image: bad camera: {e}");
+                return ExitCode::from(2);
+            }
+        },
+    };
+
+    let mut differ = 0;
+    if args.no_check {
+        println!("check: skipped (--no-check)");
+    } else if !rendered_on_gpu {
+        println!("check: the image is the CPU reference itself, nothing to compare");
+    } else {
+        let rays = match camera.rays() {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("depth_image: bad camera: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        let started = Instant::now();
+        let reference = raycast_batch(&rays, &world, &opts);
+        let took = started.elapsed();
+        println!(
+            "CPU reference: {} rays in {} on {threads} threads = {}",
+            rays.len(),
+            secs(took),
+            rate(rays.len(), took)
+        );
+        let mut max_uv = 0.0f32;
+        for (i, (gpu, cpu)) in image.iter().zip(&reference).enumerate() {
+            match compare(gpu, cpu) {
+                Some(uv) => max_uv = max_uv.max(uv),
+                None => {
+                    if differ < 5 {
+                        let (x, y) = (i % camera.width as usize, i / camera.width as usize);
+                        eprintln!("pixel ({x}, {y}) differs:\n  GPU {gpu:?}\n  CPU {cpu:?}");
+                    }
+                    differ += 1;
+                }
+            }
+        }
+        println!(
+            "check: {differ} of {pixels} pixels differ from the CPU reference \
+             (distance bit for bit; largest UV difference {max_uv:e})"
+        );
+    }
+
+    let hits = image.iter().filter(|o| o.hit().is_some()).count();
+    println!("pixels: {hits} hit, {} miss (sky)", image.len() - hits);
+    let written = write_images(&args.out_dir, &camera, &image);
+    match written {
+        Ok((depth, shaded)) => println!("wrote {} and {}", depth.display(), shaded.display()),
+        Err(e) => {
+            eprintln!("depth_image: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    if differ > 0 {
+        eprintln!("depth_image: {differ} pixels differ from the CPU reference: this is a bug");
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
+}
+
+/// The GPU render, or `None` (after one line saying why) when there is no usable GPU.
+fn render_gpu(
+    world: &VoxelWorld,
+    camera: &Camera,
+    opts: &RaycastOptions,
+) -> Option<Vec<RaycastOutcome>> {
+    let threads = rayon::current_num_threads();
+    let fallback = |what: &str, e: &dyn std::fmt::Display| {
+        println!("adapter: {what} ({e}); rendering with the CPU reference on {threads} threads");
+    };
+    let started = Instant::now();
+    let gpu = match GpuRaycaster::new_blocking() {
+        Ok(g) => g,
+        Err(e) => {
+            fallback("no usable GPU", &e);
+            return None;
+        }
+    };
+    println!(
+        "adapter: {} (device and shader ready in {})",
+        gpu.adapter_summary(),
+        secs(started.elapsed())
+    );
+    let started = Instant::now();
+    let gpu_world = match GpuWorld::from_world(&gpu, world) {
+        Ok(w) => w,
+        Err(e) => {
+            fallback("cannot upload the world", &e);
+            return None;
+        }
+    };
+    println!(
+        "upload: {} chunks stored voxel by voxel, {:.1} MiB of GPU buffers, in {}",
+        gpu_world.stored_chunks(),
+        gpu_world.memory_bytes() as f64 / (1024.0 * 1024.0),
+        secs(started.elapsed())
+    );
+    let started = Instant::now();
+    match gpu.render_camera(&gpu_world, camera, opts) {
+        Ok(image) => {
+            let took = started.elapsed();
+            println!(
+                "render (GPU, rays made in the shader): {}x{} = {} rays in {} = {}",
+                camera.width,
+                camera.height,
+                image.len(),
+                secs(took),
+                rate(image.len(), took)
+            );
+            Some(image)
+        }
+        Err(e) => {
+            fallback("GPU render failed", &e);
+            None
+        }
+    }
+}
+
+/// The CPU reference on all threads, in bands of rows so that a progress bar can advance.
+fn render_cpu(
+    world: &VoxelWorld,
+    camera: &Camera,
+    opts: &RaycastOptions,
+) -> Result<Vec<RaycastOutcome>, RayError> {
+    let started = Instant::now();
+    let rays: Vec<VoxelRay> = camera.rays()?;
+    let width = camera.width as usize;
+    let rows_per_band = (32_768 / width).max(1);
+    let bar =
+        ProgressBar::with_draw_target(Some(u64::from(camera.height)), ProgressDrawTarget::hidden())
+            .with_style(
+                ProgressStyle::with_template("{bar:40} {pos}/{len} rows, {eta} left")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+    let mut shown = false;
+    let mut image = Vec::with_capacity(rays.len());
+    for band in rays.chunks(rows_per_band * width) {
+        image.extend(raycast_batch(band, world, opts));
+        bar.inc((band.len() / width) as u64);
+        // Only a render that takes more than a moment gets a bar.
+        if !shown && started.elapsed() > Duration::from_millis(500) {
+            bar.set_draw_target(ProgressDrawTarget::stderr());
+            shown = true;
+        }
+    }
+    bar.finish_and_clear();
+    let took = started.elapsed();
+    println!(
+        "render (CPU reference, {} threads): {}x{} = {} rays in {} = {}",
+        rayon::current_num_threads(),
+        camera.width,
+        camera.height,
+        image.len(),
+        secs(took),
+        rate(image.len(), took)
+    );
+    Ok(image)
+}
+
+/// `Some(uv difference)` when the GPU outcome equals the CPU's under the parity contract
+/// (everything equal, distance bit for bit, UV within 1e-5), `None` otherwise.
+fn compare(gpu: &RaycastOutcome, cpu: &RaycastOutcome) -> Option<f32> {
+    match (gpu, cpu) {
+        (RaycastOutcome::Hit(g), RaycastOutcome::Hit(c)) => {
+            let uv = (g.hit_uv - c.hit_uv).abs().max_element();
+            let same = g.voxel_pos == c.voxel_pos
+                && g.face_normal == c.face_normal
+                && g.voxel_type == c.voxel_type
+                && g.distance.to_bits() == c.distance.to_bits()
+                && uv <= 1e-5;
+            same.then_some(uv)
+        }
+        (
+            RaycastOutcome::Unloaded {
+                at: ga,
+                distance: gd,
+            },
+            RaycastOutcome::Unloaded {
+                at: ca,
+                distance: cd,
+            },
+        ) => (ga == ca && gd.to_bits() == cd.to_bits()).then_some(0.0),
+        _ => (gpu == cpu).then_some(0.0),
+    }
+}
+
+fn write_images(
+    dir: &Path,
+    camera: &Camera,
+    image: &[RaycastOutcome],
+) -> Result<(PathBuf, PathBuf), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let max = camera.max_distance.max(f32::MIN_POSITIVE);
+    let mut depth = Vec::with_capacity(image.len() * 2);
+    let mut shaded = Vec::with_capacity(image.len() * 3);
+    for outcome in image {
+        let grey: u16 = match outcome.hit() {
+            Some(h) => 1 + (65534.0 * (1.0 - (h.distance / max).clamp(0.0, 1.0).sqrt())) as u16,
+            None => 0,
+        };
+        depth.extend_from_slice(&grey.to_be_bytes());
+        shaded.extend_from_slice(&shade(outcome, max));
+    }
+    let depth_path = dir.join("depth.png");
+    let shaded_path = dir.join("shaded.png");
+    let (w, h) = (camera.width, camera.height);
+    write_png(
+        &depth_path,
+        w,
+        h,
+        png::ColorType::Grayscale,
+        png::BitDepth::Sixteen,
+        &depth,
+    )?;
+    write_png(
+        &shaded_path,
+        w,
+        h,
+        png::ColorType::Rgb,
+        png::BitDepth::Eight,
+        &shaded,
+    )?;
+    Ok((depth_path, shaded_path))
+}
+
+const SKY: Vec3 = Vec3::new(0.62, 0.78, 0.95);
+
+/// One pixel of the shaded image.
+fn shade(outcome: &RaycastOutcome, max: f32) -> [u8; 3] {
+    let Some(hit) = outcome.hit() else {
+        return to_rgb(SKY);
+    };
+    let base = match hit.voxel_type {
+        GRASS => Vec3::new(0.36, 0.62, 0.24),
+        DIRT => Vec3::new(0.52, 0.37, 0.24),
+        STONE => Vec3::new(0.55, 0.55, 0.57),
+        SAND => Vec3::new(0.86, 0.80, 0.56),
+        WATER => Vec3::new(0.16, 0.38, 0.78),
+        ORE => Vec3::new(0.80, 0.55, 0.20),
+        _ => Vec3::new(1.0, 0.0, 1.0),
+    };
+    let light = match hit.face_normal {
+        IVec3 { y: 1, .. } | IVec3::ZERO => 1.0,
+        IVec3 { x: 1 | -1, .. } => 0.8,
+        IVec3 { z: 1 | -1, .. } => 0.65,
+        _ => 0.5,
+    };
+    // Block outlines up close, fading out before they would alias into noise.
+    let edge = hit.hit_uv.min(1.0 - hit.hit_uv).min_element();
+    let outline = if edge < 0.05 && hit.face_normal != IVec3::ZERO {
+        1.0 - 0.25 * (1.0 - hit.distance / 96.0).max(0.0)
+    } else {
+        1.0
+    };
+    let fog = 1.0 - (-2.5 * hit.distance / max).exp();
+    to_rgb((base * light * outline).lerp(SKY, fog))
+}
+
+fn to_rgb(c: Vec3) -> [u8; 3] {
+    let c = (c.clamp(Vec3::ZERO, Vec3::ONE) * 255.0).round();
+    [c.x as u8, c.y as u8, c.z as u8]
+}
+
+fn write_png(
+    path: &Path,
+    width: u32,
+    height: u32,
+    color: png::ColorType,
+    depth: png::BitDepth,
+    data: &[u8],
+) -> Result<(), String> {
+    let fail = |e: &dyn std::fmt::Display| format!("cannot write {}: {e}", path.display());
+    let file = std::fs::File::create(path).map_err(|e| fail(&e))?;
+    let mut encoder = png::Encoder::new(std::io::BufWriter::new(file), width, height);
+    encoder.set_color(color);
+    encoder.set_depth(depth);
+    encoder.set_compression(png::Compression::High);
+    let mut writer = encoder.write_header().map_err(|e| fail(&e))?;
+    writer.write_image_data(data).map_err(|e| fail(&e))?;
+    writer.finish().map_err(|e| fail(&e))
+}
+
+fn show_point(p: WorldPos, sub: Vec3) -> String {
+    format!(
+        "({} + {}, {} + {}, {} + {})",
+        p.x, sub.x, p.y, sub.y, p.z, sub.z
+    )
+}
+
+fn secs(d: Duration) -> String {
+    format!("{:.3} s", d.as_secs_f64())
+}
+
+fn rate(rays: usize, d: Duration) -> String {
+    format!(
+        "{:.2} M rays/s",
+        rays as f64 / d.as_secs_f64().max(1e-9) / 1e6
+    )
+}
