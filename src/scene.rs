@@ -203,20 +203,26 @@ impl Terrain {
         world
     }
 
-    /// A random eye point 1.6 voxels above the ground top of a random column.
+    /// A random eye point 1.6 voxels above the ground (or water) of a random column.
     fn eye(&self, rng: &mut SplitMix64) -> (WorldPos, Vec3) {
         let x = rng.below(u64::from(self.size[0])) as i64;
         let z = rng.below(u64::from(self.size[2])) as i64;
         let (sx, sz) = (rng.next_f32(), rng.next_f32());
-        let h = self.height(x, z);
-        // Top face of the ground voxel is h + 1; the eye is 1.6 above it.
         (
-            WorldPos::new(x.into(), i128::from(h + 2), z.into()),
+            WorldPos::new(x.into(), i128::from(self.eye_voxel_y(x, z)), z.into()),
             Vec3::new(sx, 0.6, sz),
         )
     }
 
-    /// W1 reach: `n` rays from 1.6 voxels above random ground points in uniformly random
+    /// The voxel row holding an eye 1.6 voxels above the ground or water surface of column
+    /// `(x, z)` (the eye itself is 0.6 into that voxel). Standing on water keeps eyes out of it.
+    #[must_use]
+    pub fn eye_voxel_y(&self, x: i64, z: i64) -> i32 {
+        // The surface's top face is at max(height, sea level) + 1.
+        self.height(x, z).max(self.sea_level()) + 2
+    }
+
+    /// W1 reach: `n` rays from 1.6 voxels above random ground (or water) points in uniformly random
     /// directions, max distance 8.
     #[must_use]
     pub fn reach_rays(&self, n: usize, seed: u64) -> Vec<VoxelRay> {
@@ -230,7 +236,7 @@ impl Terrain {
             .collect()
     }
 
-    /// W2 line of sight: `n` segments between random eye points (1.6 above the ground) at
+    /// W2 line of sight: `n` segments between random eye points (1.6 above ground or water) at
     /// most `max_len` voxels apart (64 in the standard workload).
     #[must_use]
     pub fn sight_segments(&self, n: usize, max_len: f32, seed: u64) -> Vec<VoxelRay> {
@@ -245,7 +251,7 @@ impl Terrain {
             if bx < 0 || bz < 0 || bx >= i64::from(self.size[0]) || bz >= i64::from(self.size[2]) {
                 continue;
             }
-            let b = WorldPos::new(bx.into(), i128::from(self.height(bx, bz) + 2), bz.into());
+            let b = WorldPos::new(bx.into(), i128::from(self.eye_voxel_y(bx, bz)), bz.into());
             let sb = Vec3::new(rng.next_f32(), 0.6, rng.next_f32());
             if let Ok(seg) = VoxelRay::between(a, sa, b, sb) {
                 if seg.max_distance <= max_len {
