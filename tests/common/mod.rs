@@ -1,0 +1,131 @@
+//! Helpers shared by the integration tests: building rays and small worlds, and printing a
+//! ray so that a failing assertion says which ray failed. CPU only; GPU helpers live elsewhere.
+
+#![allow(
+    dead_code,
+    reason = "each test crate uses a different subset of these helpers"
+)]
+
+use voxcast::glam::{DVec3, Vec3};
+use voxcast::scene::SplitMix64;
+use voxcast::{VoxelId, VoxelRay, VoxelWorld, WorldPos};
+
+/// A valid ray, or a panic that names the bad input.
+#[track_caller]
+pub(crate) fn ray(origin: WorldPos, sub: Vec3, dir: Vec3, max: f32) -> VoxelRay {
+    VoxelRay::new(origin, sub, dir, max).unwrap_or_else(|e| {
+        panic!("test ray must be valid: {e}: origin {origin:?} sub {sub:?} dir {dir:?} max {max}")
+    })
+}
+
+/// A ray from the point `(x, y, z)` given as voxel plus offset, written the way people think of
+/// it: `ray_xyz([10, 11, 12], [0.3, 0.4, 0.5], ...)`.
+#[track_caller]
+pub(crate) fn ray_at(origin: [i128; 3], sub: [f32; 3], dir: [f32; 3], max: f32) -> VoxelRay {
+    ray(
+        WorldPos::from_array(origin),
+        Vec3::from_array(sub),
+        Vec3::from_array(dir),
+        max,
+    )
+}
+
+/// One line that identifies a ray exactly (bit patterns included, so `-0.0` and near-ties show).
+pub(crate) fn describe(r: &VoxelRay) -> String {
+    let bits = |v: Vec3| {
+        format!(
+            "[{:#010x}, {:#010x}, {:#010x}]",
+            v.x.to_bits(),
+            v.y.to_bits(),
+            v.z.to_bits()
+        )
+    };
+    format!(
+        "ray {{ origin: ({}, {}, {}), sub_offset: {:?} (bits {}), direction: {:?} (bits {}), max_distance: {:?} }}",
+        r.origin.x,
+        r.origin.y,
+        r.origin.z,
+        r.sub_offset,
+        bits(r.sub_offset),
+        r.direction,
+        bits(r.direction),
+        r.max_distance,
+    )
+}
+
+/// A world holding exactly the listed voxels (their chunks are loaded, filled with air).
+pub(crate) fn world_with(voxels: &[(WorldPos, VoxelId)]) -> VoxelWorld {
+    let mut w = VoxelWorld::new();
+    for &(p, id) in voxels {
+        w.set_voxel(p, id);
+    }
+    w
+}
+
+/// `p + (dx, dy, dz)`.
+pub(crate) fn offset(p: WorldPos, d: [i128; 3]) -> WorldPos {
+    WorldPos::new(p.x + d[0], p.y + d[1], p.z + d[2])
+}
+
+/// A random small world: the voxels of the box `min .. min + edge` (each axis) that are solid
+/// with probability `density`, with ids `1..=ids`. Returns the solid voxels in a list too, so
+/// that an oracle can walk them without going through the world.
+pub(crate) fn random_solids(
+    seed: u64,
+    min: WorldPos,
+    edge: i128,
+    density: f64,
+    ids: u16,
+) -> Vec<(WorldPos, VoxelId)> {
+    let mut rng = SplitMix64::new(seed);
+    let threshold = (density * (1u64 << 32) as f64) as u64;
+    let mut out = Vec::new();
+    for z in 0..edge {
+        for y in 0..edge {
+            for x in 0..edge {
+                let r = rng.next_u64();
+                if r & 0xFFFF_FFFF < threshold {
+                    let id = VoxelId(1 + ((r >> 32) % u64::from(ids)) as u16);
+                    out.push((offset(min, [x, y, z]), id));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A sub offset of one of three kinds: on a face (0), at a half (0.5) or random.
+pub(crate) fn sub_of_kind(kind: u8, random: f32) -> f32 {
+    match kind % 3 {
+        0 => 0.0,
+        1 => 0.5,
+        _ => random,
+    }
+}
+
+/// A direction component of one of several kinds: `+0.0`, `-0.0`, `+1`, `-1`, or a random value
+/// in `[-1, 1]`.
+pub(crate) fn dir_component(kind: u8, random: f32) -> f32 {
+    match kind % 6 {
+        0 => 0.0,
+        1 => -0.0,
+        2 => 1.0,
+        3 => -1.0,
+        _ => random * 2.0 - 1.0,
+    }
+}
+
+/// The point at distance `t` relative to the ray's origin voxel, in f64 (exact inputs: the f32
+/// sub offset, direction and distance).
+pub(crate) fn point_rel(r: &VoxelRay, t: f32) -> DVec3 {
+    r.sub_offset.as_dvec3() + r.direction.as_dvec3() * f64::from(t)
+}
+
+/// `p - origin` as f64 (exact for the small differences the tests use).
+pub(crate) fn rel(p: WorldPos, origin: WorldPos) -> DVec3 {
+    DVec3::new(
+        (p.x - origin.x) as f64,
+        (p.y - origin.y) as f64,
+        (p.z - origin.z) as f64,
+    )
+}
