@@ -29,7 +29,8 @@ use voxcast::glam::{IVec3, Vec3};
 use voxcast::gpu::{GpuRaycaster, GpuWorld};
 use voxcast::scene::{DIRT, GRASS, ORE, SAND, STONE, Terrain, WATER};
 use voxcast::{
-    Camera, RayError, RaycastOptions, RaycastOutcome, VoxelRay, VoxelWorld, WorldPos, raycast_batch,
+    Camera, CameraError, RayError, RaycastOptions, RaycastOutcome, VoxelRay, VoxelWorld, WorldPos,
+    raycast_batch,
 };
 
 /// Command line.
@@ -146,25 +147,10 @@ fn make_camera(args: &Args, terrain: &Terrain) -> Result<Camera, String> {
         )
         .map_err(|e| format!("bad --max-distance {}: {e}", args.max_distance));
     }
-    if !(args.fov > 0.0 && args.fov < 180.0) {
-        return Err(format!(
-            "bad --fov {}: the field of view must be in (0, 180) degrees",
-            args.fov
-        ));
-    }
     let eye = args.camera.unwrap_or(Point {
         voxel: standard.position,
         sub: standard.sub_offset,
     });
-    let explain = |e: RayError| match e {
-        RayError::ZeroDirection => "the view direction is vertical (the camera keeps +Y up, so \
-                                    it cannot look straight up or down) or --look-at is the eye"
-            .to_string(),
-        RayError::NegativeMaxDistance
-        | RayError::NanMaxDistance
-        | RayError::MaxDistanceTooLarge => format!("bad --max-distance {}: {e}", args.max_distance),
-        _ => e.to_string(),
-    };
     match args.look_at {
         Some(target) => Camera::look_at(
             eye.voxel,
@@ -186,7 +172,13 @@ fn make_camera(args: &Args, terrain: &Terrain) -> Result<Camera, String> {
             args.max_distance,
         ),
     }
-    .map_err(|e| format!("bad camera: {}", explain(e)))
+    .map_err(|e| match e {
+        CameraError::Ray(_) => format!(
+            "bad camera (--camera or --max-distance {}): {e}",
+            args.max_distance
+        ),
+        e => format!("bad camera: {e}"),
+    })
 }
 
 fn main() -> ExitCode {

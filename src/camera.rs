@@ -5,6 +5,29 @@ use glam::Vec3;
 use crate::coords::WorldPos;
 use crate::ray::{RayError, VoxelRay};
 
+/// Why a [`Camera`] could not be built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CameraError {
+    /// The eye, view direction or max distance is not a valid ray.
+    #[error("{0}")]
+    Ray(#[from] RayError),
+    /// The view direction is vertical: the camera keeps +Y up, so it cannot look straight up or
+    /// down.
+    #[error(
+        "the view direction is vertical (the camera keeps +Y up, so it cannot look straight up or down)"
+    )]
+    VerticalView,
+    /// The field of view is not in `(0, 180)` degrees.
+    #[error("the vertical field of view must be in (0, 180) degrees")]
+    FieldOfView,
+    /// Width or height is zero.
+    #[error("the image must be at least 1x1 pixels")]
+    EmptyImage,
+    /// `look_at` was given the eye itself as the target.
+    #[error("the look-at target is the eye")]
+    TargetIsEye,
+}
+
 /// A pinhole camera at an i128 position. Pixel `(px, py)` looks through its centre; `py = 0`
 /// is the top row. The pixel-to-direction arithmetic is plain f32 in a fixed order, mirrored
 /// by `camera_dir` in `shaders/dda.wgsl`, so rays made in the shader equal [`Camera::ray`].
@@ -40,13 +63,9 @@ impl Camera {
     /// * `width`, `height` - image size in pixels, each at least 1.
     ///
     /// # Errors
-    /// [`RayError`] as for [`VoxelRay::new`] when `forward`, `sub_offset` or `max_distance` is
-    /// bad; [`RayError::ZeroDirection`] when `forward` is vertical (no right vector), the field
-    /// of view is outside `(0, 180)` or the image is empty.
-    #[allow(
-        clippy::too_many_arguments,
-        reason = "a camera has this many independent parameters"
-    )]
+    /// [`CameraError::Ray`] when `forward`, `sub_offset` or `max_distance` would make a bad ray
+    /// (see [`VoxelRay::new`]); [`CameraError::VerticalView`], [`CameraError::FieldOfView`] and
+    /// [`CameraError::EmptyImage`] as their names say.
     pub fn new(
         position: WorldPos,
         sub_offset: Vec3,
@@ -55,16 +74,18 @@ impl Camera {
         width: u32,
         height: u32,
         max_distance: f32,
-    ) -> Result<Self, RayError> {
+    ) -> Result<Self, CameraError> {
         let probe = VoxelRay::new(position, sub_offset, forward, max_distance)?;
         let forward = probe.direction;
+        if !(fov_y_degrees > 0.0 && fov_y_degrees < 180.0) {
+            return Err(CameraError::FieldOfView);
+        }
+        if width == 0 || height == 0 {
+            return Err(CameraError::EmptyImage);
+        }
         let right = forward.cross(Vec3::Y);
-        if right.length_squared() < 1e-12
-            || !(fov_y_degrees > 0.0 && fov_y_degrees < 180.0)
-            || width == 0
-            || height == 0
-        {
-            return Err(RayError::ZeroDirection);
+        if right.length_squared() < 1e-12 {
+            return Err(CameraError::VerticalView);
         }
         let right = right.normalize();
         let up = right.cross(forward).normalize();
@@ -86,8 +107,8 @@ impl Camera {
     /// A camera at `position + sub_offset` looking at `target + target_sub`.
     ///
     /// # Errors
-    /// As [`Camera::new`]; [`RayError::ZeroDirection`] when the target is the eye.
-    #[allow(
+    /// As [`Camera::new`]; [`CameraError::TargetIsEye`] when the target is the eye.
+    #[expect(
         clippy::too_many_arguments,
         reason = "a camera has this many independent parameters"
     )]
@@ -100,8 +121,12 @@ impl Camera {
         width: u32,
         height: u32,
         max_distance: f32,
-    ) -> Result<Self, RayError> {
-        let seg = VoxelRay::between(position, sub_offset, target, target_sub)?;
+    ) -> Result<Self, CameraError> {
+        let seg =
+            VoxelRay::between(position, sub_offset, target, target_sub).map_err(|e| match e {
+                RayError::ZeroDirection => CameraError::TargetIsEye,
+                e => CameraError::Ray(e),
+            })?;
         Self::new(
             position,
             sub_offset,

@@ -193,6 +193,10 @@ impl<'r> Dda<'r> {
         if t_end > r.max_distance {
             return Err(Halt::Miss);
         }
+        #[expect(
+            clippy::needless_range_loop,
+            reason = "a per-axis loop, as in the shader twin"
+        )]
         for a in 0..3 {
             if r.enabled[a] {
                 let c = if a == exit_axis {
@@ -344,6 +348,10 @@ pub(crate) fn face_uv(r: &PreparedRay, n: [u32; 3], t: f32, face_axis: u32) -> V
     Vec2::new(frac(u), frac(v))
 }
 
+/// An inclusive box of local voxel coordinates, `(lo, hi)`, that holds nothing that stops the
+/// ray and so can be skipped in one step.
+type Cell = ([i32; 3], [i32; 3]);
+
 /// What a voxel does to the ray, from its chunk.
 #[derive(Clone, Copy)]
 enum ChunkKind<'w> {
@@ -444,48 +452,47 @@ pub(crate) fn cast_ray(
         let chunk_now = d.chunk;
         loop {
             // Examine the current voxel.
-            let (stop_id, passable_cell): (Option<VoxelId>, Option<([i32; 3], [i32; 3])>) =
-                match kind {
-                    ChunkKind::Unloaded => match opts.unloaded {
-                        UnloadedPolicy::Air => (None, Some(([0; 3], [31; 3]))),
-                        UnloadedPolicy::Stop
-                            if in_origin && opts.origin == OriginPolicy::SkipOriginVoxel =>
-                        {
-                            (None, None)
-                        }
-                        UnloadedPolicy::Stop => {
-                            return RaycastOutcome::Unloaded {
-                                at: d.voxel(),
-                                distance: d.t,
-                            };
-                        }
-                    },
-                    ChunkKind::Uniform(id) => {
+            let (stop_id, passable_cell): (Option<VoxelId>, Option<Cell>) = match kind {
+                ChunkKind::Unloaded => match opts.unloaded {
+                    UnloadedPolicy::Air => (None, Some(([0; 3], [31; 3]))),
+                    UnloadedPolicy::Stop
+                        if in_origin && opts.origin == OriginPolicy::SkipOriginVoxel =>
+                    {
+                        (None, None)
+                    }
+                    UnloadedPolicy::Stop => {
+                        return RaycastOutcome::Unloaded {
+                            at: d.voxel(),
+                            distance: d.t,
+                        };
+                    }
+                },
+                ChunkKind::Uniform(id) => {
+                    if stops(id) {
+                        (Some(id), None)
+                    } else {
+                        (None, Some(([0; 3], [31; 3])))
+                    }
+                }
+                ChunkKind::Dense(c) => {
+                    let [x, y, z] = d.local.map(|v| v as u32);
+                    let word = c.occupancy[(y | z << 5) as usize];
+                    if word >> x & 1 != 0 {
+                        let id = c.ids[(x | y << 5 | z << 10) as usize];
                         if stops(id) {
                             (Some(id), None)
                         } else {
-                            (None, Some(([0; 3], [31; 3])))
-                        }
-                    }
-                    ChunkKind::Dense(c) => {
-                        let [x, y, z] = d.local.map(|v| v as u32);
-                        let word = c.occupancy[(y | z << 5) as usize];
-                        if word >> x & 1 != 0 {
-                            let id = c.ids[(x | y << 5 | z << 10) as usize];
-                            if stops(id) {
-                                (Some(id), None)
-                            } else {
-                                (None, None)
-                            }
-                        } else if c.bricks >> brick_index(x, y, z) & 1 == 0 {
-                            let e = BRICK_EDGE as i32;
-                            let lo = d.local.map(|v| v & !(e - 1));
-                            (None, Some((lo, lo.map(|v| v + e - 1))))
-                        } else {
                             (None, None)
                         }
+                    } else if c.bricks >> brick_index(x, y, z) & 1 == 0 {
+                        let e = BRICK_EDGE as i32;
+                        let lo = d.local.map(|v| v & !(e - 1));
+                        (None, Some((lo, lo.map(|v| v + e - 1))))
+                    } else {
+                        (None, None)
                     }
-                };
+                }
+            };
             match stop_id {
                 Some(id) if reportable(in_origin, air_seen) => {
                     return RaycastOutcome::Hit(d.hit(id));
@@ -496,19 +503,21 @@ pub(crate) fn cast_ray(
             // Skip a cell that holds nothing that stops the ray, then cross out of it. The skip
             // lands before any crossing tied with the cell's exit, so the conservative corner
             // test below still sees the whole tie group.
-            if let (Some((lo, hi)), false) = (passable_cell, opts.per_voxel) {
-                if d.skip_cell(lo, hi).is_err() {
-                    return RaycastOutcome::Miss;
-                }
+            if let (Some((lo, hi)), false) = (passable_cell, opts.per_voxel)
+                && d.skip_cell(lo, hi).is_err()
+            {
+                return RaycastOutcome::Miss;
             }
             in_origin = false;
             let t_before = d.t;
             let a = next_axis(d.t_next);
             let t_cross = d.t_next[a];
-            if conservative && t_cross > t_before && t_cross <= r.max_distance {
-                if let Some(o) = check_tie_extras(&d, world, opts, t_cross, air_seen, &stops) {
-                    return o;
-                }
+            if conservative
+                && t_cross > t_before
+                && t_cross <= r.max_distance
+                && let Some(o) = check_tie_extras(&d, world, opts, t_cross, air_seen, &stops)
+            {
+                return o;
             }
             if d.dda_step().is_err() {
                 return RaycastOutcome::Miss;

@@ -27,7 +27,6 @@ use crate::world::{ChunkView, OCCUPANCY_WORDS, VoxelId, VoxelWorld};
 
 pub use wgpu::AdapterInfo;
 
-
 /// The WGSL source of the compute shader (`shaders/dda.wgsl`).
 pub const SHADER_SOURCE: &str = include_str!("../shaders/dda.wgsl");
 
@@ -256,7 +255,11 @@ impl GpuRaycaster {
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("voxcast"),
-                required_features: if timestamps { wgpu::Features::TIMESTAMP_QUERY } else { wgpu::Features::empty() },
+                required_features: if timestamps {
+                    wgpu::Features::TIMESTAMP_QUERY
+                } else {
+                    wgpu::Features::empty()
+                },
                 required_limits: limits.clone(),
                 ..Default::default()
             })
@@ -511,8 +514,11 @@ impl GpuRaycaster {
         // Coherence: neighbouring invocations get rays from the same chunk going the same way,
         // so they walk the same chunks and branch alike. Results go back in the caller's order.
         if gpu_rays.len() >= SORT_MIN_RAYS {
-            let mut order: Vec<(u64, u32)> =
-                gpu_rays.iter().enumerate().map(|(i, r)| (coherence_key(r), i as u32)).collect();
+            let mut order: Vec<(u64, u32)> = gpu_rays
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (coherence_key(r), i as u32))
+                .collect();
             order.sort_unstable_by_key(|&(k, _)| k);
             gpu_rays = order.iter().map(|&(_, i)| gpu_rays[i as usize]).collect();
             gpu_index = order.iter().map(|&(_, i)| gpu_index[i as usize]).collect();
@@ -707,10 +713,12 @@ impl GpuRaycaster {
             {
                 let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                     label: Some("voxcast dda"),
-                    timestamp_writes: self.timer.as_ref().map(|t| wgpu::ComputePassTimestampWrites {
-                        query_set: &t.queries,
-                        beginning_of_pass_write_index: Some(0),
-                        end_of_pass_write_index: Some(1),
+                    timestamp_writes: self.timer.as_ref().map(|t| {
+                        wgpu::ComputePassTimestampWrites {
+                            query_set: &t.queries,
+                            beginning_of_pass_write_index: Some(0),
+                            end_of_pass_write_index: Some(1),
+                        }
                     }),
                 });
                 pass.set_pipeline(pipeline);
@@ -792,7 +800,7 @@ fn coherence_key(r: &GpuRay) -> u64 {
         let mut x = u64::from((v >> 5) as u32 & 0x1_FFFF);
         let mut out = 0;
         for bit in 0..17 {
-            out |= ((x & 1) << (3 * bit)) as u64;
+            out |= (x & 1) << (3 * bit);
             x >>= 1;
         }
         out
@@ -1128,10 +1136,10 @@ impl GpuWorld {
                     slot
                 }
             };
-            if entry & 0xC000_0000 != 0 {
-                if let Some(s) = self.slots.remove(&pos) {
-                    self.free_slots.push(s);
-                }
+            if entry & 0xC000_0000 != 0
+                && let Some(s) = self.slots.remove(&pos)
+            {
+                self.free_slots.push(s);
             }
             self.table_cpu[i] = entry;
             self.queue

@@ -29,7 +29,9 @@ pub struct GridCell<const D: usize> {
 }
 
 /// Every cell of a `D`-dimensional grid (`D` = 2 or 3) that the segment from `a` to `b`
-/// passes through, in order from `a`, ending with the cell that holds `b`. The walk is the same
+/// passes through, in order from `a`, ending with the last cell entered at or before `b`: the
+/// cell that holds `b`, except that a `b` lying exactly on a face crossed moving down ends in the
+/// cell below that face (the same face rule as at the start). The walk is the same
 /// DDA as the voxel raycaster (crossing distances computed from counts, ties in axis order,
 /// a start point on a cell face moving down starts in the lower cell), in f64.
 ///

@@ -62,7 +62,7 @@ pub mod world;
 pub use glam;
 
 pub use aabb::ray_aabb;
-pub use camera::Camera;
+pub use camera::{Camera, CameraError};
 pub use coords::{CHUNK_EDGE, CHUNK_VOLUME, ChunkPos, LocalPos, VoxelBox, WorldPos};
 pub use cpu_ref::{
     TraversalStep, VoxelTraversal, line_of_sight, line_of_sight_batch, raycast_batch,

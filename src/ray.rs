@@ -277,7 +277,10 @@ pub struct LineOfSightOptions {
     /// Origin policy, stopping materials and unloaded policy, as for a raycast.
     pub raycast: RaycastOptions,
     /// When the segment passes exactly through a voxel edge or corner, it is blocked if any
-    /// voxel touching that edge or corner stops it (no seeing through diagonal cracks).
+    /// voxel touching that edge or corner stops it (no seeing through diagonal cracks). The
+    /// touching voxels that the walk does not visit are tested when the segment reaches the edge,
+    /// before the walk steps on, so when several voxels at that one distance stop it, the one
+    /// reported can differ from the non-conservative answer (same distance, another voxel).
     pub conservative: bool,
 }
 

@@ -253,19 +253,21 @@ impl Terrain {
             }
             let b = WorldPos::new(bx.into(), i128::from(self.eye_voxel_y(bx, bz)), bz.into());
             let sb = Vec3::new(rng.next_f32(), 0.6, rng.next_f32());
-            if let Ok(seg) = VoxelRay::between(a, sa, b, sb) {
-                if seg.max_distance <= max_len {
-                    out.push(seg);
-                }
+            if let Ok(seg) = VoxelRay::between(a, sa, b, sb)
+                && seg.max_distance <= max_len
+            {
+                out.push(seg);
             }
         }
         out
     }
 
     /// W3 camera: a pinhole camera 40 voxels above the ground at the terrain's centre, looking
-    /// across it and slightly down, 60 degree vertical field of view, max distance 1024.
+    /// across it and slightly down, 60 degree vertical field of view, max distance 1024. A width
+    /// or height of 0 is taken as 1.
     #[must_use]
     pub fn camera(&self, width: u32, height: u32) -> Camera {
+        let (width, height) = (width.max(1), height.max(1));
         let cx = i64::from(self.size[0] / 2);
         let cz = i64::from(self.size[2] / 8);
         let ground = self.height(cx, cz).max(self.sea_level());

@@ -182,10 +182,11 @@ impl Chunk {
         if let ChunkRepr::Dense(d) = &self.repr {
             // Only a set that could complete a uniform chunk pays for the scan, which stops at
             // the first voxel that differs.
-            if (d.non_air == 0 || d.non_air == CHUNK_VOLUME as u32) && d.ids[0] == id {
-                if let Some(u) = d.uniform_id() {
-                    self.repr = ChunkRepr::Uniform(u);
-                }
+            if (d.non_air == 0 || d.non_air == CHUNK_VOLUME as u32)
+                && d.ids[0] == id
+                && let Some(u) = d.uniform_id()
+            {
+                self.repr = ChunkRepr::Uniform(u);
             }
         }
         old
