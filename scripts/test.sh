@@ -41,6 +41,12 @@ if ! have_icd || ! have_loader; then
     $SUDO apt-get install -y -qq --no-install-recommends mesa-vulkan-drivers libvulkan1 >/dev/null
 fi
 
+# Mesa's Vulkan loader complains when this is unset; give it a private folder.
+if [[ -z "${XDG_RUNTIME_DIR:-}" ]]; then
+    XDG_RUNTIME_DIR="$(mktemp -d)"
+    export XDG_RUNTIME_DIR
+fi
+
 export VOXCAST_REQUIRE_GPU=1
 export WGPU_BACKEND="${WGPU_BACKEND:-vulkan}"
 if [[ -z "${WGPU_ADAPTER_NAME:-}" && "${CI:-}" == "true" ]]; then

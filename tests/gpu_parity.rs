@@ -481,20 +481,33 @@ fn gpu_skipping_equals_per_voxel_stepping() {
     let tg = GpuWorld::from_world(gpu, tw).expect("upload terrain");
     let sg = GpuWorld::from_world(gpu, sw).expect("upload sparse");
     let skip = RaycastOptions::default();
-    let walk = RaycastOptions { per_voxel: true, ..Default::default() };
+    let walk = RaycastOptions {
+        per_voxel: true,
+        ..Default::default()
+    };
     let cam = t.camera(480, 270).rays().expect("camera");
     let sets: [(&str, &VoxelWorld, &GpuWorld, Vec<VoxelRay>); 5] = [
         ("reach", tw, &tg, t.reach_rays(300_000, 60)),
         ("sight", tw, &tg, t.sight_segments(200_000, 64.0, 61)),
         ("camera", tw, &tg, cam),
         ("sparse", sw, &sg, s.rays(350_000, 62)),
-        ("adversarial", tw, &tg, adversarial_rays(WorldPos::new(128, 48, 128), 60_000, 63)),
+        (
+            "adversarial",
+            tw,
+            &tg,
+            adversarial_rays(WorldPos::new(128, 48, 128), 60_000, 63),
+        ),
     ];
     let mut total = 0;
     for (name, world, gw, rays) in &sets {
         let fast = gpu.raycast(gw, rays, &skip).expect("skipping");
         let slow = gpu.raycast(gw, rays, &walk).expect("per voxel");
-        assert_parity(&format!("{name}: GPU skipping vs GPU per-voxel"), rays, &fast, &slow);
+        assert_parity(
+            &format!("{name}: GPU skipping vs GPU per-voxel"),
+            rays,
+            &fast,
+            &slow,
+        );
         // And both equal the CPU reference (which skips by default).
         let cpu = raycast_batch(rays, world, &skip);
         assert_parity(&format!("{name}: GPU per-voxel vs CPU"), rays, &slow, &cpu);
