@@ -19,6 +19,9 @@
 //! threads. Exit status: 0 when every pixel matches the CPU reference (distance bit for bit,
 //! UV within 1e-5), 1 when any differs or a file cannot be written, 2 for bad arguments.
 
+mod common;
+use common::secs;
+
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -26,7 +29,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use voxcast::glam::{IVec3, Vec3};
-use voxcast::gpu::{GpuRaycaster, GpuWorld};
+
 use voxcast::scene::{DIRT, GRASS, ORE, SAND, STONE, Terrain, WATER};
 use voxcast::{
     Camera, CameraError, RayError, RaycastOptions, RaycastOutcome, VoxelRay, VoxelWorld, WorldPos,
@@ -301,37 +304,7 @@ fn render_gpu(
     camera: &Camera,
     opts: &RaycastOptions,
 ) -> Option<Vec<RaycastOutcome>> {
-    let threads = rayon::current_num_threads();
-    let fallback = |what: &str, e: &dyn std::fmt::Display| {
-        println!("adapter: {what} ({e}); rendering with the CPU reference on {threads} threads");
-    };
-    let started = Instant::now();
-    let gpu = match GpuRaycaster::new_blocking() {
-        Ok(g) => g,
-        Err(e) => {
-            fallback("no usable GPU", &e);
-            return None;
-        }
-    };
-    println!(
-        "adapter: {} (device and shader ready in {})",
-        gpu.adapter_summary(),
-        secs(started.elapsed())
-    );
-    let started = Instant::now();
-    let gpu_world = match GpuWorld::from_world(&gpu, world) {
-        Ok(w) => w,
-        Err(e) => {
-            fallback("cannot upload the world", &e);
-            return None;
-        }
-    };
-    println!(
-        "upload: {} chunks stored voxel by voxel, {:.1} MiB of GPU buffers, in {}",
-        gpu_world.stored_chunks(),
-        gpu_world.memory_bytes() as f64 / (1024.0 * 1024.0),
-        secs(started.elapsed())
-    );
+    let (gpu, gpu_world) = common::gpu_setup(world)?;
     let started = Instant::now();
     match gpu.render_camera(&gpu_world, camera, opts) {
         Ok(image) => {
@@ -347,7 +320,10 @@ fn render_gpu(
             Some(image)
         }
         Err(e) => {
-            fallback("GPU render failed", &e);
+            println!(
+                "adapter: GPU render failed ({e}); rendering with the CPU reference on {} threads",
+                rayon::current_num_threads()
+            );
             None
         }
     }
@@ -394,31 +370,15 @@ fn render_cpu(
     Ok(image)
 }
 
-/// `Some(uv difference)` when the GPU outcome equals the CPU's under the parity contract
-/// (everything equal, distance bit for bit, UV within 1e-5), `None` otherwise.
+/// `Some(uv difference)` when the GPU outcome equals the CPU's under the parity contract,
+/// `None` otherwise.
 fn compare(gpu: &RaycastOutcome, cpu: &RaycastOutcome) -> Option<f32> {
-    match (gpu, cpu) {
+    gpu.matches(cpu).then(|| match (gpu, cpu) {
         (RaycastOutcome::Hit(g), RaycastOutcome::Hit(c)) => {
-            let uv = (g.hit_uv - c.hit_uv).abs().max_element();
-            let same = g.voxel_pos == c.voxel_pos
-                && g.face_normal == c.face_normal
-                && g.voxel_type == c.voxel_type
-                && g.distance.to_bits() == c.distance.to_bits()
-                && uv <= 1e-5;
-            same.then_some(uv)
+            (g.hit_uv - c.hit_uv).abs().max_element()
         }
-        (
-            RaycastOutcome::Unloaded {
-                at: ga,
-                distance: gd,
-            },
-            RaycastOutcome::Unloaded {
-                at: ca,
-                distance: cd,
-            },
-        ) => (ga == ca && gd.to_bits() == cd.to_bits()).then_some(0.0),
-        _ => (gpu == cpu).then_some(0.0),
-    }
+        _ => 0.0,
+    })
 }
 
 fn write_images(
@@ -522,10 +482,6 @@ fn show_point(p: WorldPos, sub: Vec3) -> String {
         "({} + {}, {} + {}, {} + {})",
         p.x, sub.x, p.y, sub.y, p.z, sub.z
     )
-}
-
-fn secs(d: Duration) -> String {
-    format!("{:.3} s", d.as_secs_f64())
 }
 
 fn rate(rays: usize, d: Duration) -> String {

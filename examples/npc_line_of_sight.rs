@@ -17,17 +17,20 @@
 //! cargo run --release --example npc_line_of_sight -- --npcs 5000 --conservative
 //! ```
 
+mod common;
+use common::secs;
+
 use std::f32::consts::{FRAC_PI_4, TAU};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
 use voxcast::glam::Vec3;
-use voxcast::gpu::{GpuRaycaster, GpuWorld};
+
 use voxcast::scene::{DIRT, GRASS, ORE, SAND, STONE, SplitMix64, Terrain, WATER};
 use voxcast::{
     LineOfSight, LineOfSightOptions, RaycastOptions, RaycastOutcome, VoxelRay, VoxelRaycastHit,
-    VoxelWorld, WorldPos, line_of_sight_batch, raycast_batch,
+    WorldPos, line_of_sight_batch, raycast_batch,
 };
 
 /// Pairs farther apart than this (eye to eye, in voxels) are not tested.
@@ -131,42 +134,6 @@ fn vision_fans(npcs: &[Npc]) -> Vec<VoxelRay> {
     rays
 }
 
-/// The GPU and the world on it, or `None` after one line saying why not.
-fn gpu_setup(world: &VoxelWorld) -> Option<(GpuRaycaster, GpuWorld)> {
-    let threads = rayon::current_num_threads();
-    let started = Instant::now();
-    let gpu = match GpuRaycaster::new_blocking() {
-        Ok(g) => g,
-        Err(e) => {
-            println!("adapter: no usable GPU ({e}); using the CPU reference on {threads} threads");
-            return None;
-        }
-    };
-    println!(
-        "adapter: {} (device and shader ready in {})",
-        gpu.adapter_summary(),
-        secs(started.elapsed())
-    );
-    let started = Instant::now();
-    match GpuWorld::from_world(&gpu, world) {
-        Ok(gw) => {
-            println!(
-                "upload: {} chunks stored voxel by voxel, {:.1} MiB of GPU buffers, in {}",
-                gw.stored_chunks(),
-                gw.memory_bytes() as f64 / (1024.0 * 1024.0),
-                secs(started.elapsed())
-            );
-            Some((gpu, gw))
-        }
-        Err(e) => {
-            println!(
-                "adapter: cannot upload the world ({e}); using the CPU reference on {threads} threads"
-            );
-            None
-        }
-    }
-}
-
 fn main() -> ExitCode {
     let args = Args::parse();
     let terrain = Terrain::STANDARD;
@@ -196,7 +163,7 @@ fn main() -> ExitCode {
         println!("adapter: none (--cpu): using the CPU reference");
         None
     } else {
-        gpu_setup(&world)
+        common::gpu_setup(&world)
     };
     let threads = rayon::current_num_threads();
     let los_opts = LineOfSightOptions {
@@ -243,7 +210,7 @@ fn main() -> ExitCode {
             let differ = sight
                 .iter()
                 .zip(&cpu_sight)
-                .filter(|(g, c)| !same_sight(g, c))
+                .filter(|(g, c)| !LineOfSight::matches(g, c))
                 .count();
             println!(
                 "line of sight (GPU, one batch): {} segments in {} = {} | CPU reference ({threads} \
@@ -268,7 +235,7 @@ fn main() -> ExitCode {
             let differ = fan_hits
                 .iter()
                 .zip(&cpu_fans)
-                .filter(|(g, c)| !same_outcome(g, c))
+                .filter(|(g, c)| !RaycastOutcome::matches(g, c))
                 .count();
             println!(
                 "vision fans (GPU, one batch): {} rays in {} = {} | CPU reference ({threads} \
@@ -341,43 +308,6 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS
-}
-
-/// Equal under the parity contract: everything equal, distance bit for bit, UV within 1e-5.
-fn same_hit(g: &VoxelRaycastHit, c: &VoxelRaycastHit) -> bool {
-    g.voxel_pos == c.voxel_pos
-        && g.face_normal == c.face_normal
-        && g.voxel_type == c.voxel_type
-        && g.distance.to_bits() == c.distance.to_bits()
-        && (g.hit_uv - c.hit_uv).abs().max_element() <= 1e-5
-}
-
-fn same_outcome(gpu: &RaycastOutcome, cpu: &RaycastOutcome) -> bool {
-    match (gpu, cpu) {
-        (RaycastOutcome::Hit(g), RaycastOutcome::Hit(c)) => same_hit(g, c),
-        (
-            RaycastOutcome::Unloaded {
-                at: ga,
-                distance: gd,
-            },
-            RaycastOutcome::Unloaded {
-                at: ca,
-                distance: cd,
-            },
-        ) => ga == ca && gd.to_bits() == cd.to_bits(),
-        _ => gpu == cpu,
-    }
-}
-
-fn same_sight(gpu: &LineOfSight, cpu: &LineOfSight) -> bool {
-    match (gpu, cpu) {
-        (LineOfSight::Blocked(g), LineOfSight::Blocked(c)) => same_hit(g, c),
-        _ => gpu == cpu,
-    }
-}
-
-fn secs(d: Duration) -> String {
-    format!("{:.3} s", d.as_secs_f64())
 }
 
 fn rate(rays: usize, d: Duration) -> String {

@@ -71,6 +71,7 @@ pub use cpu_ref::{
 pub use grid::{GridCell, GridError, GridTraversal, GridTraversal2D, GridTraversal3D};
 pub use ray::{
     LineOfSight, LineOfSightOptions, MAX_DISTANCE_CAP, MaterialFilter, OriginPolicy, PreparedRay,
-    RayError, RaycastOptions, RaycastOutcome, UnloadedPolicy, VoxelRay, VoxelRaycastHit,
+    RayError, RaycastOptions, RaycastOutcome, UV_TOLERANCE, UnloadedPolicy, VoxelRay,
+    VoxelRaycastHit,
 };
 pub use world::{BRICK_EDGE, Chunk, VoxelId, VoxelWorld, break_block, place_block};

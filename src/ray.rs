@@ -236,7 +236,44 @@ pub enum RaycastOutcome {
     Invalid(RayError),
 }
 
+/// Largest UV difference the parity contract allows between two engines.
+pub const UV_TOLERANCE: f32 = 1e-5;
+
+impl VoxelRaycastHit {
+    /// Equal under the parity contract: same voxel, face and id, the same distance bit for bit,
+    /// and UV within [`UV_TOLERANCE`].
+    #[must_use]
+    pub fn matches(&self, other: &Self) -> bool {
+        self.voxel_pos == other.voxel_pos
+            && self.face_normal == other.face_normal
+            && self.voxel_type == other.voxel_type
+            && self.distance.to_bits() == other.distance.to_bits()
+            && (self.hit_uv - other.hit_uv).abs().max_element() <= UV_TOLERANCE
+    }
+}
+
 impl RaycastOutcome {
+    /// Equal under the parity contract (see [`VoxelRaycastHit::matches`]); distances of
+    /// [`RaycastOutcome::Unloaded`] compare bit for bit too. This is how the GPU is checked
+    /// against the CPU reference.
+    #[must_use]
+    pub fn matches(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::Hit(a), Self::Hit(b)) => a.matches(b),
+            (
+                Self::Unloaded {
+                    at: a,
+                    distance: da,
+                },
+                Self::Unloaded {
+                    at: b,
+                    distance: db,
+                },
+            ) => a == b && da.to_bits() == db.to_bits(),
+            (a, b) => a == b,
+        }
+    }
+
     /// The hit, if the ray hit something.
     #[must_use]
     pub fn hit(&self) -> Option<&VoxelRaycastHit> {
@@ -258,6 +295,17 @@ pub enum LineOfSight {
     Unknown,
     /// The segment was rejected.
     Invalid(RayError),
+}
+
+impl LineOfSight {
+    /// Equal under the parity contract (see [`VoxelRaycastHit::matches`]).
+    #[must_use]
+    pub fn matches(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::Blocked(a), Self::Blocked(b)) => a.matches(b),
+            (a, b) => a == b,
+        }
+    }
 }
 
 impl From<RaycastOutcome> for LineOfSight {

@@ -34,32 +34,9 @@ fn gpu() -> Option<&'static GpuRaycaster> {
 /// and how to rerun just that ray.
 fn assert_parity(what: &str, rays: &[VoxelRay], gpu: &[RaycastOutcome], cpu: &[RaycastOutcome]) {
     assert_eq!(gpu.len(), cpu.len(), "{what}: result count");
-    let mut bad = Vec::new();
-    for (i, (g, c)) in gpu.iter().zip(cpu).enumerate() {
-        let same = match (g, c) {
-            (RaycastOutcome::Hit(a), RaycastOutcome::Hit(b)) => {
-                a.voxel_pos == b.voxel_pos
-                    && a.face_normal == b.face_normal
-                    && a.voxel_type == b.voxel_type
-                    && a.distance.to_bits() == b.distance.to_bits()
-                    && (a.hit_uv - b.hit_uv).abs().max_element() <= 1e-5
-            }
-            (
-                RaycastOutcome::Unloaded {
-                    at: a,
-                    distance: da,
-                },
-                RaycastOutcome::Unloaded {
-                    at: b,
-                    distance: db,
-                },
-            ) => a == b && da.to_bits() == db.to_bits(),
-            (a, b) => a == b,
-        };
-        if !same {
-            bad.push(i);
-        }
-    }
+    let bad: Vec<usize> = (0..gpu.len())
+        .filter(|&i| !gpu[i].matches(&cpu[i]))
+        .collect();
     if !bad.is_empty() {
         let mut msg = format!(
             "{what}: {} of {} rays differ between GPU and CPU\n",
