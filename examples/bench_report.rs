@@ -1,0 +1,635 @@
+//! Benchmark report: runs the standard workloads W1-W4 on every engine in one process and
+//! prints rays/s, voxel steps/s, the ratio to voxcast's one-thread CPU reference and how often
+//! each engine agrees with it on the voxel hit.
+//!
+//! ```text
+//! cargo run --release --example bench_report                 # full: 1M rays, 1920x1080 camera
+//! cargo run --release --example bench_report -- --quick      # about a minute on 2 cores
+//! cargo run --release --example bench_report -- --workload w1,w3 --rays 200000 --json
+//! ```
+//!
+//! Engines: voxcast CPU one thread (`voxel_raycast_with` / `line_of_sight` in a loop), voxcast
+//! CPU batch (`raycast_batch` / `line_of_sight_batch`, rayon), voxcast GPU (when available),
+//! parry3d's `Voxels` shape and the `voxel-traversal` crate (both one thread). See
+//! `examples/peers/mod.rs` for the adapters and `BENCHMARKS.md` for results.
+//!
+//! Definitions:
+//! - One-thread engines run on an evenly strided sample of the rays (every k-th ray); their
+//!   rays/s is measured on that sample, which is said in the output. Batch engines run on all
+//!   rays.
+//! - Voxel steps per ray: voxels visited by voxcast's `VoxelTraversal` (the reference walk)
+//!   from the ray's start up to and including the voxel hit, or for a miss up to max distance
+//!   or until the ray leaves the loaded box. Measured once per workload on the sample and used
+//!   for every engine: steps/s = rays/s × mean steps per ray. It is a property of the rays, not
+//!   of how an engine skips empty space.
+//! - Agreement: the share of sampled rays whose answer (voxel hit, or miss) equals voxcast's
+//!   one-thread answer.
+//! - Timing: one untimed warm-up run on a tenth of the rays, then `--repeats` timed runs; the
+//!   best is reported. World building (and parry's `Voxels` build, the occupancy grid, the GPU
+//!   upload) is timed separately and not part of rays/s.
+
+#[path = "peers/mod.rs"]
+mod peers;
+
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use rayon::prelude::*;
+use voxcast::{VoxelRay, VoxelTraversal, WorldPos};
+
+use peers::gpu::GpuEngine;
+use peers::{Answer, Bounds, OccupancyGrid, ParryScene, Workload, WorkloadId};
+
+/// Command line.
+#[derive(Debug, Parser)]
+#[command(about = "voxcast benchmark report: W1-W4 on every engine")]
+struct Args {
+    /// Print JSON instead of a table (progress still goes to stderr).
+    #[arg(long)]
+    json: bool,
+    /// Reduced run: 1/20 of the rays, a 480x270 camera, smaller samples (about a minute).
+    #[arg(long)]
+    quick: bool,
+    /// Rays per workload for W1, W2 and W4; for W3 a 16:9 camera with about this many pixels.
+    #[arg(long)]
+    rays: Option<usize>,
+    /// Comma-separated workloads to run (w1,w2,w3,w4).
+    #[arg(long, value_delimiter = ',')]
+    workload: Vec<String>,
+    /// Timed runs per engine (the best is reported); default 5, 3 with --quick.
+    #[arg(long)]
+    repeats: Option<usize>,
+    /// Sample size for the one-thread engines (voxcast CPU 1T and voxel-traversal); parry gets
+    /// a fifth of it. Default 100000, 20000 with --quick.
+    #[arg(long)]
+    sample: Option<usize>,
+    /// Print up to this many disagreeing rays per engine and workload to stderr.
+    #[arg(long, default_value_t = 0)]
+    show_disagreements: usize,
+}
+
+/// Run sizes after flags.
+#[derive(Debug)]
+struct Config {
+    rays: usize,
+    camera: (u32, u32),
+    repeats: usize,
+    sample: usize,
+    parry_sample: usize,
+    show: usize,
+    mode: &'static str,
+}
+
+impl Config {
+    fn from_args(a: &Args) -> Self {
+        let (rays, camera, repeats, sample) = if a.quick {
+            (50_000, (480, 270), 3, 20_000)
+        } else {
+            (1_000_000, (1920, 1080), 5, 100_000)
+        };
+        let rays = a.rays.unwrap_or(rays).max(1);
+        let camera = match a.rays {
+            Some(n) => {
+                let w = ((n as f64 * 16.0 / 9.0).sqrt().round() as u32).max(16);
+                (w, (w * 9 / 16).max(9))
+            }
+            None => camera,
+        };
+        let sample = a.sample.unwrap_or(sample).max(1);
+        Self {
+            rays,
+            camera,
+            repeats: a.repeats.unwrap_or(repeats).max(1),
+            sample,
+            parry_sample: (sample / 5).max(1),
+            show: a.show_disagreements,
+            mode: if a.quick { "quick" } else { "full" },
+        }
+    }
+}
+
+/// One engine's result on one workload.
+#[derive(Debug)]
+struct Row {
+    engine: String,
+    /// Rays per timed run.
+    rays_timed: usize,
+    /// `None` when the engine did not run (the note says why).
+    rays_per_s: Option<f64>,
+    steps_per_s: Option<f64>,
+    ratio: Option<f64>,
+    /// Share of sampled rays agreeing with voxcast CPU 1T, and how many were compared.
+    agreement: Option<(f64, usize)>,
+    note: String,
+}
+
+/// One workload's results.
+#[derive(Debug)]
+struct WorkloadReport {
+    id: WorkloadId,
+    rays: usize,
+    mean_steps: f64,
+    hit_rate: f64,
+    prep: Vec<(String, f64)>,
+    rows: Vec<Row>,
+}
+
+/// Runs `f` once untimed on `warm` and then `repeats` times on `all`; returns the last answers
+/// and the best time.
+fn time_best<'a>(
+    repeats: usize,
+    warm: &'a [VoxelRay],
+    all: &'a [VoxelRay],
+    mut f: impl FnMut(&'a [VoxelRay]) -> Vec<Answer>,
+) -> (Vec<Answer>, Duration) {
+    std::hint::black_box(f(warm));
+    let mut best = Duration::MAX;
+    let mut answers = Vec::new();
+    for _ in 0..repeats {
+        let t = Instant::now();
+        answers = std::hint::black_box(f(all));
+        best = best.min(t.elapsed());
+    }
+    (answers, best)
+}
+
+/// Every `stride`-th ray and the stride.
+fn strided(rays: &[VoxelRay], n: usize) -> (Vec<VoxelRay>, usize) {
+    let stride = rays.len().div_ceil(n.max(1)).max(1);
+    (rays.iter().step_by(stride).copied().collect(), stride)
+}
+
+fn i32_voxel(p: WorldPos) -> [i32; 3] {
+    let c = |v: i128| i32::try_from(v).unwrap_or(i32::MAX);
+    [c(p.x), c(p.y), c(p.z)]
+}
+
+/// Voxels visited by the reference walk up to the answer (see the module docs).
+fn reference_steps(ray: &VoxelRay, answer: Answer, bounds: &Bounds) -> u64 {
+    let step = [ray.direction.x, ray.direction.y, ray.direction.z].map(|c| {
+        if c > 0.0 {
+            1
+        } else if c < 0.0 {
+            -1
+        } else {
+            0
+        }
+    });
+    let mut n = 0;
+    for s in VoxelTraversal::new(ray) {
+        let v = i32_voxel(s.voxel);
+        if bounds.left_for_good(v, step) {
+            break;
+        }
+        n += 1;
+        if answer == Some(v) {
+            break;
+        }
+    }
+    n
+}
+
+/// Share of `answers` (taken every `stride`-th when `stride > 1`) equal to `reference`.
+/// Prints the first `show` disagreements (ray, voxcast's answer, the engine's) to stderr.
+fn agreement(
+    reference: &[Answer],
+    answers: &[Answer],
+    stride: usize,
+    rays: &[VoxelRay],
+    engine: &str,
+    show: usize,
+) -> (f64, usize) {
+    let mut same = 0;
+    let mut shown = 0;
+    for ((want, got), ray) in reference
+        .iter()
+        .zip(answers.iter().step_by(stride))
+        .zip(rays)
+    {
+        if want == got {
+            same += 1;
+        } else if shown < show {
+            shown += 1;
+            eprintln!(
+                "[bench_report] {engine} disagrees: voxcast {want:?}, {engine} {got:?}, ray {ray:?}"
+            );
+        }
+    }
+    (same as f64 / reference.len().max(1) as f64, reference.len())
+}
+
+fn secs(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+fn progress(msg: &str) {
+    eprintln!("[bench_report] {msg}");
+}
+
+fn run_workload(id: WorkloadId, cfg: &Config, gpu: Option<&GpuEngine>) -> WorkloadReport {
+    let t = Instant::now();
+    let w = Workload::new(id, cfg.rays, cfg.camera);
+    let build_s = secs(t.elapsed());
+    let n = w.rays.len();
+    progress(&format!(
+        "{}: world and {n} rays built in {build_s:.2} s",
+        id.label()
+    ));
+    let mut prep = vec![("world + rays".to_owned(), build_s)];
+
+    let (sample, stride) = strided(&w.rays, cfg.sample);
+    let (parry_sample, parry_stride) = strided(&sample, cfg.parry_sample);
+    let warm = |s: &[VoxelRay]| s.len().div_ceil(10);
+    let sample_note = |k: usize, stride: usize| {
+        if stride == 1 {
+            format!("all {k} rays, 1 thread")
+        } else {
+            format!("sample: {k} rays (stride {stride}), 1 thread")
+        }
+    };
+
+    // a. voxcast CPU, one thread: the reference answers for the agreement column.
+    let (reference, d) = time_best(cfg.repeats, &sample[..warm(&sample)], &sample, |r| {
+        peers::voxcast_one_thread(&w, r)
+    });
+    let base = sample.len() as f64 / secs(d);
+    progress(&format!(
+        "{}: voxcast cpu 1T {:.0} rays/s",
+        id.label(),
+        base
+    ));
+
+    let bounds = Bounds::of(&w.world);
+    let steps: Vec<u64> = sample
+        .par_iter()
+        .zip(reference.par_iter())
+        .map(|(r, a)| reference_steps(r, *a, &bounds))
+        .collect();
+    let mean_steps = steps.iter().sum::<u64>() as f64 / steps.len().max(1) as f64;
+    let hit_rate =
+        reference.iter().filter(|a| a.is_some()).count() as f64 / reference.len().max(1) as f64;
+
+    let row =
+        |engine: String, rays_timed: usize, d: Duration, agreement: (f64, usize), note: String| {
+            let rps = rays_timed as f64 / secs(d);
+            Row {
+                engine,
+                rays_timed,
+                rays_per_s: Some(rps),
+                steps_per_s: Some(rps * mean_steps),
+                ratio: Some(rps / base),
+                agreement: Some(agreement),
+                note,
+            }
+        };
+    let mut rows = vec![row(
+        "voxcast cpu 1T".into(),
+        sample.len(),
+        d,
+        (1.0, reference.len()),
+        sample_note(sample.len(), stride),
+    )];
+
+    // b. voxcast CPU batch on all threads, all rays.
+    let (answers, d) = time_best(cfg.repeats, &w.rays[..warm(&w.rays)], &w.rays, |r| {
+        peers::voxcast_batch(&w, r)
+    });
+    let threads = rayon::current_num_threads();
+    rows.push(row(
+        format!("voxcast cpu batch ({threads} thr)"),
+        n,
+        d,
+        agreement(&reference, &answers, stride, &sample, "cpu batch", cfg.show),
+        format!("all {n} rays, rayon"),
+    ));
+    progress(&format!(
+        "{}: voxcast cpu batch {:.0} rays/s",
+        id.label(),
+        n as f64 / secs(d)
+    ));
+    drop(answers);
+
+    // c. voxcast GPU, all rays, end to end (ray upload, dispatch, readback); world upload apart.
+    match gpu {
+        None => rows.push(Row {
+            engine: "voxcast gpu".into(),
+            rays_timed: 0,
+            rays_per_s: None,
+            steps_per_s: None,
+            ratio: None,
+            agreement: None,
+            note: "no adapter".into(),
+        }),
+        Some(g) => {
+            let t = Instant::now();
+            let uploaded = g.upload(&w);
+            prep.push(("gpu world upload".into(), secs(t.elapsed())));
+            let result = uploaded.and_then(|scene| {
+                g.run(&scene, &w, &w.rays[..warm(&w.rays)])?;
+                let mut best = Duration::MAX;
+                let mut answers = Vec::new();
+                for _ in 0..cfg.repeats {
+                    let t = Instant::now();
+                    answers = g.run(&scene, &w, &w.rays)?;
+                    best = best.min(t.elapsed());
+                }
+                Ok((answers, best))
+            });
+            match result {
+                Ok((answers, d)) => {
+                    let how = if w.camera.is_some() {
+                        "rays made in the shader"
+                    } else {
+                        "rays uploaded"
+                    };
+                    rows.push(row(
+                        "voxcast gpu".into(),
+                        n,
+                        d,
+                        agreement(&reference, &answers, stride, &sample, "gpu", cfg.show),
+                        format!("all {n} rays, {how}, incl. readback"),
+                    ));
+                }
+                Err(e) => rows.push(Row {
+                    engine: "voxcast gpu".into(),
+                    rays_timed: 0,
+                    rays_per_s: None,
+                    steps_per_s: None,
+                    ratio: None,
+                    agreement: None,
+                    note: format!("failed: {e}"),
+                }),
+            }
+        }
+    }
+
+    // d. parry3d Voxels.
+    let t = Instant::now();
+    let parry = ParryScene::new(&w.world);
+    let parry_build = secs(t.elapsed());
+    prep.push((
+        format!("parry Voxels::new ({} voxels)", parry.solid_count),
+        parry_build,
+    ));
+    progress(&format!(
+        "{}: parry Voxels built in {parry_build:.2} s",
+        id.label()
+    ));
+    let parry_ref: Vec<Answer> = reference.iter().step_by(parry_stride).copied().collect();
+    let (answers, d) = time_best(
+        cfg.repeats,
+        &parry_sample[..warm(&parry_sample)],
+        &parry_sample,
+        |r| parry.cast_all(r),
+    );
+    rows.push(row(
+        "parry3d Voxels".into(),
+        parry_sample.len(),
+        d,
+        agreement(&parry_ref, &answers, 1, &parry_sample, "parry", cfg.show),
+        sample_note(parry_sample.len(), stride * parry_stride),
+    ));
+    drop(parry);
+
+    // e. voxel-traversal over a flat occupancy bitmap.
+    let t = Instant::now();
+    let grid = OccupancyGrid::new(&w.world);
+    prep.push(("occupancy bitmap".into(), secs(t.elapsed())));
+    let (answers, d) = time_best(cfg.repeats, &sample[..warm(&sample)], &sample, |r| {
+        grid.cast_all(r)
+    });
+    rows.push(row(
+        "voxel-traversal".into(),
+        sample.len(),
+        d,
+        agreement(
+            &reference,
+            &answers,
+            1,
+            &sample,
+            "voxel-traversal",
+            cfg.show,
+        ),
+        sample_note(sample.len(), stride),
+    ));
+
+    WorkloadReport {
+        id: w.id,
+        rays: n,
+        mean_steps,
+        hit_rate,
+        prep,
+        rows,
+    }
+}
+
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
+fn fmt_rate(v: Option<f64>) -> String {
+    match v {
+        None => "-".into(),
+        Some(v) if v >= 1e9 => format!("{:.2} G", v / 1e9),
+        Some(v) if v >= 1e6 => format!("{:.2} M", v / 1e6),
+        Some(v) if v >= 1e3 => format!("{:.1} k", v / 1e3),
+        Some(v) => format!("{v:.0}"),
+    }
+}
+
+fn print_table(machine: &[(&str, String)], cfg: &Config, reports: &[WorkloadReport]) {
+    for (k, v) in machine {
+        println!("{k:<10} {v}");
+    }
+    println!(
+        "mode       {} (best of {} timed runs after a warm-up; one-thread engines on a strided sample)",
+        cfg.mode, cfg.repeats
+    );
+    println!();
+    println!(
+        "| {:<17} | {:<25} | {:>10} | {:>11} | {:>9} | {:>17} | note |",
+        "workload", "engine", "rays/s", "steps/s", "vs CPU-1T", "agreement"
+    );
+    println!(
+        "|-------------------|---------------------------|-----------:|------------:|----------:|------------------:|------|"
+    );
+    for r in reports {
+        for row in &r.rows {
+            let agree = row
+                .agreement
+                .map_or("-".into(), |(a, n)| format!("{:.2}% of {n}", a * 100.0));
+            let ratio = row.ratio.map_or("-".into(), |x| format!("{x:.2}x"));
+            println!(
+                "| {:<17} | {:<25} | {:>10} | {:>11} | {:>9} | {:>17} | {} |",
+                r.id.label(),
+                row.engine,
+                fmt_rate(row.rays_per_s),
+                fmt_rate(row.steps_per_s),
+                ratio,
+                agree,
+                row.note
+            );
+        }
+    }
+    println!();
+    for r in reports {
+        let prep: Vec<String> = r
+            .prep
+            .iter()
+            .map(|(k, v)| format!("{k} {v:.2} s"))
+            .collect();
+        println!(
+            "{}: {} rays, {:.1} reference voxel steps/ray, {:.1}% hit; prep: {}",
+            r.id.label(),
+            r.rays,
+            r.mean_steps,
+            r.hit_rate * 100.0,
+            prep.join(", ")
+        );
+    }
+}
+
+fn json_str(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn json_num(v: Option<f64>) -> String {
+    v.filter(|x| x.is_finite())
+        .map_or("null".into(), |x| format!("{x}"))
+}
+
+fn print_json(machine: &[(&str, String)], cfg: &Config, reports: &[WorkloadReport]) {
+    let mut s = String::from("{\n  \"machine\": {");
+    let m: Vec<String> = machine
+        .iter()
+        .map(|(k, v)| format!("{}: {}", json_str(k), json_str(v)))
+        .collect();
+    s.push_str(&m.join(", "));
+    let _ = write!(
+        s,
+        "}},\n  \"config\": {{\"mode\": {}, \"repeats\": {}, \"rays\": {}, \"camera\": [{}, {}], \"sample\": {}, \"parry_sample\": {}}},\n  \"workloads\": [",
+        json_str(cfg.mode),
+        cfg.repeats,
+        cfg.rays,
+        cfg.camera.0,
+        cfg.camera.1,
+        cfg.sample,
+        cfg.parry_sample
+    );
+    for (i, r) in reports.iter().enumerate() {
+        let prep: Vec<String> = r
+            .prep
+            .iter()
+            .map(|(k, v)| format!("{}: {v}", json_str(k)))
+            .collect();
+        let _ = write!(
+            s,
+            "{}\n    {{\"key\": {}, \"label\": {}, \"rays\": {}, \"mean_steps_per_ray\": {}, \"hit_rate\": {}, \"prep_s\": {{{}}}, \"engines\": [",
+            if i == 0 { "" } else { "," },
+            json_str(r.id.key()),
+            json_str(r.id.label()),
+            r.rays,
+            r.mean_steps,
+            r.hit_rate,
+            prep.join(", ")
+        );
+        for (j, row) in r.rows.iter().enumerate() {
+            let _ = write!(
+                s,
+                "{}\n      {{\"engine\": {}, \"rays_timed\": {}, \"rays_per_s\": {}, \"steps_per_s\": {}, \"ratio_vs_cpu_1t\": {}, \"agreement\": {}, \"agreement_compared\": {}, \"note\": {}}}",
+                if j == 0 { "" } else { "," },
+                json_str(&row.engine),
+                row.rays_timed,
+                json_num(row.rays_per_s),
+                json_num(row.steps_per_s),
+                json_num(row.ratio),
+                json_num(row.agreement.map(|a| a.0)),
+                row.agreement.map_or(0, |a| a.1),
+                json_str(&row.note)
+            );
+        }
+        s.push_str("\n    ]}");
+    }
+    s.push_str("\n  ]\n}");
+    println!("{s}");
+}
+
+fn main() {
+    let args = Args::parse();
+    let cfg = Config::from_args(&args);
+    let workloads: Vec<WorkloadId> = if args.workload.is_empty() {
+        WorkloadId::ALL.to_vec()
+    } else {
+        args.workload
+            .iter()
+            .map(|s| {
+                WorkloadId::parse(s).unwrap_or_else(|| {
+                    eprintln!("unknown workload {s:?}; expected w1, w2, w3 or w4");
+                    std::process::exit(2)
+                })
+            })
+            .collect()
+    };
+
+    let gpu = match GpuEngine::new() {
+        Ok(g) => Ok(g),
+        Err(e) => {
+            progress(&format!("gpu: {e}"));
+            Err(e)
+        }
+    };
+    let machine = vec![
+        ("cpu", cpu_model()),
+        (
+            "cores",
+            std::thread::available_parallelism().map_or("unknown".into(), |n| n.get().to_string()),
+        ),
+        ("threads", rayon::current_num_threads().to_string()),
+        (
+            "gpu",
+            gpu.as_ref().map_or_else(|e| e.clone(), GpuEngine::adapter),
+        ),
+        (
+            "build",
+            if cfg!(debug_assertions) {
+                "debug (numbers are meaningless)".into()
+            } else {
+                "release".into()
+            },
+        ),
+    ];
+
+    let started = Instant::now();
+    let reports: Vec<WorkloadReport> = workloads
+        .iter()
+        .map(|&id| run_workload(id, &cfg, gpu.as_ref().ok()))
+        .collect();
+    progress(&format!("done in {:.1} s", started.elapsed().as_secs_f64()));
+
+    if args.json {
+        print_json(&machine, &cfg, &reports);
+    } else {
+        print_table(&machine, &cfg, &reports);
+    }
+}

@@ -1,0 +1,486 @@
+//! The standard workloads W1-W4 and one adapter per engine, shared by
+//! `examples/bench_report.rs` and `benches/raycast.rs` (which includes this file with
+//! `#[path = "../examples/peers/mod.rs"] mod peers;`).
+//!
+//! Every engine answers the same question for the same rays in the same world: which voxel
+//! does the ray hit first (an [`Answer`]), where every non-air voxel stops the ray (the default
+//! [`RaycastOptions`]: water and ore stop it too), the origin voxel counts (t = 0), and nothing
+//! outside the loaded box is solid. Preparation (building a peer's world, flattening the
+//! occupancy) happens once, outside any timing.
+
+use parry3d::math::{IVector, Vector};
+use parry3d::query::{Ray, RayCast};
+use parry3d::shape::Voxels;
+use voxcast::scene::{Sparse, Terrain};
+use voxcast::{
+    Camera, LineOfSight, LineOfSightOptions, LocalPos, RaycastOptions, RaycastOutcome, VoxelRay,
+    VoxelWorld, WorldPos, line_of_sight, line_of_sight_batch, raycast_batch, voxel_raycast_with,
+};
+
+/// Seed of the W1 reach rays.
+const SEED_W1: u64 = 0x5731;
+/// Seed of the W2 sight segments.
+const SEED_W2: u64 = 0x5732;
+/// Seed of the W4 sparse rays.
+const SEED_W4: u64 = 0x5734;
+
+/// One of the standard workloads of `src/scene.rs`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WorkloadId {
+    /// Reach: terrain, rays from eye height in random directions, max distance 8.
+    W1,
+    /// Line of sight: terrain, segments between eye points up to 64 voxels apart.
+    W2,
+    /// Camera: terrain, one ray per pixel, max distance 1024.
+    W3,
+    /// Sparse: a 256³ cube with 0.5% solid voxels, max distance 512.
+    W4,
+}
+
+impl WorkloadId {
+    /// Every workload, in order.
+    pub(crate) const ALL: [Self; 4] = [Self::W1, Self::W2, Self::W3, Self::W4];
+
+    /// Short name used on the command line and in JSON (`w1` ... `w4`).
+    pub(crate) fn key(self) -> &'static str {
+        match self {
+            Self::W1 => "w1",
+            Self::W2 => "w2",
+            Self::W3 => "w3",
+            Self::W4 => "w4",
+        }
+    }
+
+    /// Name for tables and criterion groups.
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            Self::W1 => "W1 reach",
+            Self::W2 => "W2 line of sight",
+            Self::W3 => "W3 camera",
+            Self::W4 => "W4 sparse",
+        }
+    }
+
+    /// Parses `w1` ... `w4` (any case).
+    pub(crate) fn parse(s: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|w| w.key().eq_ignore_ascii_case(s.trim()))
+    }
+}
+
+/// Which query a workload asks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Query {
+    /// `voxel_raycast_with` / `raycast_batch` with the default options.
+    Raycast,
+    /// `line_of_sight` / `line_of_sight_batch` with the default options.
+    LineOfSight,
+}
+
+/// A workload: its world, its rays and the loaded box.
+#[derive(Debug)]
+pub(crate) struct Workload {
+    /// Which workload.
+    pub(crate) id: WorkloadId,
+    /// The voxcast world.
+    pub(crate) world: VoxelWorld,
+    /// The rays (for W3, the camera's rays row by row from the top).
+    pub(crate) rays: Vec<VoxelRay>,
+    /// W3's camera (the GPU makes the rays itself from it).
+    pub(crate) camera: Option<Camera>,
+    /// Raycast or line of sight.
+    pub(crate) query: Query,
+}
+
+impl Workload {
+    /// Builds workload `id` with `n` rays (W1, W2, W4) or a `camera.0 × camera.1` camera (W3).
+    pub(crate) fn new(id: WorkloadId, n: usize, camera: (u32, u32)) -> Self {
+        let (world, rays, cam, query) = match id {
+            WorkloadId::W1 => {
+                let t = Terrain::STANDARD;
+                (t.build(), t.reach_rays(n, SEED_W1), None, Query::Raycast)
+            }
+            WorkloadId::W2 => {
+                let t = Terrain::STANDARD;
+                (
+                    t.build(),
+                    t.sight_segments(n, 64.0, SEED_W2),
+                    None,
+                    Query::LineOfSight,
+                )
+            }
+            WorkloadId::W3 => {
+                let t = Terrain::STANDARD;
+                let cam = t.camera(camera.0, camera.1);
+                let rays = cam
+                    .rays()
+                    .unwrap_or_else(|e| panic!("standard camera rays are valid: {e}"));
+                (t.build(), rays, Some(cam), Query::Raycast)
+            }
+            WorkloadId::W4 => {
+                let s = Sparse::STANDARD;
+                (s.build(), s.rays(n, SEED_W4), None, Query::Raycast)
+            }
+        };
+        Self {
+            id,
+            world,
+            rays,
+            camera: cam,
+            query,
+        }
+    }
+}
+
+/// The loaded box of a world near the origin, in i32 voxels, `min..max` (max exclusive).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Bounds {
+    /// Lowest voxel on each axis.
+    pub(crate) min: [i32; 3],
+    /// One past the highest voxel on each axis.
+    pub(crate) max: [i32; 3],
+}
+
+impl Bounds {
+    /// The loaded box of `world` (which must be loaded and lie within i32).
+    pub(crate) fn of(world: &VoxelWorld) -> Self {
+        let b = world
+            .loaded_bounds()
+            .unwrap_or_else(|| panic!("the workload world is not empty"));
+        let c = |v: i128| {
+            i32::try_from(v).unwrap_or_else(|_| panic!("workload worlds lie near the origin"))
+        };
+        Self {
+            min: [c(b.min.x), c(b.min.y), c(b.min.z)],
+            max: [c(b.max.x) + 1, c(b.max.y) + 1, c(b.max.z) + 1],
+        }
+    }
+
+    /// The box's size in voxels.
+    fn dims(&self) -> [i32; 3] {
+        [0, 1, 2].map(|a| self.max[a] - self.min[a])
+    }
+
+    /// Whether a ray stepping by `step` (per axis -1, 0 or +1) from voxel `v` can never come
+    /// (back) into the box: `v` lies outside on an axis along which the ray does not move
+    /// towards the box. A straight ray that has left a box never returns, so a walk may stop.
+    #[inline]
+    pub(crate) fn left_for_good(&self, v: [i32; 3], step: [i32; 3]) -> bool {
+        (0..3)
+            .any(|a| (v[a] < self.min[a] && step[a] <= 0) || (v[a] >= self.max[a] && step[a] >= 0))
+    }
+}
+
+/// What an engine says a ray hits: the voxel, or `None` for a miss (line of sight: clear).
+pub(crate) type Answer = Option<[i32; 3]>;
+
+/// A voxel near the origin as i32 coordinates.
+#[inline]
+fn voxel_i32(p: WorldPos) -> [i32; 3] {
+    let c = |v: i128| i32::try_from(v).unwrap_or(i32::MAX);
+    [c(p.x), c(p.y), c(p.z)]
+}
+
+/// The [`Answer`] of a voxcast raycast.
+#[inline]
+pub(crate) fn answer_of_outcome(o: &RaycastOutcome) -> Answer {
+    o.hit().map(|h| voxel_i32(h.voxel_pos))
+}
+
+/// The [`Answer`] of a voxcast line of sight query.
+#[inline]
+pub(crate) fn answer_of_sight(o: &LineOfSight) -> Answer {
+    match o {
+        LineOfSight::Blocked(h) => Some(voxel_i32(h.voxel_pos)),
+        LineOfSight::Clear | LineOfSight::Unknown | LineOfSight::Invalid(_) => None,
+    }
+}
+
+/// Engine a: voxcast's CPU reference on one thread, one call per ray in a plain loop.
+pub(crate) fn voxcast_one_thread(w: &Workload, rays: &[VoxelRay]) -> Vec<Answer> {
+    match w.query {
+        Query::Raycast => {
+            let opts = RaycastOptions::default();
+            rays.iter()
+                .map(|r| answer_of_outcome(&voxel_raycast_with(r, &w.world, &opts)))
+                .collect()
+        }
+        Query::LineOfSight => {
+            let opts = LineOfSightOptions::default();
+            rays.iter()
+                .map(|r| answer_of_sight(&line_of_sight(r, &w.world, &opts)))
+                .collect()
+        }
+    }
+}
+
+/// Engine b: voxcast's CPU batch on all threads (rayon).
+pub(crate) fn voxcast_batch(w: &Workload, rays: &[VoxelRay]) -> Vec<Answer> {
+    match w.query {
+        Query::Raycast => raycast_batch(rays, &w.world, &RaycastOptions::default())
+            .iter()
+            .map(answer_of_outcome)
+            .collect(),
+        Query::LineOfSight => line_of_sight_batch(rays, &w.world, &LineOfSightOptions::default())
+            .iter()
+            .map(answer_of_sight)
+            .collect(),
+    }
+}
+
+/// Calls `visit` with every non-air voxel of `world`, in chunk order.
+fn for_each_solid(world: &VoxelWorld, mut visit: impl FnMut([i32; 3])) {
+    for (cp, chunk) in world.chunks() {
+        if chunk.is_empty() {
+            continue;
+        }
+        let base = voxel_i32(WorldPos::new(cp.x * 32, cp.y * 32, cp.z * 32));
+        for z in 0..32u8 {
+            for y in 0..32u8 {
+                for x in 0..32u8 {
+                    if !chunk.get(LocalPos::new(x, y, z)).is_air() {
+                        visit([
+                            base[0] + i32::from(x),
+                            base[1] + i32::from(y),
+                            base[2] + i32::from(z),
+                        ]);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The start point of a ray as an absolute f32 position, as the float peers need it. Exact
+/// for the workloads' integer parts (< 2^24); the sum rounds like any f32 position does.
+#[inline]
+fn start_f32(r: &VoxelRay) -> [f32; 3] {
+    [
+        r.origin.x as f32 + r.sub_offset.x,
+        r.origin.y as f32 + r.sub_offset.y,
+        r.origin.z as f32 + r.sub_offset.z,
+    ]
+}
+
+/// Engine d: parry3d's `Voxels` shape holding the world's non-air voxels (voxel size 1).
+pub(crate) struct ParryScene {
+    voxels: Voxels,
+    /// How many voxels it holds.
+    pub(crate) solid_count: usize,
+}
+
+impl std::fmt::Debug for ParryScene {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ParryScene")
+            .field("solid_count", &self.solid_count)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ParryScene {
+    /// Builds `Voxels::new(Vector::splat(1.0), &coords)` from every non-air voxel of `world`.
+    pub(crate) fn new(world: &VoxelWorld) -> Self {
+        let mut coords = Vec::new();
+        for_each_solid(world, |v| coords.push(IVector::new(v[0], v[1], v[2])));
+        Self {
+            voxels: Voxels::new(Vector::splat(1.0), &coords),
+            solid_count: coords.len(),
+        }
+    }
+
+    /// Casts one ray: solid, max time of impact = max distance (the direction is unit length,
+    /// so time of impact is distance). The hit voxel comes from the intersection's `subshape`.
+    #[inline]
+    pub(crate) fn cast(&self, r: &VoxelRay) -> Answer {
+        let o = start_f32(r);
+        let ray = Ray::new(
+            Vector::new(o[0], o[1], o[2]),
+            Vector::new(r.direction.x, r.direction.y, r.direction.z),
+        );
+        let hit = self
+            .voxels
+            .cast_local_ray_and_get_normal(&ray, r.max_distance, true)?;
+        let key = self.voxels.voxel_at_flat_id(hit.subshape)?;
+        Some([key.x, key.y, key.z])
+    }
+
+    /// Casts every ray in a plain loop (one thread).
+    pub(crate) fn cast_all(&self, rays: &[VoxelRay]) -> Vec<Answer> {
+        rays.iter().map(|r| self.cast(r)).collect()
+    }
+}
+
+/// Engine e's world: one occupancy bit per voxel of the loaded box (x fastest, then y, then
+/// z); everything outside the box is air.
+#[derive(Debug)]
+pub(crate) struct OccupancyGrid {
+    bounds: Bounds,
+    dims: [i32; 3],
+    bits: Vec<u64>,
+}
+
+impl OccupancyGrid {
+    /// Flattens `world`'s non-air voxels into bits.
+    pub(crate) fn new(world: &VoxelWorld) -> Self {
+        let bounds = Bounds::of(world);
+        let dims = bounds.dims();
+        let len = dims.iter().map(|&d| d as usize).product::<usize>();
+        let mut grid = Self {
+            bounds,
+            dims,
+            bits: vec![0; len.div_ceil(64)],
+        };
+        for_each_solid(world, |v| {
+            let i = grid
+                .index(v)
+                .unwrap_or_else(|| unreachable!("a loaded voxel lies in the loaded box"));
+            grid.bits[i / 64] |= 1 << (i % 64);
+        });
+        grid
+    }
+
+    #[inline]
+    fn index(&self, v: [i32; 3]) -> Option<usize> {
+        let l = [0, 1, 2].map(|a| v[a].wrapping_sub(self.bounds.min[a]));
+        if (0..3).any(|a| l[a] < 0 || l[a] >= self.dims[a]) {
+            return None;
+        }
+        Some(
+            l[0] as usize
+                + self.dims[0] as usize * (l[1] as usize + self.dims[1] as usize * l[2] as usize),
+        )
+    }
+
+    /// Whether voxel `v` is solid (outside the box: no).
+    #[inline]
+    pub(crate) fn is_solid(&self, v: [i32; 3]) -> bool {
+        self.index(v)
+            .is_some_and(|i| self.bits[i / 64] >> (i % 64) & 1 != 0)
+    }
+
+    /// Engine e: walks `voxel_traversal::VoxelRaycast` from the ray's start to
+    /// `start + direction · max_distance` and stops at the first solid voxel. The walk also
+    /// stops when it has left the box for good (voxcast clips to the loaded box too), and after
+    /// the number of voxels a 6-connected walk between the end voxels has, because the crate's
+    /// iterator only ends when it lands exactly on the end voxel and float drift could make it
+    /// walk past.
+    #[inline]
+    pub(crate) fn cast(&self, r: &VoxelRay) -> Answer {
+        let s = start_f32(r);
+        let d = r.direction;
+        let e = [
+            s[0] + d.x * r.max_distance,
+            s[1] + d.y * r.max_distance,
+            s[2] + d.z * r.max_distance,
+        ];
+        let step = [d.x, d.y, d.z].map(|c| {
+            if c > 0.0 {
+                1
+            } else if c < 0.0 {
+                -1
+            } else {
+                0
+            }
+        });
+        let cap = (0..3)
+            .map(|a| (e[a].floor() - s[a].floor()).abs() as usize)
+            .sum::<usize>()
+            + 1;
+        for ((x, y, z), _normal) in voxel_traversal::VoxelRaycast::new(s, e).take(cap) {
+            let v = [x, y, z];
+            if self.is_solid(v) {
+                return Some(v);
+            }
+            if self.bounds.left_for_good(v, step) {
+                return None;
+            }
+        }
+        None
+    }
+
+    /// Casts every ray in a plain loop (one thread).
+    pub(crate) fn cast_all(&self, rays: &[VoxelRay]) -> Vec<Answer> {
+        rays.iter().map(|r| self.cast(r)).collect()
+    }
+}
+
+/// Engine c: voxcast's GPU batch (`voxcast::gpu`), on the adapter the environment picks.
+pub(crate) mod gpu {
+    use super::{Answer, Query, Workload, answer_of_outcome, answer_of_sight};
+    use voxcast::gpu::{GpuRaycaster, GpuWorld};
+    use voxcast::{LineOfSightOptions, RaycastOptions, VoxelRay};
+
+    /// A GPU device shared by every workload.
+    pub(crate) struct GpuEngine {
+        gpu: GpuRaycaster,
+    }
+
+    impl std::fmt::Debug for GpuEngine {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.debug_struct("GpuEngine").finish_non_exhaustive()
+        }
+    }
+
+    /// A workload's world uploaded to the GPU.
+    pub(crate) struct GpuScene {
+        world: GpuWorld,
+    }
+
+    impl GpuEngine {
+        /// Opens the adapter chosen by the environment (`WGPU_BACKEND`, `WGPU_ADAPTER_NAME`).
+        /// The error says why there is none.
+        pub(crate) fn new() -> Result<Self, String> {
+            GpuRaycaster::new_blocking()
+                .map(|gpu| Self { gpu })
+                .map_err(|e| format!("no adapter: {e}"))
+        }
+
+        /// The adapter, for the report.
+        pub(crate) fn adapter(&self) -> String {
+            let info = self.gpu.adapter_info();
+            format!("{} [{:?}]", self.gpu.adapter_summary(), info.device_type)
+        }
+
+        /// Uploads a workload's world.
+        pub(crate) fn upload(&self, w: &Workload) -> Result<GpuScene, String> {
+            GpuWorld::from_world(&self.gpu, &w.world)
+                .map(|world| GpuScene { world })
+                .map_err(|e| e.to_string())
+        }
+
+        /// Answers every ray of `rays` (read back to the host). For W3 with all of the
+        /// workload's rays, the shader makes the camera rays itself (`render_camera`).
+        pub(crate) fn run(
+            &self,
+            scene: &GpuScene,
+            w: &Workload,
+            rays: &[VoxelRay],
+        ) -> Result<Vec<Answer>, String> {
+            let err = |e: voxcast::gpu::GpuError| e.to_string();
+            match (w.query, &w.camera) {
+                (Query::Raycast, Some(cam)) if rays.len() == w.rays.len() => Ok(self
+                    .gpu
+                    .render_camera(&scene.world, cam, &RaycastOptions::default())
+                    .map_err(err)?
+                    .iter()
+                    .map(answer_of_outcome)
+                    .collect()),
+                (Query::Raycast, _) => Ok(self
+                    .gpu
+                    .raycast(&scene.world, rays, &RaycastOptions::default())
+                    .map_err(err)?
+                    .iter()
+                    .map(answer_of_outcome)
+                    .collect()),
+                (Query::LineOfSight, _) => Ok(self
+                    .gpu
+                    .line_of_sight(&scene.world, rays, &LineOfSightOptions::default())
+                    .map_err(err)?
+                    .iter()
+                    .map(answer_of_sight)
+                    .collect()),
+            }
+        }
+    }
+}
