@@ -149,23 +149,27 @@ impl<'r> Dda<'r> {
     }
 
     /// One DDA step: cross the nearest boundary. Twin of `dda_step` in `shaders/dda.wgsl`.
-    /// Returns the crossed axis; `Err(Halt::Miss)` beyond max distance or the i128 edge.
+    /// Returns whether the step entered another chunk; `Err(Halt::Miss)` beyond max distance
+    /// or the i128 edge.
     #[inline(always)]
-    pub(crate) fn dda_step(&mut self) -> Result<usize, Halt> {
+    pub(crate) fn dda_step(&mut self) -> Result<bool, Halt> {
         let a = next_axis(self.t_next);
         let t = self.t_next[a];
         if t > self.ray.max_distance {
             return Err(Halt::Miss);
         }
         self.n[a] += 1;
-        self.refresh_axis(a);
+        // The stepped axis is enabled: a disabled one sits at T_DISABLED, beyond every max
+        // distance, so no enabled check is needed here.
+        self.t_next[a] = crossing_t(self.ray.b[a], self.ray.inv[a], self.n[a]);
         self.t = t;
         self.entry_axis = a as u32;
-        if self.move_axis(a, 1) {
-            Ok(a)
-        } else {
-            Err(Halt::Miss)
+        let l = self.local[a] + i32::from(self.ray.step[a]);
+        if (0..32).contains(&l) {
+            self.local[a] = l;
+            return Ok(false);
         }
+        if self.move_axis(a, 1) { Ok(true) } else { Err(Halt::Miss) }
     }
 
     /// Skips to the last voxel the ray visits inside the cell `lo..=hi` (local coordinates of
@@ -449,7 +453,6 @@ pub(crate) fn cast_ray(
             return RaycastOutcome::Miss;
         }
         let kind = chunk_kind(world, d.chunk);
-        let chunk_now = d.chunk;
         loop {
             // Examine the current voxel.
             let (stop_id, passable_cell): (Option<VoxelId>, Option<Cell>) = match kind {
@@ -509,21 +512,19 @@ pub(crate) fn cast_ray(
                 return RaycastOutcome::Miss;
             }
             in_origin = false;
-            let t_before = d.t;
-            let a = next_axis(d.t_next);
-            let t_cross = d.t_next[a];
-            if conservative
-                && t_cross > t_before
-                && t_cross <= r.max_distance
-                && let Some(o) = check_tie_extras(&d, world, opts, t_cross, air_seen, &stops)
-            {
-                return o;
+            if conservative {
+                let t_cross = d.t_next[next_axis(d.t_next)];
+                if t_cross > d.t
+                    && t_cross <= r.max_distance
+                    && let Some(o) = check_tie_extras(&d, world, opts, t_cross, air_seen, &stops)
+                {
+                    return o;
+                }
             }
-            if d.dda_step().is_err() {
-                return RaycastOutcome::Miss;
-            }
-            if d.chunk != chunk_now {
-                break;
+            match d.dda_step() {
+                Err(Halt::Miss) => return RaycastOutcome::Miss,
+                Ok(true) => break,
+                Ok(false) => {}
             }
         }
     }
