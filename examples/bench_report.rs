@@ -124,6 +124,21 @@ struct Row {
     note: String,
 }
 
+impl Row {
+    /// A row for an engine that did not run; `note` says why.
+    fn not_run(engine: &str, note: String) -> Self {
+        Self {
+            engine: engine.into(),
+            rays_timed: 0,
+            rays_per_s: None,
+            steps_per_s: None,
+            ratio: None,
+            agreement: None,
+            note,
+        }
+    }
+}
+
 /// One workload's results.
 #[derive(Debug)]
 struct WorkloadReport {
@@ -312,15 +327,7 @@ fn run_workload(id: WorkloadId, cfg: &Config, gpu: Option<&GpuEngine>) -> Worklo
 
     // c. voxcast GPU, all rays, end to end (ray upload, dispatch, readback); world upload apart.
     match gpu {
-        None => rows.push(Row {
-            engine: "voxcast gpu".into(),
-            rays_timed: 0,
-            rays_per_s: None,
-            steps_per_s: None,
-            ratio: None,
-            agreement: None,
-            note: "no adapter".into(),
-        }),
+        None => rows.push(Row::not_run("voxcast gpu", "no adapter".into())),
         Some(g) => {
             let t = Instant::now();
             let uploaded = g.upload(&w);
@@ -351,15 +358,7 @@ fn run_workload(id: WorkloadId, cfg: &Config, gpu: Option<&GpuEngine>) -> Worklo
                         format!("all {n} rays, {how}, incl. readback"),
                     ));
                 }
-                Err(e) => rows.push(Row {
-                    engine: "voxcast gpu".into(),
-                    rays_timed: 0,
-                    rays_per_s: None,
-                    steps_per_s: None,
-                    ratio: None,
-                    agreement: None,
-                    note: format!("failed: {e}"),
-                }),
+                Err(e) => rows.push(Row::not_run("voxcast gpu", format!("failed: {e}"))),
             }
         }
     }
