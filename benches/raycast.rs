@@ -4,7 +4,7 @@
 //! - `cpu_1t`: voxcast's CPU reference in a plain loop (`voxel_raycast_with`, W2 `line_of_sight`)
 //! - `cpu_batch`: voxcast's CPU batch on all threads (`raycast_batch` / `line_of_sight_batch`)
 //! - `gpu`: voxcast's GPU batch, end to end (timed with `iter_custom`; only when an adapter is
-//!   available and the GPU path is built, see `TODO(gpu)` in `examples/peers/mod.rs`)
+//!   available)
 //! - `parry`: parry3d's `Voxels` shape
 //! - `voxel_traversal`: the `voxel-traversal` crate over a flat occupancy bitmap
 //!

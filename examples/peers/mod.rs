@@ -442,6 +442,12 @@ pub(crate) mod gpu {
             format!("{} [{:?}]", self.gpu.adapter_summary(), info.device_type)
         }
 
+        /// GPU time of the last batch's compute passes, from timestamp queries, in seconds
+        /// (`None` where the adapter has none).
+        pub(crate) fn last_kernel_seconds(&self) -> Option<f64> {
+            self.gpu.last_batch_stats().kernel_seconds
+        }
+
         /// Uploads a workload's world.
         pub(crate) fn upload(&self, w: &Workload) -> Result<GpuScene, String> {
             GpuWorld::from_world(&self.gpu, &w.world)
