@@ -4,7 +4,7 @@
 //! - `cpu_1t`: voxcast's CPU reference in a plain loop (`voxel_raycast_with`, W2 `line_of_sight`)
 //! - `cpu_batch`: voxcast's CPU batch on all threads (`raycast_batch` / `line_of_sight_batch`)
 //! - `gpu`: voxcast's GPU batch, end to end (timed with `iter_custom`; only when an adapter is
-//!   available)
+//!   available); `gpu_kernel`: the compute passes alone, from timestamp queries
 //! - `parry`: parry3d's `Voxels` shape
 //! - `voxel_traversal`: the `voxel-traversal` crate over a flat occupancy bitmap
 //!
@@ -80,6 +80,22 @@ fn bench_workload(c: &mut Criterion, w: &Workload, gpu: Option<&GpuEngine>) {
                         t.elapsed()
                     });
                 });
+                // The compute passes alone, from timestamp queries, where the adapter has them.
+                if gpu.last_kernel_seconds().is_some() {
+                    group.bench_function("gpu_kernel", |b| {
+                        b.iter_custom(|iters| {
+                            let mut kernel = 0.0;
+                            for _ in 0..iters {
+                                black_box(
+                                    gpu.run(&scene, w, black_box(rays))
+                                        .unwrap_or_else(|e| panic!("gpu batch: {e}")),
+                                );
+                                kernel += gpu.last_kernel_seconds().unwrap_or(0.0);
+                            }
+                            Duration::from_secs_f64(kernel)
+                        });
+                    });
+                }
             }
             Err(e) => eprintln!("{}: gpu upload failed, skipping: {e}", w.id.label()),
         }

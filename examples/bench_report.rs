@@ -351,7 +351,10 @@ fn run_workload(id: WorkloadId, cfg: &Config, gpu: Option<&GpuEngine>) -> Worklo
             match result {
                 Ok((answers, d, kernel)) => {
                     let kernel = kernel.map_or(String::new(), |k| {
-                        format!("; kernel alone {:.2} M rays/s", n as f64 / k.max(1e-12) / 1e6)
+                        format!(
+                            "; kernel alone {:.2} M rays/s",
+                            n as f64 / k.max(1e-12) / 1e6
+                        )
                     });
                     let how = if w.camera.is_some() {
                         "rays made in the shader"

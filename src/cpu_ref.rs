@@ -129,17 +129,12 @@ impl<'r> Dda<'r> {
         }))
     }
 
-    /// Moves `count` voxels along axis `a` (crossings already counted by the caller), carrying
-    /// into the chunk coordinate. `false` when the ray leaves the i128 world.
-    #[inline(always)]
-    fn move_axis(&mut self, a: usize, count: u32) -> bool {
-        let l = self.local[a] + i32::from(self.ray.step[a]) * count as i32;
-        if (0..32).contains(&l) {
-            self.local[a] = l;
-            return true;
-        }
-        let carry = i128::from(l >> CHUNK_SHIFT);
-        let c = self.chunk[a] + carry; // |carry| is small and chunk indices are far from overflow
+    /// Carries a local coordinate `l` that left `0..32` on axis `a` into the chunk
+    /// coordinate. `false` when the ray leaves the i128 world.
+    #[inline]
+    fn carry_chunk(&mut self, a: usize, l: i32) -> bool {
+        // |l >> 5| is 1 here, and chunk indices are far from i128 overflow.
+        let c = self.chunk[a] + i128::from(l >> CHUNK_SHIFT);
         if !(CHUNK_MIN..=CHUNK_MAX).contains(&c) {
             return false;
         }
@@ -169,7 +164,11 @@ impl<'r> Dda<'r> {
             self.local[a] = l;
             return Ok(false);
         }
-        if self.move_axis(a, 1) { Ok(true) } else { Err(Halt::Miss) }
+        if self.carry_chunk(a, l) {
+            Ok(true)
+        } else {
+            Err(Halt::Miss)
+        }
     }
 
     /// Skips to the last voxel the ray visits inside the cell `lo..=hi` (local coordinates of
@@ -748,17 +747,6 @@ impl Iterator for VoxelTraversal {
             _ => self.done = true,
         }
         Some(item)
-    }
-}
-
-/// Checks that the CPU reference gives the same answer with and without empty-space skipping;
-/// used by tests and benches to prove the skip exact.
-#[doc(hidden)]
-#[must_use]
-pub fn per_voxel_options(opts: &RaycastOptions) -> RaycastOptions {
-    RaycastOptions {
-        per_voxel: true,
-        ..opts.clone()
     }
 }
 

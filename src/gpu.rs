@@ -33,6 +33,7 @@ pub const SHADER_SOURCE: &str = include_str!("../shaders/dda.wgsl");
 const WORKGROUP_SIZE: u32 = 64;
 /// Most rays in one dispatch (and so the size the batch buffers grow to).
 const MAX_DISPATCH_RAYS: u32 = 1 << 20;
+const TAG_MASK: u32 = 0xC000_0000;
 const TAG_EMPTY: u32 = 0x4000_0000;
 const TAG_UNLOADED: u32 = 0x8000_0000;
 const TAG_UNIFORM: u32 = 0xC000_0000;
@@ -944,7 +945,6 @@ pub struct GpuWorld {
     device: wgpu::Device,
     queue: wgpu::Queue,
     window: Window,
-    table_cpu: Vec<u32>,
     slots: FxHashMap<ChunkPos, u32>,
     free_slots: Vec<u32>,
     slot_capacity: u32,
@@ -998,13 +998,13 @@ impl GpuWorld {
             dims,
             bounds: VoxelBox::from_chunks(lo, hi),
         };
-        let mut table_cpu = vec![TAG_UNLOADED; entries as usize];
+        let mut table = vec![TAG_UNLOADED; entries as usize];
         let mut slots = FxHashMap::default();
         let mut dense = Vec::new();
         for (pos, chunk) in world.chunks() {
             let i = window_index(&window, pos)
                 .ok_or_else(|| GpuError::Internal("chunk outside bounds".into()))?;
-            table_cpu[i] = match chunk.view() {
+            table[i] = match chunk.view() {
                 ChunkView::Uniform(id) if id.is_air() => TAG_EMPTY,
                 ChunkView::Uniform(id) => TAG_UNIFORM | u32::from(id.0),
                 ChunkView::Dense(_) => {
@@ -1024,7 +1024,6 @@ impl GpuWorld {
             occupancy: create_storage(&gpu.device, "occupancy", 4),
             bricks: create_storage(&gpu.device, "bricks", 4),
             ids: create_storage(&gpu.device, "ids", 4),
-            table_cpu,
             slots,
             free_slots: Vec::new(),
             slot_capacity: 0,
@@ -1033,7 +1032,7 @@ impl GpuWorld {
         let scope = gw.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         gw.allocate_slots(slot_capacity)?;
         gw.queue
-            .write_buffer(&gw.table, 0, bytemuck::cast_slice(&gw.table_cpu));
+            .write_buffer(&gw.table, 0, bytemuck::cast_slice(&table));
         for pos in dense {
             gw.write_slot(world, pos)?;
         }
@@ -1136,12 +1135,11 @@ impl GpuWorld {
                     slot
                 }
             };
-            if entry & 0xC000_0000 != 0
+            if entry & TAG_MASK != 0
                 && let Some(s) = self.slots.remove(&pos)
             {
                 self.free_slots.push(s);
             }
-            self.table_cpu[i] = entry;
             self.queue
                 .write_buffer(&self.table, (i * 4) as u64, bytemuck::bytes_of(&entry));
         }
