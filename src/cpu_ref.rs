@@ -13,8 +13,8 @@ use rayon::prelude::*;
 use crate::aabb::ray_aabb_f64;
 use crate::coords::{CHUNK_SHIFT, VoxelBox, WorldPos};
 use crate::ray::{
-    LineOfSight, LineOfSightOptions, OriginPolicy, PreparedRay, RaycastOptions, RaycastOutcome,
-    UnloadedPolicy, VoxelRay, VoxelRaycastHit,
+    LineOfSight, LineOfSightOptions, MaterialFilter, OriginPolicy, PreparedRay, RaycastOptions,
+    RaycastOutcome, UnloadedPolicy, VoxelRay, VoxelRaycastHit,
 };
 use crate::world::{BRICK_EDGE, ChunkView, DenseChunk, VoxelId, VoxelWorld, brick_index};
 
@@ -53,7 +53,8 @@ pub fn next_axis(t: [f32; 3]) -> usize {
 
 /// How many crossings on one axis, counting from crossing `n`, come strictly before distance
 /// `t_end`. Used to land a skip on exactly the state that stepping voxel by voxel reaches.
-/// Runs at most one chunk edge of iterations when the caller skips within a chunk. Twin of
+/// Runs at most one chunk edge of iterations when the caller skips within a chunk (a linear
+/// count measured faster than estimating from `|d|` and correcting: counts are small). Twin of
 /// `crossings_before` in `shaders/dda.wgsl`.
 #[inline]
 #[must_use]
@@ -69,6 +70,15 @@ pub fn crossings_before(b: f32, inv: f32, n: u32, t_end: f32) -> u32 {
 #[inline]
 fn crossing_before(t: f32, axis: usize, t_ref: f32, axis_ref: usize) -> bool {
     t < t_ref || (t == t_ref && axis < axis_ref)
+}
+
+/// How [`Dda::walk_dense`] left its loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Walk {
+    Hit(VoxelId),
+    EmptyBrick,
+    LeftChunk,
+    Miss,
 }
 
 /// Why a ray stopped moving.
@@ -169,6 +179,91 @@ impl<'r> Dda<'r> {
         } else {
             Err(Halt::Miss)
         }
+    }
+
+    /// The hot loop for a dense chunk, with the whole state in registers: examines the
+    /// current voxel and steps, exactly as `dda_step` does, until a voxel stops the ray
+    /// ([`Walk::Hit`], state at that voxel), the current voxel lies in an empty brick
+    /// ([`Walk::EmptyBrick`], state at that voxel, for the caller to skip), the ray enters
+    /// another chunk ([`Walk::LeftChunk`], state in the new chunk) or it ends
+    /// ([`Walk::Miss`]). Only for rays past their origin voxel (the caller applies the origin
+    /// policy) and without the conservative tie test. CPU-only: the shader runs `dda_step`.
+    #[inline]
+    fn walk_dense(&mut self, c: &DenseChunk, every_non_air: bool, blocks: &MaterialFilter) -> Walk {
+        let r = self.ray;
+        let occupancy = &*c.occupancy;
+        let ids = &*c.ids;
+        let bricks = c.bricks;
+        let max = r.max_distance;
+        let [bx, by, bz] = r.b;
+        let [ix, iy, iz] = r.inv;
+        let [sx, sy, sz] = r.step.map(|s| i32::from(s) as u32);
+        // Local coordinates are in 0..32; a step out of the chunk wraps to 32 or u32::MAX.
+        let [mut x, mut y, mut z] = self.local.map(|v| v as u32);
+        let [mut nx, mut ny, mut nz] = self.n;
+        let [mut tx, mut ty, mut tz] = self.t_next;
+        let mut t = self.t;
+        let mut axis = self.entry_axis;
+        let mut word = occupancy[(y | z << 5) as usize];
+        let walk = loop {
+            if word >> x & 1 != 0 {
+                let id = ids[(x | y << 5 | z << 10) as usize];
+                if every_non_air || blocks.contains(id) {
+                    break Walk::Hit(id);
+                }
+            } else if bricks >> brick_index(x, y, z) & 1 == 0 {
+                break Walk::EmptyBrick;
+            }
+            // `next_axis` and `dda_step`, unrolled per axis.
+            if tx <= ty && tx <= tz {
+                if tx > max {
+                    break Walk::Miss;
+                }
+                (t, axis) = (tx, 0);
+                nx += 1;
+                tx = crossing_t(bx, ix, nx);
+                x = x.wrapping_add(sx);
+                if x >= 32 {
+                    break Walk::LeftChunk;
+                }
+            } else if ty <= tz {
+                if ty > max {
+                    break Walk::Miss;
+                }
+                (t, axis) = (ty, 1);
+                ny += 1;
+                ty = crossing_t(by, iy, ny);
+                y = y.wrapping_add(sy);
+                if y >= 32 {
+                    break Walk::LeftChunk;
+                }
+                word = occupancy[(y | z << 5) as usize];
+            } else {
+                if tz > max {
+                    break Walk::Miss;
+                }
+                (t, axis) = (tz, 2);
+                nz += 1;
+                tz = crossing_t(bz, iz, nz);
+                z = z.wrapping_add(sz);
+                if z >= 32 {
+                    break Walk::LeftChunk;
+                }
+                word = occupancy[(y | z << 5) as usize];
+            }
+        };
+        self.n = [nx, ny, nz];
+        self.t_next = [tx, ty, tz];
+        self.t = t;
+        self.entry_axis = axis;
+        self.local = [x, y, z].map(|v| v as i32);
+        if walk == Walk::LeftChunk {
+            let a = axis as usize;
+            if !self.carry_chunk(a, self.local[a]) {
+                return Walk::Miss;
+            }
+        }
+        walk
     }
 
     /// Skips to the last voxel the ray visits inside the cell `lo..=hi` (local coordinates of
@@ -453,6 +548,20 @@ pub(crate) fn cast_ray(
         }
         let kind = chunk_kind(world, d.chunk);
         loop {
+            if let ChunkKind::Dense(c) = kind
+                && !in_origin
+                && air_seen
+                && !conservative
+                && !opts.per_voxel
+            {
+                match d.walk_dense(c, every_non_air, &opts.blocks) {
+                    Walk::Hit(id) => return RaycastOutcome::Hit(d.hit(id)),
+                    Walk::Miss => return RaycastOutcome::Miss,
+                    Walk::LeftChunk => break,
+                    // Examined below, which skips the brick.
+                    Walk::EmptyBrick => {}
+                }
+            }
             // Examine the current voxel.
             let (stop_id, passable_cell): (Option<VoxelId>, Option<Cell>) = match kind {
                 ChunkKind::Unloaded => match opts.unloaded {
