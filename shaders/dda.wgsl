@@ -1,9 +1,9 @@
 // voxcast: one exact DDA per invocation.
 //
 // This file is the twin of src/cpu_ref.rs: every function below has a same-named Rust function
-// there (crossing_t, next_axis, crossings_before, skip_cell, dda_step, face_uv, tied_axes,
-// tie_extra, cast_ray; camera_dir is in src/camera.rs and prepare_axis mirrors
-// VoxelRay::prepare in src/ray.rs). Keep the two in step: same constants, same order of
+// there (crossing_t, next_axis, skip_cell, dda_step, walk_dense, face_uv, tied_axes,
+// tie_extra, cast_ray; crossings_before is written out inside skip_cell; camera_dir is in
+// src/camera.rs and prepare_axis mirrors VoxelRay::prepare in src/ray.rs). Keep the two in step: same constants, same order of
 // operations, same branch order. The DDA definition and the parity contract are in the crate
 // docs (src/lib.rs).
 //
@@ -124,15 +124,6 @@ fn next_axis(t: vec3<f32>) -> u32 {
     return 2u;
 }
 
-// Crossings on one axis, counting from crossing n, strictly before t_end.
-fn crossings_before(b: f32, inv: f32, n: u32, t_end: f32) -> u32 {
-    var c = 0u;
-    while (crossing_t(b, inv, n + c) < t_end) {
-        c += 1u;
-    }
-    return c;
-}
-
 fn axis_enabled(ray: GpuRay, a: u32) -> bool {
     return ((ray.flags >> (RAY_ENABLED_SHIFT + a)) & 1u) != 0u;
 }
@@ -190,35 +181,105 @@ fn dda_step(ray: GpuRay, d: ptr<function, Dda>) -> bool {
 // first crossing that leaves it and before any crossing tied with that one. Returns false when
 // that crossing lies beyond max distance.
 fn skip_cell(ray: GpuRay, d: ptr<function, Dda>, lo: vec3<i32>, hi: vec3<i32>) -> bool {
-    var t_exit = vec3<f32>(T_DISABLED);
-    var k = vec3<u32>(0u);
-    for (var a = 0u; a < 3u; a += 1u) {
-        if (axis_enabled(ray, a)) {
-            if (axis_step(ray, a) > 0) {
-                k[a] = u32(hi[a] - (*d).voxel[a]);
-            } else {
-                k[a] = u32((*d).voxel[a] - lo[a]);
-            }
-            t_exit[a] = crossing_t(ray.b[a], ray.inv[a], (*d).n[a] + k[a]);
-        }
-    }
-    let exit_axis = next_axis(t_exit);
-    let t_end = t_exit[exit_axis];
+    // Written per lane with vectors and selects (same arithmetic as the Rust twin's per-axis
+    // loops) because dynamic vector indexing and branches are slow on some drivers.
+    let enabled = vec3<bool>(axis_enabled(ray, 0u), axis_enabled(ray, 1u), axis_enabled(ray, 2u));
+    let n = (*d).n;
+    let k = bitcast<vec3<u32>>(select((*d).voxel - lo, hi - (*d).voxel, (*d).step > vec3<i32>(0)));
+    let t_exit = select(vec3<f32>(T_DISABLED), (ray.b + vec3<f32>(n + k)) * ray.inv, enabled);
+    let exit_x = (t_exit.x <= t_exit.y) & (t_exit.x <= t_exit.z);
+    let exit_y = !exit_x & (t_exit.y <= t_exit.z);
+    let exit_mask = vec3<bool>(exit_x, exit_y, !(exit_x | exit_y));
+    let t_end = select(select(t_exit.z, t_exit.y, exit_y), t_exit.x, exit_x);
     if (t_end > ray.max_distance) {
         return false;
     }
-    for (var a = 0u; a < 3u; a += 1u) {
-        if (axis_enabled(ray, a)) {
-            var c = k[a];
-            if (a != exit_axis) {
-                c = crossings_before(ray.b[a], ray.inv[a], (*d).n[a], t_end);
-            }
-            (*d).n[a] += c;
-            (*d).voxel[a] += axis_step(ray, a) * i32(c);
-            refresh_axis(ray, d, a);
+    // crossings_before (src/cpu_ref.rs) on the other enabled axes, all lanes at once.
+    let counting = enabled & !exit_mask;
+    var c = vec3<u32>(0u);
+    loop {
+        let more = counting & ((ray.b + vec3<f32>(n + c)) * ray.inv < vec3<f32>(t_end));
+        if (!any(more)) {
+            break;
         }
+        c += select(vec3<u32>(0u), vec3<u32>(1u), more);
     }
+    c = select(c, k, exit_mask);
+    (*d).n = n + c;
+    (*d).voxel += (*d).step * bitcast<vec3<i32>>(c);
+    (*d).t_next = select(vec3<f32>(T_DISABLED), (ray.b + vec3<f32>((*d).n)) * ray.inv, enabled);
     return true;
+}
+
+// How walk_dense left its loop.
+const WALK_HIT: u32 = 0u;
+const WALK_EMPTY_BRICK: u32 = 1u;
+const WALK_LEFT_CHUNK: u32 = 2u;
+const WALK_MISS: u32 = 3u;
+
+// The hot loop for the dense chunk in `slot`, with the state in locals: examine the current
+// voxel and step (exactly as dda_step) until a voxel stops the ray (WALK_HIT, its id in
+// *hit_id), the current voxel lies in an empty brick (WALK_EMPTY_BRICK, for the caller to
+// skip), the ray enters another chunk (WALK_LEFT_CHUNK) or it ends (WALK_MISS). Only for rays
+// past their origin voxel and without the conservative tie test. Twin of `Dda::walk_dense`
+// in src/cpu_ref.rs. At most 96 steps: each one moves one voxel through the chunk.
+fn walk_dense(ray: GpuRay, d: ptr<function, Dda>, slot: u32, hit_id: ptr<function, u32>) -> u32 {
+    let occ_base = slot * OCC_WORDS;
+    let brick_bits = vec2<u32>(bricks[slot * BRICK_WORDS], bricks[slot * BRICK_WORDS + 1u]);
+    let base = (*d).voxel & vec3<i32>(~31);
+    // Local coordinates in 0..32; a step out of the chunk wraps to 32 or 0xFFFFFFFF.
+    var l = bitcast<vec3<u32>>((*d).voxel - base);
+    let step = bitcast<vec3<u32>>((*d).step);
+    var n = (*d).n;
+    var t_next = (*d).t_next;
+    var t = (*d).t;
+    var axis = (*d).entry_axis;
+    var word = occupancy[occ_base + (l.y | (l.z << 5u))];
+    var result = WALK_MISS;
+    loop {
+        if (((word >> l.x) & 1u) != 0u) {
+            let id = slot_id(slot, l);
+            if (stops(id)) {
+                *hit_id = id;
+                result = WALK_HIT;
+                break;
+            }
+        } else {
+            let brick = (l.x >> 3u) | ((l.y >> 3u) << 2u) | ((l.z >> 3u) << 4u);
+            let bits = select(brick_bits.x, brick_bits.y, brick >= 32u);
+            if (((bits >> (brick & 31u)) & 1u) == 0u) {
+                result = WALK_EMPTY_BRICK;
+                break;
+            }
+        }
+        // next_axis and dda_step without branches (lanes step together): the same
+        // comparisons in the same order, and the stepped axis's crossing from its count.
+        // `&` and `|`, not `&&` and `||`: no short-circuit branches.
+        let is_x = (t_next.x <= t_next.y) & (t_next.x <= t_next.z);
+        let is_y = !is_x & (t_next.y <= t_next.z);
+        let m = vec3<bool>(is_x, is_y, !(is_x | is_y));
+        let t_step = select(select(t_next.z, t_next.y, is_y), t_next.x, is_x);
+        if (t_step > ray.max_distance) {
+            result = WALK_MISS;
+            break;
+        }
+        t = t_step;
+        axis = select(select(2u, 1u, is_y), 0u, is_x);
+        n += select(vec3<u32>(0u), vec3<u32>(1u), m);
+        t_next = select(t_next, (ray.b + vec3<f32>(n)) * ray.inv, m);
+        l += select(vec3<u32>(0u), step, m);
+        if (any(l >= vec3<u32>(32u))) {
+            result = WALK_LEFT_CHUNK;
+            break;
+        }
+        word = occupancy[occ_base + (l.y | (l.z << 5u))];
+    }
+    (*d).voxel = base + bitcast<vec3<i32>>(l);
+    (*d).n = n;
+    (*d).t_next = t_next;
+    (*d).t = t;
+    (*d).entry_axis = axis;
+    return result;
 }
 
 // UV of the entry point on the face crossed on face_axis.
@@ -315,6 +376,16 @@ fn miss() -> GpuHit {
     return make_hit(STATUS_MISS, vec3<i32>(0), 0.0, 0u, AXIS_NONE, false, vec2<f32>(0.0));
 }
 
+// The hit on the current voxel of d; twin of `Dda::hit` in src/cpu_ref.rs.
+fn hit_here(ray: GpuRay, d: Dda, id: u32) -> GpuHit {
+    var normal_positive = false;
+    if (d.entry_axis != AXIS_NONE) {
+        normal_positive = axis_step(ray, d.entry_axis) < 0;
+    }
+    return make_hit(STATUS_HIT, d.voxel, d.t, id, d.entry_axis, normal_positive,
+                    face_uv(ray, d.n, d.t, d.entry_axis));
+}
+
 // Conservative line of sight: test the voxels touching a crossed edge or corner that stepping
 // will not visit. Returns a hit with status MISS when none stops the ray.
 fn check_tie_extras(ray: GpuRay, d: Dda, t_cross: f32, air_seen: bool) -> GpuHit {
@@ -387,6 +458,19 @@ fn cast_ray(ray: GpuRay) -> GpuHit {
             }
             cur_chunk = chunk;
         }
+        let tag = entry & TAG_MASK;
+        if (tag == 0u && !in_origin && air_seen && !conservative && !per_voxel) {
+            var walk_id = 0u;
+            let walk = walk_dense(ray, &d, entry, &walk_id);
+            if (walk == WALK_HIT) {
+                return hit_here(ray, d, walk_id);
+            } else if (walk == WALK_MISS) {
+                return miss();
+            } else if (walk == WALK_LEFT_CHUNK) {
+                continue;
+            }
+            // WALK_EMPTY_BRICK: examined below, which skips the brick.
+        }
         // Examine the current voxel.
         let skip_origin = in_origin && origin_policy == ORIGIN_SKIP;
         var stop_id = 0u;
@@ -394,7 +478,6 @@ fn cast_ray(ray: GpuRay) -> GpuHit {
         var passable = false;
         var cell_lo = cur_chunk * 32;
         var cell_hi = cell_lo + vec3<i32>(31);
-        let tag = entry & TAG_MASK;
         if (tag == TAG_UNLOADED) {
             if (!stop_unloaded) {
                 passable = true;
@@ -431,12 +514,7 @@ fn cast_ray(ray: GpuRay) -> GpuHit {
         }
         if (stopping) {
             if (!skip_origin && air_seen) {
-                var normal_positive = false;
-                if (d.entry_axis != AXIS_NONE) {
-                    normal_positive = axis_step(ray, d.entry_axis) < 0;
-                }
-                return make_hit(STATUS_HIT, d.voxel, d.t, stop_id, d.entry_axis, normal_positive,
-                                face_uv(ray, d.n, d.t, d.entry_axis));
+                return hit_here(ray, d, stop_id);
             }
         } else {
             air_seen = true;

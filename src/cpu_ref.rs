@@ -1,9 +1,10 @@
 //! The exact reference DDA: the definition of a correct answer.
 //!
 //! Every function here that the GPU also runs has a twin of the same name in
-//! `shaders/dda.wgsl`, with the same constants and the same branch order, so the two can be
-//! read side by side: [`crossing_t`], [`next_axis`], [`crossings_before`], `skip_cell`,
-//! `dda_step`, `face_uv`, `tied_axes`, `tie_extra` and `cast_ray`. The host-only parts (validation in
+//! `shaders/dda.wgsl`, with the same constants and the same comparisons in the same order, so
+//! the two can be read side by side: [`crossing_t`], [`next_axis`], [`crossings_before`]
+//! (written out inside the shader's `skip_cell`), `skip_cell`, `dda_step`, `walk_dense`,
+//! `face_uv`, `tied_axes`, `tie_extra` and `cast_ray`. The host-only parts (validation in
 //! [`VoxelRay::prepare`], clipping to the loaded bounds in `enter_box`) produce the state the
 //! GPU starts from.
 
@@ -54,8 +55,8 @@ pub fn next_axis(t: [f32; 3]) -> usize {
 /// How many crossings on one axis, counting from crossing `n`, come strictly before distance
 /// `t_end`. Used to land a skip on exactly the state that stepping voxel by voxel reaches.
 /// Runs at most one chunk edge of iterations when the caller skips within a chunk (a linear
-/// count measured faster than estimating from `|d|` and correcting: counts are small). Twin of
-/// `crossings_before` in `shaders/dda.wgsl`.
+/// count measured faster than estimating from `|d|` and correcting: counts are small). The
+/// shader runs it on all three axes at once inside `skip_cell` in `shaders/dda.wgsl`.
 #[inline]
 #[must_use]
 pub fn crossings_before(b: f32, inv: f32, n: u32, t_end: f32) -> u32 {
@@ -187,7 +188,8 @@ impl<'r> Dda<'r> {
     /// ([`Walk::EmptyBrick`], state at that voxel, for the caller to skip), the ray enters
     /// another chunk ([`Walk::LeftChunk`], state in the new chunk) or it ends
     /// ([`Walk::Miss`]). Only for rays past their origin voxel (the caller applies the origin
-    /// policy) and without the conservative tie test. CPU-only: the shader runs `dda_step`.
+    /// policy) and without the conservative tie test. Twin of `walk_dense` in
+    /// `shaders/dda.wgsl`, which makes the same comparisons without branches.
     #[inline]
     fn walk_dense(&mut self, c: &DenseChunk, every_non_air: bool, blocks: &MaterialFilter) -> Walk {
         let r = self.ray;
