@@ -30,6 +30,7 @@ const BRICK_EDGE: i32 = 8;
 
 // Params.flags
 const FLAG_ORIGIN_MASK: u32 = 3u;      // 0 Report, 1 SkipOriginVoxel, 2 ExitSolid
+const ORIGIN_REPORT: u32 = 0u;
 const ORIGIN_SKIP: u32 = 1u;
 const ORIGIN_EXIT_SOLID: u32 = 2u;
 const FLAG_STOP_UNLOADED: u32 = 4u;
@@ -212,9 +213,11 @@ const WALK_MISS: u32 = 3u;
 // The hot loop for the dense chunk in `slot`, with the state in locals: examine the current
 // voxel and step (exactly as dda_step) until a voxel stops the ray (WALK_HIT, its id in
 // *hit_id), the current voxel lies in an empty brick (WALK_EMPTY_BRICK, for the caller to
-// skip), the ray enters another chunk (WALK_LEFT_CHUNK) or it ends (WALK_MISS). Only for rays
-// past their origin voxel and without the conservative tie test. Twin of `Dda::walk_dense`
-// in src/cpu_ref.rs. At most 96 steps: each one moves one voxel through the chunk.
+// skip), the ray enters another chunk (WALK_LEFT_CHUNK) or it ends (WALK_MISS). Only where the
+// origin policy no longer matters and without the conservative tie test. Twin of
+// `Dda::walk_dense` in src/cpu_ref.rs, which skips empty bricks itself: here that measured
+// 9% faster on W3 but 32% slower on W4 on lavapipe (lanes of a SIMD group all carry the skip
+// code), so the caller skips. At most 96 steps: each one moves one voxel through the chunk.
 fn walk_dense(ray: GpuRay, d: ptr<function, Dda>, slot: u32, hit_id: ptr<function, u32>) -> u32 {
     let occ_base = slot * OCC_WORDS;
     let brick_bits = vec2<u32>(bricks[slot * BRICK_WORDS], bricks[slot * BRICK_WORDS + 1u]);
@@ -448,7 +451,8 @@ fn cast_ray(ray: GpuRay) -> GpuHit {
             cur_chunk = chunk;
         }
         let tag = entry & TAG_MASK;
-        if (tag == 0u && !in_origin && air_seen && !conservative && !per_voxel) {
+        // Under Report the origin voxel is examined like any other.
+        if (tag == 0u && (!in_origin || origin_policy == ORIGIN_REPORT) && air_seen && !conservative && !per_voxel) {
             var walk_id = 0u;
             let walk = walk_dense(ray, &d, entry, &walk_id);
             if (walk == WALK_HIT) {

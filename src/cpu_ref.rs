@@ -77,7 +77,6 @@ fn crossing_before(t: f32, axis: usize, t_ref: f32, axis_ref: usize) -> bool {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Walk {
     Hit(VoxelId),
-    EmptyBrick,
     LeftChunk,
     Miss,
 }
@@ -183,13 +182,13 @@ impl<'r> Dda<'r> {
     }
 
     /// The hot loop for a dense chunk, with the whole state in registers: examines the
-    /// current voxel and steps, exactly as `dda_step` does, until a voxel stops the ray
-    /// ([`Walk::Hit`], state at that voxel), the current voxel lies in an empty brick
-    /// ([`Walk::EmptyBrick`], state at that voxel, for the caller to skip), the ray enters
-    /// another chunk ([`Walk::LeftChunk`], state in the new chunk) or it ends
-    /// ([`Walk::Miss`]). Only for rays past their origin voxel (the caller applies the origin
-    /// policy) and without the conservative tie test. Twin of `walk_dense` in
-    /// `shaders/dda.wgsl`, which makes the same comparisons without branches.
+    /// current voxel and steps, exactly as `dda_step` does, skipping empty bricks with
+    /// `skip_cell`, until a voxel stops the ray ([`Walk::Hit`], state at that voxel), the ray
+    /// enters another chunk ([`Walk::LeftChunk`], state in the new chunk) or it ends
+    /// ([`Walk::Miss`]). Only where the origin policy no longer matters (past the origin voxel
+    /// and out of any solid it started in, or anywhere under `Report`) and without the
+    /// conservative tie test. Twin of `walk_dense` in `shaders/dda.wgsl`, which makes the same
+    /// comparisons without branches.
     #[inline]
     fn walk_dense(&mut self, c: &DenseChunk, every_non_air: bool, blocks: &MaterialFilter) -> Walk {
         let r = self.ray;
@@ -214,7 +213,21 @@ impl<'r> Dda<'r> {
                     break Walk::Hit(id);
                 }
             } else if bricks >> brick_index(x, y, z) & 1 == 0 {
-                break Walk::EmptyBrick;
+                // An empty brick: `skip_cell` to its last voxel on the ray, then step out of
+                // it below, as `cast_ray` does, without leaving this loop.
+                self.local = [x, y, z].map(|v| v as i32);
+                self.n = [nx, ny, nz];
+                let lo = self.local.map(|v| v & !(BRICK_EDGE as i32 - 1));
+                if self
+                    .skip_cell(lo, lo.map(|v| v + BRICK_EDGE as i32 - 1))
+                    .is_err()
+                {
+                    break Walk::Miss;
+                }
+                [x, y, z] = self.local.map(|v| v as u32);
+                [nx, ny, nz] = self.n;
+                [tx, ty, tz] = self.t_next;
+                word = occupancy[(y | z << 5) as usize];
             }
             // `next_axis` and `dda_step`, unrolled per axis.
             if tx <= ty && tx <= tz {
@@ -550,8 +563,9 @@ pub(crate) fn cast_ray(
         }
         let kind = chunk_kind(world, d.chunk);
         loop {
+            // Under `Report` the origin voxel is examined like any other.
             if let ChunkKind::Dense(c) = kind
-                && !in_origin
+                && (!in_origin || opts.origin == OriginPolicy::Report)
                 && air_seen
                 && !conservative
                 && !opts.per_voxel
@@ -560,8 +574,6 @@ pub(crate) fn cast_ray(
                     Walk::Hit(id) => return RaycastOutcome::Hit(d.hit(id)),
                     Walk::Miss => return RaycastOutcome::Miss,
                     Walk::LeftChunk => break,
-                    // Examined below, which skips the brick.
-                    Walk::EmptyBrick => {}
                 }
             }
             // Examine the current voxel.
