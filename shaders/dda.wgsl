@@ -189,7 +189,12 @@ fn skip_cell(ray: GpuRay, d: ptr<function, Dda>, lo: vec3<i32>, hi: vec3<i32>) -
     }
     // crossings_before (src/cpu_ref.rs) on the other enabled axes, all lanes at once.
     let counting = enabled & !exit_mask;
-    var c = vec3<u32>(0u);
+    // Start from an estimate just below the count, kept only where its crossing lies before
+    // t_end (then so do all earlier ones), so the count stays exact; long (chunk) skips then
+    // take a step or two instead of up to 32.
+    let estimate = t_end * abs(ray.dir) - ray.b - vec3<f32>(n) - vec3<f32>(1.0);
+    var c = vec3<u32>(clamp(estimate, vec3<f32>(0.0), vec3<f32>(k)));
+    c = select(vec3<u32>(0u), c, counting & ((ray.b + vec3<f32>(n + c)) * ray.inv < vec3<f32>(t_end)));
     loop {
         let more = counting & ((ray.b + vec3<f32>(n + c)) * ray.inv < vec3<f32>(t_end));
         if (!any(more)) {

@@ -60,11 +60,19 @@ pub fn next_axis(t: [f32; 3]) -> usize {
 #[inline]
 #[must_use]
 pub fn crossings_before(b: f32, inv: f32, n: u32, t_end: f32) -> u32 {
-    let mut c = 0;
-    while crossing_t(b, inv, n + c) < t_end {
+    count_before(b, inv, n, crossing_t(b, inv, n), t_end).0
+}
+
+/// [`crossings_before`] given `t_n = crossing_t(b, inv, n)` (the DDA keeps it cached), also
+/// returning the first crossing at or after `t_end`: the axis's next crossing after the skip.
+#[inline(always)]
+fn count_before(b: f32, inv: f32, n: u32, t_n: f32, t_end: f32) -> (u32, f32) {
+    let (mut c, mut t) = (0, t_n);
+    while t < t_end {
         c += 1;
+        t = crossing_t(b, inv, n + c);
     }
-    c
+    (c, t)
 }
 
 /// Whether crossing `(t, axis)` comes before crossing `(t_ref, axis_ref)` in stepping order.
@@ -217,6 +225,7 @@ impl<'r> Dda<'r> {
                 // it below, as `cast_ray` does, without leaving this loop.
                 self.local = [x, y, z].map(|v| v as i32);
                 self.n = [nx, ny, nz];
+                self.t_next = [tx, ty, tz];
                 let lo = self.local.map(|v| v & !(BRICK_EDGE as i32 - 1));
                 if self
                     .skip_cell(lo, lo.map(|v| v + BRICK_EDGE as i32 - 1))
@@ -312,14 +321,29 @@ impl<'r> Dda<'r> {
         )]
         for a in 0..3 {
             if r.enabled[a] {
-                let c = if a == exit_axis {
-                    k[a]
+                // `crossings_before`, reusing the cached next crossing and keeping the last one
+                // computed as the new next crossing.
+                let (c, t_next) = if a == exit_axis {
+                    (k[a], t_exit[a])
+                } else if k[a] <= BRICK_EDGE as u32 {
+                    count_before(r.b[a], r.inv[a], self.n[a], self.t_next[a], t_end)
                 } else {
-                    crossings_before(r.b[a], r.inv[a], self.n[a], t_end)
+                    // A long skip: start counting from an estimate that lies just below the
+                    // count (checked, so the count stays exact whatever its rounding).
+                    let n = self.n[a];
+                    let est = ((t_end * r.dir[a].abs() - r.b[a]) as i64 - i64::from(n) - 1)
+                        .clamp(0, i64::from(k[a])) as u32;
+                    let t_est = crossing_t(r.b[a], r.inv[a], n + est);
+                    if est > 0 && t_est < t_end {
+                        let (c, t) = count_before(r.b[a], r.inv[a], n + est, t_est, t_end);
+                        (est + c, t)
+                    } else {
+                        count_before(r.b[a], r.inv[a], n, self.t_next[a], t_end)
+                    }
                 };
                 self.n[a] += c;
                 self.local[a] += i32::from(r.step[a]) * c as i32;
-                self.refresh_axis(a);
+                self.t_next[a] = t_next;
             }
         }
         Ok(())
