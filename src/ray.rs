@@ -509,6 +509,7 @@ impl VoxelRay {
     ///
     /// # Errors
     /// As [`VoxelRay::new`].
+    #[inline]
     pub fn prepare(&self) -> Result<Option<PreparedRay>, RayError> {
         let r = Self::new(
             self.origin,
