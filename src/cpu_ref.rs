@@ -54,9 +54,10 @@ pub fn next_axis(t: [f32; 3]) -> usize {
 
 /// How many crossings on one axis, counting from crossing `n`, come strictly before distance
 /// `t_end`. Used to land a skip on exactly the state that stepping voxel by voxel reaches.
-/// Runs at most one chunk edge of iterations when the caller skips within a chunk (a linear
-/// count measured faster than estimating from `|d|` and correcting: counts are small). The
-/// shader runs it on all three axes at once inside `skip_cell` in `shaders/dda.wgsl`.
+/// Runs at most one chunk edge of iterations when the caller skips within a chunk. Counts
+/// within a brick are small, so a linear count is the fastest there; `skip_cell` starts long
+/// (chunk) skips from a checked estimate instead. The shader runs it on all three axes at once
+/// inside `skip_cell` in `shaders/dda.wgsl`.
 #[inline]
 #[must_use]
 pub fn crossings_before(b: f32, inv: f32, n: u32, t_end: f32) -> u32 {
@@ -196,7 +197,7 @@ impl<'r> Dda<'r> {
     /// ([`Walk::Miss`]). Only where the origin policy no longer matters (past the origin voxel
     /// and out of any solid it started in, or anywhere under `Report`) and without the
     /// conservative tie test. Twin of `walk_dense` in `shaders/dda.wgsl`, which makes the same
-    /// comparisons without branches.
+    /// comparisons without branches and leaves empty bricks to its caller (faster there).
     #[inline]
     fn walk_dense(&mut self, c: &DenseChunk, every_non_air: bool, blocks: &MaterialFilter) -> Walk {
         let r = self.ray;
