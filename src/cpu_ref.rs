@@ -316,10 +316,6 @@ impl<'r> Dda<'r> {
         if t_end > r.max_distance {
             return Err(Halt::Miss);
         }
-        #[expect(
-            clippy::needless_range_loop,
-            reason = "a per-axis loop, as in the shader twin"
-        )]
         for a in 0..3 {
             if r.enabled[a] {
                 // `crossings_before`, reusing the cached next crossing and keeping the last one
