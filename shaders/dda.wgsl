@@ -2,9 +2,10 @@
 //
 // This file is the twin of src/cpu_ref.rs: every function below has a same-named Rust function
 // there (crossing_t, next_axis, skip_cell, dda_step, walk_dense, face_uv, tied_axes,
-// tie_extra, cast_ray; crossings_before is written out inside skip_cell; camera_dir is in
-// src/camera.rs and prepare_axis mirrors VoxelRay::prepare in src/ray.rs). Keep the two in step: same constants, same order of
-// operations, same branch order. The DDA definition and the parity contract are in the crate
+// tie_extra, cast_ray; crossings_before is written out inside skip_cell; empty_cell is in
+// src/world.rs, camera_dir in src/camera.rs, and prepare_axis mirrors VoxelRay::prepare in
+// src/ray.rs). Keep the two in step: same constants, same order of operations, same branch
+// order. The DDA definition and the parity contract are in the crate
 // docs (src/lib.rs).
 //
 // Coordinates here are i32 voxels relative to the window's lowest voxel (anchor chunk * 32);
@@ -27,6 +28,8 @@ const OCC_WORDS: u32 = 1024u;
 const BRICK_WORDS: u32 = 2u;
 const ID_WORDS: u32 = 16384u;
 const BRICK_EDGE: i32 = 8;
+// Bits of the eight bricks of a 16^3 block, shifted by the block's lowest brick index.
+const BLOCK_BRICKS: u32 = 0x00330033u;
 
 // Params.flags
 const FLAG_ORIGIN_MASK: u32 = 3u;      // 0 Report, 1 SkipOriginVoxel, 2 ExitSolid
@@ -337,6 +340,20 @@ fn table_entry(v: vec3<i32>) -> u32 {
     return chunk_table[c.x + params.dims.x * (c.y + params.dims.y * c.z)];
 }
 
+// Edge of the largest empty cell around local voxel l of the dense chunk in `slot`: 16 when
+// its whole aligned 16^3 block (2x2x2 bricks) is empty, 8 when only its brick is, 0 when its
+// brick is not empty. Twin of `empty_cell` in src/world.rs. A block's bricks all lie in the
+// brick word of each of them (the word is bit 4 of z).
+fn empty_cell(slot: u32, l: vec3<u32>) -> i32 {
+    let brick = (l.x >> 3u) | ((l.y >> 3u) << 2u) | ((l.z >> 3u) << 4u);
+    let word = bricks[slot * BRICK_WORDS + (brick >> 5u)];
+    if (((word >> (brick & 31u)) & 1u) != 0u) {
+        return 0;
+    }
+    let block = brick & 0x2Au;
+    return select(BRICK_EDGE, 2 * BRICK_EDGE, ((word >> (block & 31u)) & BLOCK_BRICKS) == 0u);
+}
+
 fn slot_id(slot: u32, l: vec3<u32>) -> u32 {
     let index = l.x | (l.y << 5u) | (l.z << 10u);
     return (ids[slot * ID_WORDS + (index >> 1u)] >> ((index & 1u) * 16u)) & 0xFFFFu;
@@ -502,11 +519,11 @@ fn cast_ray(ray: GpuRay) -> GpuHit {
                     stop_id = id;
                 }
             } else {
-                let brick = (l.x >> 3u) | ((l.y >> 3u) << 2u) | ((l.z >> 3u) << 4u);
-                if (((bricks[entry * BRICK_WORDS + (brick >> 5u)] >> (brick & 31u)) & 1u) == 0u) {
+                let edge = empty_cell(entry, l);
+                if (edge != 0) {
                     passable = true;
-                    cell_lo = d.voxel & vec3<i32>(~(BRICK_EDGE - 1));
-                    cell_hi = cell_lo + vec3<i32>(BRICK_EDGE - 1);
+                    cell_lo = d.voxel & vec3<i32>(~(edge - 1));
+                    cell_hi = cell_lo + vec3<i32>(edge - 1);
                 }
             }
         }

@@ -3,8 +3,8 @@
 //! Every function here that the GPU also runs has a twin of the same name in
 //! `shaders/dda.wgsl`, with the same constants and the same comparisons in the same order, so
 //! the two can be read side by side: [`crossing_t`], [`next_axis`], [`crossings_before`]
-//! (written out inside the shader's `skip_cell`), `skip_cell`, `dda_step`, `walk_dense`,
-//! `face_uv`, `tied_axes`, `tie_extra` and `cast_ray`. The host-only parts (validation in
+//! (written out inside the shader's `skip_cell`), `skip_cell`, `empty_cell` (in `world.rs`),
+//! `dda_step`, `walk_dense`, `face_uv`, `tied_axes`, `tie_extra` and `cast_ray`. The host-only parts (validation in
 //! [`VoxelRay::prepare`], clipping to the loaded bounds in `enter_box`) produce the state the
 //! GPU starts from.
 
@@ -17,7 +17,7 @@ use crate::ray::{
     LineOfSight, LineOfSightOptions, MaterialFilter, OriginPolicy, PreparedRay, RaycastOptions,
     RaycastOutcome, UnloadedPolicy, VoxelRay, VoxelRaycastHit,
 };
-use crate::world::{BRICK_EDGE, ChunkView, DenseChunk, VoxelId, VoxelWorld, brick_index};
+use crate::world::{BRICK_EDGE, ChunkView, DenseChunk, VoxelId, VoxelWorld, empty_cell};
 
 /// `entry_axis` of the origin voxel: no face was crossed.
 pub(crate) const AXIS_NONE: u32 = 3;
@@ -221,17 +221,14 @@ impl<'r> Dda<'r> {
                 if every_non_air || blocks.contains(id) {
                     break Walk::Hit(id);
                 }
-            } else if bricks >> brick_index(x, y, z) & 1 == 0 {
-                // An empty brick: `skip_cell` to its last voxel on the ray, then step out of
-                // it below, as `cast_ray` does, without leaving this loop.
+            } else if let Some((lo, edge)) = empty_cell(bricks, x, y, z) {
+                // An empty brick (or 16³ block): `skip_cell` to its last voxel on the ray, then
+                // step out of it below, as `cast_ray` does, without leaving this loop.
                 self.local = [x, y, z].map(|v| v as i32);
                 self.n = [nx, ny, nz];
                 self.t_next = [tx, ty, tz];
-                let lo = self.local.map(|v| v & !(BRICK_EDGE as i32 - 1));
-                if self
-                    .skip_cell(lo, lo.map(|v| v + BRICK_EDGE as i32 - 1))
-                    .is_err()
-                {
+                let lo = lo.map(|v| v as i32);
+                if self.skip_cell(lo, lo.map(|v| v + edge as i32 - 1)).is_err() {
                     break Walk::Miss;
                 }
                 [x, y, z] = self.local.map(|v| v as u32);
@@ -630,10 +627,9 @@ pub(crate) fn cast_ray(
                         } else {
                             (None, None)
                         }
-                    } else if c.bricks >> brick_index(x, y, z) & 1 == 0 {
-                        let e = BRICK_EDGE as i32;
-                        let lo = d.local.map(|v| v & !(e - 1));
-                        (None, Some((lo, lo.map(|v| v + e - 1))))
+                    } else if let Some((lo, edge)) = empty_cell(c.bricks, x, y, z) {
+                        let lo = lo.map(|v| v as i32);
+                        (None, Some((lo, lo.map(|v| v + edge as i32 - 1))))
                     } else {
                         (None, None)
                     }

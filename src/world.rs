@@ -23,7 +23,8 @@ impl VoxelId {
 }
 
 /// Edge of an occupancy brick in voxels: the summary level below a chunk that the DDA skips
-/// in one step when the brick holds only air.
+/// in one step when the brick holds only air (and an aligned 16³ block of eight empty bricks
+/// in one step too).
 pub const BRICK_EDGE: usize = 8;
 pub(crate) const BRICK_SHIFT: u32 = 3;
 /// Bricks per chunk edge.
@@ -38,6 +39,27 @@ pub(crate) const OCCUPANCY_WORDS: usize = CHUNK_VOLUME / 32;
 #[must_use]
 pub(crate) const fn brick_index(x: u32, y: u32, z: u32) -> u32 {
     (x >> BRICK_SHIFT) | (y >> BRICK_SHIFT) << 2 | (z >> BRICK_SHIFT) << 4
+}
+
+/// Bits of the eight bricks of the 16³ block whose lowest brick is brick 0, in the layout of
+/// [`brick_index`]: shifted by a block's lowest brick index it selects that block's bricks.
+const BLOCK_BRICKS: u64 = 0x0033_0033;
+
+/// The largest empty cell around local voxel `(x, y, z)` (each in `0..32`), given the chunk's
+/// brick summary `bricks` (bit set = brick holds a non-air voxel): its lowest local corner and
+/// edge in voxels, 16 when the whole aligned 16³ block (2×2×2 bricks) is empty, 8 when only
+/// the voxel's own brick is; `None` when that brick is not empty.
+#[inline(always)]
+pub(crate) const fn empty_cell(bricks: u64, x: u32, y: u32, z: u32) -> Option<([u32; 3], u32)> {
+    if bricks >> brick_index(x, y, z) & 1 != 0 {
+        return None;
+    }
+    let block = brick_index(x & !15, y & !15, z & !15);
+    if bricks >> block & BLOCK_BRICKS == 0 {
+        Some(([x & !15, y & !15, z & !15], 16))
+    } else {
+        Some(([x & !7, y & !7, z & !7], 8))
+    }
 }
 
 /// A chunk stored voxel by voxel, with its occupancy summaries kept current on every edit.
@@ -357,6 +379,24 @@ pub fn break_block(world: &mut VoxelWorld, hit: &VoxelRaycastHit) -> Option<Voxe
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn empty_cell_levels() {
+        // Nothing stored: every voxel lies in an empty 16³ block.
+        assert_eq!(empty_cell(0, 5, 20, 31), Some(([0, 16, 16], 16)));
+        // One solid voxel at (9, 1, 2): its brick is not empty; the other bricks of its 16³
+        // block are, but the block is not; the next block along x is.
+        let bricks = 1u64 << brick_index(9, 1, 2);
+        assert_eq!(empty_cell(bricks, 9, 1, 2), None);
+        assert_eq!(empty_cell(bricks, 15, 15, 15), Some(([8, 8, 8], 8)));
+        assert_eq!(empty_cell(bricks, 3, 12, 7), Some(([0, 8, 0], 8)));
+        assert_eq!(empty_cell(bricks, 7, 8, 15), Some(([0, 8, 8], 8)));
+        assert_eq!(empty_cell(bricks, 16, 0, 0), Some(([16, 0, 0], 16)));
+        // Every brick of the block at (16, 16, 16) but its last one empty.
+        let bricks = 1u64 << brick_index(31, 31, 31);
+        assert_eq!(empty_cell(bricks, 16, 16, 16), Some(([16, 16, 16], 8)));
+        assert_eq!(empty_cell(bricks, 15, 31, 31), Some(([0, 16, 16], 16)));
+    }
 
     #[test]
     fn set_get_and_uniform_collapse() {
