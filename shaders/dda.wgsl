@@ -28,8 +28,11 @@ const OCC_WORDS: u32 = 1024u;
 const BRICK_WORDS: u32 = 2u;
 const ID_WORDS: u32 = 16384u;
 const BRICK_EDGE: i32 = 8;
-// Bits of the eight bricks of a 16^3 block, shifted by the block's lowest brick index.
+// In one brick word: the bits of the eight bricks of a 16^3 block (shifted by the block's
+// lowest brick index), of a brick layer (shifted by 4 * layer) and of two layers (by 8 * half).
 const BLOCK_BRICKS: u32 = 0x00330033u;
+const LAYER_BRICKS: u32 = 0x000F000Fu;
+const HALF_BRICKS: u32 = 0x00FF00FFu;
 
 // Params.flags
 const FLAG_ORIGIN_MASK: u32 = 3u;      // 0 Report, 1 SkipOriginVoxel, 2 ExitSolid
@@ -340,18 +343,34 @@ fn table_entry(v: vec3<i32>) -> u32 {
     return chunk_table[c.x + params.dims.x * (c.y + params.dims.y * c.z)];
 }
 
-// Edge of the largest empty cell around local voxel l of the dense chunk in `slot`: 16 when
-// its whole aligned 16^3 block (2x2x2 bricks) is empty, 8 when only its brick is, 0 when its
-// brick is not empty. Twin of `empty_cell` in src/world.rs. A block's bricks all lie in the
-// brick word of each of them (the word is bit 4 of z).
-fn empty_cell(slot: u32, l: vec3<u32>) -> i32 {
+// The largest empty cell around local voxel l of the dense chunk in `slot`, as inclusive local
+// corners in *lo and *hi; false when l's brick is not empty. The first empty one of: the half
+// of the chunk holding l (32x16x32), its brick layer (32x8x32), its aligned 16^3 block (2x2x2
+// bricks), its brick. Twin of `empty_cell` in src/world.rs, on the two brick words: a layer
+// has bricks in both, a 16^3 block only in the word of its own bricks (bit 4 of z picks it).
+fn empty_cell(slot: u32, l: vec3<u32>, lo: ptr<function, vec3<u32>>, hi: ptr<function, vec3<u32>>) -> bool {
+    let w = vec2<u32>(bricks[slot * BRICK_WORDS], bricks[slot * BRICK_WORDS + 1u]);
     let brick = (l.x >> 3u) | ((l.y >> 3u) << 2u) | ((l.z >> 3u) << 4u);
-    let word = bricks[slot * BRICK_WORDS + (brick >> 5u)];
+    let word = select(w.x, w.y, brick >= 32u);
     if (((word >> (brick & 31u)) & 1u) != 0u) {
-        return 0;
+        return false;
     }
-    let block = brick & 0x2Au;
-    return select(BRICK_EDGE, 2 * BRICK_EDGE, ((word >> (block & 31u)) & BLOCK_BRICKS) == 0u);
+    let y16 = l.y & ~15u;
+    let y8 = l.y & ~7u;
+    if (((w.x | w.y) & (HALF_BRICKS << (y16 >> 1u))) == 0u) {
+        *lo = vec3<u32>(0u, y16, 0u);
+        *hi = vec3<u32>(31u, y16 + 15u, 31u);
+    } else if (((w.x | w.y) & (LAYER_BRICKS << (y8 >> 1u))) == 0u) {
+        *lo = vec3<u32>(0u, y8, 0u);
+        *hi = vec3<u32>(31u, y8 + 7u, 31u);
+    } else if (((word >> (brick & 0x2Au)) & BLOCK_BRICKS) == 0u) {
+        *lo = l & vec3<u32>(~15u);
+        *hi = *lo + vec3<u32>(15u);
+    } else {
+        *lo = l & vec3<u32>(~7u);
+        *hi = *lo + vec3<u32>(7u);
+    }
+    return true;
 }
 
 fn slot_id(slot: u32, l: vec3<u32>) -> u32 {
@@ -519,11 +538,12 @@ fn cast_ray(ray: GpuRay) -> GpuHit {
                     stop_id = id;
                 }
             } else {
-                let edge = empty_cell(entry, l);
-                if (edge != 0) {
+                var lo: vec3<u32>;
+                var hi: vec3<u32>;
+                if (empty_cell(entry, l, &lo, &hi)) {
                     passable = true;
-                    cell_lo = d.voxel & vec3<i32>(~(edge - 1));
-                    cell_hi = cell_lo + vec3<i32>(edge - 1);
+                    cell_hi = cell_lo + bitcast<vec3<i32>>(hi);
+                    cell_lo += bitcast<vec3<i32>>(lo);
                 }
             }
         }

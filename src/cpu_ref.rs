@@ -221,14 +221,16 @@ impl<'r> Dda<'r> {
                 if every_non_air || blocks.contains(id) {
                     break Walk::Hit(id);
                 }
-            } else if let Some((lo, edge)) = empty_cell(bricks, x, y, z) {
+            } else if let Some((lo, hi)) = empty_cell(bricks, x, y, z) {
                 // An empty brick (or 16³ block): `skip_cell` to its last voxel on the ray, then
                 // step out of it below, as `cast_ray` does, without leaving this loop.
                 self.local = [x, y, z].map(|v| v as i32);
                 self.n = [nx, ny, nz];
                 self.t_next = [tx, ty, tz];
-                let lo = lo.map(|v| v as i32);
-                if self.skip_cell(lo, lo.map(|v| v + edge as i32 - 1)).is_err() {
+                if self
+                    .skip_cell(lo.map(|v| v as i32), hi.map(|v| v as i32))
+                    .is_err()
+                {
                     break Walk::Miss;
                 }
                 [x, y, z] = self.local.map(|v| v as u32);
@@ -627,9 +629,8 @@ pub(crate) fn cast_ray(
                         } else {
                             (None, None)
                         }
-                    } else if let Some((lo, edge)) = empty_cell(c.bricks, x, y, z) {
-                        let lo = lo.map(|v| v as i32);
-                        (None, Some((lo, lo.map(|v| v + edge as i32 - 1))))
+                    } else if let Some((lo, hi)) = empty_cell(c.bricks, x, y, z) {
+                        (None, Some((lo.map(|v| v as i32), hi.map(|v| v as i32))))
                     } else {
                         (None, None)
                     }

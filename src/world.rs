@@ -44,22 +44,38 @@ pub(crate) const fn brick_index(x: u32, y: u32, z: u32) -> u32 {
 /// Bits of the eight bricks of the 16³ block whose lowest brick is brick 0, in the layout of
 /// [`brick_index`]: shifted by a block's lowest brick index it selects that block's bricks.
 const BLOCK_BRICKS: u64 = 0x0033_0033;
+/// Bits of the 16 bricks of the lowest brick layer (bricks with y in `0..8`); shifted by
+/// `4 · layer` it selects another layer.
+const LAYER_BRICKS: u64 = 0x000F_000F_000F_000F;
 
 /// The largest empty cell around local voxel `(x, y, z)` (each in `0..32`), given the chunk's
-/// brick summary `bricks` (bit set = brick holds a non-air voxel): its lowest local corner and
-/// edge in voxels, 16 when the whole aligned 16³ block (2×2×2 bricks) is empty, 8 when only
-/// the voxel's own brick is; `None` when that brick is not empty.
+/// brick summary `bricks` (bit set = brick holds a non-air voxel), as inclusive local corners
+/// `(lo, hi)`; `None` when the voxel's brick is not empty. The first empty one of: the lower
+/// or upper half of the chunk (32×16×32, as above a terrain's surface), the layer of bricks
+/// the voxel is in (32×8×32), its aligned 16³ block (2×2×2 bricks), its brick (8³).
 #[inline(always)]
-pub(crate) const fn empty_cell(bricks: u64, x: u32, y: u32, z: u32) -> Option<([u32; 3], u32)> {
+pub(crate) const fn empty_cell(
+    bricks: u64,
+    x: u32,
+    y: u32,
+    z: u32,
+) -> Option<([u32; 3], [u32; 3])> {
     if bricks >> brick_index(x, y, z) & 1 != 0 {
         return None;
     }
-    let block = brick_index(x & !15, y & !15, z & !15);
-    if bricks >> block & BLOCK_BRICKS == 0 {
-        Some(([x & !15, y & !15, z & !15], 16))
-    } else {
-        Some(([x & !7, y & !7, z & !7], 8))
+    let (y16, y8) = (y & !15, y & !7);
+    if bricks & (LAYER_BRICKS * 0x11) << (y16 >> 1) == 0 {
+        return Some(([0, y16, 0], [31, y16 + 15, 31]));
     }
+    if bricks & LAYER_BRICKS << (y8 >> 1) == 0 {
+        return Some(([0, y8, 0], [31, y8 + 7, 31]));
+    }
+    let lo = [x & !15, y16, z & !15];
+    if bricks >> brick_index(lo[0], lo[1], lo[2]) & BLOCK_BRICKS == 0 {
+        return Some((lo, [lo[0] + 15, lo[1] + 15, lo[2] + 15]));
+    }
+    let lo = [x & !7, y8, z & !7];
+    Some((lo, [lo[0] + 7, lo[1] + 7, lo[2] + 7]))
 }
 
 /// A chunk stored voxel by voxel, with its occupancy summaries kept current on every edit.
@@ -382,20 +398,30 @@ mod tests {
 
     #[test]
     fn empty_cell_levels() {
-        // Nothing stored: every voxel lies in an empty 16³ block.
-        assert_eq!(empty_cell(0, 5, 20, 31), Some(([0, 16, 16], 16)));
-        // One solid voxel at (9, 1, 2): its brick is not empty; the other bricks of its 16³
-        // block are, but the block is not; the next block along x is.
+        let cube = |lo: [u32; 3], edge: u32| Some((lo, lo.map(|v| v + edge - 1)));
+        // Nothing stored: the half of the chunk holding the voxel.
+        assert_eq!(empty_cell(0, 5, 20, 31), Some(([0, 16, 0], [31, 31, 31])));
+        // One solid voxel at (9, 1, 2): its brick is not empty. Above it the upper half is
+        // empty, and so is the second brick layer; beside it, in the lowest layer, the other
+        // bricks of its 16³ block are empty but the block is not; the next block along x is.
         let bricks = 1u64 << brick_index(9, 1, 2);
         assert_eq!(empty_cell(bricks, 9, 1, 2), None);
-        assert_eq!(empty_cell(bricks, 15, 15, 15), Some(([8, 8, 8], 8)));
-        assert_eq!(empty_cell(bricks, 3, 12, 7), Some(([0, 8, 0], 8)));
-        assert_eq!(empty_cell(bricks, 7, 8, 15), Some(([0, 8, 8], 8)));
-        assert_eq!(empty_cell(bricks, 16, 0, 0), Some(([16, 0, 0], 16)));
-        // Every brick of the block at (16, 16, 16) but its last one empty.
-        let bricks = 1u64 << brick_index(31, 31, 31);
-        assert_eq!(empty_cell(bricks, 16, 16, 16), Some(([16, 16, 16], 8)));
-        assert_eq!(empty_cell(bricks, 15, 31, 31), Some(([0, 16, 16], 16)));
+        assert_eq!(
+            empty_cell(bricks, 0, 16, 0),
+            Some(([0, 16, 0], [31, 31, 31]))
+        );
+        assert_eq!(
+            empty_cell(bricks, 15, 15, 15),
+            Some(([0, 8, 0], [31, 15, 31]))
+        );
+        assert_eq!(empty_cell(bricks, 3, 7, 7), cube([0, 0, 0], 8));
+        assert_eq!(empty_cell(bricks, 7, 0, 15), cube([0, 0, 8], 8));
+        assert_eq!(empty_cell(bricks, 16, 0, 0), cube([16, 0, 0], 16));
+        // Solid voxels in every brick layer: only 16³ blocks and bricks are left.
+        let bricks = (0..4).fold(0u64, |b, k| b | 1 << brick_index(31, 8 * k, 31));
+        assert_eq!(empty_cell(bricks, 0, 0, 0), cube([0, 0, 0], 16));
+        assert_eq!(empty_cell(bricks, 16, 16, 16), cube([16, 16, 16], 8));
+        assert_eq!(empty_cell(bricks, 31, 9, 31), None);
     }
 
     #[test]
