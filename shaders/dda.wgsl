@@ -5,8 +5,7 @@
 // tie_extra, cast_ray; crossings_before is written out inside skip_cell; empty_cell is in
 // src/world.rs, camera_dir in src/camera.rs, and prepare_axis mirrors VoxelRay::prepare in
 // src/ray.rs). Keep the two in step: same constants, same order of operations, same branch
-// order. The DDA definition and the parity contract are in the crate
-// docs (src/lib.rs).
+// order. The DDA definition and the parity contract are in the crate docs (src/lib.rs).
 //
 // Coordinates here are i32 voxels relative to the window's lowest voxel (anchor chunk * 32);
 // the host adds the i128 anchor back.
@@ -363,7 +362,8 @@ fn empty_cell(slot: u32, l: vec3<u32>, lo: ptr<function, vec3<u32>>, hi: ptr<fun
     } else if (((w.x | w.y) & (LAYER_BRICKS << (y8 >> 1u))) == 0u) {
         *lo = vec3<u32>(0u, y8, 0u);
         *hi = vec3<u32>(31u, y8 + 7u, 31u);
-    } else if (((word >> (brick & 0x2Au)) & BLOCK_BRICKS) == 0u) {
+    } else if (((word >> (brick & 0xAu)) & BLOCK_BRICKS) == 0u) {
+        // brick & 0xA: the block's lowest brick within the word (bit 1 of brick x and of brick y).
         *lo = l & vec3<u32>(~15u);
         *hi = *lo + vec3<u32>(15u);
     } else {

@@ -4,9 +4,9 @@
 //! `shaders/dda.wgsl`, with the same constants and the same comparisons in the same order, so
 //! the two can be read side by side: [`crossing_t`], [`next_axis`], [`crossings_before`]
 //! (written out inside the shader's `skip_cell`), `skip_cell`, `empty_cell` (in `world.rs`),
-//! `dda_step`, `walk_dense`, `face_uv`, `tied_axes`, `tie_extra` and `cast_ray`. The host-only parts (validation in
-//! [`VoxelRay::prepare`], clipping to the loaded bounds in `enter_box`) produce the state the
-//! GPU starts from.
+//! `dda_step`, `walk_dense`, `face_uv`, `tied_axes`, `tie_extra` and `cast_ray`. The host-only
+//! parts (validation in [`VoxelRay::prepare`], clipping to the loaded bounds in `enter_box`)
+//! produce the state the GPU starts from.
 
 use glam::{IVec3, Vec2};
 use rayon::prelude::*;
@@ -222,8 +222,9 @@ impl<'r> Dda<'r> {
                     break Walk::Hit(id);
                 }
             } else if let Some((lo, hi)) = empty_cell(bricks, x, y, z) {
-                // An empty brick (or 16³ block): `skip_cell` to its last voxel on the ray, then
-                // step out of it below, as `cast_ray` does, without leaving this loop.
+                // An empty cell of whole bricks (see `empty_cell`): `skip_cell` to its last
+                // voxel on the ray, then step out of it below, as `cast_ray` does, without
+                // leaving this loop.
                 self.local = [x, y, z].map(|v| v as i32);
                 self.n = [nx, ny, nz];
                 self.t_next = [tx, ty, tz];
