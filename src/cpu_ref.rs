@@ -7,6 +7,12 @@
 //! `dda_step`, `walk_dense`, `face_uv`, `tied_axes`, `tie_extra` and `cast_ray`. The host-only
 //! parts (validation in [`VoxelRay::prepare`], clipping to the loaded bounds in `enter_box`)
 //! produce the state the GPU starts from.
+//!
+//! Empty space is skipped at three levels, each landing on exactly the state that stepping
+//! voxel by voxel reaches (`skip_cell`): inside a dense chunk, runs of empty `8³` bricks
+//! (`empty_cell`); a chunk that holds nothing that stops the ray, whole; and around an empty
+//! or (under [`UnloadedPolicy::Air`]) unloaded chunk, runs of such chunks inside its region of
+//! `4×4×4` chunks (`RegionCache::run`, from the region summaries `VoxelWorld` keeps).
 
 use glam::{IVec3, Vec2};
 use rayon::prelude::*;
@@ -17,7 +23,10 @@ use crate::ray::{
     LineOfSight, LineOfSightOptions, MaterialFilter, OriginPolicy, PreparedRay, RaycastOptions,
     RaycastOutcome, UnloadedPolicy, VoxelRay, VoxelRaycastHit,
 };
-use crate::world::{BRICK_EDGE, ChunkView, DenseChunk, VoxelId, VoxelWorld, empty_cell};
+use crate::world::{
+    BRICK_EDGE, ChunkView, DenseChunk, REGION_SHIFT, RegionSummary, VoxelId, VoxelWorld,
+    empty_block, empty_cell, region_of,
+};
 
 /// `entry_axis` of the origin voxel: no face was crossed.
 pub(crate) const AXIS_NONE: u32 = 3;
@@ -162,6 +171,22 @@ impl<'r> Dda<'r> {
         true
     }
 
+    /// After a skip across several chunks, moves whole chunks of `local` into `chunk` so that
+    /// `local` is in `0..32` again. Returns whether the chunk changed. The skipped cell lies
+    /// in one region, which lies inside the i128 world, so the chunk index cannot overflow.
+    fn carry_local(&mut self) -> bool {
+        let mut moved = false;
+        for a in 0..3 {
+            let carry = self.local[a] >> CHUNK_SHIFT;
+            if carry != 0 {
+                self.chunk[a] += i128::from(carry);
+                self.local[a] &= 31;
+                moved = true;
+            }
+        }
+        moved
+    }
+
     /// One DDA step: cross the nearest boundary. Twin of `dda_step` in `shaders/dda.wgsl`.
     /// Returns whether the step entered another chunk; `Err(Halt::Miss)` beyond max distance
     /// or the i128 edge.
@@ -292,7 +317,8 @@ impl<'r> Dda<'r> {
     }
 
     /// Skips to the last voxel the ray visits inside the cell `lo..=hi` (local coordinates of
-    /// the current chunk, inclusive), which must hold nothing that stops the ray. The state
+    /// the current chunk, inclusive; a run of chunks reaches outside `0..32`, and the caller
+    /// then carries `local` back into range), which must hold nothing that stops the ray. The state
     /// lands exactly where voxel-by-voxel stepping would be just before the first crossing that
     /// leaves the cell, and before any crossing tied with it. Twin of `skip_cell` in
     /// `shaders/dda.wgsl`. `Err(Halt::Miss)` when that crossing lies beyond max distance.
@@ -557,6 +583,7 @@ pub(crate) fn cast_ray(
     let mut d = Dda::new(r);
     let mut in_origin = true;
     let mut air_seen = opts.origin != OriginPolicy::ExitSolid;
+    let mut regions = RegionCache::default();
     if opts.unloaded == UnloadedPolicy::Air && !bounds.contains(r.start) {
         if !d.enter_box(&bounds) {
             return RaycastOutcome::Miss;
@@ -600,7 +627,7 @@ pub(crate) fn cast_ray(
             // Examine the current voxel.
             let (stop_id, passable_cell): (Option<VoxelId>, Option<Cell>) = match kind {
                 ChunkKind::Unloaded => match opts.unloaded {
-                    UnloadedPolicy::Air => (None, Some(([0; 3], [31; 3]))),
+                    UnloadedPolicy::Air => (None, Some(regions.run(world, d.chunk, opts.unloaded))),
                     UnloadedPolicy::Stop
                         if in_origin && opts.origin == OriginPolicy::SkipOriginVoxel =>
                     {
@@ -617,7 +644,7 @@ pub(crate) fn cast_ray(
                     if stops(id) {
                         (Some(id), None)
                     } else {
-                        (None, Some(([0; 3], [31; 3])))
+                        (None, Some(regions.run(world, d.chunk, opts.unloaded)))
                     }
                 }
                 ChunkKind::Dense(c) => {
@@ -647,10 +674,13 @@ pub(crate) fn cast_ray(
             // Skip a cell that holds nothing that stops the ray, then cross out of it. The skip
             // lands before any crossing tied with the cell's exit, so the conservative corner
             // test below still sees the whole tie group.
-            if let (Some((lo, hi)), false) = (passable_cell, opts.per_voxel)
-                && d.skip_cell(lo, hi).is_err()
-            {
-                return RaycastOutcome::Miss;
+            let mut moved = false;
+            if let (Some((lo, hi)), false) = (passable_cell, opts.per_voxel) {
+                if d.skip_cell(lo, hi).is_err() {
+                    return RaycastOutcome::Miss;
+                }
+                // A run of chunks may have ended in another chunk.
+                moved = d.carry_local();
             }
             in_origin = false;
             if conservative {
@@ -664,9 +694,45 @@ pub(crate) fn cast_ray(
             }
             match d.dda_step() {
                 Err(Halt::Miss) => return RaycastOutcome::Miss,
-                Ok(true) => break,
-                Ok(false) => {}
+                Ok(entered) if entered || moved => break,
+                Ok(_) => {}
             }
+        }
+    }
+}
+
+/// The region summary (see `RegionSummary`) of the region a ray is in, looked up once per
+/// region entered rather than once per chunk.
+#[derive(Default)]
+struct RegionCache(Option<([i128; 3], RegionSummary)>);
+
+impl RegionCache {
+    /// The cell to skip from chunk `c`, which holds nothing that stops the ray: the largest
+    /// run of chunks around it that hold nothing but air (or, under `UnloadedPolicy::Air`, are
+    /// not loaded) in its region (see `empty_block`), or `c` alone. In local coordinates of
+    /// `c`, so corners may lie outside `0..32`.
+    fn run(&mut self, world: &VoxelWorld, c: [i128; 3], unloaded: UnloadedPolicy) -> Cell {
+        let (region, _) = region_of(c);
+        let s = match self.0 {
+            // Compared field by field: `==` on `[i128; 3]` calls `memcmp`.
+            Some((r, s)) if r[0] == region[0] && r[1] == region[1] && r[2] == region[2] => s,
+            _ => {
+                let s = world.region(region);
+                self.0 = Some((region, s));
+                s
+            }
+        };
+        let blocked = match unloaded {
+            UnloadedPolicy::Air => s.occupied,
+            UnloadedPolicy::Stop => s.occupied | !s.loaded,
+        };
+        let at = c.map(|v| (v & ((1 << REGION_SHIFT) - 1)) as i32);
+        match empty_block(blocked, at[0] as u32, at[1] as u32, at[2] as u32) {
+            Some((lo, hi)) => (
+                std::array::from_fn(|a| (lo[a] as i32 - at[a]) << CHUNK_SHIFT),
+                std::array::from_fn(|a| ((hi[a] as i32 - at[a]) << CHUNK_SHIFT) | 31),
+            ),
+            None => ([0; 3], [31; 3]),
         }
     }
 }

@@ -38,21 +38,54 @@ pub(crate) const OCCUPANCY_WORDS: usize = CHUNK_VOLUME / 32;
 #[inline]
 #[must_use]
 pub(crate) const fn brick_index(x: u32, y: u32, z: u32) -> u32 {
-    (x >> BRICK_SHIFT) | (y >> BRICK_SHIFT) << 2 | (z >> BRICK_SHIFT) << 4
+    cell_index(x >> BRICK_SHIFT, y >> BRICK_SHIFT, z >> BRICK_SHIFT)
 }
 
-/// Bits of the eight bricks of the 16³ block whose lowest brick is brick 0, in the layout of
-/// [`brick_index`]: shifted by a block's lowest brick index it selects that block's bricks.
-const BLOCK_BRICKS: u64 = 0x0033_0033;
-/// Bits of the 16 bricks of the lowest brick layer (bricks with y in `0..8`); shifted by
-/// `4 · layer` it selects another layer.
-const LAYER_BRICKS: u64 = 0x000F_000F_000F_000F;
+/// Index of cell `(x, y, z)` (each in `0..4`) in a 4×4×4 summary mask: a chunk's brick summary
+/// (cells are `8³` bricks) and a region's chunk summary (cells are chunks) share this layout.
+#[inline]
+#[must_use]
+const fn cell_index(x: u32, y: u32, z: u32) -> u32 {
+    x | y << 2 | z << 4
+}
+
+/// Bits of the eight cells of the `2×2×2` block whose lowest cell is cell 0, in the layout of
+/// [`cell_index`]: shifted by a block's lowest cell index it selects that block's cells.
+const BLOCK_CELLS: u64 = 0x0033_0033;
+/// Bits of the 16 cells of the lowest layer (cells with y = 0); shifted by `4 · y` it selects
+/// layer y.
+const LAYER_CELLS: u64 = 0x000F_000F_000F_000F;
+
+/// The largest empty block of cells around cell `(x, y, z)` (each in `0..4`) of a 4×4×4
+/// summary `mask` (bit [`cell_index`] set = the cell is not empty), as inclusive cell corners
+/// `(lo, hi)`; `None` when that cell is not empty. The first empty one of: the lower or upper
+/// half (4×2×4 cells, as above a terrain's surface), the layer of the cell (4×1×4), its aligned
+/// `2×2×2` block, the cell alone.
+#[inline(always)]
+pub(crate) const fn empty_block(mask: u64, x: u32, y: u32, z: u32) -> Option<([u32; 3], [u32; 3])> {
+    if mask >> cell_index(x, y, z) & 1 != 0 {
+        return None;
+    }
+    let y2 = y & !1;
+    if mask & (LAYER_CELLS * 0x11) << (4 * y2) == 0 {
+        return Some(([0, y2, 0], [3, y2 + 1, 3]));
+    }
+    if mask & LAYER_CELLS << (4 * y) == 0 {
+        return Some(([0, y, 0], [3, y, 3]));
+    }
+    let lo = [x & !1, y2, z & !1];
+    if mask >> cell_index(lo[0], lo[1], lo[2]) & BLOCK_CELLS == 0 {
+        return Some((lo, [lo[0] + 1, lo[1] + 1, lo[2] + 1]));
+    }
+    Some(([x, y, z], [x, y, z]))
+}
 
 /// The largest empty cell around local voxel `(x, y, z)` (each in `0..32`), given the chunk's
 /// brick summary `bricks` (bit set = brick holds a non-air voxel), as inclusive local corners
-/// `(lo, hi)`; `None` when the voxel's brick is not empty. The first empty one of: the lower
-/// or upper half of the chunk (32×16×32, as above a terrain's surface), the layer of bricks
-/// the voxel is in (32×8×32), its aligned 16³ block (2×2×2 bricks), its brick (8³).
+/// `(lo, hi)`; `None` when the voxel's brick is not empty. [`empty_block`] over bricks: the
+/// lower or upper half of the chunk (32×16×32), the layer of bricks the voxel is in (32×8×32),
+/// its aligned 16³ block (2×2×2 bricks), its brick (8³). Twin of `empty_cell` in
+/// `shaders/dda.wgsl`.
 #[inline(always)]
 pub(crate) const fn empty_cell(
     bricks: u64,
@@ -60,22 +93,38 @@ pub(crate) const fn empty_cell(
     y: u32,
     z: u32,
 ) -> Option<([u32; 3], [u32; 3])> {
-    if bricks >> brick_index(x, y, z) & 1 != 0 {
-        return None;
+    let s = BRICK_SHIFT;
+    match empty_block(bricks, x >> s, y >> s, z >> s) {
+        Some((lo, hi)) => Some((
+            [lo[0] << s, lo[1] << s, lo[2] << s],
+            [(hi[0] << s) | 7, (hi[1] << s) | 7, (hi[2] << s) | 7],
+        )),
+        None => None,
     }
-    let (y16, y8) = (y & !15, y & !7);
-    if bricks & (LAYER_BRICKS * 0x11) << (y16 >> 1) == 0 {
-        return Some(([0, y16, 0], [31, y16 + 15, 31]));
-    }
-    if bricks & LAYER_BRICKS << (y8 >> 1) == 0 {
-        return Some(([0, y8, 0], [31, y8 + 7, 31]));
-    }
-    let lo = [x & !15, y16, z & !15];
-    if bricks >> brick_index(lo[0], lo[1], lo[2]) & BLOCK_BRICKS == 0 {
-        return Some((lo, [lo[0] + 15, lo[1] + 15, lo[2] + 15]));
-    }
-    let lo = [x & !7, y8, z & !7];
-    Some((lo, [lo[0] + 7, lo[1] + 7, lo[2] + 7]))
+}
+
+/// log2 of a region's edge in chunks: a region is `4×4×4` chunks (`128³` voxels), summarised
+/// in one [`RegionSummary`].
+pub(crate) const REGION_SHIFT: u32 = 2;
+
+/// Which chunks of one region are loaded and which are loaded but not all air, one bit per
+/// chunk at [`cell_index`] of the chunk's position inside the region. Kept current by every
+/// edit of [`VoxelWorld`]; the DDA crosses runs of empty chunks in one step with it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct RegionSummary {
+    /// Bit set: the chunk is loaded.
+    pub(crate) loaded: u64,
+    /// Bit set: the chunk is loaded and holds a voxel that is not air.
+    pub(crate) occupied: u64,
+}
+
+/// The region holding chunk `c` (`c >> REGION_SHIFT` per axis) and the chunk's bit in its
+/// [`RegionSummary`].
+#[inline]
+pub(crate) fn region_of(c: [i128; 3]) -> ([i128; 3], u64) {
+    let m = (1 << REGION_SHIFT) - 1;
+    let [x, y, z] = c.map(|v| (v & m) as u32);
+    (c.map(|v| v >> REGION_SHIFT), 1 << cell_index(x, y, z))
 }
 
 /// A chunk stored voxel by voxel, with its occupancy summaries kept current on every edit.
@@ -271,6 +320,10 @@ impl Chunk {
 #[derive(Clone, Debug, Default)]
 pub struct VoxelWorld {
     chunks: FxHashMap<ChunkPos, Chunk>,
+    /// Summary of every region (`4×4×4` chunks) with a loaded chunk; absent regions have
+    /// nothing loaded.
+    /// Keyed by a tuple, not an array: `==` on `[i128; 3]` calls `memcmp`.
+    regions: FxHashMap<(i128, i128, i128), RegionSummary>,
     /// Inclusive chunk range covering every loaded chunk; kept current on insert and remove.
     bounds: Option<(ChunkPos, ChunkPos)>,
 }
@@ -296,9 +349,44 @@ impl VoxelWorld {
         if !self.chunks.contains_key(&cp) {
             self.insert_chunk(cp, Chunk::default());
         }
-        self.chunks
-            .get_mut(&cp)
-            .map_or(VoxelId::AIR, |c| c.set(pos.local(), id))
+        let Some(chunk) = self.chunks.get_mut(&cp) else {
+            return VoxelId::AIR;
+        };
+        let old = chunk.set(pos.local(), id);
+        let occupied = !chunk.is_empty();
+        self.summarise(cp, true, occupied);
+        old
+    }
+
+    /// Records in the region summary whether chunk `pos` is loaded and whether it is occupied
+    /// (loaded and not all air); drops a region once nothing in it is loaded.
+    fn summarise(&mut self, pos: ChunkPos, loaded: bool, occupied: bool) {
+        let (region, bit) = region_of([pos.x, pos.y, pos.z]);
+        let key = (region[0], region[1], region[2]);
+        let s = self.regions.entry(key).or_default();
+        s.loaded = if loaded {
+            s.loaded | bit
+        } else {
+            s.loaded & !bit
+        };
+        s.occupied = if occupied {
+            s.occupied | bit
+        } else {
+            s.occupied & !bit
+        };
+        if s.loaded == 0 {
+            self.regions.remove(&key);
+        }
+    }
+
+    /// The summary of region `region` (chunk coordinates `>> REGION_SHIFT`): all zero when
+    /// nothing in it is loaded.
+    #[inline]
+    pub(crate) fn region(&self, region: [i128; 3]) -> RegionSummary {
+        self.regions
+            .get(&(region[0], region[1], region[2]))
+            .copied()
+            .unwrap_or_default()
     }
 
     /// Loads `chunk` at `pos`, returning the chunk it replaces, if any.
@@ -310,6 +398,7 @@ impl VoxelWorld {
                 ChunkPos::new(hi.x.max(pos.x), hi.y.max(pos.y), hi.z.max(pos.z)),
             ),
         });
+        self.summarise(pos, true, !chunk.is_empty());
         self.chunks.insert(pos, chunk)
     }
 
@@ -317,6 +406,7 @@ impl VoxelWorld {
     /// removed chunk was on the edge of the loaded bounds.
     pub fn remove_chunk(&mut self, pos: ChunkPos) -> Option<Chunk> {
         let removed = self.chunks.remove(&pos)?;
+        self.summarise(pos, false, false);
         if let Some((lo, hi)) = self.bounds {
             let on_edge = (0..3).any(|a| pos.axis(a) == lo.axis(a) || pos.axis(a) == hi.axis(a));
             if on_edge {
@@ -422,6 +512,68 @@ mod tests {
         assert_eq!(empty_cell(bricks, 0, 0, 0), cube([0, 0, 0], 16));
         assert_eq!(empty_cell(bricks, 16, 16, 16), cube([16, 16, 16], 8));
         assert_eq!(empty_cell(bricks, 31, 9, 31), None);
+    }
+
+    #[test]
+    fn region_summaries_track_edits() {
+        let mut w = VoxelWorld::new();
+        // Chunk (-1, 4, 5) is cell (3, 0, 1) of region (-1, 1, 1).
+        let c = ChunkPos::new(-1, 4, 5);
+        let (region, bit) = region_of([c.x, c.y, c.z]);
+        assert_eq!(region, [-1, 1, 1]);
+        assert_eq!(bit, 1 << (3 | 1 << 4));
+        let summary = |w: &VoxelWorld| w.region(region);
+        assert_eq!(summary(&w), RegionSummary::default());
+        w.insert_chunk(c, Chunk::default());
+        assert_eq!(
+            summary(&w),
+            RegionSummary {
+                loaded: bit,
+                occupied: 0
+            }
+        );
+        let p = WorldPos::new(-31, 130, 161);
+        assert_eq!(p.chunk(), c);
+        w.set_voxel(p, VoxelId(7));
+        assert_eq!(
+            summary(&w),
+            RegionSummary {
+                loaded: bit,
+                occupied: bit
+            }
+        );
+        w.set_voxel(p, VoxelId::AIR);
+        assert_eq!(
+            summary(&w),
+            RegionSummary {
+                loaded: bit,
+                occupied: 0
+            }
+        );
+        w.insert_chunk(c, Chunk::filled(VoxelId(3)));
+        assert_eq!(
+            summary(&w),
+            RegionSummary {
+                loaded: bit,
+                occupied: bit
+            }
+        );
+        // A neighbour in the same region, created by an edit.
+        let q = WorldPos::new(-64, 130, 161);
+        w.set_voxel(q, VoxelId(1));
+        let bit_q = region_of([-2, 4, 5]).1;
+        assert_eq!(summary(&w).occupied, bit | bit_q);
+        w.remove_chunk(c);
+        assert_eq!(
+            summary(&w),
+            RegionSummary {
+                loaded: bit_q,
+                occupied: bit_q
+            }
+        );
+        w.remove_chunk(q.chunk());
+        assert_eq!(summary(&w), RegionSummary::default());
+        assert!(w.regions.is_empty());
     }
 
     #[test]
