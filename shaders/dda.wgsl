@@ -2,9 +2,9 @@
 //
 // This file is the twin of src/cpu_ref.rs: every function below has a same-named Rust function
 // there (crossing_t, next_axis, skip_cell, dda_step, walk_dense, face_uv, tied_axes,
-// tie_extra, cast_ray; crossings_before is written out inside skip_cell; empty_cell is in
-// src/world.rs, camera_dir in src/camera.rs, and prepare_axis mirrors VoxelRay::prepare in
-// src/ray.rs). Keep the two in step: same constants, same order of operations, same branch
+// tie_extra, cast_ray; crossings_before is written out inside skip_cell; empty_block and
+// empty_cell are in src/world.rs, region_run is RegionCache::run, camera_dir is in
+// src/camera.rs, and prepare_axis mirrors VoxelRay::prepare in src/ray.rs). Keep the two in step: same constants, same order of operations, same branch
 // order. The DDA definition and the parity contract are in the crate docs (src/lib.rs).
 //
 // Coordinates here are i32 voxels relative to the window's lowest voxel (anchor chunk * 32);
@@ -27,11 +27,12 @@ const OCC_WORDS: u32 = 1024u;
 const BRICK_WORDS: u32 = 2u;
 const ID_WORDS: u32 = 16384u;
 const BRICK_EDGE: i32 = 8;
-// In one brick word: the bits of the eight bricks of a 16^3 block (shifted by the block's
-// lowest brick index), of a brick layer (shifted by 4 * layer) and of two layers (by 8 * half).
-const BLOCK_BRICKS: u32 = 0x00330033u;
-const LAYER_BRICKS: u32 = 0x000F000Fu;
-const HALF_BRICKS: u32 = 0x00FF00FFu;
+// In one word of a 4x4x4 summary (a chunk's bricks, a region's chunks): the bits of the eight
+// cells of a 2x2x2 block (shifted by the block's lowest cell index), of a layer of cells
+// (shifted by 4 * y) and of two layers (by 8 * half).
+const BLOCK_CELLS: u32 = 0x00330033u;
+const LAYER_CELLS: u32 = 0x000F000Fu;
+const HALF_CELLS: u32 = 0x00FF00FFu;
 
 // Params.flags
 const FLAG_ORIGIN_MASK: u32 = 3u;      // 0 Report, 1 SkipOriginVoxel, 2 ExitSolid
@@ -61,7 +62,7 @@ struct Params {
     flags: u32,
     ray_base: u32,          // first ray (or pixel) of this dispatch
     ray_count: u32,         // rays in this dispatch
-    _pad0: u32,
+    region_offset: u32,     // the anchor's position in its region (0..4) per axis: x | y << 2 | z << 4
     _pad1: u32,
     cam_position: vec3<i32>, // camera voxel, window-relative
     cam_width: u32,
@@ -342,35 +343,72 @@ fn table_entry(v: vec3<i32>) -> u32 {
     return chunk_table[c.x + params.dims.x * (c.y + params.dims.y * c.z)];
 }
 
-// The largest empty cell around local voxel l of the dense chunk in `slot`, as inclusive local
-// corners in *lo and *hi; false when l's brick is not empty. The first empty one of: the half
-// of the chunk holding l (32x16x32), its brick layer (32x8x32), its aligned 16^3 block (2x2x2
-// bricks), its brick. Twin of `empty_cell` in src/world.rs, on the two brick words: a layer
-// has bricks in both, a 16^3 block only in the word of its own bricks (bit 4 of z picks it).
-fn empty_cell(slot: u32, l: vec3<u32>, lo: ptr<function, vec3<u32>>, hi: ptr<function, vec3<u32>>) -> bool {
-    let w = vec2<u32>(bricks[slot * BRICK_WORDS], bricks[slot * BRICK_WORDS + 1u]);
-    let brick = (l.x >> 3u) | ((l.y >> 3u) << 2u) | ((l.z >> 3u) << 4u);
-    let word = select(w.x, w.y, brick >= 32u);
-    if (((word >> (brick & 31u)) & 1u) != 0u) {
+// The largest empty block of cells around cell b (each in 0..4) of a 4x4x4 summary, given as
+// its two words w (bit set = the cell is not empty; cells with z >= 2 in w.y), as inclusive
+// cell corners in *lo and *hi; false when cell b is not empty. The first empty one of: the
+// half holding b (4x2x4 cells), its layer (4x1x4), its aligned 2x2x2 block, b alone. Twin of
+// `empty_block` in src/world.rs: a layer has cells in both words, a 2x2x2 block only in the
+// word of its own cells.
+fn empty_block(w: vec2<u32>, b: vec3<u32>, lo: ptr<function, vec3<u32>>, hi: ptr<function, vec3<u32>>) -> bool {
+    let cell = b.x | (b.y << 2u) | (b.z << 4u);
+    let word = select(w.x, w.y, cell >= 32u);
+    if (((word >> (cell & 31u)) & 1u) != 0u) {
         return false;
     }
-    let y16 = l.y & ~15u;
-    let y8 = l.y & ~7u;
-    if (((w.x | w.y) & (HALF_BRICKS << (y16 >> 1u))) == 0u) {
-        *lo = vec3<u32>(0u, y16, 0u);
-        *hi = vec3<u32>(31u, y16 + 15u, 31u);
-    } else if (((w.x | w.y) & (LAYER_BRICKS << (y8 >> 1u))) == 0u) {
-        *lo = vec3<u32>(0u, y8, 0u);
-        *hi = vec3<u32>(31u, y8 + 7u, 31u);
-    } else if (((word >> (brick & 0xAu)) & BLOCK_BRICKS) == 0u) {
-        // brick & 0xA: the block's lowest brick within the word (bit 1 of brick x and of brick y).
-        *lo = l & vec3<u32>(~15u);
-        *hi = *lo + vec3<u32>(15u);
+    let y2 = b.y & ~1u;
+    if (((w.x | w.y) & (HALF_CELLS << (4u * y2))) == 0u) {
+        *lo = vec3<u32>(0u, y2, 0u);
+        *hi = vec3<u32>(3u, y2 + 1u, 3u);
+    } else if (((w.x | w.y) & (LAYER_CELLS << (4u * b.y))) == 0u) {
+        *lo = vec3<u32>(0u, b.y, 0u);
+        *hi = vec3<u32>(3u, b.y, 3u);
+    } else if (((word >> (cell & 0xAu)) & BLOCK_CELLS) == 0u) {
+        // cell & 0xA: the block's lowest cell within the word (bit 1 of cell x and of cell y).
+        *lo = b & vec3<u32>(~1u);
+        *hi = *lo + vec3<u32>(1u);
     } else {
-        *lo = l & vec3<u32>(~7u);
-        *hi = *lo + vec3<u32>(7u);
+        *lo = b;
+        *hi = b;
     }
     return true;
+}
+
+// The largest empty cell around local voxel l of the dense chunk in `slot`, as inclusive local
+// corners in *lo and *hi; false when l's brick is not empty: empty_block over the chunk's
+// bricks (32x16x32, 32x8x32, 16^3 or 8^3 voxels). Twin of `empty_cell` in src/world.rs.
+fn empty_cell(slot: u32, l: vec3<u32>, lo: ptr<function, vec3<u32>>, hi: ptr<function, vec3<u32>>) -> bool {
+    let w = vec2<u32>(bricks[slot * BRICK_WORDS], bricks[slot * BRICK_WORDS + 1u]);
+    var blo: vec3<u32>;
+    var bhi: vec3<u32>;
+    if (!empty_block(w, l >> vec3<u32>(3u), &blo, &bhi)) {
+        return false;
+    }
+    *lo = blo << vec3<u32>(3u);
+    *hi = (bhi << vec3<u32>(3u)) | vec3<u32>(7u);
+    return true;
+}
+
+// The run of chunks to cross in one step from window chunk c, which holds nothing that stops
+// the ray: the largest empty block of its region (4x4x4 chunks) in the region's record, which
+// follows the chunk entries in the chunk table (two words for UnloadedPolicy::Air, then two for
+// Stop). Writes it as inclusive window-relative voxel corners to *lo and *hi (a run may reach
+// past the window), and leaves them (the chunk alone) when c blocks runs. Twin of
+// `RegionCache::run` in src/cpu_ref.rs.
+fn region_run(c: vec3<i32>, stop_unloaded: bool, lo: ptr<function, vec3<i32>>, hi: ptr<function, vec3<i32>>) {
+    let phase = (vec3<u32>(params.region_offset) >> vec3<u32>(0u, 2u, 4u)) & vec3<u32>(3u);
+    let rc = vec3<u32>(c) + phase;
+    let r = rc >> vec3<u32>(2u);
+    let rdims = (params.dims + phase + vec3<u32>(3u)) >> vec3<u32>(2u);
+    let record = params.dims.x * params.dims.y * params.dims.z
+        + 4u * (r.x + rdims.x * (r.y + rdims.y * r.z)) + select(0u, 2u, stop_unloaded);
+    let w = vec2<u32>(chunk_table[record], chunk_table[record + 1u]);
+    let at = rc & vec3<u32>(3u);
+    var blo: vec3<u32>;
+    var bhi: vec3<u32>;
+    if (empty_block(w, at, &blo, &bhi)) {
+        *lo = (c + bitcast<vec3<i32>>(blo) - bitcast<vec3<i32>>(at)) * 32;
+        *hi = (c + bitcast<vec3<i32>>(bhi) - bitcast<vec3<i32>>(at)) * 32 + vec3<i32>(31);
+    }
 }
 
 fn slot_id(slot: u32, l: vec3<u32>) -> u32 {
@@ -546,6 +584,11 @@ fn cast_ray(ray: GpuRay) -> GpuHit {
                     cell_lo += bitcast<vec3<i32>>(lo);
                 }
             }
+        }
+        // A whole chunk that holds nothing that stops the ray: cross the run of such chunks
+        // around it.
+        if (passable && tag != 0u && !per_voxel) {
+            region_run(cur_chunk, stop_unloaded, &cell_lo, &cell_hi);
         }
         if (stopping) {
             if (!skip_origin && air_seen) {

@@ -3,8 +3,9 @@
 //! Every function here that the GPU also runs has a twin of the same name in
 //! `shaders/dda.wgsl`, with the same constants and the same comparisons in the same order, so
 //! the two can be read side by side: [`crossing_t`], [`next_axis`], [`crossings_before`]
-//! (written out inside the shader's `skip_cell`), `skip_cell`, `empty_cell` (in `world.rs`),
-//! `dda_step`, `walk_dense`, `face_uv`, `tied_axes`, `tie_extra` and `cast_ray`. The host-only
+//! (written out inside the shader's `skip_cell`), `skip_cell`, `empty_block` and `empty_cell`
+//! (in `world.rs`), `RegionCache::run` (`region_run` there), `dda_step`, `walk_dense`,
+//! `face_uv`, `tied_axes`, `tie_extra` and `cast_ray`. The host-only
 //! parts (validation in [`VoxelRay::prepare`], clipping to the loaded bounds in `enter_box`)
 //! produce the state the GPU starts from.
 //!
@@ -710,7 +711,8 @@ impl RegionCache {
     /// The cell to skip from chunk `c`, which holds nothing that stops the ray: the largest
     /// run of chunks around it that hold nothing but air (or, under `UnloadedPolicy::Air`, are
     /// not loaded) in its region (see `empty_block`), or `c` alone. In local coordinates of
-    /// `c`, so corners may lie outside `0..32`.
+    /// `c`, so corners may lie outside `0..32`. Twin of `region_run` in `shaders/dda.wgsl`,
+    /// which reads the same bits from the region records `GpuWorld` uploads.
     fn run(&mut self, world: &VoxelWorld, c: [i128; 3], unloaded: UnloadedPolicy) -> Cell {
         let (region, _) = region_of(c);
         let s = match self.0 {

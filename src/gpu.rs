@@ -23,7 +23,7 @@ use crate::ray::{
     LineOfSight, LineOfSightOptions, OriginPolicy, PreparedRay, RaycastOptions, RaycastOutcome,
     UnloadedPolicy, VoxelRay, VoxelRaycastHit,
 };
-use crate::world::{ChunkView, OCCUPANCY_WORDS, VoxelId, VoxelWorld};
+use crate::world::{ChunkView, OCCUPANCY_WORDS, REGION_SHIFT, VoxelId, VoxelWorld};
 
 pub use wgpu::AdapterInfo;
 
@@ -132,7 +132,7 @@ pub(crate) struct GpuParams {
     flags: u32,
     ray_base: u32,
     ray_count: u32,
-    _pad0: u32,
+    region_offset: u32,
     _pad1: u32,
     cam_position: [i32; 3],
     cam_width: u32,
@@ -622,6 +622,7 @@ impl GpuRaycaster {
         let mut params = GpuParams {
             dims: world.window.dims,
             flags,
+            region_offset: world.window.region_offset(),
             ..Default::default()
         };
         if let Kernel::Camera(cam, _) = kernel {
@@ -830,6 +831,70 @@ struct Window {
 }
 
 impl Window {
+    /// How far the anchor lies into its region, per axis (`0..4`).
+    fn region_phase(&self) -> [u32; 3] {
+        std::array::from_fn(|a| (self.anchor.axis(a) & ((1 << REGION_SHIFT) - 1)) as u32)
+    }
+
+    /// `region_phase` packed for the shader: x in bits 0..2, y in 2..4, z in 4..6.
+    fn region_offset(&self) -> u32 {
+        let [x, y, z] = self.region_phase();
+        x | y << 2 | z << 4
+    }
+
+    /// The window's size in regions: those holding at least one of its chunks.
+    fn region_dims(&self) -> [u32; 3] {
+        let phase = self.region_phase();
+        std::array::from_fn(|a| (self.dims[a] + phase[a]).div_ceil(1 << REGION_SHIFT))
+    }
+
+    /// Number of chunk table entries; the region records follow them.
+    fn entries(&self) -> usize {
+        self.dims.iter().map(|&d| d as usize).product()
+    }
+
+    /// The region record of window region `r` (see `RegionCache::run` in `cpu_ref.rs` and
+    /// `region_run` in `shaders/dda.wgsl`): the chunks that block a run of empty chunks under
+    /// `UnloadedPolicy::Air` (loaded and not all air), then under `Stop` (also not loaded),
+    /// each as two words. Chunks of the region outside the window count as not loaded.
+    fn region_record(&self, world: &VoxelWorld, r: [u32; 3]) -> [u32; 4] {
+        let phase = self.region_phase();
+        let first: [i128; 3] =
+            std::array::from_fn(|a| (self.anchor.axis(a) >> REGION_SHIFT) + i128::from(r[a]));
+        let summary = world.region(first);
+        let mut inside = 0u64;
+        for bit in 0..64u32 {
+            let cell = [bit & 3, bit >> 2 & 3, bit >> 4];
+            let in_window = (0..3).all(|a| {
+                let rel = i64::from((r[a] << REGION_SHIFT) + cell[a]) - i64::from(phase[a]);
+                (0..i64::from(self.dims[a])).contains(&rel)
+            });
+            inside |= u64::from(in_window) << bit;
+        }
+        let air = summary.occupied & inside;
+        let stop = summary.occupied | !summary.loaded | !inside;
+        [
+            air as u32,
+            (air >> 32) as u32,
+            stop as u32,
+            (stop >> 32) as u32,
+        ]
+    }
+
+    /// Index of window region `r` among the region records.
+    fn region_index(&self, r: [u32; 3]) -> usize {
+        let d = self.region_dims();
+        r[0] as usize + d[0] as usize * (r[1] as usize + d[1] as usize * r[2] as usize)
+    }
+
+    /// The window region holding window chunk `pos`.
+    fn region_of_chunk(&self, pos: ChunkPos) -> [u32; 3] {
+        let phase = self.region_phase();
+        std::array::from_fn(|a| {
+            ((pos.axis(a) - self.anchor.axis(a)) as u32 + phase[a]) >> REGION_SHIFT
+        })
+    }
+
     fn relative(&self, p: WorldPos) -> Option<[i32; 3]> {
         let mut out = [0; 3];
         for (a, o) in out.iter_mut().enumerate() {
@@ -970,8 +1035,9 @@ impl GpuWorld {
         let mut dims = [0u32; 3];
         for (a, d) in dims.iter_mut().enumerate() {
             let span = hi.axis(a) - lo.axis(a) + 1;
-            // Window-relative voxel coordinates must fit in i32.
-            let limit = (i32::MAX as i128 + 1) / 32;
+            // Window-relative voxel coordinates must fit in i32, with room for a run of
+            // empty chunks that reaches past the window to the end of its region.
+            let limit = (i32::MAX as i128 + 1) / 32 - (1 << REGION_SHIFT);
             if span >= limit {
                 return Err(GpuError::LimitExceeded {
                     what: "window extent in chunks",
@@ -981,7 +1047,13 @@ impl GpuWorld {
             }
             *d = span as u32;
         }
-        let entries = u64::from(dims[0]) * u64::from(dims[1]) * u64::from(dims[2]);
+        let regions: [u64; 3] = std::array::from_fn(|a| {
+            (u64::from(dims[a]) + (lo.axis(a) & ((1 << REGION_SHIFT) - 1)) as u64)
+                .div_ceil(1 << REGION_SHIFT)
+        });
+        // Chunk entries, then one four-word record per region.
+        let entries = u64::from(dims[0]) * u64::from(dims[1]) * u64::from(dims[2])
+            + 4 * regions.iter().product::<u64>();
         let max_binding = gpu
             .limits
             .max_storage_buffer_binding_size
@@ -998,7 +1070,7 @@ impl GpuWorld {
             dims,
             bounds: VoxelBox::from_chunks(lo, hi),
         };
-        let mut table = vec![TAG_UNLOADED; entries as usize];
+        let mut table = vec![TAG_UNLOADED; window.entries()];
         let mut slots = FxHashMap::default();
         let mut dense = Vec::new();
         for (pos, chunk) in world.chunks() {
@@ -1014,6 +1086,14 @@ impl GpuWorld {
                     slot
                 }
             };
+        }
+        let rd = window.region_dims();
+        for z in 0..rd[2] {
+            for y in 0..rd[1] {
+                for x in 0..rd[0] {
+                    table.extend(window.region_record(world, [x, y, z]));
+                }
+            }
         }
         let slot_capacity = (slots.len() as u32).max(1);
         let mut gw = Self {
@@ -1116,6 +1196,7 @@ impl GpuWorld {
         chunks: &[ChunkPos],
     ) -> Result<(), GpuError> {
         let mut to_write = Vec::new();
+        let mut regions = Vec::new();
         for &pos in chunks {
             let i = window_index(&self.window, pos).ok_or(GpuError::ChunkOutsideWindow(pos))?;
             let entry = match world.chunk(pos).map(|c| c.view()) {
@@ -1142,6 +1223,15 @@ impl GpuWorld {
             }
             self.queue
                 .write_buffer(&self.table, (i * 4) as u64, bytemuck::bytes_of(&entry));
+            regions.push(self.window.region_of_chunk(pos));
+        }
+        regions.sort_unstable();
+        regions.dedup();
+        for r in regions {
+            let record = self.window.region_record(world, r);
+            let at = self.window.entries() + 4 * self.window.region_index(r);
+            self.queue
+                .write_buffer(&self.table, (at * 4) as u64, bytemuck::cast_slice(&record));
         }
         let needed = self.slots.values().max().map_or(0, |&s| s + 1);
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);

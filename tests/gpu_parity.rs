@@ -2,6 +2,8 @@
 //! CI. With `VOXCAST_REQUIRE_GPU=1` a missing adapter fails every test here; without it they
 //! skip with a loud message.
 
+mod common;
+
 use std::sync::OnceLock;
 
 use voxcast::gpu::{GpuRaycaster, GpuWorld};
@@ -491,4 +493,93 @@ fn gpu_skipping_equals_per_voxel_stepping() {
         total += rays.len();
     }
     assert!(total >= 1_000_000, "only {total} rays");
+}
+
+/// Runs of empty chunks (whole regions of `4×4×4` chunks, halves, layers, `2×2×2` blocks) on
+/// the GPU: a world of many regions with holes, near the origin and far out with a window that
+/// does not start at a region boundary, under both unloaded policies, every origin policy and
+/// per-voxel stepping; then edits that block runs (a voxel in an empty chunk, a new hole) or
+/// open them (a chunk emptied), re-uploaded with `update_chunks`.
+#[test]
+fn parity_region_runs_and_their_updates() {
+    let Some(gpu) = gpu() else { return };
+    for (base, seed) in [
+        ([0, 0, 0], 21u64),
+        ([(1 << 100) + 1, -(1 << 90) - 3, 2], 22),
+    ] {
+        let mut world = common::region_world(base, seed);
+        let mut gw = GpuWorld::from_world(gpu, &world).expect("upload");
+        let rays = common::region_rays(base, seed, 40_000);
+        let compare = |world: &VoxelWorld, gw: &GpuWorld, when: &str| {
+            for unloaded in [UnloadedPolicy::Air, UnloadedPolicy::Stop] {
+                for origin in [
+                    OriginPolicy::Report,
+                    OriginPolicy::SkipOriginVoxel,
+                    OriginPolicy::ExitSolid,
+                ] {
+                    let opts = RaycastOptions {
+                        origin,
+                        unloaded,
+                        ..Default::default()
+                    };
+                    let what = format!("regions {base:?} {when} {unloaded:?} {origin:?}");
+                    check(gpu, &what, world, gw, &rays, &opts);
+                }
+                let walk = RaycastOptions {
+                    unloaded,
+                    per_voxel: true,
+                    ..Default::default()
+                };
+                let slow = gpu.raycast(gw, &rays, &walk).expect("per voxel");
+                let fast = raycast_batch(
+                    &rays,
+                    world,
+                    &RaycastOptions {
+                        unloaded,
+                        ..Default::default()
+                    },
+                );
+                assert_parity(
+                    &format!("regions {base:?} {when} {unloaded:?}: GPU per-voxel vs CPU"),
+                    &rays,
+                    &slow,
+                    &fast,
+                );
+            }
+        };
+        compare(&world, &gw, "as built");
+        // Edits: walls, holes, solid chunks and emptied chunks.
+        let mut rng = SplitMix64::new(seed ^ 7);
+        let mut touched = Vec::new();
+        for _ in 0..40 {
+            let c = ChunkPos::new(
+                base[0] - 6 + rng.below(12) as i128,
+                base[1] - 3 + rng.below(8) as i128,
+                base[2] - 6 + rng.below(12) as i128,
+            );
+            match rng.below(4) {
+                0 => {
+                    // A wall of 32×32 voxels through the chunk: a dense chunk.
+                    let o = c.origin();
+                    for i in 0..32 {
+                        for j in 0..32 {
+                            world.set_voxel(WorldPos::new(o.x + i, o.y + j, o.z + 17), VoxelId(3));
+                        }
+                    }
+                }
+                1 => {
+                    world.remove_chunk(c);
+                }
+                2 => {
+                    world.insert_chunk(c, voxcast::Chunk::filled(VoxelId(1)));
+                }
+                _ => {
+                    world.insert_chunk(c, voxcast::Chunk::default());
+                }
+            }
+            touched.push(c);
+        }
+        gw.update_chunks(&world, &touched).expect("update");
+        compare(&world, &gw, "after edits");
+    }
 }

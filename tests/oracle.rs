@@ -12,7 +12,9 @@
 
 mod common;
 
-use common::{describe, dir_component, offset, random_solids, rel, sub_of_kind};
+use common::{
+    describe, dir_component, offset, random_solids, region_rays, region_world, rel, sub_of_kind,
+};
 use proptest::prelude::*;
 use voxcast::glam::{DVec3, IVec3, Vec2, Vec3};
 use voxcast::scene::{self, SplitMix64};
@@ -683,39 +685,6 @@ fn skipping_is_exact() {
     assert!(total >= 200_000, "only {total} rays compared");
 }
 
-/// A world of many regions (`4×4×4` chunks each) that is mostly empty chunks, with scattered
-/// dense chunks, uniform chunks and unloaded holes, placed at `base` (in chunks): the DDA
-/// crosses runs of empty chunks in one step here.
-fn region_world(base: [i128; 3], seed: u64) -> VoxelWorld {
-    let mut rng = SplitMix64::new(seed);
-    let mut world = VoxelWorld::new();
-    for cz in -6i128..6 {
-        for cy in -3i128..5 {
-            for cx in -6i128..6 {
-                let pos = ChunkPos::new(base[0] + cx, base[1] + cy, base[2] + cz);
-                match rng.below(100) {
-                    0..=2 => {} // a hole: not loaded
-                    3 => {
-                        world.insert_chunk(pos, Chunk::filled(VoxelId(2)));
-                    }
-                    4..=7 => {
-                        let origin = pos.origin();
-                        for _ in 0..1 + rng.below(6) {
-                            let v =
-                                offset(origin, [0, 1, 2].map(|_| i128::from(rng.below(32) as u8)));
-                            world.set_voxel(v, VoxelId(1 + rng.below(3) as u16));
-                        }
-                    }
-                    _ => {
-                        world.insert_chunk(pos, Chunk::default());
-                    }
-                }
-            }
-        }
-    }
-    world
-}
-
 #[test]
 fn region_runs_are_exact() {
     let mut total = 0;
@@ -726,31 +695,7 @@ fn region_runs_are_exact() {
         ([(1 << 100) + 1, -(1 << 90) - 3, 2], 12),
     ] {
         let world = region_world(base, seed);
-        let lo = ChunkPos::new(base[0] - 6, base[1] - 3, base[2] - 6).origin();
-        let extent = [384u64, 256, 384];
-        let mut rng = SplitMix64::new(seed ^ 0xABC);
-        let mut rays = Vec::new();
-        for i in 0..24_000 {
-            // Origins inside the loaded box and up to 64 voxels beyond it.
-            let o =
-                [0, 1, 2].map(|a| lo.axis(a) - 64 + i128::from(rng.below(extent[a] + 128) as u32));
-            let (sub, dir) = if i % 4 == 0 {
-                // On chunk faces, edges and corners, along axes and diagonals.
-                (
-                    [0, 1, 2].map(|_| sub_of_kind(rng.below(2) as u8, 0.0)),
-                    [0, 1, 2].map(|_| dir_component(rng.below(4) as u8, 0.0)),
-                )
-            } else {
-                (
-                    [0, 1, 2].map(|_| rng.next_f32()),
-                    rng.unit_vector().to_array(),
-                )
-            };
-            let o = if i % 4 == 0 { o.map(|v| v & !31) } else { o };
-            if dir.iter().any(|&c| c != 0.0) {
-                rays.push(common::ray_at(o, sub, dir, 700.0));
-            }
-        }
+        let rays = region_rays(base, seed ^ 0xABC, 24_000);
         let filter = MaterialFilter::all_solid().without(VoxelId(2));
         for unloaded in [UnloadedPolicy::Air, UnloadedPolicy::Stop] {
             for policy in [

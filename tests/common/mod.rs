@@ -8,7 +8,7 @@
 
 use voxcast::glam::{DVec3, Vec3};
 use voxcast::scene::SplitMix64;
-use voxcast::{VoxelId, VoxelRay, VoxelWorld, WorldPos};
+use voxcast::{Chunk, ChunkPos, VoxelId, VoxelRay, VoxelWorld, WorldPos};
 
 /// A valid ray, or a panic that names the bad input.
 #[track_caller]
@@ -128,4 +128,63 @@ pub(crate) fn rel(p: WorldPos, origin: WorldPos) -> DVec3 {
         (p.y - origin.y) as f64,
         (p.z - origin.z) as f64,
     )
+}
+
+/// A world of many regions (`4×4×4` chunks each) that is mostly empty chunks, with scattered
+/// dense chunks, uniform chunks and unloaded holes, placed at `base` (in chunks): the DDA
+/// crosses runs of empty chunks in one step here.
+pub(crate) fn region_world(base: [i128; 3], seed: u64) -> VoxelWorld {
+    let mut rng = SplitMix64::new(seed);
+    let mut world = VoxelWorld::new();
+    for cz in -6i128..6 {
+        for cy in -3i128..5 {
+            for cx in -6i128..6 {
+                let pos = ChunkPos::new(base[0] + cx, base[1] + cy, base[2] + cz);
+                match rng.below(100) {
+                    0..=2 => {} // a hole: not loaded
+                    3 => {
+                        world.insert_chunk(pos, Chunk::filled(VoxelId(2)));
+                    }
+                    4..=7 => {
+                        let origin = pos.origin();
+                        for _ in 0..1 + rng.below(6) {
+                            let v =
+                                offset(origin, [0, 1, 2].map(|_| i128::from(rng.below(32) as u8)));
+                            world.set_voxel(v, VoxelId(1 + rng.below(3) as u16));
+                        }
+                    }
+                    _ => {
+                        world.insert_chunk(pos, Chunk::default());
+                    }
+                }
+            }
+        }
+    }
+    world
+}
+
+/// `n` rays through [`region_world`] at `base`: three in four from random origins inside the
+/// loaded box or up to 64 voxels beyond it, in random directions; one in four from chunk
+/// corners along axes and diagonals. Max distance 700 (longer than the box).
+pub(crate) fn region_rays(base: [i128; 3], seed: u64, n: usize) -> Vec<VoxelRay> {
+    let lo = ChunkPos::new(base[0] - 6, base[1] - 3, base[2] - 6).origin();
+    let extent = [384u64, 256, 384];
+    let mut rng = SplitMix64::new(seed);
+    let mut rays = Vec::new();
+    for i in 0..n {
+        let o = [0, 1, 2].map(|a| lo.axis(a) - 64 + i128::from(rng.below(extent[a] + 128) as u32));
+        let ray = if i % 4 == 0 {
+            let sub = [0, 1, 2].map(|_| sub_of_kind(rng.below(2) as u8, 0.0));
+            let dir = [0, 1, 2].map(|_| dir_component(rng.below(4) as u8, 0.0));
+            if dir.iter().all(|&c| c == 0.0) {
+                continue;
+            }
+            ray_at(o.map(|v| v & !31), sub, dir, 700.0)
+        } else {
+            let sub = [0, 1, 2].map(|_| rng.next_f32());
+            ray_at(o, sub, rng.unit_vector().to_array(), 700.0)
+        };
+        rays.push(ray);
+    }
+    rays
 }
