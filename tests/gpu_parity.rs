@@ -9,9 +9,9 @@ use std::sync::OnceLock;
 use voxcast::gpu::{GpuRaycaster, GpuWorld};
 use voxcast::scene::{Sparse, SplitMix64, Terrain, WATER};
 use voxcast::{
-    Camera, ChunkPos, LineOfSight, LineOfSightOptions, MaterialFilter, OriginPolicy,
-    RaycastOptions, RaycastOutcome, UnloadedPolicy, VoxelId, VoxelRay, VoxelWorld, WorldPos,
-    glam::Vec3, line_of_sight_batch, raycast_batch,
+    Camera, ChunkPos, LineOfSight, LineOfSightOptions, MaterialFilter, RaycastOptions,
+    RaycastOutcome, UnloadedPolicy, VoxelId, VoxelRay, VoxelWorld, WorldPos, glam::Vec3,
+    line_of_sight_batch, raycast_batch,
 };
 
 fn gpu() -> Option<&'static GpuRaycaster> {
@@ -202,11 +202,7 @@ fn parity_every_option() {
         500,
         13,
     ));
-    for origin in [
-        OriginPolicy::Report,
-        OriginPolicy::SkipOriginVoxel,
-        OriginPolicy::ExitSolid,
-    ] {
+    for origin in common::ORIGIN_POLICIES {
         for unloaded in [UnloadedPolicy::Air, UnloadedPolicy::Stop] {
             for blocks in [
                 MaterialFilter::default(),
@@ -512,11 +508,7 @@ fn parity_region_runs_and_their_updates() {
         let rays = common::region_rays(base, seed, 40_000);
         let compare = |world: &VoxelWorld, gw: &GpuWorld, when: &str| {
             for unloaded in [UnloadedPolicy::Air, UnloadedPolicy::Stop] {
-                for origin in [
-                    OriginPolicy::Report,
-                    OriginPolicy::SkipOriginVoxel,
-                    OriginPolicy::ExitSolid,
-                ] {
+                for origin in common::ORIGIN_POLICIES {
                     let opts = RaycastOptions {
                         origin,
                         unloaded,

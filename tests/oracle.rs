@@ -487,7 +487,7 @@ proptest! {
             }
         };
         for unloaded in [UnloadedPolicy::Air, UnloadedPolicy::Stop] {
-            for policy in [OriginPolicy::Report, OriginPolicy::SkipOriginVoxel, OriginPolicy::ExitSolid] {
+            for policy in common::ORIGIN_POLICIES {
                 let opts = RaycastOptions { origin: policy, unloaded, ..RaycastOptions::default() };
                 let o = voxel_raycast_with(&r, &world, &opts);
                 check_consistent(&r, &world, &opts, &o)
@@ -616,11 +616,7 @@ fn skipping_is_exact() {
         ("terrain", &tworld, &terrain_rays),
         ("sparse", &sworld, &sparse_rays),
     ] {
-        for policy in [
-            OriginPolicy::Report,
-            OriginPolicy::SkipOriginVoxel,
-            OriginPolicy::ExitSolid,
-        ] {
+        for policy in common::ORIGIN_POLICIES {
             let opts = RaycastOptions {
                 origin: policy,
                 ..RaycastOptions::default()
@@ -698,11 +694,7 @@ fn region_runs_are_exact() {
         let rays = region_rays(base, seed ^ 0xABC, 24_000);
         let filter = MaterialFilter::all_solid().without(VoxelId(2));
         for unloaded in [UnloadedPolicy::Air, UnloadedPolicy::Stop] {
-            for policy in [
-                OriginPolicy::Report,
-                OriginPolicy::SkipOriginVoxel,
-                OriginPolicy::ExitSolid,
-            ] {
+            for policy in common::ORIGIN_POLICIES {
                 let opts = RaycastOptions {
                     origin: policy,
                     unloaded,

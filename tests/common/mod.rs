@@ -8,7 +8,14 @@
 
 use voxcast::glam::{DVec3, Vec3};
 use voxcast::scene::SplitMix64;
-use voxcast::{Chunk, ChunkPos, VoxelId, VoxelRay, VoxelWorld, WorldPos};
+use voxcast::{Chunk, ChunkPos, OriginPolicy, VoxelId, VoxelRay, VoxelWorld, WorldPos};
+
+/// Every origin policy, for tests that run each.
+pub(crate) const ORIGIN_POLICIES: [OriginPolicy; 3] = [
+    OriginPolicy::Report,
+    OriginPolicy::SkipOriginVoxel,
+    OriginPolicy::ExitSolid,
+];
 
 /// A valid ray, or a panic that names the bad input.
 #[track_caller]
