@@ -1004,7 +1004,9 @@ impl Window {
 
 /// A window of a [`VoxelWorld`] uploaded to the GPU: a chunk table plus, per chunk that is not
 /// one id throughout, its occupancy bits, brick summary and u16 ids. Uniform chunks (all air,
-/// all stone, ...) take one table entry and no storage.
+/// all stone, ...) take one table entry and no storage. After the table's chunk entries comes
+/// one 16-byte record per region of `4×4×4` chunks that the window touches (which of its chunks
+/// block a run of empty chunks), kept current by [`GpuWorld::update_chunks`].
 #[derive(Debug)]
 pub struct GpuWorld {
     device: wgpu::Device,
