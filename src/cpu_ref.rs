@@ -628,7 +628,7 @@ pub(crate) fn cast_ray(
             // Examine the current voxel.
             let (stop_id, passable_cell): (Option<VoxelId>, Option<Cell>) = match kind {
                 ChunkKind::Unloaded => match opts.unloaded {
-                    UnloadedPolicy::Air => (None, Some(regions.run(world, d.chunk, opts.unloaded))),
+                    UnloadedPolicy::Air => (None, Some(([0; 3], [31; 3]))),
                     UnloadedPolicy::Stop
                         if in_origin && opts.origin == OriginPolicy::SkipOriginVoxel =>
                     {
@@ -645,7 +645,7 @@ pub(crate) fn cast_ray(
                     if stops(id) {
                         (Some(id), None)
                     } else {
-                        (None, Some(regions.run(world, d.chunk, opts.unloaded)))
+                        (None, Some(([0; 3], [31; 3])))
                     }
                 }
                 ChunkKind::Dense(c) => {
@@ -676,7 +676,12 @@ pub(crate) fn cast_ray(
             // lands before any crossing tied with the cell's exit, so the conservative corner
             // test below still sees the whole tie group.
             let mut moved = false;
-            if let (Some((lo, hi)), false) = (passable_cell, opts.per_voxel) {
+            if let (Some((mut lo, mut hi)), false) = (passable_cell, opts.per_voxel) {
+                // A whole chunk that holds nothing that stops the ray: cross the run of such
+                // chunks around it (as the shader does, after classifying the chunk).
+                if !matches!(kind, ChunkKind::Dense(_)) {
+                    (lo, hi) = regions.run(world, d.chunk, opts.unloaded);
+                }
                 if d.skip_cell(lo, hi).is_err() {
                     return RaycastOutcome::Miss;
                 }
