@@ -6,8 +6,10 @@
 //! (written out inside the shader's `skip_cell`), `skip_cell`, `empty_block` and `empty_cell`
 //! (in `world.rs`), `RegionCache::run` (`region_run` there), `dda_step`, `walk_dense`,
 //! `face_uv`, `tied_axes`, `tie_extra` and `cast_ray`. The host-only
-//! parts (validation in [`VoxelRay::prepare`], clipping to the loaded bounds in `enter_box`)
-//! produce the state the GPU starts from.
+//! parts (validation in [`VoxelRay::prepare`], clipping to a box in `enter_box`) produce the
+//! state the GPU starts from. Under [`UnloadedPolicy::Air`] a ray ends where it leaves the
+//! occupied bounds; the GPU, which keeps no such bounds, walks on to its window's edge (the
+//! loaded bounds at upload).
 //!
 //! Empty space is skipped at three levels, each landing on exactly the state that stepping
 //! voxel by voxel reaches (`skip_cell`): inside a dense chunk, runs of empty `8³` bricks
@@ -558,38 +560,55 @@ pub(crate) fn cast_ray(
     opts: &RaycastOptions,
     conservative: bool,
 ) -> RaycastOutcome {
-    let Some(bounds) = world.loaded_bounds() else {
-        return match opts.unloaded {
-            UnloadedPolicy::Air => RaycastOutcome::Miss,
-            UnloadedPolicy::Stop if opts.origin == OriginPolicy::SkipOriginVoxel => {
-                let mut d = Dda::new(r);
-                match d.dda_step() {
-                    Ok(_) => RaycastOutcome::Unloaded {
-                        at: d.voxel(),
-                        distance: d.t,
-                    },
-                    Err(Halt::Miss) => RaycastOutcome::Miss,
-                }
+    // Under `Air` nothing outside the occupied bounds stops the ray, and the DDA's chunk
+    // coordinates only move away from a box once they have left it: a ray outside is a miss.
+    // Per-voxel mode stops at the loaded bounds instead, so that comparing the modes tests this.
+    let air_bounds = match opts.unloaded {
+        UnloadedPolicy::Air => {
+            let bounds = if opts.per_voxel {
+                world.loaded_bounds()
+            } else {
+                world.occupied_bounds()
+            };
+            if bounds.is_none() {
+                return RaycastOutcome::Miss;
             }
-            UnloadedPolicy::Stop => RaycastOutcome::Unloaded {
+            bounds
+        }
+        UnloadedPolicy::Stop if world.loaded_bounds().is_some() => None,
+        UnloadedPolicy::Stop if opts.origin == OriginPolicy::SkipOriginVoxel => {
+            let mut d = Dda::new(r);
+            return match d.dda_step() {
+                Ok(_) => RaycastOutcome::Unloaded {
+                    at: d.voxel(),
+                    distance: d.t,
+                },
+                Err(Halt::Miss) => RaycastOutcome::Miss,
+            };
+        }
+        UnloadedPolicy::Stop => {
+            return RaycastOutcome::Unloaded {
                 at: r.start,
                 distance: 0.0,
-            },
-        };
+            };
+        }
     };
-    let chunk_lo = bounds.min.chunk();
-    let chunk_hi = bounds.max.chunk();
-    let in_bounds =
-        |c: [i128; 3]| (0..3).all(|a| chunk_lo.axis(a) <= c[a] && c[a] <= chunk_hi.axis(a));
+    let (chunk_lo, chunk_hi) = air_bounds
+        .map_or((WorldPos::ZERO.chunk(), WorldPos::ZERO.chunk()), |b| {
+            (b.min.chunk(), b.max.chunk())
+        });
+    let outside = |c: [i128; 3]| (0..3).any(|a| c[a] < chunk_lo.axis(a) || chunk_hi.axis(a) < c[a]);
     let mut d = Dda::new(r);
     let mut in_origin = true;
     let mut air_seen = opts.origin != OriginPolicy::ExitSolid;
     let mut regions = RegionCache::default();
-    if opts.unloaded == UnloadedPolicy::Air && !bounds.contains(r.start) {
+    if let Some(bounds) = air_bounds
+        && !bounds.contains(r.start)
+    {
         if !d.enter_box(&bounds) {
             return RaycastOutcome::Miss;
         }
-        // The voxels before the box were unloaded air: the origin voxel has been passed.
+        // The voxels before the box were air or unloaded: the origin voxel has been passed.
         in_origin = false;
         air_seen = true;
     }
@@ -607,7 +626,7 @@ pub(crate) fn cast_ray(
 
     loop {
         // Entered a new chunk (or started): classify it once.
-        if opts.unloaded == UnloadedPolicy::Air && !in_bounds(d.chunk) {
+        if air_bounds.is_some() && outside(d.chunk) {
             return RaycastOutcome::Miss;
         }
         let kind = chunk_kind(world, d.chunk);

@@ -40,9 +40,10 @@
 //!   entry distance, the voxel's id and the entry point's UV on that face.
 //!
 //! [`OriginPolicy`] says what happens when the ray starts in a stopping voxel,
-//! [`MaterialFilter`] which ids stop it, [`UnloadedPolicy`] what unloaded chunks do. Outside
-//! the loaded bounds nothing is loaded, so under [`UnloadedPolicy::Air`] a ray ends there
-//! (and a ray from outside is clipped to them exactly), whatever its max distance.
+//! [`MaterialFilter`] which ids stop it, [`UnloadedPolicy`] what unloaded chunks do. Under
+//! [`UnloadedPolicy::Air`] nothing outside the occupied bounds (the chunks that hold anything
+//! but air, [`VoxelWorld::occupied_bounds`]) can stop a ray, so a ray ends as a miss where it
+//! leaves them (and a ray from outside is clipped to them exactly), whatever its max distance.
 //!
 //! ## Parity contract
 //! For every valid ray the GPU gives the CPU reference's outcome, voxel, face normal and id,

@@ -181,8 +181,10 @@ pub struct RaycastOptions {
     pub blocks: MaterialFilter,
     /// Whether unloaded chunks are air or stop the ray.
     pub unloaded: UnloadedPolicy,
-    /// Walk every voxel instead of skipping empty chunks and bricks in one step. Results are
-    /// identical bit for bit either way; this exists to test that claim.
+    /// Walk every voxel instead of skipping empty chunks and bricks in one step, and under
+    /// [`UnloadedPolicy::Air`] walk on to the edge of the loaded chunks rather than stopping
+    /// where the chunks that hold anything but air end. Results are identical bit for bit
+    /// either way; this exists to test that claim.
     pub per_voxel: bool,
 }
 

@@ -324,8 +324,25 @@ pub struct VoxelWorld {
     /// nothing loaded.
     /// Keyed by a tuple, not an array: `==` on `[i128; 3]` calls `memcmp`.
     regions: FxHashMap<(i128, i128, i128), RegionSummary>,
-    /// Inclusive chunk range covering every loaded chunk; kept current on insert and remove.
-    bounds: Option<(ChunkPos, ChunkPos)>,
+    /// Inclusive chunk range covering every loaded chunk; kept current by every edit.
+    loaded: Option<ChunkRange>,
+    /// Inclusive chunk range covering every occupied chunk (loaded and not all air); kept
+    /// current by every edit.
+    occupied: Option<ChunkRange>,
+}
+
+/// An inclusive range of chunks, `(lowest, highest)`.
+type ChunkRange = (ChunkPos, ChunkPos);
+
+/// `range` grown to cover `pos`.
+fn grow(range: Option<ChunkRange>, pos: ChunkPos) -> ChunkRange {
+    match range {
+        None => (pos, pos),
+        Some((lo, hi)) => (
+            ChunkPos::new(lo.x.min(pos.x), lo.y.min(pos.y), lo.z.min(pos.z)),
+            ChunkPos::new(hi.x.max(pos.x), hi.y.max(pos.y), hi.z.max(pos.z)),
+        ),
+    }
 }
 
 impl VoxelWorld {
@@ -360,10 +377,13 @@ impl VoxelWorld {
 
     /// Records in the region summary whether chunk `pos` is loaded and whether it is occupied
     /// (loaded and not all air); drops a region once nothing in it is loaded.
+    /// Also keeps the loaded and occupied chunk ranges current: they grow at once, and are
+    /// recomputed from the region summaries when a chunk on their edge leaves them.
     fn summarise(&mut self, pos: ChunkPos, loaded: bool, occupied: bool) {
         let (region, bit) = region_of([pos.x, pos.y, pos.z]);
         let key = (region[0], region[1], region[2]);
         let s = self.regions.entry(key).or_default();
+        let (was_loaded, was_occupied) = (s.loaded & bit != 0, s.occupied & bit != 0);
         s.loaded = if loaded {
             s.loaded | bit
         } else {
@@ -377,6 +397,51 @@ impl VoxelWorld {
         if s.loaded == 0 {
             self.regions.remove(&key);
         }
+        self.loaded = self.track(self.loaded, pos, was_loaded, loaded, |s| s.loaded);
+        self.occupied = self.track(self.occupied, pos, was_occupied, occupied, |s| s.occupied);
+    }
+
+    /// `range` after chunk `pos` went from being in the set (`was`) to `now`, where `pick`
+    /// selects the set's bits from a region summary.
+    fn track(
+        &self,
+        range: Option<ChunkRange>,
+        pos: ChunkPos,
+        was: bool,
+        now: bool,
+        pick: fn(&RegionSummary) -> u64,
+    ) -> Option<ChunkRange> {
+        match (range, was, now) {
+            (_, _, true) => Some(grow(range, pos)),
+            (Some((lo, hi)), true, false)
+                if (0..3).any(|a| pos.axis(a) == lo.axis(a) || pos.axis(a) == hi.axis(a)) =>
+            {
+                self.region_range(pick)
+            }
+            _ => range,
+        }
+    }
+
+    /// The chunk range covering every chunk whose bit `pick` sets, from the region summaries.
+    fn region_range(&self, pick: fn(&RegionSummary) -> u64) -> Option<ChunkRange> {
+        let mut range = None;
+        for (&(rx, ry, rz), s) in &self.regions {
+            let mut bits = pick(s);
+            while bits != 0 {
+                let i = bits.trailing_zeros();
+                bits &= bits - 1;
+                let cell = |shift: u32| i128::from(i >> shift & 3);
+                range = Some(grow(
+                    range,
+                    ChunkPos::new(
+                        (rx << REGION_SHIFT) + cell(0),
+                        (ry << REGION_SHIFT) + cell(2),
+                        (rz << REGION_SHIFT) + cell(4),
+                    ),
+                ));
+            }
+        }
+        range
     }
 
     /// The summary of region `region` (chunk coordinates `>> REGION_SHIFT`): all zero when
@@ -391,36 +456,15 @@ impl VoxelWorld {
 
     /// Loads `chunk` at `pos`, returning the chunk it replaces, if any.
     pub fn insert_chunk(&mut self, pos: ChunkPos, chunk: Chunk) -> Option<Chunk> {
-        self.bounds = Some(match self.bounds {
-            None => (pos, pos),
-            Some((lo, hi)) => (
-                ChunkPos::new(lo.x.min(pos.x), lo.y.min(pos.y), lo.z.min(pos.z)),
-                ChunkPos::new(hi.x.max(pos.x), hi.y.max(pos.y), hi.z.max(pos.z)),
-            ),
-        });
         self.summarise(pos, true, !chunk.is_empty());
         self.chunks.insert(pos, chunk)
     }
 
-    /// Unloads the chunk at `pos` and returns it. Costs a pass over the loaded chunks when the
-    /// removed chunk was on the edge of the loaded bounds.
+    /// Unloads the chunk at `pos` and returns it. Costs a pass over the region summaries when
+    /// the removed chunk was on the edge of the loaded or occupied bounds.
     pub fn remove_chunk(&mut self, pos: ChunkPos) -> Option<Chunk> {
         let removed = self.chunks.remove(&pos)?;
         self.summarise(pos, false, false);
-        if let Some((lo, hi)) = self.bounds {
-            let on_edge = (0..3).any(|a| pos.axis(a) == lo.axis(a) || pos.axis(a) == hi.axis(a));
-            if on_edge {
-                self.bounds = self.chunks.keys().fold(None, |acc, &p| {
-                    Some(match acc {
-                        None => (p, p),
-                        Some((lo, hi)) => (
-                            ChunkPos::new(lo.x.min(p.x), lo.y.min(p.y), lo.z.min(p.z)),
-                            ChunkPos::new(hi.x.max(p.x), hi.y.max(p.y), hi.z.max(p.z)),
-                        ),
-                    })
-                });
-            }
-        }
         Some(removed)
     }
 
@@ -453,13 +497,28 @@ impl VoxelWorld {
     /// Everything outside it is unloaded.
     #[must_use]
     pub fn loaded_bounds(&self) -> Option<VoxelBox> {
-        self.bounds.map(|(lo, hi)| VoxelBox::from_chunks(lo, hi))
+        self.loaded.map(|(lo, hi)| VoxelBox::from_chunks(lo, hi))
     }
 
     /// The inclusive chunk range covering every loaded chunk.
     #[must_use]
     pub fn loaded_chunk_bounds(&self) -> Option<(ChunkPos, ChunkPos)> {
-        self.bounds
+        self.loaded
+    }
+
+    /// The inclusive voxel box covering every occupied chunk (loaded, with a voxel that is not
+    /// air), or `None` when every loaded chunk is all air. Outside it every voxel is air or
+    /// unloaded; a chunk emptied by [`VoxelWorld::set_voxel`] leaves it at once.
+    #[must_use]
+    pub fn occupied_bounds(&self) -> Option<VoxelBox> {
+        self.occupied.map(|(lo, hi)| VoxelBox::from_chunks(lo, hi))
+    }
+
+    /// The inclusive chunk range covering every occupied chunk (see
+    /// [`VoxelWorld::occupied_bounds`]).
+    #[must_use]
+    pub fn occupied_chunk_bounds(&self) -> Option<(ChunkPos, ChunkPos)> {
+        self.occupied
     }
 }
 
@@ -618,5 +677,41 @@ mod tests {
         );
         w.remove_chunk(ChunkPos::new(0, 0, 0));
         assert_eq!(w.loaded_bounds(), None);
+    }
+
+    #[test]
+    fn occupied_bounds_follow_edits() {
+        let mut w = VoxelWorld::new();
+        // Loaded but all air: nothing is occupied.
+        w.insert_chunk(ChunkPos::new(-9, 0, 0), Chunk::default());
+        assert_eq!(w.occupied_chunk_bounds(), None);
+        // Two regions apart, negative coordinates included.
+        let a = WorldPos::new(-1, 5, 40);
+        let b = WorldPos::new(300, -70, 2);
+        w.set_voxel(a, VoxelId(1));
+        w.insert_chunk(b.chunk(), Chunk::filled(VoxelId(2)));
+        let both = Some((ChunkPos::new(-1, -3, 0), ChunkPos::new(9, 0, 1)));
+        assert_eq!(w.occupied_chunk_bounds(), both);
+        assert_eq!(
+            w.loaded_chunk_bounds(),
+            Some((ChunkPos::new(-9, -3, 0), ChunkPos::new(9, 0, 1)))
+        );
+        // Emptying a chunk by an edit leaves the occupied bounds, not the loaded ones.
+        w.set_voxel(a, VoxelId::AIR);
+        assert_eq!(w.occupied_chunk_bounds(), Some((b.chunk(), b.chunk())));
+        assert_eq!(
+            w.occupied_bounds(),
+            Some(VoxelBox::from_chunks(b.chunk(), b.chunk()))
+        );
+        w.set_voxel(a, VoxelId(3));
+        assert_eq!(w.occupied_chunk_bounds(), both);
+        w.insert_chunk(b.chunk(), Chunk::default());
+        assert_eq!(w.occupied_chunk_bounds(), Some((a.chunk(), a.chunk())));
+        w.remove_chunk(a.chunk());
+        assert_eq!(w.occupied_chunk_bounds(), None);
+        assert_eq!(
+            w.loaded_chunk_bounds(),
+            Some((ChunkPos::new(-9, -3, 0), ChunkPos::new(9, 0, 0)))
+        );
     }
 }

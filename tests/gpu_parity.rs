@@ -575,3 +575,58 @@ fn parity_region_runs_and_their_updates() {
         compare(&world, &gw, "after edits");
     }
 }
+
+/// Under `Air` the CPU reference ends a ray as a miss where it leaves the chunks holding
+/// anything but air; the GPU walks on to the window's edge. Here those chunks are a small part
+/// of the window, and edits outside them (pushed with `update_chunks`) move them.
+#[test]
+fn parity_occupied_bounds_grow_with_updates() {
+    let Some(gpu) = gpu() else { return };
+    let base = [-(1i128 << 80) + 5, 3, 1 << 70];
+    let mut world = VoxelWorld::new();
+    for cz in -6i128..6 {
+        for cy in -3i128..5 {
+            for cx in -6i128..6 {
+                let pos = ChunkPos::new(base[0] + cx, base[1] + cy, base[2] + cz);
+                world.insert_chunk(pos, voxcast::Chunk::default());
+            }
+        }
+    }
+    let middle = ChunkPos::new(base[0], base[1], base[2]).origin();
+    world.set_voxel(common::offset(middle, [3, 30, 17]), VoxelId(2));
+    let mut gw = GpuWorld::from_world(gpu, &world).expect("upload");
+    let rays = common::region_rays(base, 31, 40_000);
+    let opts = RaycastOptions::default();
+    check(gpu, "one occupied chunk", &world, &gw, &rays, &opts);
+    // Walls in chunks at the window's corners, far outside the occupied chunk.
+    let mut touched = Vec::new();
+    for (i, corner) in [[-6, -3, -6], [5, 4, 5], [-6, 4, 5]]
+        .into_iter()
+        .enumerate()
+    {
+        let c = ChunkPos::new(
+            base[0] + corner[0],
+            base[1] + corner[1],
+            base[2] + corner[2],
+        );
+        let o = c.origin();
+        for u in 0..32 {
+            for v in 0..32 {
+                let p = [[u, v, 9], [u, 20, v], [31, u, v]][i];
+                world.set_voxel(common::offset(o, p), VoxelId(1));
+            }
+        }
+        touched.push(c);
+    }
+    gw.update_chunks(&world, &touched).expect("update");
+    check(gpu, "after walls at the corners", &world, &gw, &rays, &opts);
+    // Emptying the middle chunk again shrinks the CPU's bounds.
+    world.set_voxel(common::offset(middle, [3, 30, 17]), VoxelId::AIR);
+    gw.update_chunks(&world, &[middle.chunk()]).expect("update");
+    check(gpu, "after emptying the middle", &world, &gw, &rays, &opts);
+    let walk = RaycastOptions {
+        per_voxel: true,
+        ..Default::default()
+    };
+    check(gpu, "per voxel after the edits", &world, &gw, &rays, &walk);
+}
