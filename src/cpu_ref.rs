@@ -593,11 +593,20 @@ pub(crate) fn cast_ray(
             };
         }
     };
-    let (chunk_lo, chunk_hi) = air_bounds
-        .map_or((WorldPos::ZERO.chunk(), WorldPos::ZERO.chunk()), |b| {
-            (b.min.chunk(), b.max.chunk())
-        });
-    let outside = |c: [i128; 3]| (0..3).any(|a| c[a] < chunk_lo.axis(a) || chunk_hi.axis(a) < c[a]);
+    // Chunk c is outside `lo..=hi` on axis a when `c - lo`, taken as unsigned, exceeds
+    // `hi - lo`: one comparison per axis, none branching.
+    let (chunk_lo, span) = air_bounds.map_or(([0; 3], [0; 3]), |b| {
+        let (lo, hi) = (b.min.chunk(), b.max.chunk());
+        (
+            [lo.x, lo.y, lo.z],
+            [0, 1, 2].map(|a| hi.axis(a).wrapping_sub(lo.axis(a)) as u128),
+        )
+    });
+    let outside = |c: [i128; 3]| {
+        (c[0].wrapping_sub(chunk_lo[0]) as u128 > span[0])
+            | (c[1].wrapping_sub(chunk_lo[1]) as u128 > span[1])
+            | (c[2].wrapping_sub(chunk_lo[2]) as u128 > span[2])
+    };
     let mut d = Dda::new(r);
     let mut in_origin = true;
     let mut air_seen = opts.origin != OriginPolicy::ExitSolid;
