@@ -6,6 +6,7 @@
 //! cargo run --release --example bench_report                 # full: 1M rays, 1920x1080 camera
 //! cargo run --release --example bench_report -- --quick      # about a minute on 2 cores
 //! cargo run --release --example bench_report -- --workload w1,w3 --rays 200000 --json
+//! cargo run --release --example bench_report -- --crossover  # GPU against CPU by batch size
 //! ```
 //!
 //! Engines: voxcast CPU one thread (`voxel_raycast_with` / `line_of_sight` in a loop), voxcast
@@ -67,6 +68,10 @@ struct Args {
     /// Print up to this many disagreeing rays per engine and workload to stderr.
     #[arg(long, default_value_t = 0)]
     show_disagreements: usize,
+    /// Instead of the workloads: time one GPU call against the CPU batch on the first 64,
+    /// 1,024, 16,384 and 262,144 W2 segments, to see from which batch size the GPU pays off.
+    #[arg(long)]
+    crossover: bool,
 }
 
 /// Run sizes after flags.
@@ -446,6 +451,58 @@ fn cpu_model() -> String {
         .unwrap_or_else(|| "unknown".to_owned())
 }
 
+/// Batch sizes of `--crossover`.
+const CROSSOVER_BATCHES: [usize; 4] = [64, 1 << 10, 1 << 14, 1 << 18];
+
+/// `--crossover`: per batch size, the best time of one GPU call (upload, dispatch, readback
+/// and decoding included) and of one CPU batch call on all threads, with the same W2 segments.
+/// Small batches get more timed runs, their times being short and noisy.
+fn print_crossover(machine: &[(&str, String)], repeats: usize, gpu: Option<&GpuEngine>) {
+    let largest = CROSSOVER_BATCHES[CROSSOVER_BATCHES.len() - 1];
+    let w = Workload::new(WorkloadId::W2, largest, (16, 9));
+    let scene = gpu.map(|g| g.upload(&w));
+    for (k, v) in machine {
+        println!("{k:<10} {v}");
+    }
+    println!(
+        "mode       crossover on W2 line-of-sight segments (best of the timed runs, after a warm-up)"
+    );
+    println!();
+    println!("| batch | GPU call | CPU batch | GPU / CPU |");
+    println!("|------:|---------:|----------:|----------:|");
+    for n in CROSSOVER_BATCHES {
+        let rays = &w.rays[..n];
+        let runs = (repeats * largest / n).clamp(repeats, 200);
+        let (_, cpu) = time_best(runs, rays, rays, |r| peers::voxcast_batch(&w, r));
+        let gpu_time = match (gpu, &scene) {
+            (Some(g), Some(Ok(sc))) => {
+                let mut failed = None;
+                let (_, t) = time_best(runs, rays, rays, |r| {
+                    g.run(sc, &w, r).unwrap_or_else(|e| {
+                        failed = Some(e);
+                        Vec::new()
+                    })
+                });
+                failed.map_or(Ok(t), Err)
+            }
+            (Some(_), Some(Err(e))) => Err(format!("upload failed: {e}")),
+            _ => Err("no GPU".into()),
+        };
+        let ms = |d: Duration| format!("{:.2} ms", secs(d) * 1e3);
+        match gpu_time {
+            Ok(t) => println!(
+                "| {n} | {} | {} | {:.2}x |",
+                ms(t),
+                ms(cpu),
+                secs(cpu) / secs(t)
+            ),
+            Err(e) => println!("| {n} | {e} | {} | - |", ms(cpu)),
+        }
+    }
+    println!();
+    println!("GPU / CPU above 1 means the GPU call answered the batch faster.");
+}
+
 fn fmt_rate(v: Option<f64>) -> String {
     match v {
         None => "-".into(),
@@ -630,6 +687,10 @@ fn main() {
         ),
     ];
 
+    if args.crossover {
+        print_crossover(&machine, cfg.repeats, gpu.as_ref().ok());
+        return;
+    }
     let started = Instant::now();
     let reports: Vec<WorkloadReport> = workloads
         .iter()
