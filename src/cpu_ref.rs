@@ -21,7 +21,7 @@ use glam::{IVec3, Vec2};
 use rayon::prelude::*;
 
 use crate::aabb::ray_aabb_f64;
-use crate::coords::{CHUNK_SHIFT, VoxelBox, WorldPos};
+use crate::coords::{CHUNK_SHIFT, ChunkPos, VoxelBox, WorldPos};
 use crate::ray::{
     LineOfSight, LineOfSightOptions, MaterialFilter, OriginPolicy, PreparedRay, RaycastOptions,
     RaycastOutcome, UnloadedPolicy, VoxelRay, VoxelRaycastHit,
@@ -515,6 +515,15 @@ pub(crate) fn face_uv(r: &PreparedRay, n: [u32; 3], t: f32, face_axis: u32) -> V
 /// ray and so can be skipped in one step.
 type Cell = ([i32; 3], [i32; 3]);
 
+/// The chunk range `lo..=hi` grown by one chunk on every side, within the i128 world.
+pub(crate) fn grow_by_a_chunk(lo: ChunkPos, hi: ChunkPos) -> (ChunkPos, ChunkPos) {
+    let grow = |c: i128, by: i128| (c + by).clamp(CHUNK_MIN, CHUNK_MAX);
+    (
+        ChunkPos::new(grow(lo.x, -1), grow(lo.y, -1), grow(lo.z, -1)),
+        ChunkPos::new(grow(hi.x, 1), grow(hi.y, 1), grow(hi.z, 1)),
+    )
+}
+
 /// What a voxel does to the ray, from its chunk.
 #[derive(Clone, Copy)]
 enum ChunkKind<'w> {
@@ -570,10 +579,17 @@ pub(crate) fn cast_ray(
             } else {
                 world.occupied_bounds()
             };
-            if bounds.is_none() {
-                return RaycastOutcome::Miss;
+            // Conservative line of sight also tests voxels beside the ray at edges and corners:
+            // those of a crossing inside the box lie within one voxel of the crossing's two
+            // voxels, so a margin of a chunk around the box keeps every such crossing.
+            match bounds {
+                None => return RaycastOutcome::Miss,
+                Some(b) if conservative => {
+                    let (lo, hi) = grow_by_a_chunk(b.min.chunk(), b.max.chunk());
+                    Some(VoxelBox::from_chunks(lo, hi))
+                }
+                b => b,
             }
-            bounds
         }
         UnloadedPolicy::Stop if world.loaded_bounds().is_some() => None,
         UnloadedPolicy::Stop if opts.origin == OriginPolicy::SkipOriginVoxel => {
@@ -611,6 +627,14 @@ pub(crate) fn cast_ray(
     let mut in_origin = true;
     let mut air_seen = opts.origin != OriginPolicy::ExitSolid;
     let mut regions = RegionCache::default();
+    let every_non_air = opts.blocks.is_every_non_air();
+    let stops = |id: VoxelId| {
+        if every_non_air {
+            !id.is_air()
+        } else {
+            opts.blocks.contains(id)
+        }
+    };
     if let Some(bounds) = air_bounds
         && !bounds.contains(r.start)
     {
@@ -621,14 +645,6 @@ pub(crate) fn cast_ray(
         in_origin = false;
         air_seen = true;
     }
-    let every_non_air = opts.blocks.is_every_non_air();
-    let stops = |id: VoxelId| {
-        if every_non_air {
-            !id.is_air()
-        } else {
-            opts.blocks.contains(id)
-        }
-    };
     let reportable = |in_origin: bool, air_seen: bool| {
         !(in_origin && opts.origin == OriginPolicy::SkipOriginVoxel) && air_seen
     };

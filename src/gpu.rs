@@ -18,7 +18,7 @@ use rustc_hash::FxHashMap;
 
 use crate::camera::Camera;
 use crate::coords::{ChunkPos, VoxelBox, WorldPos};
-use crate::cpu_ref::{AXIS_NONE, Dda};
+use crate::cpu_ref::{AXIS_NONE, Dda, grow_by_a_chunk};
 use crate::ray::{
     LineOfSight, LineOfSightOptions, OriginPolicy, PreparedRay, RaycastOptions, RaycastOutcome,
     UnloadedPolicy, VoxelRay, VoxelRaycastHit,
@@ -1023,17 +1023,21 @@ pub struct GpuWorld {
 }
 
 impl GpuWorld {
-    /// Uploads every loaded chunk of `world`; the window is the loaded bounds. An empty world
-    /// uploads a single unloaded chunk at the origin.
+    /// Uploads every loaded chunk of `world`; the window is the loaded bounds grown by one
+    /// unloaded chunk on every side (room for conservative line of sight, which tests voxels
+    /// beside the ray). An empty world uploads a single unloaded chunk at the origin.
     ///
     /// # Errors
     /// [`GpuError::LimitExceeded`] when the window's chunk table or the stored chunks exceed a
     /// device limit (a world whose loaded chunks are far apart has a huge window: upload it in
     /// parts); [`GpuError::Device`] when an allocation fails.
     pub fn from_world(gpu: &GpuRaycaster, world: &VoxelWorld) -> Result<Self, GpuError> {
-        let (lo, hi) = world
-            .loaded_chunk_bounds()
-            .unwrap_or((ChunkPos::new(0, 0, 0), ChunkPos::new(0, 0, 0)));
+        // A margin of one unloaded chunk around the loaded ones: conservative line of sight
+        // tests voxels beside the ray, so a ray clipped to the window must start one chunk out.
+        let (lo, hi) = world.loaded_chunk_bounds().map_or(
+            (ChunkPos::new(0, 0, 0), ChunkPos::new(0, 0, 0)),
+            |(lo, hi)| grow_by_a_chunk(lo, hi),
+        );
         let mut dims = [0u32; 3];
         for (a, d) in dims.iter_mut().enumerate() {
             let span = hi.axis(a) - lo.axis(a) + 1;

@@ -1142,3 +1142,45 @@ fn bad_input_is_rejected() {
         Err(RayError::NonFiniteSubOffset)
     );
 }
+
+/// Conservative line of sight from outside the occupied (or loaded) chunks: the ray is clipped
+/// to them, often inside a tie group, and that group's extra voxels must still stop it, as they
+/// do when the same segment is walked from a loaded start.
+#[test]
+fn conservative_sight_tests_the_tie_it_is_clipped_into() {
+    let base = [-(1i128 << 100), 7, 3];
+    let (clipped, rays) = common::tie_entry_world(base, false);
+    let (walked, _) = common::tie_entry_world(base, true);
+    let conservative = |per_voxel| LineOfSightOptions {
+        raycast: RaycastOptions {
+            per_voxel,
+            ..Default::default()
+        },
+        conservative: true,
+    };
+    let reference = line_of_sight_batch(&rays, &walked, &conservative(true));
+    let mut by_extras = 0;
+    for (what, world, per_voxel) in [
+        ("air loaded above, skipping", &walked, false),
+        ("nothing loaded above, skipping", &clipped, false),
+        ("nothing loaded above, per voxel", &clipped, true),
+    ] {
+        let got = line_of_sight_batch(&rays, world, &conservative(per_voxel));
+        for (i, (g, want)) in got.iter().zip(&reference).enumerate() {
+            assert_eq!(g, want, "{what}: {}", describe(&rays[i]));
+        }
+    }
+    // The case is not vacuous: some segments are stopped by a voxel they never enter.
+    let plain = line_of_sight_batch(&rays, &walked, &LineOfSightOptions::default());
+    for (c, p) in reference.iter().zip(&plain) {
+        if let (LineOfSight::Blocked(h), p) = (c, p)
+            && !matches!(p, LineOfSight::Blocked(q) if q.voxel_pos == h.voxel_pos)
+        {
+            by_extras += 1;
+        }
+    }
+    assert!(
+        by_extras > 100,
+        "only {by_extras} segments stopped by tie extras"
+    );
+}

@@ -229,13 +229,29 @@ fn parity_line_of_sight_both_modes() {
     let mut segs = t.sight_segments(100_000, 64.0, 20);
     // Segments through edges and corners: axis-aligned and 45 degree from integer points.
     segs.extend(adversarial_rays(WorldPos::new(128, 40, 128), 20_000, 21));
+    sight_parity(gpu, &gw, tw, &segs, "terrain");
+    // Diagonals from outside the loaded chunk, clipped to the window, often inside a tie
+    // group or touching the chunk only at an edge.
+    let (edge_world, edge_segs) = common::tie_entry_world([-(1i128 << 100), 7, 3], false);
+    let edge_gw = GpuWorld::from_world(gpu, &edge_world).expect("upload");
+    sight_parity(gpu, &edge_gw, &edge_world, &edge_segs, "clipped diagonals");
+}
+
+/// Line of sight on the GPU against the CPU, plain and conservative.
+fn sight_parity(
+    gpu: &GpuRaycaster,
+    gw: &GpuWorld,
+    world: &VoxelWorld,
+    segs: &[VoxelRay],
+    what: &str,
+) {
     for conservative in [false, true] {
         let opts = LineOfSightOptions {
             conservative,
             ..Default::default()
         };
-        let g = gpu.line_of_sight(&gw, &segs, &opts).expect("gpu los");
-        let c = line_of_sight_batch(&segs, tw, &opts);
+        let g = gpu.line_of_sight(gw, segs, &opts).expect("gpu los");
+        let c = line_of_sight_batch(segs, world, &opts);
         let to_outcome = |l: &LineOfSight| match *l {
             LineOfSight::Clear => RaycastOutcome::Miss,
             LineOfSight::Blocked(h) => RaycastOutcome::Hit(h),
@@ -248,8 +264,8 @@ fn parity_line_of_sight_both_modes() {
         let g: Vec<_> = g.iter().map(to_outcome).collect();
         let c: Vec<_> = c.iter().map(to_outcome).collect();
         assert_parity(
-            &format!("line of sight conservative={conservative}"),
-            &segs,
+            &format!("{what}: line of sight conservative={conservative}"),
+            segs,
             &g,
             &c,
         );

@@ -195,3 +195,46 @@ pub(crate) fn region_rays(base: [i128; 3], seed: u64, n: usize) -> Vec<VoxelRay>
     }
     rays
 }
+
+/// A chunk at `base` (in chunks) whose top 8 voxel layers are solid with probability 1/8,
+/// optionally with an all-air chunk loaded above it, and diagonal rays that start above it,
+/// with every crossing a tie (voxel centres, directions of ±1 components). Where the air chunk
+/// is not loaded the rays start outside the loaded and the occupied bounds, so they are clipped
+/// to the box, often inside a tie group whose extra voxels conservative line of sight tests.
+pub(crate) fn tie_entry_world(base: [i128; 3], air_above: bool) -> (VoxelWorld, Vec<VoxelRay>) {
+    let mut rng = SplitMix64::new(0x7E1E);
+    let mut world = VoxelWorld::new();
+    let chunk = ChunkPos::new(base[0], base[1], base[2]);
+    world.insert_chunk(chunk, Chunk::default());
+    if air_above {
+        world.insert_chunk(
+            ChunkPos::new(base[0], base[1] + 1, base[2]),
+            Chunk::default(),
+        );
+    }
+    let o = chunk.origin();
+    for x in 0..32 {
+        for y in 24..32 {
+            for z in 0..32 {
+                if rng.below(8) == 0 {
+                    world.set_voxel(offset(o, [x, y, z]), VoxelId(1 + rng.below(3) as u16));
+                }
+            }
+        }
+    }
+    let mut rays = Vec::new();
+    for x in 0..32 {
+        for z in 0..32 {
+            for dir in [
+                [1.0, -1.0, 0.0],
+                [0.0, -1.0, -1.0],
+                [-1.0, -1.0, 1.0],
+                [1.0, -1.0, 1.0],
+            ] {
+                let start = offset(o, [x, 33 + (x + z) % 5, z]);
+                rays.push(ray(start, Vec3::splat(0.5), Vec3::from_array(dir), 24.0));
+            }
+        }
+    }
+    (world, rays)
+}
