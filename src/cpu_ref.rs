@@ -9,7 +9,7 @@
 //! parts (validation in [`VoxelRay::prepare`], clipping to a box in `enter_box`) produce the
 //! state the GPU starts from. Under [`UnloadedPolicy::Air`] a ray ends where it leaves the
 //! occupied bounds; the GPU, which keeps no such bounds, walks on to its window's edge (the
-//! loaded bounds at upload).
+//! loaded bounds at upload, grown by a chunk).
 //!
 //! Empty space is skipped at three levels, each landing on exactly the state that stepping
 //! voxel by voxel reaches (`skip_cell`): inside a dense chunk, runs of empty `8³` bricks
@@ -572,23 +572,20 @@ pub(crate) fn cast_ray(
     // Under `Air` nothing outside the occupied bounds stops the ray, and the DDA's chunk
     // coordinates only move away from a box once they have left it: a ray outside is a miss.
     // Per-voxel mode stops at the loaded bounds instead, so that comparing the modes tests this.
-    let air_bounds = match opts.unloaded {
+    let air_chunks = match opts.unloaded {
         UnloadedPolicy::Air => {
-            let bounds = if opts.per_voxel {
-                world.loaded_bounds()
+            let range = if opts.per_voxel {
+                world.loaded_chunk_bounds()
             } else {
-                world.occupied_bounds()
+                world.occupied_chunk_bounds()
             };
             // Conservative line of sight also tests voxels beside the ray at edges and corners:
             // those of a crossing inside the box lie within one voxel of the crossing's two
             // voxels, so a margin of a chunk around the box keeps every such crossing.
-            match bounds {
+            match range {
                 None => return RaycastOutcome::Miss,
-                Some(b) if conservative => {
-                    let (lo, hi) = grow_by_a_chunk(b.min.chunk(), b.max.chunk());
-                    Some(VoxelBox::from_chunks(lo, hi))
-                }
-                b => b,
+                Some((lo, hi)) if conservative => Some(grow_by_a_chunk(lo, hi)),
+                range => range,
             }
         }
         UnloadedPolicy::Stop if world.loaded_bounds().is_some() => None,
@@ -611,8 +608,7 @@ pub(crate) fn cast_ray(
     };
     // Chunk c is outside `lo..=hi` on axis a when `c - lo`, taken as unsigned, exceeds
     // `hi - lo`: one comparison per axis, none branching.
-    let (chunk_lo, span) = air_bounds.map_or(([0; 3], [0; 3]), |b| {
-        let (lo, hi) = (b.min.chunk(), b.max.chunk());
+    let (chunk_lo, span) = air_chunks.map_or(([0; 3], [0; 3]), |(lo, hi)| {
         (
             [lo.x, lo.y, lo.z],
             [0, 1, 2].map(|a| hi.axis(a).wrapping_sub(lo.axis(a)) as u128),
@@ -635,7 +631,8 @@ pub(crate) fn cast_ray(
             opts.blocks.contains(id)
         }
     };
-    if let Some(bounds) = air_bounds
+    if let Some((lo, hi)) = air_chunks
+        && let bounds = VoxelBox::from_chunks(lo, hi)
         && !bounds.contains(r.start)
     {
         if !d.enter_box(&bounds) {
@@ -651,7 +648,7 @@ pub(crate) fn cast_ray(
 
     loop {
         // Entered a new chunk (or started): classify it once.
-        if air_bounds.is_some() && outside(d.chunk) {
+        if air_chunks.is_some() && outside(d.chunk) {
             return RaycastOutcome::Miss;
         }
         let kind = chunk_kind(world, d.chunk);
