@@ -900,10 +900,24 @@ pub fn raycast_batch(
     world: &VoxelWorld,
     opts: &RaycastOptions,
 ) -> Vec<RaycastOutcome> {
+    let mut out = Vec::new();
+    raycast_batch_into(rays, world, opts, &mut out);
+    out
+}
+
+/// [`raycast_batch`] into `out`, which is cleared and refilled in input order. Its allocation
+/// is reused: a caller that keeps `out` between frames saves allocating (and the operating
+/// system zeroing) `size_of::<RaycastOutcome>()` bytes per ray on every call.
+pub fn raycast_batch_into(
+    rays: &[VoxelRay],
+    world: &VoxelWorld,
+    opts: &RaycastOptions,
+    out: &mut Vec<RaycastOutcome>,
+) {
     rays.par_iter()
         .with_min_len(256)
         .map(|r| voxel_raycast_with(r, world, opts))
-        .collect()
+        .collect_into_vec(out);
 }
 
 /// [`line_of_sight`] for many segments on all threads, in input order.
@@ -913,10 +927,23 @@ pub fn line_of_sight_batch(
     world: &VoxelWorld,
     opts: &LineOfSightOptions,
 ) -> Vec<LineOfSight> {
+    let mut out = Vec::new();
+    line_of_sight_batch_into(rays, world, opts, &mut out);
+    out
+}
+
+/// [`line_of_sight_batch`] into `out`, cleared and refilled in input order, its allocation
+/// reused (see [`raycast_batch_into`]).
+pub fn line_of_sight_batch_into(
+    rays: &[VoxelRay],
+    world: &VoxelWorld,
+    opts: &LineOfSightOptions,
+    out: &mut Vec<LineOfSight>,
+) {
     rays.par_iter()
         .with_min_len(256)
         .map(|r| line_of_sight(r, world, opts))
-        .collect()
+        .collect_into_vec(out);
 }
 
 /// One voxel visited by a [`VoxelTraversal`].

@@ -469,7 +469,26 @@ impl GpuRaycaster {
         rays: &[VoxelRay],
         opts: &RaycastOptions,
     ) -> Result<Vec<RaycastOutcome>, GpuError> {
-        self.cast(world, rays, opts, false)
+        let mut out = Vec::new();
+        self.raycast_into(world, rays, opts, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`GpuRaycaster::raycast`] into `out`, which is cleared and refilled in input order. Its
+    /// allocation is reused: a caller that keeps `out` between frames saves allocating (and the
+    /// operating system zeroing) `size_of::<RaycastOutcome>()` bytes per ray on every call.
+    ///
+    /// # Errors
+    /// As [`GpuRaycaster::raycast`]; `out`'s contents are then unspecified (its length is
+    /// `rays.len()`).
+    pub fn raycast_into(
+        &self,
+        world: &GpuWorld,
+        rays: &[VoxelRay],
+        opts: &RaycastOptions,
+        out: &mut Vec<RaycastOutcome>,
+    ) -> Result<(), GpuError> {
+        self.cast(world, rays, opts, false, out, |o| o)
     }
 
     /// Line of sight for every segment (see [`crate::line_of_sight`]), in input order.
@@ -482,33 +501,58 @@ impl GpuRaycaster {
         rays: &[VoxelRay],
         opts: &LineOfSightOptions,
     ) -> Result<Vec<LineOfSight>, GpuError> {
-        Ok(self
-            .cast(world, rays, &opts.raycast, opts.conservative)?
-            .into_iter()
-            .map(LineOfSight::from)
-            .collect())
+        let mut out = Vec::new();
+        self.line_of_sight_into(world, rays, opts, &mut out)?;
+        Ok(out)
     }
 
-    fn cast(
+    /// [`GpuRaycaster::line_of_sight`] into `out`, cleared and refilled in input order, its
+    /// allocation reused (see [`GpuRaycaster::raycast_into`]).
+    ///
+    /// # Errors
+    /// As [`GpuRaycaster::raycast_into`].
+    pub fn line_of_sight_into(
+        &self,
+        world: &GpuWorld,
+        rays: &[VoxelRay],
+        opts: &LineOfSightOptions,
+        out: &mut Vec<LineOfSight>,
+    ) -> Result<(), GpuError> {
+        self.cast(
+            world,
+            rays,
+            &opts.raycast,
+            opts.conservative,
+            out,
+            LineOfSight::from,
+        )
+    }
+
+    /// Casts `rays` and writes `convert(outcome)` of ray `i` to `out[i]`: rays answered on the
+    /// host first, then the GPU's, decoded straight from the mapped readback buffer.
+    fn cast<T: Clone>(
         &self,
         world: &GpuWorld,
         rays: &[VoxelRay],
         opts: &RaycastOptions,
         conservative: bool,
-    ) -> Result<Vec<RaycastOutcome>, GpuError> {
-        let mut out = vec![RaycastOutcome::Miss; rays.len()];
+        out: &mut Vec<T>,
+        convert: impl Fn(RaycastOutcome) -> T,
+    ) -> Result<(), GpuError> {
+        out.clear();
+        out.resize(rays.len(), convert(RaycastOutcome::Miss));
         let mut gpu_rays = Vec::with_capacity(rays.len());
         let mut gpu_index = Vec::with_capacity(rays.len());
         for (i, ray) in rays.iter().enumerate() {
             match ray.prepare() {
-                Err(e) => out[i] = RaycastOutcome::Invalid(e),
-                Ok(None) => out[i] = RaycastOutcome::Miss,
+                Err(e) => out[i] = convert(RaycastOutcome::Invalid(e)),
+                Ok(None) => {}
                 Ok(Some(p)) => match world.window.upload_ray(&p, opts) {
                     Upload::Gpu(g) => {
                         gpu_rays.push(g);
                         gpu_index.push(i);
                     }
-                    Upload::Answered(o) => out[i] = o,
+                    Upload::Answered(o) => out[i] = convert(o),
                 },
             }
         }
@@ -525,12 +569,20 @@ impl GpuRaycaster {
             gpu_index = order.iter().map(|&(_, i)| gpu_index[i as usize]).collect();
         }
         let started = std::time::Instant::now();
-        let hits = self.run(world, Kernel::Rays(&gpu_rays), opts, conservative)?;
-        for (h, &i) in hits.iter().zip(&gpu_index) {
-            out[i] = world.window.decode(h)?;
-        }
+        self.run(
+            world,
+            Kernel::Rays(&gpu_rays),
+            opts,
+            conservative,
+            &mut |base, hits| {
+                for (h, &i) in hits.iter().zip(&gpu_index[base..]) {
+                    out[i] = convert(world.window.decode(h)?);
+                }
+                Ok(())
+            },
+        )?;
         self.note_total(started);
-        Ok(out)
+        Ok(())
     }
 
     /// Renders `camera` against `world`: one ray per pixel, row by row from the top, made in the
@@ -546,6 +598,23 @@ impl GpuRaycaster {
         camera: &Camera,
         opts: &RaycastOptions,
     ) -> Result<Vec<RaycastOutcome>, GpuError> {
+        let mut out = Vec::new();
+        self.render_camera_into(world, camera, opts, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`GpuRaycaster::render_camera`] into `out`, cleared and refilled row by row, its
+    /// allocation reused (see [`GpuRaycaster::raycast_into`]): for a camera rendered every frame.
+    ///
+    /// # Errors
+    /// As [`GpuRaycaster::raycast_into`].
+    pub fn render_camera_into(
+        &self,
+        world: &GpuWorld,
+        camera: &Camera,
+        opts: &RaycastOptions,
+        out: &mut Vec<RaycastOutcome>,
+    ) -> Result<(), GpuError> {
         let w = &world.window;
         let eye = camera.position;
         let inside = (0..3).all(|a| {
@@ -561,13 +630,25 @@ impl GpuRaycaster {
             let rays = camera
                 .rays()
                 .map_err(|e| GpuError::Internal(format!("camera ray: {e}")))?;
-            return self.raycast(world, &rays, opts);
+            return self.raycast_into(world, &rays, opts, out);
         }
         let started = std::time::Instant::now();
-        let hits = self.run(world, Kernel::Camera(camera, pixels as u32), opts, false)?;
-        let out = hits.iter().map(|h| w.decode(h)).collect();
+        out.clear();
+        out.reserve(pixels as usize);
+        self.run(
+            world,
+            Kernel::Camera(camera, pixels as u32),
+            opts,
+            false,
+            &mut |_, hits| {
+                for h in hits {
+                    out.push(w.decode(h)?);
+                }
+                Ok(())
+            },
+        )?;
         self.note_total(started);
-        out
+        Ok(())
     }
 
     fn note_total(&self, started: std::time::Instant) {
@@ -576,19 +657,22 @@ impl GpuRaycaster {
         }
     }
 
+    /// Runs `kernel` in as many dispatches as it takes and hands each dispatch's results, read
+    /// straight from the mapped readback buffer, to `sink` with the index of its first ray.
     fn run(
         &self,
         world: &GpuWorld,
         kernel: Kernel<'_>,
         opts: &RaycastOptions,
         conservative: bool,
-    ) -> Result<Vec<GpuHit>, GpuError> {
+        sink: &mut HitSink<'_>,
+    ) -> Result<(), GpuError> {
         let total = match kernel {
             Kernel::Rays(r) => r.len() as u64,
             Kernel::Camera(_, n) => u64::from(n),
         };
         if total == 0 {
-            return Ok(Vec::new());
+            return Ok(());
         }
         self.check_lost()?;
         let per_dispatch = self.dispatch_capacity();
@@ -684,7 +768,6 @@ impl GpuRaycaster {
                 },
             ],
         });
-        let mut hits: Vec<GpuHit> = Vec::with_capacity(total as usize);
         let mut base = 0u64;
         let mut result = Ok(());
         let mut kernel_ns = 0.0;
@@ -750,7 +833,7 @@ impl GpuRaycaster {
             match rx.recv() {
                 Ok(Ok(())) => {
                     let view = slice.get_mapped_range().map_err(device_error)?;
-                    hits.extend_from_slice(bytemuck::cast_slice(&view));
+                    let sunk = sink(base as usize, bytemuck::cast_slice(&view));
                     drop(view);
                     batch.readback.unmap();
                     if let Some(t) = &self.timer {
@@ -759,6 +842,10 @@ impl GpuRaycaster {
                             kernel_ns += ts[1].saturating_sub(ts[0]) as f64 * t.period_ns;
                         }
                         t.readback.unmap();
+                    }
+                    if let Err(e) = sunk {
+                        result = Err(e);
+                        break;
                     }
                 }
                 Ok(Err(e)) => {
@@ -787,9 +874,13 @@ impl GpuRaycaster {
                 total_seconds: 0.0,
             };
         }
-        result.map(|()| hits)
+        result
     }
 }
+
+/// Where [`GpuRaycaster::run`] hands each dispatch's results: the index of the dispatch's first
+/// ray and its hits, read from the mapped readback buffer.
+type HitSink<'a> = dyn FnMut(usize, &[GpuHit]) -> Result<(), GpuError> + 'a;
 
 /// Batches at least this large are sorted for coherence before upload.
 const SORT_MIN_RAYS: usize = 4096;

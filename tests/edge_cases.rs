@@ -963,6 +963,16 @@ fn batch_with_one_invalid_ray() {
             "segment {i}"
         );
     }
+    // The `_into` forms refill a kept buffer: longer or shorter than the batch, the result is
+    // the batch's outcomes and nothing else.
+    let mut kept = vec![RaycastOutcome::Miss; rays.len() + 77];
+    voxcast::raycast_batch_into(&rays, &world, &o, &mut kept);
+    assert_eq!(kept, out);
+    voxcast::raycast_batch_into(&rays[..100], &world, &o, &mut kept);
+    assert_eq!(kept, out[..100]);
+    let mut kept_los = vec![LineOfSight::Unknown; 5];
+    voxcast::line_of_sight_batch_into(&rays, &world, &LineOfSightOptions::default(), &mut kept_los);
+    assert_eq!(kept_los, los);
 }
 
 #[test]

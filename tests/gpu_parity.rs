@@ -232,9 +232,42 @@ fn parity_line_of_sight_both_modes() {
     sight_parity(gpu, &gw, tw, &segs, "terrain");
     // Diagonals from outside the loaded chunk, clipped to the window, often inside a tie
     // group or touching the chunk only at an edge.
-    let (edge_world, edge_segs) = common::tie_entry_world([-(1i128 << 100), 7, 3], false);
+    let base = [-(1i128 << 100), 7, 3];
+    let (edge_world, mut edge_segs) = common::tie_entry_world(base, false);
+    // Diagonals from just outside the window (the loaded chunk and a margin of one chunk) whose
+    // first crossing is a tie: under `Stop` the voxel beside the first step is unloaded.
+    let o = ChunkPos::new(base[0], base[1], base[2]).origin();
+    for y in 0..32 {
+        for z in 0..32 {
+            for dir in [[1.0, -1.0, 0.0], [1.0, -1.0, 1.0], [1.0, 1.0, -1.0]] {
+                let start = common::offset(o, [-33, y, z]);
+                edge_segs.push(common::ray(
+                    start,
+                    Vec3::splat(0.5),
+                    Vec3::from_array(dir),
+                    80.0,
+                ));
+            }
+        }
+    }
     let edge_gw = GpuWorld::from_world(gpu, &edge_world).expect("upload");
-    sight_parity(gpu, &edge_gw, &edge_world, &edge_segs, "clipped diagonals");
+    for origin in common::ORIGIN_POLICIES {
+        for unloaded in [UnloadedPolicy::Air, UnloadedPolicy::Stop] {
+            let raycast = RaycastOptions {
+                origin,
+                unloaded,
+                ..Default::default()
+            };
+            sight_parity_with(
+                gpu,
+                &edge_gw,
+                &edge_world,
+                &edge_segs,
+                &format!("clipped diagonals, {origin:?}, {unloaded:?}"),
+                &raycast,
+            );
+        }
+    }
 }
 
 /// Line of sight on the GPU against the CPU, plain and conservative.
@@ -245,10 +278,23 @@ fn sight_parity(
     segs: &[VoxelRay],
     what: &str,
 ) {
+    sight_parity_with(gpu, gw, world, segs, what, &RaycastOptions::default());
+}
+
+/// [`sight_parity`] with the given raycast options. `Unknown` answers compare equal whatever
+/// their voxel, since `LineOfSight::Unknown` does not report one.
+fn sight_parity_with(
+    gpu: &GpuRaycaster,
+    gw: &GpuWorld,
+    world: &VoxelWorld,
+    segs: &[VoxelRay],
+    what: &str,
+    raycast: &RaycastOptions,
+) {
     for conservative in [false, true] {
         let opts = LineOfSightOptions {
             conservative,
-            ..Default::default()
+            raycast: raycast.clone(),
         };
         let g = gpu.line_of_sight(gw, segs, &opts).expect("gpu los");
         let c = line_of_sight_batch(segs, world, &opts);
@@ -394,6 +440,38 @@ fn parity_camera_rays_made_in_the_shader() {
         &g,
         &raycast_batch(&far.rays().expect("rays"), tw, &RaycastOptions::default()),
     );
+}
+
+#[test]
+fn into_forms_refill_kept_buffers() {
+    let Some(gpu) = gpu() else { return };
+    let (t, tw) = terrain();
+    let gw = GpuWorld::from_world(gpu, tw).expect("upload");
+    let opts = RaycastOptions::default();
+    let rays = t.reach_rays(20_000, 40);
+    let cpu = raycast_batch(&rays, tw, &opts);
+    // A kept buffer longer than the batch, then shorter: the batch's outcomes and nothing else.
+    let mut kept = vec![RaycastOutcome::Invalid(voxcast::RayError::ZeroDirection); 30_000];
+    gpu.raycast_into(&gw, &rays, &opts, &mut kept)
+        .expect("raycast_into");
+    assert_parity("raycast_into, longer buffer", &rays, &kept, &cpu);
+    let cam = t.camera(64, 48);
+    let cam_rays = cam.rays().expect("camera rays");
+    gpu.render_camera_into(&gw, &cam, &opts, &mut kept)
+        .expect("render_camera_into");
+    let cam_cpu = raycast_batch(&cam_rays, tw, &opts);
+    assert_parity(
+        "render_camera_into, kept buffer",
+        &cam_rays,
+        &kept,
+        &cam_cpu,
+    );
+    let los_opts = LineOfSightOptions::default();
+    let segs = t.sight_segments(5_000, 64.0, 41);
+    let mut kept_los = vec![LineOfSight::Unknown; 3];
+    gpu.line_of_sight_into(&gw, &segs, &los_opts, &mut kept_los)
+        .expect("line_of_sight_into");
+    assert_eq!(kept_los, line_of_sight_batch(&segs, tw, &los_opts));
 }
 
 #[test]

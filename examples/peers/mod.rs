@@ -14,7 +14,8 @@ use parry3d::shape::Voxels;
 use voxcast::scene::{Sparse, Terrain};
 use voxcast::{
     Camera, LineOfSight, LineOfSightOptions, LocalPos, RaycastOptions, RaycastOutcome, VoxelRay,
-    VoxelWorld, WorldPos, line_of_sight, line_of_sight_batch, raycast_batch, voxel_raycast_with,
+    VoxelWorld, WorldPos, line_of_sight, line_of_sight_batch_into, raycast_batch_into,
+    voxel_raycast_with,
 };
 
 /// Seed of the W1 reach rays.
@@ -215,18 +216,25 @@ pub(crate) fn voxcast_one_thread(w: &Workload, rays: &[VoxelRay]) -> Vec<Answer>
     }
 }
 
+thread_local! {
+    /// Engine b's output buffers, kept from one batch to the next as an engine calling every
+    /// frame would keep them.
+    static BATCH_OUT: std::cell::RefCell<(Vec<RaycastOutcome>, Vec<LineOfSight>)> =
+        std::cell::RefCell::default();
+}
+
 /// Engine b: voxcast's CPU batch on all threads (rayon).
 pub(crate) fn voxcast_batch(w: &Workload, rays: &[VoxelRay]) -> Vec<Answer> {
-    match w.query {
-        Query::Raycast => raycast_batch(rays, &w.world, &RaycastOptions::default())
-            .iter()
-            .map(answer_of_outcome)
-            .collect(),
-        Query::LineOfSight => line_of_sight_batch(rays, &w.world, &LineOfSightOptions::default())
-            .iter()
-            .map(answer_of_sight)
-            .collect(),
-    }
+    BATCH_OUT.with_borrow_mut(|(outcomes, sights)| match w.query {
+        Query::Raycast => {
+            raycast_batch_into(rays, &w.world, &RaycastOptions::default(), outcomes);
+            outcomes.iter().map(answer_of_outcome).collect()
+        }
+        Query::LineOfSight => {
+            line_of_sight_batch_into(rays, &w.world, &LineOfSightOptions::default(), sights);
+            sights.iter().map(answer_of_sight).collect()
+        }
+    })
 }
 
 /// Calls `visit` with every non-air voxel of `world`, in chunk order.
@@ -408,12 +416,16 @@ impl OccupancyGrid {
 /// Engine c: voxcast's GPU batch (`voxcast::gpu`), on the adapter the environment picks.
 pub(crate) mod gpu {
     use super::{Answer, Query, Workload, answer_of_outcome, answer_of_sight};
+    use std::cell::RefCell;
     use voxcast::gpu::{GpuRaycaster, GpuWorld};
-    use voxcast::{LineOfSightOptions, RaycastOptions, VoxelRay};
+    use voxcast::{LineOfSight, LineOfSightOptions, RaycastOptions, RaycastOutcome, VoxelRay};
 
-    /// A GPU device shared by every workload.
+    /// A GPU device shared by every workload, with output buffers kept from one batch to the
+    /// next as an engine calling every frame would keep them.
     pub(crate) struct GpuEngine {
         gpu: GpuRaycaster,
+        outcomes: RefCell<Vec<RaycastOutcome>>,
+        sights: RefCell<Vec<LineOfSight>>,
     }
 
     impl std::fmt::Debug for GpuEngine {
@@ -432,7 +444,11 @@ pub(crate) mod gpu {
         /// The error says why there is none.
         pub(crate) fn new() -> Result<Self, String> {
             GpuRaycaster::new_blocking()
-                .map(|gpu| Self { gpu })
+                .map(|gpu| Self {
+                    gpu,
+                    outcomes: RefCell::default(),
+                    sights: RefCell::default(),
+                })
                 .map_err(|e| format!("no adapter: {e}"))
         }
 
@@ -464,28 +480,42 @@ pub(crate) mod gpu {
             rays: &[VoxelRay],
         ) -> Result<Vec<Answer>, String> {
             let err = |e: voxcast::gpu::GpuError| e.to_string();
+            let mut outcomes = self.outcomes.borrow_mut();
             match (w.query, &w.camera) {
-                (Query::Raycast, Some(cam)) if rays.len() == w.rays.len() => Ok(self
-                    .gpu
-                    .render_camera(&scene.world, cam, &RaycastOptions::default())
-                    .map_err(err)?
-                    .iter()
-                    .map(answer_of_outcome)
-                    .collect()),
-                (Query::Raycast, _) => Ok(self
-                    .gpu
-                    .raycast(&scene.world, rays, &RaycastOptions::default())
-                    .map_err(err)?
-                    .iter()
-                    .map(answer_of_outcome)
-                    .collect()),
-                (Query::LineOfSight, _) => Ok(self
-                    .gpu
-                    .line_of_sight(&scene.world, rays, &LineOfSightOptions::default())
-                    .map_err(err)?
-                    .iter()
-                    .map(answer_of_sight)
-                    .collect()),
+                (Query::Raycast, Some(cam)) if rays.len() == w.rays.len() => {
+                    self.gpu
+                        .render_camera_into(
+                            &scene.world,
+                            cam,
+                            &RaycastOptions::default(),
+                            &mut outcomes,
+                        )
+                        .map_err(err)?;
+                    Ok(outcomes.iter().map(answer_of_outcome).collect())
+                }
+                (Query::Raycast, _) => {
+                    self.gpu
+                        .raycast_into(
+                            &scene.world,
+                            rays,
+                            &RaycastOptions::default(),
+                            &mut outcomes,
+                        )
+                        .map_err(err)?;
+                    Ok(outcomes.iter().map(answer_of_outcome).collect())
+                }
+                (Query::LineOfSight, _) => {
+                    let mut sights = self.sights.borrow_mut();
+                    self.gpu
+                        .line_of_sight_into(
+                            &scene.world,
+                            rays,
+                            &LineOfSightOptions::default(),
+                            &mut sights,
+                        )
+                        .map_err(err)?;
+                    Ok(sights.iter().map(answer_of_sight).collect())
+                }
             }
         }
     }
