@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use bytemuck::{Pod, Zeroable};
 use glam::{IVec3, Vec2};
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use crate::camera::Camera;
@@ -153,6 +154,9 @@ struct BatchBuffers {
     params: wgpu::Buffer,
     filter: wgpu::Buffer,
     rays: wgpu::Buffer,
+    /// Host-writable staging for `rays`, kept between batches: `Queue::write_buffer` would
+    /// allocate a fresh staging buffer (and the driver fresh host memory) on every call.
+    upload: wgpu::Buffer,
     hits: wgpu::Buffer,
     readback: wgpu::Buffer,
 }
@@ -423,6 +427,11 @@ impl GpuRaycaster {
                 cap * size_of::<GpuRay>() as u64,
                 U::STORAGE | U::COPY_DST,
             ),
+            upload: buf(
+                "upload",
+                cap * size_of::<GpuRay>() as u64,
+                U::MAP_WRITE | U::COPY_SRC,
+            ),
             hits: buf(
                 "hits",
                 cap * size_of::<GpuHit>() as u64,
@@ -447,6 +456,25 @@ impl GpuRaycaster {
             .min(by_buffer)
             .min(by_groups)
             .max(1) as u32
+    }
+
+    /// Maps `slice` for `mode` and waits until it is mapped.
+    fn map_and_wait(
+        &self,
+        slice: &wgpu::BufferSlice<'_>,
+        mode: wgpu::MapMode,
+    ) -> Result<(), GpuError> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        slice.map_async(mode, move |r| {
+            let _ = tx.send(r);
+        });
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(device_error)?;
+        match rx.recv() {
+            Ok(r) => r.map_err(device_error),
+            Err(e) => Err(device_error(e)),
+        }
     }
 
     fn check_lost(&self) -> Result<(), GpuError> {
@@ -530,44 +558,57 @@ impl GpuRaycaster {
 
     /// Casts `rays` and writes `convert(outcome)` of ray `i` to `out[i]`: rays answered on the
     /// host first, then the GPU's, decoded straight from the mapped readback buffer.
-    fn cast<T: Clone>(
+    fn cast<T: Clone + Send + Sync>(
         &self,
         world: &GpuWorld,
         rays: &[VoxelRay],
         opts: &RaycastOptions,
         conservative: bool,
         out: &mut Vec<T>,
-        convert: impl Fn(RaycastOutcome) -> T,
+        convert: impl Fn(RaycastOutcome) -> T + Sync,
     ) -> Result<(), GpuError> {
         out.clear();
         out.resize(rays.len(), convert(RaycastOutcome::Miss));
-        let mut gpu_rays = Vec::with_capacity(rays.len());
-        let mut gpu_index = Vec::with_capacity(rays.len());
-        for (i, ray) in rays.iter().enumerate() {
-            match ray.prepare() {
-                Err(e) => out[i] = convert(RaycastOutcome::Invalid(e)),
-                Ok(None) => {}
+        // The host's share (validation, the i128 split, clipping) on all threads: rays answered
+        // here go straight to `out`, the others are kept with their index for the GPU.
+        let uploads: Vec<(GpuRay, u32)> = out
+            .par_iter_mut()
+            .zip(rays.par_iter())
+            .enumerate()
+            .with_min_len(4096)
+            .filter_map(|(i, (o, ray))| match ray.prepare() {
+                Err(e) => {
+                    *o = convert(RaycastOutcome::Invalid(e));
+                    None
+                }
+                Ok(None) => None,
                 Ok(Some(p)) => match world.window.upload_ray(&p, opts) {
-                    Upload::Gpu(g) => {
-                        gpu_rays.push(g);
-                        gpu_index.push(i);
+                    Upload::Gpu(g) => Some((g, i as u32)),
+                    Upload::Answered(a) => {
+                        *o = convert(a);
+                        None
                     }
-                    Upload::Answered(o) => out[i] = convert(o),
                 },
-            }
-        }
+            })
+            .collect();
         // Coherence: neighbouring invocations get rays from the same chunk going the same way,
         // so they walk the same chunks and branch alike. Results go back in the caller's order.
-        if gpu_rays.len() >= SORT_MIN_RAYS {
-            let mut order: Vec<(u64, u32)> = gpu_rays
-                .iter()
-                .enumerate()
-                .map(|(i, r)| (coherence_key(r), i as u32))
-                .collect();
-            order.sort_unstable_by_key(|&(k, _)| k);
-            gpu_rays = order.iter().map(|&(_, i)| gpu_rays[i as usize]).collect();
-            gpu_index = order.iter().map(|&(_, i)| gpu_index[i as usize]).collect();
+        let mut order: Vec<(u64, u32)> = uploads
+            .par_iter()
+            .enumerate()
+            .map(|(k, (g, _))| (coherence_key(g), k as u32))
+            .collect();
+        if uploads.len() >= SORT_MIN_RAYS {
+            order.par_sort_unstable_by_key(|&(key, _)| key);
         }
+        let gpu_rays: Vec<GpuRay> = order
+            .par_iter()
+            .map(|&(_, k)| uploads[k as usize].0)
+            .collect();
+        let gpu_index: Vec<usize> = order
+            .par_iter()
+            .map(|&(_, k)| uploads[k as usize].1 as usize)
+            .collect();
         let started = std::time::Instant::now();
         self.run(
             world,
@@ -778,11 +819,30 @@ impl GpuRaycaster {
             params.ray_count = count;
             self.queue
                 .write_buffer(&batch.params, 0, bytemuck::bytes_of(&params));
+            let mut encoder = self
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
             let pipeline = match kernel {
                 Kernel::Rays(r) => {
-                    let slice = &r[base as usize..(base + u64::from(count)) as usize];
-                    self.queue
-                        .write_buffer(&batch.rays, 0, bytemuck::cast_slice(slice));
+                    let rays: &[u8] =
+                        bytemuck::cast_slice(&r[base as usize..(base + u64::from(count)) as usize]);
+                    let len = rays.len() as u64;
+                    let staging = batch.upload.slice(..len);
+                    let staged = self
+                        .map_and_wait(&staging, wgpu::MapMode::Write)
+                        .and_then(|()| {
+                            staging
+                                .get_mapped_range_mut()
+                                .map_err(device_error)?
+                                .copy_from_slice(rays);
+                            Ok(())
+                        });
+                    batch.upload.unmap();
+                    if let Err(e) = staged {
+                        result = Err(e);
+                        break;
+                    }
+                    encoder.copy_buffer_to_buffer(&batch.upload, 0, &batch.rays, 0, len);
                     &self.cast_rays
                 }
                 Kernel::Camera(..) => &self.cast_camera,
@@ -792,9 +852,6 @@ impl GpuRaycaster {
             let gx = groups.min(self.limits.max_compute_workgroups_per_dimension);
             let gy = groups.div_ceil(gx);
             let bytes = u64::from(count) * size_of::<GpuHit>() as u64;
-            let mut encoder = self
-                .device
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
             {
                 let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                     label: Some("voxcast dda"),
@@ -823,39 +880,24 @@ impl GpuRaycaster {
 
             // Map and read.
             let slice = batch.readback.slice(..bytes);
-            let (tx, rx) = std::sync::mpsc::channel();
-            slice.map_async(wgpu::MapMode::Read, move |r| {
-                let _ = tx.send(r);
-            });
-            self.device
-                .poll(wgpu::PollType::wait_indefinitely())
-                .map_err(device_error)?;
-            match rx.recv() {
-                Ok(Ok(())) => {
-                    let view = slice.get_mapped_range().map_err(device_error)?;
-                    let sunk = sink(base as usize, bytemuck::cast_slice(&view));
-                    drop(view);
-                    batch.readback.unmap();
-                    if let Some(t) = &self.timer {
-                        if let Ok(view) = t.readback.slice(..).get_mapped_range() {
-                            let ts: &[u64] = bytemuck::cast_slice(&view);
-                            kernel_ns += ts[1].saturating_sub(ts[0]) as f64 * t.period_ns;
-                        }
-                        t.readback.unmap();
-                    }
-                    if let Err(e) = sunk {
-                        result = Err(e);
-                        break;
-                    }
+            if let Err(e) = self.map_and_wait(&slice, wgpu::MapMode::Read) {
+                result = Err(e);
+                break;
+            }
+            let view = slice.get_mapped_range().map_err(device_error)?;
+            let sunk = sink(base as usize, bytemuck::cast_slice(&view));
+            drop(view);
+            batch.readback.unmap();
+            if let Some(t) = &self.timer {
+                if let Ok(view) = t.readback.slice(..).get_mapped_range() {
+                    let ts: &[u64] = bytemuck::cast_slice(&view);
+                    kernel_ns += ts[1].saturating_sub(ts[0]) as f64 * t.period_ns;
                 }
-                Ok(Err(e)) => {
-                    result = Err(device_error(e));
-                    break;
-                }
-                Err(e) => {
-                    result = Err(device_error(e));
-                    break;
-                }
+                t.readback.unmap();
+            }
+            if let Err(e) = sunk {
+                result = Err(e);
+                break;
             }
             base += u64::from(count);
         }
