@@ -480,43 +480,24 @@ pub(crate) mod gpu {
             rays: &[VoxelRay],
         ) -> Result<Vec<Answer>, String> {
             let err = |e: voxcast::gpu::GpuError| e.to_string();
+            let (world, opts) = (&scene.world, RaycastOptions::default());
             let mut outcomes = self.outcomes.borrow_mut();
             match (w.query, &w.camera) {
-                (Query::Raycast, Some(cam)) if rays.len() == w.rays.len() => {
-                    self.gpu
-                        .render_camera_into(
-                            &scene.world,
-                            cam,
-                            &RaycastOptions::default(),
-                            &mut outcomes,
-                        )
-                        .map_err(err)?;
-                    Ok(outcomes.iter().map(answer_of_outcome).collect())
-                }
-                (Query::Raycast, _) => {
-                    self.gpu
-                        .raycast_into(
-                            &scene.world,
-                            rays,
-                            &RaycastOptions::default(),
-                            &mut outcomes,
-                        )
-                        .map_err(err)?;
-                    Ok(outcomes.iter().map(answer_of_outcome).collect())
-                }
                 (Query::LineOfSight, _) => {
                     let mut sights = self.sights.borrow_mut();
+                    let los = LineOfSightOptions::default();
                     self.gpu
-                        .line_of_sight_into(
-                            &scene.world,
-                            rays,
-                            &LineOfSightOptions::default(),
-                            &mut sights,
-                        )
+                        .line_of_sight_into(world, rays, &los, &mut sights)
                         .map_err(err)?;
-                    Ok(sights.iter().map(answer_of_sight).collect())
+                    return Ok(sights.iter().map(answer_of_sight).collect());
                 }
+                (Query::Raycast, Some(cam)) if rays.len() == w.rays.len() => self
+                    .gpu
+                    .render_camera_into(world, cam, &opts, &mut outcomes),
+                (Query::Raycast, _) => self.gpu.raycast_into(world, rays, &opts, &mut outcomes),
             }
+            .map_err(err)?;
+            Ok(outcomes.iter().map(answer_of_outcome).collect())
         }
     }
 }
