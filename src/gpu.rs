@@ -507,8 +507,7 @@ impl GpuRaycaster {
     /// operating system zeroing) `size_of::<RaycastOutcome>()` bytes per ray on every call.
     ///
     /// # Errors
-    /// As [`GpuRaycaster::raycast`]; `out`'s contents are then unspecified (its length is
-    /// `rays.len()`).
+    /// As [`GpuRaycaster::raycast`]; `out`'s contents are then unspecified.
     pub fn raycast_into(
         &self,
         world: &GpuWorld,
@@ -593,12 +592,13 @@ impl GpuRaycaster {
             .collect();
         // Coherence: neighbouring invocations get rays from the same chunk going the same way,
         // so they walk the same chunks and branch alike. Results go back in the caller's order.
+        let sort = uploads.len() >= SORT_MIN_RAYS;
         let mut order: Vec<(u64, u32)> = uploads
             .par_iter()
             .enumerate()
-            .map(|(k, (g, _))| (coherence_key(g), k as u32))
+            .map(|(k, (g, _))| (if sort { coherence_key(g) } else { 0 }, k as u32))
             .collect();
-        if uploads.len() >= SORT_MIN_RAYS {
+        if sort {
             order.par_sort_unstable_by_key(|&(key, _)| key);
         }
         let gpu_rays: Vec<GpuRay> = order
