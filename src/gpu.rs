@@ -10,6 +10,7 @@
 //! lowest voxel. Rays that start outside the window are clipped to it on the host, with the
 //! same exact stepping as the CPU reference, or answered on the host when they cannot reach it.
 
+use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex};
 
 use bytemuck::{Pod, Zeroable};
@@ -32,8 +33,9 @@ pub use wgpu::AdapterInfo;
 pub const SHADER_SOURCE: &str = include_str!("../shaders/dda.wgsl");
 
 const WORKGROUP_SIZE: u32 = 64;
-/// Most rays in one dispatch (and so the size the batch buffers grow to).
-const MAX_DISPATCH_RAYS: u32 = 1 << 20;
+/// Default for the most rays in one dispatch (and so the size the batch buffers grow to); see
+/// [`GpuRaycaster::set_max_dispatch_rays`].
+pub const MAX_DISPATCH_RAYS: u32 = 1 << 20;
 const TAG_MASK: u32 = 0xC000_0000;
 const TAG_EMPTY: u32 = 0x4000_0000;
 const TAG_UNLOADED: u32 = 0x8000_0000;
@@ -154,11 +156,35 @@ struct BatchBuffers {
     params: wgpu::Buffer,
     filter: wgpu::Buffer,
     rays: wgpu::Buffer,
+    hits: wgpu::Buffer,
+    /// Dispatches alternate between the two: while the GPU runs one, the host stages the next
+    /// one's rays and reads the last one's hits.
+    slots: [Slot; 2],
+}
+
+/// The host-visible buffers of one dispatch in flight.
+#[derive(Debug)]
+struct Slot {
     /// Host-writable staging for `rays`, kept between batches: `Queue::write_buffer` would
     /// allocate a fresh staging buffer (and the driver fresh host memory) on every call.
     upload: wgpu::Buffer,
-    hits: wgpu::Buffer,
     readback: wgpu::Buffer,
+    /// The dispatch's two timestamps, where the adapter has timestamp queries.
+    timestamps: Option<wgpu::Buffer>,
+    /// The last submission that used these buffers: mapping them waits for it alone.
+    last_use: Option<wgpu::SubmissionIndex>,
+}
+
+/// A submitted dispatch whose hits have not been read yet.
+struct InFlight {
+    slot: usize,
+    /// Index of its first ray in the batch.
+    base: u64,
+    /// Bytes of hits it returns.
+    bytes: u64,
+    submission: wgpu::SubmissionIndex,
+    hits_mapped: Receiver<Result<(), wgpu::BufferAsyncError>>,
+    timestamps_mapped: Option<Receiver<Result<(), wgpu::BufferAsyncError>>>,
 }
 
 /// A wgpu device with the raycasting pipelines. Create one and reuse it: creation compiles the
@@ -176,6 +202,8 @@ pub struct GpuRaycaster {
     lost: Arc<Mutex<Option<String>>>,
     timer: Option<KernelTimer>,
     stats: Mutex<BatchStats>,
+    /// Most rays per dispatch asked for; the device's limits may lower it.
+    max_dispatch_rays: u32,
 }
 
 /// Timestamp queries around each dispatch, where the adapter supports them.
@@ -183,7 +211,6 @@ pub struct GpuRaycaster {
 struct KernelTimer {
     queries: wgpu::QuerySet,
     resolve: wgpu::Buffer,
-    readback: wgpu::Buffer,
     period_ns: f64,
 }
 
@@ -338,7 +365,7 @@ impl GpuRaycaster {
                 "shader or pipeline rejected: {e}"
             )));
         }
-        let batch = Mutex::new(Self::batch_buffers(&device, 1));
+        let batch = Mutex::new(Self::batch_buffers(&device, 1, timestamps));
         let timer = timestamps.then(|| KernelTimer {
             queries: device.create_query_set(&wgpu::QuerySetDescriptor {
                 label: Some("kernel time"),
@@ -349,12 +376,6 @@ impl GpuRaycaster {
                 label: Some("timestamps"),
                 size: 16,
                 usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
-                mapped_at_creation: false,
-            }),
-            readback: device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("timestamps readback"),
-                size: 16,
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
                 mapped_at_creation: false,
             }),
             period_ns: f64::from(queue.get_timestamp_period()),
@@ -370,6 +391,7 @@ impl GpuRaycaster {
             batch,
             lost,
             timer,
+            max_dispatch_rays: MAX_DISPATCH_RAYS,
             stats: Mutex::new(BatchStats::default()),
         })
     }
@@ -397,13 +419,24 @@ impl GpuRaycaster {
         )
     }
 
+    /// Sets the most rays (or pixels) one dispatch takes; larger batches are split into several
+    /// dispatches, which run one after another while the host stages the next and reads the
+    /// last. Smaller dispatches keep each GPU submission short (watchdogs, frame pacing) and
+    /// the batch buffers small: 336 bytes of buffers per ray of this size (rays, hits, and two
+    /// sets of upload and readback buffers). Clamped
+    /// to `1..=` what the device's limits allow; the default is [`MAX_DISPATCH_RAYS`]. Results
+    /// do not depend on it.
+    pub fn set_max_dispatch_rays(&mut self, rays: u32) {
+        self.max_dispatch_rays = rays.max(1);
+    }
+
     /// Timing of the last batch (raycast, line of sight or camera) on this raycaster.
     #[must_use]
     pub fn last_batch_stats(&self) -> BatchStats {
         self.stats.lock().map(|s| *s).unwrap_or_default()
     }
 
-    fn batch_buffers(device: &wgpu::Device, capacity: u32) -> BatchBuffers {
+    fn batch_buffers(device: &wgpu::Device, capacity: u32, timestamps: bool) -> BatchBuffers {
         let buf = |label, size: u64, usage| {
             device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(label),
@@ -427,21 +460,26 @@ impl GpuRaycaster {
                 cap * size_of::<GpuRay>() as u64,
                 U::STORAGE | U::COPY_DST,
             ),
-            upload: buf(
-                "upload",
-                cap * size_of::<GpuRay>() as u64,
-                U::MAP_WRITE | U::COPY_SRC,
-            ),
             hits: buf(
                 "hits",
                 cap * size_of::<GpuHit>() as u64,
                 U::STORAGE | U::COPY_SRC,
             ),
-            readback: buf(
-                "readback",
-                cap * size_of::<GpuHit>() as u64,
-                U::MAP_READ | U::COPY_DST,
-            ),
+            slots: [(); 2].map(|()| Slot {
+                upload: buf(
+                    "upload",
+                    cap * size_of::<GpuRay>() as u64,
+                    U::MAP_WRITE | U::COPY_SRC,
+                ),
+                readback: buf(
+                    "readback",
+                    cap * size_of::<GpuHit>() as u64,
+                    U::MAP_READ | U::COPY_DST,
+                ),
+                timestamps: timestamps
+                    .then(|| buf("timestamps readback", 16, U::MAP_READ | U::COPY_DST)),
+                last_use: None,
+            }),
         }
     }
 
@@ -451,30 +489,52 @@ impl GpuRaycaster {
         let by_buffer = self.limits.max_buffer_size / size_of::<GpuRay>() as u64;
         let by_groups = u64::from(self.limits.max_compute_workgroups_per_dimension).pow(2)
             * u64::from(WORKGROUP_SIZE);
-        u64::from(MAX_DISPATCH_RAYS)
+        u64::from(self.max_dispatch_rays)
             .min(by_binding)
             .min(by_buffer)
             .min(by_groups)
             .max(1) as u32
     }
 
-    /// Maps `slice` for `mode` and waits until it is mapped.
+    /// Maps `slice` for `mode` and waits until it is mapped, which is when `last_use` (the
+    /// last submission that used the buffer; `None` when no submission in flight uses it) has
+    /// finished. Waits for nothing else, so later submissions keep running.
     fn map_and_wait(
         &self,
         slice: &wgpu::BufferSlice<'_>,
         mode: wgpu::MapMode,
+        last_use: Option<&wgpu::SubmissionIndex>,
     ) -> Result<(), GpuError> {
-        let (tx, rx) = std::sync::mpsc::channel();
-        slice.map_async(mode, move |r| {
-            let _ = tx.send(r);
-        });
-        self.device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(device_error)?;
-        match rx.recv() {
-            Ok(r) => r.map_err(device_error),
-            Err(e) => Err(device_error(e)),
-        }
+        let mapped = map_channel(slice, mode);
+        self.wait_mapped(&mapped, last_use)
+    }
+
+    /// Waits for a mapping started with [`map_channel`]: for submission `last_use`, or, with
+    /// `None`, only for callbacks already due (then, should the mapping still be pending, for
+    /// every submission).
+    fn wait_mapped(
+        &self,
+        mapped: &Receiver<Result<(), wgpu::BufferAsyncError>>,
+        last_use: Option<&wgpu::SubmissionIndex>,
+    ) -> Result<(), GpuError> {
+        let poll = match last_use {
+            Some(index) => wgpu::PollType::Wait {
+                submission_index: Some(index.clone()),
+                timeout: None,
+            },
+            None => wgpu::PollType::Poll,
+        };
+        self.device.poll(poll).map_err(device_error)?;
+        let result = match mapped.try_recv() {
+            Ok(r) => r,
+            Err(_) => {
+                self.device
+                    .poll(wgpu::PollType::wait_indefinitely())
+                    .map_err(device_error)?;
+                mapped.recv().map_err(device_error)?
+            }
+        };
+        result.map_err(device_error)
     }
 
     fn check_lost(&self) -> Result<(), GpuError> {
@@ -698,6 +758,121 @@ impl GpuRaycaster {
         }
     }
 
+    /// Stages and submits the dispatch for rays (or pixels) `range` of a batch in `slot`, and
+    /// starts mapping its hits for reading.
+    fn submit_dispatch(
+        &self,
+        batch: &mut BatchBuffers,
+        kernel: Kernel<'_>,
+        bind_group: &wgpu::BindGroup,
+        params: &mut GpuParams,
+        range: std::ops::Range<u64>,
+        slot: usize,
+    ) -> Result<InFlight, GpuError> {
+        let count = (range.end - range.start) as u32;
+        params.ray_base = range.start as u32;
+        params.ray_count = count;
+        self.queue
+            .write_buffer(&batch.params, 0, bytemuck::bytes_of(params));
+        let mut encoder = self
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+        let s = &batch.slots[slot];
+        let pipeline = match kernel {
+            Kernel::Rays(r) => {
+                let rays: &[u8] =
+                    bytemuck::cast_slice(&r[range.start as usize..range.end as usize]);
+                let len = rays.len() as u64;
+                let staging = s.upload.slice(..len);
+                let staged = self
+                    .map_and_wait(&staging, wgpu::MapMode::Write, s.last_use.as_ref())
+                    .and_then(|()| {
+                        staging
+                            .get_mapped_range_mut()
+                            .map_err(device_error)?
+                            .copy_from_slice(rays);
+                        Ok(())
+                    });
+                s.upload.unmap();
+                staged?;
+                encoder.copy_buffer_to_buffer(&s.upload, 0, &batch.rays, 0, len);
+                &self.cast_rays
+            }
+            Kernel::Camera(..) => &self.cast_camera,
+        };
+        // Dispatch: a 2D grid of workgroups when one dimension is not enough.
+        let groups = count.div_ceil(WORKGROUP_SIZE);
+        let gx = groups.min(self.limits.max_compute_workgroups_per_dimension);
+        let gy = groups.div_ceil(gx);
+        let bytes = u64::from(count) * size_of::<GpuHit>() as u64;
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("voxcast dda"),
+                timestamp_writes: self
+                    .timer
+                    .as_ref()
+                    .map(|t| wgpu::ComputePassTimestampWrites {
+                        query_set: &t.queries,
+                        beginning_of_pass_write_index: Some(0),
+                        end_of_pass_write_index: Some(1),
+                    }),
+            });
+            pass.set_pipeline(pipeline);
+            pass.set_bind_group(0, bind_group, &[]);
+            pass.dispatch_workgroups(gx, gy, 1);
+        }
+        encoder.copy_buffer_to_buffer(&batch.hits, 0, &s.readback, 0, bytes);
+        if let (Some(t), Some(ts)) = (&self.timer, &s.timestamps) {
+            encoder.resolve_query_set(&t.queries, 0..2, &t.resolve, 0);
+            encoder.copy_buffer_to_buffer(&t.resolve, 0, ts, 0, 16);
+        }
+        let submission = self.queue.submit([encoder.finish()]);
+        let in_flight = InFlight {
+            slot,
+            base: range.start,
+            bytes,
+            submission: submission.clone(),
+            hits_mapped: map_channel(&s.readback.slice(..bytes), wgpu::MapMode::Read),
+            timestamps_mapped: s
+                .timestamps
+                .as_ref()
+                .map(|ts| map_channel(&ts.slice(..), wgpu::MapMode::Read)),
+        };
+        batch.slots[slot].last_use = Some(submission);
+        Ok(in_flight)
+    }
+
+    /// Waits for dispatch `f` in `slot`, hands its hits to `sink` and unmaps the slot.
+    /// Returns its kernel time in nanoseconds (0 without timestamps).
+    fn read_dispatch(
+        &self,
+        slot: &Slot,
+        f: &InFlight,
+        sink: &mut HitSink<'_>,
+    ) -> Result<f64, GpuError> {
+        let slice = slot.readback.slice(..f.bytes);
+        let sunk = self
+            .wait_mapped(&f.hits_mapped, Some(&f.submission))
+            .and_then(|()| {
+                let view = slice.get_mapped_range().map_err(device_error)?;
+                sink(f.base as usize, bytemuck::cast_slice(&view))
+            });
+        slot.readback.unmap();
+        let mut kernel_ns = 0.0;
+        if let (Some(t), Some(ts), Some(mapped)) =
+            (&self.timer, &slot.timestamps, &f.timestamps_mapped)
+        {
+            if self.wait_mapped(mapped, Some(&f.submission)).is_ok()
+                && let Ok(view) = ts.slice(..).get_mapped_range()
+            {
+                let stamps: &[u64] = bytemuck::cast_slice(&view);
+                kernel_ns = stamps[1].saturating_sub(stamps[0]) as f64 * t.period_ns;
+            }
+            ts.unmap();
+        }
+        sunk.map(|()| kernel_ns)
+    }
+
     /// Runs `kernel` in as many dispatches as it takes and hands each dispatch's results, read
     /// straight from the mapped readback buffer, to `sink` with the index of its first ray.
     fn run(
@@ -722,10 +897,11 @@ impl GpuRaycaster {
             .lock()
             .map_err(|_| GpuError::Internal("batch buffers poisoned".into()))?;
         let want = total.min(u64::from(per_dispatch)) as u32;
-        if batch.capacity < want {
-            // Grow to the next power of two so repeated batches of similar size reuse buffers.
+        if batch.capacity < want || batch.capacity > per_dispatch {
+            // Grow to the next power of two so repeated batches of similar size reuse buffers
+            // (or shrink, after `set_max_dispatch_rays` lowered the dispatch size).
             let cap = want.next_power_of_two().min(per_dispatch);
-            *batch = Self::batch_buffers(&self.device, cap);
+            *batch = Self::batch_buffers(&self.device, cap, self.timer.is_some());
         }
         let mut flags = match opts.origin {
             OriginPolicy::Report => 0,
@@ -809,97 +985,62 @@ impl GpuRaycaster {
                 },
             ],
         });
+        // Dispatches alternate between the two slots: dispatch k is submitted before the hits
+        // of dispatch k - 1 are read, so the GPU runs while the host reads and stages.
         let mut base = 0u64;
         let mut result = Ok(());
         let mut kernel_ns = 0.0;
         let mut dispatches = 0;
-        while base < total {
-            let count = (total - base).min(u64::from(batch.capacity)) as u32;
-            params.ray_base = base as u32;
-            params.ray_count = count;
-            self.queue
-                .write_buffer(&batch.params, 0, bytemuck::bytes_of(&params));
-            let mut encoder = self
-                .device
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
-            let pipeline = match kernel {
-                Kernel::Rays(r) => {
-                    let rays: &[u8] =
-                        bytemuck::cast_slice(&r[base as usize..(base + u64::from(count)) as usize]);
-                    let len = rays.len() as u64;
-                    let staging = batch.upload.slice(..len);
-                    let staged = self
-                        .map_and_wait(&staging, wgpu::MapMode::Write)
-                        .and_then(|()| {
-                            staging
-                                .get_mapped_range_mut()
-                                .map_err(device_error)?
-                                .copy_from_slice(rays);
-                            Ok(())
-                        });
-                    batch.upload.unmap();
-                    if let Err(e) = staged {
-                        result = Err(e);
-                        break;
+        let mut in_flight: Option<InFlight> = None;
+        while base < total || in_flight.is_some() {
+            let submitted = if base < total {
+                let count = (total - base).min(u64::from(batch.capacity)) as u32;
+                let slot = (dispatches % 2) as usize;
+                let range = base..base + u64::from(count);
+                match self.submit_dispatch(
+                    &mut batch,
+                    kernel,
+                    &bind_group,
+                    &mut params,
+                    range,
+                    slot,
+                ) {
+                    Ok(f) => {
+                        dispatches += 1;
+                        base += u64::from(count);
+                        Some(f)
                     }
-                    encoder.copy_buffer_to_buffer(&batch.upload, 0, &batch.rays, 0, len);
-                    &self.cast_rays
+                    Err(e) => {
+                        result = Err(e);
+                        None
+                    }
                 }
-                Kernel::Camera(..) => &self.cast_camera,
+            } else {
+                None
             };
-            // Dispatch: a 2D grid of workgroups when one dimension is not enough.
-            let groups = count.div_ceil(WORKGROUP_SIZE);
-            let gx = groups.min(self.limits.max_compute_workgroups_per_dimension);
-            let gy = groups.div_ceil(gx);
-            let bytes = u64::from(count) * size_of::<GpuHit>() as u64;
-            {
-                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                    label: Some("voxcast dda"),
-                    timestamp_writes: self.timer.as_ref().map(|t| {
-                        wgpu::ComputePassTimestampWrites {
-                            query_set: &t.queries,
-                            beginning_of_pass_write_index: Some(0),
-                            end_of_pass_write_index: Some(1),
+            if let Some(f) = in_flight.take() {
+                let read = self.read_dispatch(&batch.slots[f.slot], &f, sink);
+                match read {
+                    Ok(ns) => kernel_ns += ns,
+                    Err(e) => {
+                        if result.is_ok() {
+                            result = Err(e);
                         }
-                    }),
-                });
-                pass.set_pipeline(pipeline);
-                pass.set_bind_group(0, &bind_group, &[]);
-                pass.dispatch_workgroups(gx, gy, 1);
-            }
-            encoder.copy_buffer_to_buffer(&batch.hits, 0, &batch.readback, 0, bytes);
-            if let Some(t) = &self.timer {
-                encoder.resolve_query_set(&t.queries, 0..2, &t.resolve, 0);
-                encoder.copy_buffer_to_buffer(&t.resolve, 0, &t.readback, 0, 16);
-            }
-            self.queue.submit([encoder.finish()]);
-            dispatches += 1;
-            if let Some(t) = &self.timer {
-                t.readback.slice(..).map_async(wgpu::MapMode::Read, |_| {});
-            }
-
-            // Map and read.
-            let slice = batch.readback.slice(..bytes);
-            if let Err(e) = self.map_and_wait(&slice, wgpu::MapMode::Read) {
-                result = Err(e);
-                break;
-            }
-            let view = slice.get_mapped_range().map_err(device_error)?;
-            let sunk = sink(base as usize, bytemuck::cast_slice(&view));
-            drop(view);
-            batch.readback.unmap();
-            if let Some(t) = &self.timer {
-                if let Ok(view) = t.readback.slice(..).get_mapped_range() {
-                    let ts: &[u64] = bytemuck::cast_slice(&view);
-                    kernel_ns += ts[1].saturating_sub(ts[0]) as f64 * t.period_ns;
+                    }
                 }
-                t.readback.unmap();
             }
-            if let Err(e) = sunk {
-                result = Err(e);
+            in_flight = submitted;
+            if result.is_err() {
+                // Abandon a mapping still pending, so that the buffers can be mapped again.
+                if let Some(f) = in_flight.take() {
+                    let slot = &batch.slots[f.slot];
+                    slot.readback.unmap();
+                    if let Some(ts) = &slot.timestamps {
+                        ts.unmap();
+                    }
+                }
                 break;
             }
-            base += u64::from(count);
         }
         if let Some(e) = pollster::block_on(scope_val.pop()) {
             return Err(device_error(e));
@@ -923,6 +1064,19 @@ impl GpuRaycaster {
 /// Where [`GpuRaycaster::run`] hands each dispatch's results: the index of the dispatch's first
 /// ray and its hits, read from the mapped readback buffer.
 type HitSink<'a> = dyn FnMut(usize, &[GpuHit]) -> Result<(), GpuError> + 'a;
+
+/// Starts mapping `slice` for `mode`; the receiver gets the outcome once a poll of the device
+/// has run the callback.
+fn map_channel(
+    slice: &wgpu::BufferSlice<'_>,
+    mode: wgpu::MapMode,
+) -> Receiver<Result<(), wgpu::BufferAsyncError>> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    slice.map_async(mode, move |r| {
+        let _ = tx.send(r);
+    });
+    rx
+}
 
 /// Batches at least this large are sorted for coherence before upload.
 const SORT_MIN_RAYS: usize = 4096;

@@ -539,6 +539,66 @@ fn batch_larger_than_one_dispatch() {
     );
 }
 
+/// Many small dispatches: each is submitted before the last one's hits are read, alternating
+/// between two sets of buffers, so this runs each set several times, with partial workgroups,
+/// for rays, line of sight and a camera; then the buffers shrink and grow again.
+#[test]
+fn many_small_dispatches_in_flight() {
+    if gpu().is_none() {
+        return;
+    }
+    let mut gpu = GpuRaycaster::new_blocking().expect("a second raycaster");
+    gpu.set_max_dispatch_rays(1000);
+    let (s, sw) = sparse();
+    let (t, tw) = terrain();
+    let sg = GpuWorld::from_world(&gpu, sw).expect("upload sparse");
+    let tg = GpuWorld::from_world(&gpu, tw).expect("upload terrain");
+    let rays = s.rays(10_500, 70);
+    check(
+        &gpu,
+        "1000-ray dispatches",
+        sw,
+        &sg,
+        &rays,
+        &RaycastOptions::default(),
+    );
+    let stats = gpu.last_batch_stats();
+    assert_eq!(
+        u64::from(stats.dispatches),
+        stats.gpu_rays.div_ceil(1000),
+        "{stats:?}"
+    );
+    assert!(stats.dispatches >= 10, "{stats:?}");
+    let segments = t.sight_segments(7_777, 64.0, 71);
+    sight_parity_with(
+        &gpu,
+        &tg,
+        tw,
+        &segments,
+        "1000-ray sight dispatches",
+        &RaycastOptions::default(),
+    );
+    let cam = t.camera(160, 90);
+    let g = gpu
+        .render_camera(&tg, &cam, &RaycastOptions::default())
+        .expect("render");
+    let cam_rays = cam.rays().expect("camera rays");
+    let c = raycast_batch(&cam_rays, tw, &RaycastOptions::default());
+    assert_parity("1000-pixel camera dispatches", &cam_rays, &g, &c);
+    assert_eq!(gpu.last_batch_stats().dispatches, 15);
+    // Back to one dispatch: the buffers grow again.
+    gpu.set_max_dispatch_rays(u32::MAX);
+    check(
+        &gpu,
+        "one dispatch again",
+        sw,
+        &sg,
+        &rays,
+        &RaycastOptions::default(),
+    );
+    assert_eq!(gpu.last_batch_stats().dispatches, 1);
+}
+
 /// Issue 5's exactness claim on the GPU: skipping empty chunks and bricks lands on exactly the
 /// state voxel-by-voxel stepping reaches, over more than a million rays from every workload and
 /// the adversarial set. (The CPU side of the same claim is in tests/oracle.rs.)
