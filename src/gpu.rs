@@ -35,7 +35,7 @@ pub const SHADER_SOURCE: &str = include_str!("../shaders/dda.wgsl");
 const WORKGROUP_SIZE: u32 = 64;
 /// Default for the most rays in one dispatch (and so the size the batch buffers grow to); see
 /// [`GpuRaycaster::set_max_dispatch_rays`].
-pub const MAX_DISPATCH_RAYS: u32 = 1 << 20;
+pub const MAX_DISPATCH_RAYS: u32 = 1 << 19;
 const TAG_MASK: u32 = 0xC000_0000;
 const TAG_EMPTY: u32 = 0x4000_0000;
 const TAG_UNLOADED: u32 = 0x8000_0000;

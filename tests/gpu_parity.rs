@@ -6,7 +6,7 @@ mod common;
 
 use std::sync::OnceLock;
 
-use voxcast::gpu::{GpuRaycaster, GpuWorld};
+use voxcast::gpu::{GpuRaycaster, GpuWorld, MAX_DISPATCH_RAYS};
 use voxcast::scene::{Sparse, SplitMix64, Terrain, WATER};
 use voxcast::{
     Camera, ChunkPos, LineOfSight, LineOfSightOptions, MaterialFilter, RaycastOptions,
@@ -527,11 +527,12 @@ fn batch_larger_than_one_dispatch() {
     let Some(gpu) = gpu() else { return };
     let (s, sw) = sparse();
     let gw = GpuWorld::from_world(gpu, sw).expect("upload");
-    // More than the 2^20 rays of one dispatch.
-    let rays = s.rays((1 << 20) + 12_345, 50);
+    // More than two dispatches of the default size: both sets of dispatch buffers are used,
+    // and one twice.
+    let rays = s.rays(2 * MAX_DISPATCH_RAYS as usize + 12_345, 50);
     check(
         gpu,
-        "two dispatches",
+        "three dispatches",
         sw,
         &gw,
         &rays,
