@@ -447,6 +447,8 @@ impl GpuRaycaster {
         };
         use wgpu::BufferUsages as U;
         let cap = u64::from(capacity);
+        let ray_bytes = cap * size_of::<GpuRay>() as u64;
+        let hit_bytes = cap * size_of::<GpuHit>() as u64;
         BatchBuffers {
             capacity,
             params: buf(
@@ -455,27 +457,11 @@ impl GpuRaycaster {
                 U::UNIFORM | U::COPY_DST,
             ),
             filter: buf("filter", 2048 * 4, U::STORAGE | U::COPY_DST),
-            rays: buf(
-                "rays",
-                cap * size_of::<GpuRay>() as u64,
-                U::STORAGE | U::COPY_DST,
-            ),
-            hits: buf(
-                "hits",
-                cap * size_of::<GpuHit>() as u64,
-                U::STORAGE | U::COPY_SRC,
-            ),
+            rays: buf("rays", ray_bytes, U::STORAGE | U::COPY_DST),
+            hits: buf("hits", hit_bytes, U::STORAGE | U::COPY_SRC),
             slots: [(); 2].map(|()| Slot {
-                upload: buf(
-                    "upload",
-                    cap * size_of::<GpuRay>() as u64,
-                    U::MAP_WRITE | U::COPY_SRC,
-                ),
-                readback: buf(
-                    "readback",
-                    cap * size_of::<GpuHit>() as u64,
-                    U::MAP_READ | U::COPY_DST,
-                ),
+                upload: buf("upload", ray_bytes, U::MAP_WRITE | U::COPY_SRC),
+                readback: buf("readback", hit_bytes, U::MAP_READ | U::COPY_DST),
                 timestamps: timestamps
                     .then(|| buf("timestamps readback", 16, U::MAP_READ | U::COPY_DST)),
                 last_use: None,
