@@ -423,9 +423,8 @@ impl GpuRaycaster {
     /// dispatches, which run one after another while the host stages the next and reads the
     /// last. Smaller dispatches keep each GPU submission short (watchdogs, frame pacing) and
     /// the batch buffers small: 336 bytes of buffers per ray of this size (rays, hits, and two
-    /// sets of upload and readback buffers). Clamped
-    /// to `1..=` what the device's limits allow; the default is [`MAX_DISPATCH_RAYS`]. Results
-    /// do not depend on it.
+    /// sets of upload and readback buffers). Clamped to `1..=` what the device's limits allow;
+    /// the default is [`MAX_DISPATCH_RAYS`]. Results do not depend on it.
     pub fn set_max_dispatch_rays(&mut self, rays: u32) {
         self.max_dispatch_rays = rays.max(1);
     }
@@ -482,22 +481,10 @@ impl GpuRaycaster {
             .max(1) as u32
     }
 
-    /// Maps `slice` for `mode` and waits until it is mapped, which is when `last_use` (the
-    /// last submission that used the buffer; `None` when no submission in flight uses it) has
-    /// finished. Waits for nothing else, so later submissions keep running.
-    fn map_and_wait(
-        &self,
-        slice: &wgpu::BufferSlice<'_>,
-        mode: wgpu::MapMode,
-        last_use: Option<&wgpu::SubmissionIndex>,
-    ) -> Result<(), GpuError> {
-        let mapped = map_channel(slice, mode);
-        self.wait_mapped(&mapped, last_use)
-    }
-
-    /// Waits for a mapping started with [`map_channel`]: for submission `last_use`, or, with
-    /// `None`, only for callbacks already due (then, should the mapping still be pending, for
-    /// every submission).
+    /// Waits for a mapping started with [`map_channel`], which completes when `last_use` (the
+    /// last submission that used the buffer) has finished. Waits for that submission alone, so
+    /// later ones keep running; with `None` (no submission in flight uses the buffer) only for
+    /// callbacks already due, then, should the mapping still be pending, for every submission.
     fn wait_mapped(
         &self,
         mapped: &Receiver<Result<(), wgpu::BufferAsyncError>>,
@@ -770,8 +757,9 @@ impl GpuRaycaster {
                     bytemuck::cast_slice(&r[range.start as usize..range.end as usize]);
                 let len = rays.len() as u64;
                 let staging = s.upload.slice(..len);
+                let mapped = map_channel(&staging, wgpu::MapMode::Write);
                 let staged = self
-                    .map_and_wait(&staging, wgpu::MapMode::Write, s.last_use.as_ref())
+                    .wait_mapped(&mapped, s.last_use.as_ref())
                     .and_then(|()| {
                         staging
                             .get_mapped_range_mut()
