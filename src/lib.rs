@@ -76,3 +76,9 @@ pub use ray::{
     VoxelRaycastHit,
 };
 pub use world::{BRICK_EDGE, Chunk, VoxelId, VoxelWorld, break_block, place_block};
+
+/// The code blocks of `README.md`, compiled (and, where they need no GPU, run) as doctests so
+/// that the README cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
