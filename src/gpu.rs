@@ -89,6 +89,12 @@ pub enum GpuError {
         /// The device's limit.
         limit: u64,
     },
+    /// A batch of more than `u32::MAX` rays (the count is given): batch indices travel as u32.
+    #[error(
+        "a GPU batch holds at most 4294967295 (u32::MAX) rays, this one has {0}: split it into \
+         several calls"
+    )]
+    BatchTooLarge(usize),
     /// `update_chunks` named a chunk outside the uploaded window.
     #[error("chunk {0:?} lies outside the GpuWorld's window: rebuild it with GpuWorld::from_world")]
     ChunkOutsideWindow(ChunkPos),
@@ -520,10 +526,12 @@ impl GpuRaycaster {
 
     /// Casts every ray against `world` and returns the outcomes in input order, exactly as
     /// [`crate::raycast_batch`] would. A bad ray gets [`RaycastOutcome::Invalid`] and the others
-    /// are still answered. Any batch size: large batches are split into several dispatches.
+    /// are still answered. Any batch size up to `u32::MAX` rays (about 200 GB of rays): large
+    /// batches are split into several dispatches.
     ///
     /// # Errors
-    /// [`GpuError`] when the device fails (validation, out of memory, lost).
+    /// [`GpuError`] when the device fails (validation, out of memory, lost);
+    /// [`GpuError::BatchTooLarge`] for more than `u32::MAX` rays in one call.
     pub fn raycast(
         &self,
         world: &GpuWorld,
@@ -599,6 +607,10 @@ impl GpuRaycaster {
         out: &mut Vec<T>,
         convert: impl Fn(RaycastOutcome) -> T + Sync,
     ) -> Result<(), GpuError> {
+        // Batch indices travel as u32 (in the sort and in the hits).
+        if u32::try_from(rays.len()).is_err() {
+            return Err(GpuError::BatchTooLarge(rays.len()));
+        }
         out.clear();
         out.resize(rays.len(), convert(RaycastOutcome::Miss));
         // The host's share (validation, the i128 split, clipping) on all threads: rays answered
@@ -700,7 +712,12 @@ impl GpuRaycaster {
             lo.is_some_and(|lo| w.bounds.min.axis(a) <= lo) && eye.axis(a) <= w.bounds.max.axis(a)
         });
         let pixels = u64::from(camera.width) * u64::from(camera.height);
-        if !inside || pixels > u64::from(u32::MAX) {
+        if pixels > u64::from(u32::MAX) {
+            return Err(GpuError::BatchTooLarge(
+                usize::try_from(pixels).unwrap_or(usize::MAX),
+            ));
+        }
+        if !inside {
             let rays = camera
                 .rays()
                 .map_err(|e| GpuError::Internal(format!("camera ray: {e}")))?;

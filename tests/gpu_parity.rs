@@ -6,7 +6,7 @@ mod common;
 
 use std::sync::OnceLock;
 
-use voxcast::gpu::{GpuRaycaster, GpuWorld, MAX_DISPATCH_RAYS};
+use voxcast::gpu::{GpuError, GpuRaycaster, GpuWorld, MAX_DISPATCH_RAYS};
 use voxcast::scene::{Sparse, SplitMix64, Terrain, WATER};
 use voxcast::{
     Camera, ChunkPos, LineOfSight, LineOfSightOptions, MaterialFilter, RaycastOptions,
@@ -420,6 +420,25 @@ fn parity_camera_rays_made_in_the_shader() {
         .expect("render");
     let cpu = raycast_batch(&rays, tw, &RaycastOptions::default());
     assert_parity("camera (shader-made rays)", &rays, &from_shader, &cpu);
+    // More pixels than one batch holds: a clear error before anything is allocated, and the
+    // raycaster goes on working (the camera below).
+    let (w, h) = (65_536_u32, 65_537_u32);
+    let huge = Camera::new(
+        WorldPos::new(100, 100, 100),
+        Vec3::splat(0.5),
+        Vec3::new(1.0, -0.5, 1.0),
+        70.0,
+        w,
+        h,
+        64.0,
+    )
+    .expect("camera");
+    let pixels = w as usize * h as usize;
+    assert_eq!(
+        gpu.render_camera(&gw, &huge, &RaycastOptions::default())
+            .err(),
+        Some(GpuError::BatchTooLarge(pixels))
+    );
     // A camera outside the window falls back to host rays and still matches.
     let far = Camera::new(
         WorldPos::new(-50, 200, -50),
