@@ -526,8 +526,8 @@ impl GpuRaycaster {
 
     /// Casts every ray against `world` and returns the outcomes in input order, exactly as
     /// [`crate::raycast_batch`] would. A bad ray gets [`RaycastOutcome::Invalid`] and the others
-    /// are still answered. Any batch size up to `u32::MAX` rays (about 200 GB of rays): large
-    /// batches are split into several dispatches.
+    /// are still answered. Any batch size up to `u32::MAX` rays (over 300 GB of `VoxelRay`s):
+    /// large batches are split into several dispatches.
     ///
     /// # Errors
     /// [`GpuError`] when the device fails (validation, out of memory, lost);
