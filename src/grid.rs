@@ -13,6 +13,9 @@ pub enum GridError {
     /// An endpoint's cell index does not fit in i64.
     #[error("segment endpoint lies outside the i64 cell range")]
     OutOfRange,
+    /// The segment is longer than f64 can hold (`b - a` overflows on an axis).
+    #[error("segment length overflows f64")]
+    TooLong,
 }
 
 /// One cell visited by a [`GridTraversal`].
@@ -29,11 +32,17 @@ pub struct GridCell<const D: usize> {
 }
 
 /// Every cell of a `D`-dimensional grid (`D` = 2 or 3) that the segment from `a` to `b`
-/// passes through, in order from `a`, ending with the last cell entered at or before `b`: the
-/// cell that holds `b`, except that a `b` lying exactly on a face crossed moving down ends in the
-/// cell below that face (the same face rule as at the start). The walk is the same
-/// DDA as the voxel raycaster (crossing distances computed from counts, ties in axis order,
-/// a start point on a cell face moving down starts in the lower cell), in f64.
+/// passes through, in order from `a`, from the cell that holds `a` to the cell that holds `b`.
+/// "Holds" is `floor(coordinate / cell_size)` per axis, computed in f64 as a caller computing
+/// hash keys would, with one face rule at both ends: a point lying exactly on a cell face,
+/// with the segment moving down on that axis, belongs to the cell below the face (the segment
+/// starts into it, or ended by crossing into it).
+///
+/// Each step goes to a face neighbour, and the walk takes exactly as many steps per axis as
+/// the two end cells are apart, so it always ends in `b`'s cell however the crossing
+/// distances round. The order of the steps is the same DDA as the voxel raycaster's
+/// (crossing distances computed from counts, ties in axis order), in f64; a crossing that
+/// rounds past `b` is reported at `t = 1`.
 ///
 /// Stop early by breaking out of the loop, the iterator's equivalent of a callback returning
 /// "stop".
@@ -53,7 +62,8 @@ pub struct GridTraversal<const D: usize> {
     step: [i64; D],
     b: [f64; D],
     inv: [f64; D],
-    enabled: [bool; D],
+    /// Crossings left per axis before the cell that holds `b`.
+    left: [u64; D],
     n: [u64; D],
     t: f64,
     entry_axis: Option<usize>,
@@ -70,8 +80,8 @@ impl<const D: usize> GridTraversal<D> {
     /// A segment of length zero visits the one cell holding `a`.
     ///
     /// # Errors
-    /// [`GridError`] for non-finite endpoints, a cell size that is not finite and positive, or
-    /// an endpoint whose cell index leaves i64.
+    /// [`GridError`] for non-finite endpoints, a cell size that is not finite and positive, an
+    /// endpoint whose cell index leaves i64, or a segment whose length overflows f64.
     pub fn new(a: [f64; D], b: [f64; D], cell_size: [f64; D]) -> Result<Self, GridError> {
         if a.iter().chain(&b).any(|v| !v.is_finite()) {
             return Err(GridError::NonFiniteEndpoint);
@@ -84,7 +94,7 @@ impl<const D: usize> GridTraversal<D> {
             step: [1; D],
             b: [1.0; D],
             inv: [1.0; D],
-            enabled: [false; D],
+            left: [0; D],
             n: [0; D],
             t: 0.0,
             entry_axis: None,
@@ -98,9 +108,17 @@ impl<const D: usize> GridTraversal<D> {
                 return Err(GridError::OutOfRange);
             }
             let d = b[k] - a[k];
-            let whole = pa.floor();
-            let frac = pa - whole;
-            it.cell[k] = whole as i64;
+            if !d.is_finite() {
+                return Err(GridError::TooLong);
+            }
+            // The cell holding a point, with the face rule when moving down.
+            let cell_of = |p: f64| {
+                let whole = p.floor();
+                (whole as i64, p - whole)
+            };
+            let (start, frac) = cell_of(pa);
+            let (mut end, end_frac) = cell_of(pb);
+            it.cell[k] = start;
             if d < 0.0 {
                 it.step[k] = -1;
                 if frac == 0.0 {
@@ -109,26 +127,25 @@ impl<const D: usize> GridTraversal<D> {
                 } else {
                     it.b[k] = frac;
                 }
+                if end_frac == 0.0 {
+                    end -= 1;
+                }
             } else {
                 it.b[k] = 1.0 - frac;
             }
             if d != 0.0 {
-                let inv = cell_size[k] / d.abs();
-                if inv.is_finite() {
-                    it.enabled[k] = true;
-                    it.inv[k] = inv;
-                }
+                // Infinite when |d| is tiny next to the cell: the crossing is then reported
+                // at t = 1.
+                it.inv[k] = cell_size[k] / d.abs();
+                it.left[k] = (end - it.cell[k]).unsigned_abs();
             }
         }
         Ok(it)
     }
 
+    /// Fraction of the segment at axis `k`'s next crossing, at most 1.
     fn crossing(&self, k: usize) -> f64 {
-        if self.enabled[k] {
-            (self.b[k] + self.n[k] as f64) * self.inv[k]
-        } else {
-            f64::INFINITY
-        }
+        ((self.b[k] + self.n[k] as f64) * self.inv[k]).min(1.0)
     }
 }
 
@@ -139,29 +156,31 @@ impl<const D: usize> Iterator for GridTraversal<D> {
         if self.done {
             return None;
         }
-        let mut axis = 0;
-        let mut t_next = f64::INFINITY;
+        let mut next: Option<(usize, f64)> = None;
         for k in 0..D {
-            let t = self.crossing(k);
-            if t < t_next {
-                t_next = t;
-                axis = k;
+            if self.left[k] > 0 {
+                let t = self.crossing(k);
+                if next.is_none_or(|(_, t_best)| t < t_best) {
+                    next = Some((k, t));
+                }
             }
         }
         let item = GridCell {
             cell: self.cell,
             t_enter: self.t,
-            t_exit: t_next.min(1.0),
+            t_exit: next.map_or(1.0, |(_, t)| t),
             entry_axis: self.entry_axis,
         };
-        match self.cell[axis].checked_add(self.step[axis]) {
-            Some(c) if t_next <= 1.0 => {
-                self.cell[axis] = c;
-                self.n[axis] += 1;
-                self.t = t_next;
-                self.entry_axis = Some(axis);
+        match next {
+            Some((k, t)) => {
+                // Stays within the end cells, which lie in i64.
+                self.cell[k] += self.step[k];
+                self.n[k] += 1;
+                self.left[k] -= 1;
+                self.t = t;
+                self.entry_axis = Some(k);
             }
-            _ => self.done = true,
+            None => self.done = true,
         }
         Some(item)
     }

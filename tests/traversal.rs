@@ -327,22 +327,15 @@ fn check_grid<const D: usize>(a: [f64; D], b: [f64; D], cs: [f64; D]) -> Vec<Gri
     }
     let last = cells.last().unwrap_or_else(|| unreachable!());
     assert_eq!(last.t_exit, 1.0, "{ctx}");
-    let end = point(1.0);
-    let on_boundary = end.iter().any(|u| (u - u.round()).abs() < 1e-9);
-    for k in 0..D {
-        let v = last.cell[k] as f64;
-        assert!(
-            end[k] >= v - eps && end[k] <= v + 1.0 + eps,
-            "B {end:?} not in the last cell {last:?}: {ctx}"
-        );
-        if !on_boundary {
-            assert_eq!(
-                last.cell[k],
-                end[k].floor() as i64,
-                "last cell does not hold B: {ctx}"
-            );
-        }
-    }
+    // The last cell holds B by the same rule as the first holds A, computed in f64 as a
+    // caller's hash keys would be, even where B lies on a face and crossing distances round.
+    let end: [i64; D] = std::array::from_fn(|k| {
+        let u = b[k] / cs[k];
+        u.floor() as i64 - i64::from(d[k] < 0.0 && u == u.floor())
+    });
+    assert_eq!(last.cell, end, "last cell does not hold B: {ctx}");
+    let apart: i64 = (0..D).map(|k| (end[k] - start[k]).abs()).sum();
+    assert_eq!(cells.len() as i64, apart + 1, "{ctx}");
     cells
 }
 
@@ -367,6 +360,33 @@ fn grid_walk_invariants() {
         .map(|c| c.cell)
         .collect();
     assert_eq!(cells, [[0, 0], [1, 0], [2, 0], [2, 1]]);
+}
+
+#[test]
+fn grid_walk_ends_in_the_cell_of_b_on_faces() {
+    // B exactly on a face, where the crossing distance rounds to just above or below 1: the
+    // walk must still end in B's cell, and not go past it.
+    check_grid([-1.4, 0.5], [0.0, 0.5], [16.0, 1.0]);
+    check_grid([-2.0, 0.5], [-1.6, 0.5], [0.1, 1.0]);
+    check_grid([0.0, 0.5], [0.3, 0.5], [0.1, 1.0]);
+    let last = |a: [f64; 2], b: [f64; 2], cs: [f64; 2]| {
+        GridTraversal::new(a, b, cs)
+            .expect("valid")
+            .last()
+            .map(|c| c.cell)
+    };
+    assert_eq!(last([-1.4, 0.5], [0.0, 0.5], [16.0, 1.0]), Some([0, 0]));
+    assert_eq!(last([0.0, 0.5], [0.3, 0.5], [0.1, 1.0]), Some([2, 0]));
+    // Moving down onto a face ends below it.
+    assert_eq!(last([1.4, 0.5], [0.0, 0.5], [16.0, 1.0]), Some([-1, 0]));
+}
+
+#[test]
+fn grid_walk_rejects_a_segment_too_long_for_f64() {
+    assert_eq!(
+        GridTraversal::new([-1e308, 0.0], [1e308, 0.0], [1e300, 1.0]).err(),
+        Some(voxcast::GridError::TooLong)
+    );
 }
 
 #[test]
