@@ -12,7 +12,10 @@ use glam::{DVec3, Vec3};
 ///
 /// Edges: a `dir` component of `+0.0` or `-0.0` means the ray is parallel to that slab and
 /// hits only if its origin lies within it (bounds inclusive); no NaN is produced for an origin
-/// on the slab plane. A NaN anywhere in the input gives `None`.
+/// on the slab plane. A NaN anywhere in the input gives `None`, and so does an empty box
+/// (`min > max` on some axis) and a box the ray could only reach at infinity. Infinite bounds
+/// are allowed (a slab or half-space). The test runs in f64; a `t` beyond the f32 range comes
+/// back as infinity (a `far` only: a `near` that large is `None`).
 ///
 /// # Example
 /// ```
@@ -29,7 +32,10 @@ pub fn ray_aabb(origin: Vec3, dir: Vec3, min: Vec3, max: Vec3) -> Option<(f32, f
         min.as_dvec3(),
         max.as_dvec3(),
     )
-    .map(|(n, f)| (n as f32, f as f32))
+    .and_then(|(n, f)| {
+        let near = n as f32;
+        (near != f32::INFINITY).then_some((near, f as f32))
+    })
 }
 
 /// [`ray_aabb`] in f64, used to reject rays that cannot reach the loaded world before any
@@ -40,7 +46,7 @@ pub fn ray_aabb_f64(origin: DVec3, dir: DVec3, min: DVec3, max: DVec3) -> Option
     let mut t_far = f64::INFINITY;
     for a in 0..3 {
         let (o, d, lo, hi) = (origin[a], dir[a], min[a], max[a]);
-        if o.is_nan() || d.is_nan() || lo.is_nan() || hi.is_nan() {
+        if o.is_nan() || d.is_nan() || lo.is_nan() || hi.is_nan() || lo > hi {
             return None;
         }
         if d == 0.0 {
@@ -54,5 +60,5 @@ pub fn ray_aabb_f64(origin: DVec3, dir: DVec3, min: DVec3, max: DVec3) -> Option
         t_near = t_near.max(t1.min(t2));
         t_far = t_far.min(t1.max(t2));
     }
-    (t_near <= t_far && t_far >= 0.0).then_some((t_near, t_far))
+    (t_near <= t_far && t_far >= 0.0 && t_near != f64::INFINITY).then_some((t_near, t_far))
 }

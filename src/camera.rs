@@ -3,7 +3,7 @@
 use glam::Vec3;
 
 use crate::coords::WorldPos;
-use crate::ray::{RayError, VoxelRay};
+use crate::ray::{RayError, VoxelRay, difference};
 
 /// Why a [`Camera`] could not be built.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -106,8 +106,13 @@ impl Camera {
 
     /// A camera at `position + sub_offset` looking at `target + target_sub`.
     ///
+    /// The target may be any distance away, across the whole i128 world: it sets the
+    /// direction only, and `max_distance` alone limits the rays.
+    ///
     /// # Errors
-    /// As [`Camera::new`]; [`CameraError::TargetIsEye`] when the target is the eye.
+    /// As [`Camera::new`]; [`CameraError::TargetIsEye`] when the target is the eye;
+    /// [`CameraError::Ray`] with [`RayError::NonFiniteSubOffset`] for a NaN or infinite
+    /// `target_sub`.
     #[expect(
         clippy::too_many_arguments,
         reason = "a camera has this many independent parameters"
@@ -122,15 +127,17 @@ impl Camera {
         height: u32,
         max_distance: f32,
     ) -> Result<Self, CameraError> {
-        let seg =
-            VoxelRay::between(position, sub_offset, target, target_sub).map_err(|e| match e {
-                RayError::ZeroDirection => CameraError::TargetIsEye,
-                e => CameraError::Ray(e),
-            })?;
+        // The direction only: the target may lie beyond any max distance.
+        let diff =
+            difference(position, sub_offset, target, target_sub).map_err(CameraError::Ray)?;
+        let len = diff.length();
+        if len == 0.0 {
+            return Err(CameraError::TargetIsEye);
+        }
         Self::new(
             position,
             sub_offset,
-            seg.direction,
+            (diff / len).as_vec3(),
             fov_y_degrees,
             width,
             height,

@@ -37,7 +37,10 @@ pub struct ChunkPos {
     pub z: i128,
 }
 
-/// A voxel position inside its chunk, each component in `0..32`.
+/// A voxel position inside its chunk, each component in `0..32`. [`LocalPos::new`] masks
+/// its arguments into that range; a value built with larger fields is read modulo 32
+/// everywhere it is used ([`crate::Chunk::get`], [`crate::Chunk::set`], [`ChunkPos::world`],
+/// [`LocalPos::index`]), never out of bounds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct LocalPos {
     /// X within the chunk, `0..32`.
@@ -120,6 +123,24 @@ impl WorldPos {
 }
 
 impl ChunkPos {
+    /// The lowest chunk index of the i128 world on each axis, `i128::MIN >> 5`: the chunk of
+    /// voxel `i128::MIN`.
+    pub const MIN_INDEX: i128 = i128::MIN >> CHUNK_SHIFT;
+    /// The highest chunk index of the i128 world on each axis, `i128::MAX >> 5`: the chunk of
+    /// voxel `i128::MAX`.
+    pub const MAX_INDEX: i128 = i128::MAX >> CHUNK_SHIFT;
+
+    /// Whether every index lies in [`ChunkPos::MIN_INDEX`]`..=`[`ChunkPos::MAX_INDEX`]: the
+    /// chunk holds voxels of the i128 world. Only such chunks can be loaded.
+    #[inline]
+    #[must_use]
+    pub const fn is_in_world(self) -> bool {
+        const fn ok(c: i128) -> bool {
+            c >= ChunkPos::MIN_INDEX && c <= ChunkPos::MAX_INDEX
+        }
+        ok(self.x) && ok(self.y) && ok(self.z)
+    }
+
     /// Builds a chunk position from its three chunk indices.
     #[inline]
     #[must_use]
@@ -140,15 +161,17 @@ impl ChunkPos {
         }
     }
 
-    /// The world position of `local` inside this chunk.
+    /// The world position of `local` inside this chunk (each component of `local` taken
+    /// modulo 32, see [`LocalPos`]).
     #[inline]
     #[must_use]
     pub const fn world(self, local: LocalPos) -> WorldPos {
         let o = self.origin();
+        let l = local.wrapped();
         WorldPos {
-            x: o.x | local.x as i128,
-            y: o.y | local.y as i128,
-            z: o.z | local.z as i128,
+            x: o.x | l.x as i128,
+            y: o.y | l.y as i128,
+            z: o.z | l.z as i128,
         }
     }
 
@@ -176,12 +199,20 @@ impl LocalPos {
         }
     }
 
-    /// Linear index inside a chunk, `x + 32·(y + 32·z)`, in `0..CHUNK_VOLUME`. The GPU uses the
-    /// same order (see `shaders/dda.wgsl`, `voxel_index`).
+    /// Linear index inside a chunk, `x + 32·(y + 32·z)`, in `0..CHUNK_VOLUME` (each component
+    /// taken modulo 32). The GPU uses the same order (see `shaders/dda.wgsl`, `voxel_index`).
     #[inline]
     #[must_use]
     pub const fn index(self) -> usize {
-        self.x as usize | (self.y as usize) << 5 | (self.z as usize) << 10
+        let l = self.wrapped();
+        l.x as usize | (l.y as usize) << 5 | (l.z as usize) << 10
+    }
+
+    /// Each component modulo 32: the position [`LocalPos::new`] would have built.
+    #[inline]
+    #[must_use]
+    pub const fn wrapped(self) -> Self {
+        Self::new(self.x, self.y, self.z)
     }
 
     /// Inverse of [`LocalPos::index`]; only the low 15 bits of `index` are used.

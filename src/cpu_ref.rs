@@ -37,8 +37,8 @@ pub(crate) const AXIS_NONE: u32 = 3;
 /// infinities), larger than every real crossing and every max distance.
 pub(crate) const T_DISABLED: f32 = f32::MAX;
 /// Lowest and highest chunk index of the i128 world.
-const CHUNK_MIN: i128 = i128::MIN >> CHUNK_SHIFT;
-const CHUNK_MAX: i128 = i128::MAX >> CHUNK_SHIFT;
+const CHUNK_MIN: i128 = ChunkPos::MIN_INDEX;
+const CHUNK_MAX: i128 = ChunkPos::MAX_INDEX;
 
 /// Distance to the `n`-th crossing (`n = 0, 1, ...`) on one axis: `(b + n) · inv` in f32.
 /// Computed from the count, never accumulated, so every path to the same crossing (stepping,
@@ -382,7 +382,8 @@ impl<'r> Dda<'r> {
         let r = self.ray;
         let start = r.start;
         // Quick reject with the slab test in f64, relative to the start voxel, one voxel of slack.
-        let rel = |p: WorldPos, a: usize| (p.axis(a) - start.axis(a)) as f64;
+        // Differences saturate: anything 2^127 away is as unreachable as the i128 edge.
+        let rel = |p: WorldPos, a: usize| p.axis(a).saturating_sub(start.axis(a)) as f64;
         let lo = glam::DVec3::new(rel(bounds.min, 0), rel(bounds.min, 1), rel(bounds.min, 2)) - 1.0;
         let hi = glam::DVec3::new(rel(bounds.max, 0), rel(bounds.max, 1), rel(bounds.max, 2)) + 2.0;
         match ray_aabb_f64(r.start_offset().as_dvec3(), r.dir.as_dvec3(), lo, hi) {
@@ -394,9 +395,9 @@ impl<'r> Dda<'r> {
         for a in 0..3 {
             let (s, lo, hi) = (start.axis(a), bounds.min.axis(a), bounds.max.axis(a));
             let gap = if s < lo && r.step[a] > 0 {
-                lo - s
+                lo.saturating_sub(s)
             } else if s > hi && r.step[a] < 0 {
-                s - hi
+                s.saturating_sub(hi)
             } else if s < lo || s > hi {
                 return false;
             } else {
@@ -423,7 +424,11 @@ impl<'r> Dda<'r> {
                 continue;
             }
             let (s, lo, hi) = (start.axis(a), bounds.min.axis(a), bounds.max.axis(a));
-            let to_far_side = if r.step[a] > 0 { hi - s } else { s - lo };
+            let to_far_side = if r.step[a] > 0 {
+                hi.saturating_sub(s)
+            } else {
+                s.saturating_sub(lo)
+            };
             if (0..FAR).contains(&to_far_side) {
                 let t_out = crossing_t(r.b[a], r.inv[a], to_far_side as u32);
                 if crossing_before(t_out, a, t_in, a_in) {
@@ -517,7 +522,7 @@ type Cell = ([i32; 3], [i32; 3]);
 
 /// The chunk range `lo..=hi` grown by one chunk on every side, within the i128 world.
 pub(crate) fn grow_by_a_chunk(lo: ChunkPos, hi: ChunkPos) -> (ChunkPos, ChunkPos) {
-    let grow = |c: i128, by: i128| (c + by).clamp(CHUNK_MIN, CHUNK_MAX);
+    let grow = |c: i128, by: i128| c.saturating_add(by).clamp(CHUNK_MIN, CHUNK_MAX);
     (
         ChunkPos::new(grow(lo.x, -1), grow(lo.y, -1), grow(lo.z, -1)),
         ChunkPos::new(grow(hi.x, 1), grow(hi.y, 1), grow(hi.z, 1)),

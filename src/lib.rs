@@ -75,7 +75,7 @@ pub use ray::{
     RayError, RaycastOptions, RaycastOutcome, UV_TOLERANCE, UnloadedPolicy, VoxelRay,
     VoxelRaycastHit,
 };
-pub use world::{BRICK_EDGE, Chunk, VoxelId, VoxelWorld, break_block, place_block};
+pub use world::{BRICK_EDGE, Chunk, VoxelId, VoxelWorld, WorldError, break_block, place_block};
 
 /// The code blocks of `README.md`, compiled (and, where they need no GPU, run) as doctests so
 /// that the README cannot drift from the API.

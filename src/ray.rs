@@ -22,8 +22,10 @@ pub struct VoxelRay {
     pub origin: WorldPos,
     /// Start point inside `origin`, each component in `[0, 1)` voxels.
     pub sub_offset: Vec3,
-    /// Unit direction. A direction that is not unit length within `1e-5` is normalised when
-    /// the ray is cast; distances are always in voxels.
+    /// Unit direction. A direction whose squared length is not within `1e-5` of 1 is
+    /// normalised (in f64) when the ray is built or cast; one within that tolerance is used as
+    /// given, bit for bit, so distances are in units of its length: voxels to within `5e-6`
+    /// relative.
     pub direction: Vec3,
     /// Search distance in voxels, `0..=MAX_DISTANCE_CAP`. A hit at exactly this distance counts.
     pub max_distance: f32,
@@ -350,16 +352,32 @@ fn split_sub(origin: i128, sub: f32) -> Result<(i128, f32), RayError> {
     }
     let whole = sub.floor();
     let mut frac = sub - whole;
-    let mut whole = whole as i128; // exact: |whole| < 2^128 for every finite f32
+    let mut origin = add_whole(origin, f64::from(whole)).ok_or(RayError::OriginOutOfRange)?;
     if frac >= 1.0 {
         // A tiny negative sub rounds to 1.0 here; the point is on the next face.
         frac = 0.0;
-        whole += 1;
+        origin = origin.checked_add(1).ok_or(RayError::OriginOutOfRange)?;
     }
-    let origin = origin
-        .checked_add(whole)
-        .ok_or(RayError::OriginOutOfRange)?;
     Ok((origin, flush_denormal(frac)))
+}
+
+/// `origin + whole` exactly, for a whole-numbered `whole`; `None` when the sum leaves i128 or
+/// `whole` is not finite. `whole as i128` alone saturates from `2^127` on, and a finite f32
+/// reaches `2^128`: such a `whole` is added in two exact halves.
+pub(crate) fn add_whole(origin: i128, whole: f64) -> Option<i128> {
+    const TWO_127: f64 = 1.7014118346046923e38;
+    if !whole.is_finite() {
+        None
+    } else if whole.abs() < TWO_127 {
+        origin.checked_add(whole as i128)
+    } else if whole.abs() < 2.0 * TWO_127 {
+        // Whole-numbered and at least 2^127, so its half is whole-numbered and below 2^127.
+        let half = (whole * 0.5) as i128;
+        origin.checked_add(half)?.checked_add(half)
+    } else {
+        // |origin + whole| > 2^128 - 2^127: outside i128 whatever the origin.
+        None
+    }
 }
 
 fn check_direction(d: Vec3) -> Result<(), RayError> {
@@ -382,6 +400,29 @@ fn check_max_distance(m: f32) -> Result<(), RayError> {
     } else {
         Ok(())
     }
+}
+
+/// The vector from point `from` (voxel plus offset) to point `to`, in voxels: the voxel
+/// difference exactly in i128, then in f64 with the offsets (exact while the voxels are less
+/// than `2^53` apart; farther apart, where the i128 difference may not even fit, to f64
+/// precision). `Err(NonFiniteSubOffset)` for a NaN or infinite offset.
+pub(crate) fn difference(
+    from: WorldPos,
+    from_sub: Vec3,
+    to: WorldPos,
+    to_sub: Vec3,
+) -> Result<DVec3, RayError> {
+    if !from_sub.is_finite() || !to_sub.is_finite() {
+        return Err(RayError::NonFiniteSubOffset);
+    }
+    let axis = |a: usize| {
+        let sub = f64::from(to_sub[a]) - f64::from(from_sub[a]);
+        match to.axis(a).checked_sub(from.axis(a)) {
+            Some(whole) => whole as f64 + sub,
+            None => to.axis(a) as f64 - from.axis(a) as f64 + sub,
+        }
+    };
+    Ok(DVec3::new(axis(0), axis(1), axis(2)))
 }
 
 /// Normalises in f64 and flushes denormal components, so that every enabled axis has a normal
@@ -418,7 +459,8 @@ impl VoxelRay {
     /// * `sub_offset` - the start point inside `origin`, in voxels; any finite value is accepted
     ///   and whole units are moved into `origin` (so `(-0.25, 0, 0)` becomes origin `x - 1`,
     ///   sub `0.75`). Denormal components become zero.
-    /// * `direction` - any finite non-zero vector; it is normalised (in f64).
+    /// * `direction` - any finite non-zero vector; it is normalised (in f64) unless its squared
+    ///   length is already within `1e-5` of 1 (see [`VoxelRay::direction`]).
     /// * `max_distance` - search distance in voxels, `0..=MAX_DISTANCE_CAP`.
     ///
     /// # Errors
@@ -439,6 +481,8 @@ impl VoxelRay {
         max_distance: f32,
     ) -> Result<Self, RayError> {
         check_max_distance(max_distance)?;
+        // `-0.0` is stored as `+0.0`, so equal rays have equal bits.
+        let max_distance = max_distance + 0.0;
         let direction = unit_direction(direction)?;
         let (x, sx) = split_sub(origin.x, sub_offset.x)?;
         let (y, sy) = split_sub(origin.y, sub_offset.y)?;
@@ -463,20 +507,7 @@ impl VoxelRay {
         to: WorldPos,
         to_sub: Vec3,
     ) -> Result<Self, RayError> {
-        if !from_sub.is_finite() || !to_sub.is_finite() {
-            return Err(RayError::NonFiniteSubOffset);
-        }
-        let axis = |a: usize| -> Result<f64, RayError> {
-            let whole = to
-                .axis(a)
-                .checked_sub(from.axis(a))
-                .ok_or(RayError::MaxDistanceTooLarge)?;
-            if whole.unsigned_abs() > 1 << 40 {
-                return Err(RayError::MaxDistanceTooLarge);
-            }
-            Ok(whole as f64 + (f64::from(to_sub[a]) - f64::from(from_sub[a])))
-        };
-        let diff = DVec3::new(axis(0)?, axis(1)?, axis(2)?);
+        let diff = difference(from, from_sub, to, to_sub)?;
         let len = diff.length();
         if len == 0.0 {
             return Err(RayError::ZeroDirection);
@@ -487,20 +518,24 @@ impl VoxelRay {
         Self::new(from, from_sub, (diff / len).as_vec3(), len as f32)
     }
 
-    /// The point at distance `t` as a voxel and an offset in `[0, 1)` (computed in f64 relative
-    /// to the origin voxel, so it is exact to f64 precision anywhere in the i128 world).
-    /// Returns `None` when the point leaves the i128 world.
+    /// The point at distance `t` (voxels along the direction) as a voxel and an offset in
+    /// `[0, 1)` (computed in f64 relative to the origin voxel, so it is exact to f64 precision
+    /// anywhere in the i128 world). Returns `None` when the point leaves the i128 world or `t`
+    /// is NaN or infinite.
     #[must_use]
     pub fn point_at(&self, t: f32) -> Option<(WorldPos, Vec3)> {
+        if !t.is_finite() {
+            return None;
+        }
         let rel = self.sub_offset.as_dvec3() + self.direction.as_dvec3() * f64::from(t);
         let whole = rel.floor();
         let frac = (rel - whole)
             .as_vec3()
             .min(Vec3::splat(1.0 - f32::EPSILON / 2.0));
         let p = WorldPos::new(
-            self.origin.x.checked_add(whole.x as i128)?,
-            self.origin.y.checked_add(whole.y as i128)?,
-            self.origin.z.checked_add(whole.z as i128)?,
+            add_whole(self.origin.x, whole.x)?,
+            add_whole(self.origin.y, whole.y)?,
+            add_whole(self.origin.z, whole.z)?,
         );
         Some((p, frac))
     }

@@ -196,7 +196,9 @@ impl Terrain {
                     }
                 }
                 for (cy, chunk) in column.into_iter().enumerate() {
-                    world.insert_chunk(ChunkPos::new(cx, cy as i128, cz), chunk);
+                    world
+                        .insert_chunk(ChunkPos::new(cx, cy as i128, cz), chunk)
+                        .expect("chunk indices from u32 sizes lie in the world");
                 }
             }
         }
@@ -313,7 +315,9 @@ impl Sparse {
         for cz in 0..c {
             for cy in 0..c {
                 for cx in 0..c {
-                    world.insert_chunk(ChunkPos::new(cx, cy, cz), Chunk::default());
+                    world
+                        .insert_chunk(ChunkPos::new(cx, cy, cz), Chunk::default())
+                        .expect("chunk indices from u32 sizes lie in the world");
                 }
             }
         }

@@ -160,6 +160,7 @@ impl DenseChunk {
     }
 
     fn set(&mut self, local: LocalPos, id: VoxelId) -> VoxelId {
+        let local = local.wrapped();
         let i = local.index();
         let old = std::mem::replace(&mut self.ids[i], id);
         if old.is_air() != id.is_air() {
@@ -315,6 +316,17 @@ impl Chunk {
     }
 }
 
+/// Why an edit of a [`VoxelWorld`] was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum WorldError {
+    /// A chunk index lies outside `ChunkPos::MIN_INDEX..=ChunkPos::MAX_INDEX`: no voxel of the
+    /// i128 world is in that chunk.
+    #[error(
+        "chunk {0:?} is outside the i128 world (chunk indices lie in i128::MIN >> 5 ..= i128::MAX >> 5)"
+    )]
+    ChunkOutsideWorld(ChunkPos),
+}
+
 /// A sparse world of chunks addressed by i128 coordinates. Chunks not inserted are *unloaded*:
 /// raycasts treat them as air or stop at them (see [`crate::UnloadedPolicy`]).
 #[derive(Clone, Debug, Default)]
@@ -364,7 +376,9 @@ impl VoxelWorld {
     pub fn set_voxel(&mut self, pos: WorldPos, id: VoxelId) -> VoxelId {
         let cp = pos.chunk();
         if !self.chunks.contains_key(&cp) {
-            self.insert_chunk(cp, Chunk::default());
+            // The chunk of a voxel is always in the world.
+            self.summarise(cp, true, false);
+            self.chunks.insert(cp, Chunk::default());
         }
         let Some(chunk) = self.chunks.get_mut(&cp) else {
             return VoxelId::AIR;
@@ -455,9 +469,20 @@ impl VoxelWorld {
     }
 
     /// Loads `chunk` at `pos`, returning the chunk it replaces, if any.
-    pub fn insert_chunk(&mut self, pos: ChunkPos, chunk: Chunk) -> Option<Chunk> {
+    ///
+    /// # Errors
+    /// [`WorldError::ChunkOutsideWorld`] (and nothing changes) when `pos` names no chunk of
+    /// the i128 world (see [`ChunkPos::is_in_world`]).
+    pub fn insert_chunk(
+        &mut self,
+        pos: ChunkPos,
+        chunk: Chunk,
+    ) -> Result<Option<Chunk>, WorldError> {
+        if !pos.is_in_world() {
+            return Err(WorldError::ChunkOutsideWorld(pos));
+        }
         self.summarise(pos, true, !chunk.is_empty());
-        self.chunks.insert(pos, chunk)
+        Ok(self.chunks.insert(pos, chunk))
     }
 
     /// Unloads the chunk at `pos` and returns it. Costs a pass over the region summaries when
@@ -583,7 +608,7 @@ mod tests {
         assert_eq!(bit, 1 << (3 | 1 << 4));
         let summary = |w: &VoxelWorld| w.region(region);
         assert_eq!(summary(&w), RegionSummary::default());
-        w.insert_chunk(c, Chunk::default());
+        w.insert_chunk(c, Chunk::default()).expect("in the world");
         assert_eq!(
             summary(&w),
             RegionSummary {
@@ -609,7 +634,8 @@ mod tests {
                 occupied: 0
             }
         );
-        w.insert_chunk(c, Chunk::filled(VoxelId(3)));
+        w.insert_chunk(c, Chunk::filled(VoxelId(3)))
+            .expect("in the world");
         assert_eq!(
             summary(&w),
             RegionSummary {
@@ -664,8 +690,10 @@ mod tests {
     #[test]
     fn bounds_shrink_on_remove() {
         let mut w = VoxelWorld::new();
-        w.insert_chunk(ChunkPos::new(0, 0, 0), Chunk::default());
-        w.insert_chunk(ChunkPos::new(3, -2, 1), Chunk::default());
+        w.insert_chunk(ChunkPos::new(0, 0, 0), Chunk::default())
+            .expect("in the world");
+        w.insert_chunk(ChunkPos::new(3, -2, 1), Chunk::default())
+            .expect("in the world");
         assert_eq!(
             w.loaded_chunk_bounds(),
             Some((ChunkPos::new(0, -2, 0), ChunkPos::new(3, 0, 1)))
@@ -683,13 +711,15 @@ mod tests {
     fn occupied_bounds_follow_edits() {
         let mut w = VoxelWorld::new();
         // Loaded but all air: nothing is occupied.
-        w.insert_chunk(ChunkPos::new(-9, 0, 0), Chunk::default());
+        w.insert_chunk(ChunkPos::new(-9, 0, 0), Chunk::default())
+            .expect("in the world");
         assert_eq!(w.occupied_chunk_bounds(), None);
         // Two regions apart, negative coordinates included.
         let a = WorldPos::new(-1, 5, 40);
         let b = WorldPos::new(300, -70, 2);
         w.set_voxel(a, VoxelId(1));
-        w.insert_chunk(b.chunk(), Chunk::filled(VoxelId(2)));
+        w.insert_chunk(b.chunk(), Chunk::filled(VoxelId(2)))
+            .expect("in the world");
         let both = Some((ChunkPos::new(-1, -3, 0), ChunkPos::new(9, 0, 1)));
         assert_eq!(w.occupied_chunk_bounds(), both);
         assert_eq!(
@@ -705,7 +735,8 @@ mod tests {
         );
         w.set_voxel(a, VoxelId(3));
         assert_eq!(w.occupied_chunk_bounds(), both);
-        w.insert_chunk(b.chunk(), Chunk::default());
+        w.insert_chunk(b.chunk(), Chunk::default())
+            .expect("in the world");
         assert_eq!(w.occupied_chunk_bounds(), Some((a.chunk(), a.chunk())));
         w.remove_chunk(a.chunk());
         assert_eq!(w.occupied_chunk_bounds(), None);

@@ -654,7 +654,9 @@ fn unloaded_stop_reports_the_first_unloaded_voxel() {
     // A hole in the middle of the loaded region.
     let mut world = VoxelWorld::new();
     for x in 0..3 {
-        world.insert_chunk(ChunkPos::new(x, 0, 0), voxcast::Chunk::default());
+        world
+            .insert_chunk(ChunkPos::new(x, 0, 0), voxcast::Chunk::default())
+            .expect("in the world");
     }
     world.remove_chunk(ChunkPos::new(1, 0, 0));
     let r = ray_at([3, 3, 3], [0.5; 3], [1.0, 0.0, 0.0], 200.0);
@@ -1192,5 +1194,228 @@ fn conservative_sight_tests_the_tie_it_is_clipped_into() {
     assert!(
         by_extras > 100,
         "only {by_extras} segments stopped by tie extras"
+    );
+}
+
+/// Every integer overflow here would panic under the test profile (overflow checks on) and
+/// wrap silently in a plain release build.
+#[test]
+fn world_and_ray_2_to_the_127_apart() {
+    let mut far_world = VoxelWorld::new();
+    far_world.set_voxel(WorldPos::new(1 << 126, 0, 0), STONE);
+    let near_world = world_with(&[(WorldPos::ZERO, STONE)]);
+    let from_min = WorldPos::new(i128::MIN, 0, 0);
+    let from_far_low = WorldPos::new(-(1 << 126), 0, 0);
+    for (world, origin) in [
+        (&near_world, from_min),
+        (&far_world, from_far_low),
+        (&far_world, from_min),
+    ] {
+        for dir in [Vec3::X, Vec3::NEG_X, Vec3::new(1.0, 0.5, -0.25)] {
+            let r = ray(origin, Vec3::splat(0.5), dir, 10.0);
+            for unloaded in [UnloadedPolicy::Air, UnloadedPolicy::Stop] {
+                for origin_policy in [OriginPolicy::Report, OriginPolicy::SkipOriginVoxel] {
+                    let o = opts(origin_policy, unloaded);
+                    let out = voxel_raycast_with(&r, world, &o);
+                    // Under `Stop` the origin voxel's chunk is unloaded; skipping the origin
+                    // voxel, an axis-parallel ray stops at the next voxel, or leaves the world.
+                    let step = dir.signum().as_ivec3() * IVec3::X;
+                    let expected = match (unloaded, origin_policy) {
+                        (UnloadedPolicy::Air, _) => RaycastOutcome::Miss,
+                        (UnloadedPolicy::Stop, OriginPolicy::Report) => RaycastOutcome::Unloaded {
+                            at: r.origin,
+                            distance: 0.0,
+                        },
+                        _ => match r.origin.checked_offset(step) {
+                            Some(at) => RaycastOutcome::Unloaded { at, distance: 0.5 },
+                            None => RaycastOutcome::Miss,
+                        },
+                    };
+                    if unloaded == UnloadedPolicy::Air || dir == Vec3::X || dir == Vec3::NEG_X {
+                        assert_eq!(out, expected, "{} under {o:?}", describe(&r));
+                    }
+                }
+            }
+            for conservative in [false, true] {
+                let los = line_of_sight(
+                    &r,
+                    world,
+                    &LineOfSightOptions {
+                        conservative,
+                        ..LineOfSightOptions::default()
+                    },
+                );
+                assert_eq!(los, LineOfSight::Clear, "{}", describe(&r));
+            }
+        }
+    }
+}
+
+#[test]
+fn chunks_outside_the_i128_world_are_refused() {
+    let mut world = world_with(&[(WorldPos::ZERO, STONE)]);
+    let before = (world.loaded_bounds(), world.chunk_count());
+    for pos in [
+        ChunkPos::new(i128::MAX, 0, 0),
+        ChunkPos::new(0, ChunkPos::MIN_INDEX - 1, 0),
+        ChunkPos::new(0, 0, ChunkPos::MAX_INDEX + 1),
+    ] {
+        assert!(!pos.is_in_world());
+        assert!(matches!(
+            world.insert_chunk(pos, voxcast::Chunk::filled(STONE)),
+            Err(voxcast::WorldError::ChunkOutsideWorld(p)) if p == pos
+        ));
+        assert!(!world.is_loaded(pos));
+    }
+    assert_eq!((world.loaded_bounds(), world.chunk_count()), before);
+    // The extreme chunks themselves are in the world, and loading them works.
+    let top = ChunkPos::new(ChunkPos::MAX_INDEX, ChunkPos::MIN_INDEX, 0);
+    assert!(top.is_in_world());
+    assert!(
+        world
+            .insert_chunk(top, voxcast::Chunk::filled(STONE))
+            .is_ok()
+    );
+    assert_eq!(
+        world.get_voxel(&WorldPos::new(i128::MAX, i128::MIN, 0)),
+        Some(STONE)
+    );
+    // Conservative sight grows the loaded box by a chunk: clamped at the edge, no overflow.
+    let r = ray(WorldPos::new(0, 5, 0), Vec3::splat(0.5), Vec3::Y, 20.0);
+    let sight = line_of_sight(
+        &r,
+        &world,
+        &LineOfSightOptions {
+            conservative: true,
+            ..LineOfSightOptions::default()
+        },
+    );
+    assert_eq!(sight, LineOfSight::Clear);
+}
+
+#[test]
+fn local_positions_out_of_range_wrap_instead_of_panicking() {
+    let big = voxcast::LocalPos {
+        x: 255,
+        y: 40,
+        z: 33,
+    };
+    let wrapped = voxcast::LocalPos::new(31, 8, 1);
+    assert_eq!(big.wrapped(), wrapped);
+    assert_eq!(big.index(), wrapped.index());
+    for mut chunk in [voxcast::Chunk::default(), voxcast::Chunk::filled(STONE)] {
+        let old = chunk.get(wrapped);
+        assert_eq!(chunk.set(big, GLASS), old);
+        assert_eq!(chunk.get(wrapped), GLASS);
+        assert_eq!(chunk.get(big), GLASS);
+    }
+    let c = ChunkPos::new(-1, 2, 0);
+    assert_eq!(c.world(big), c.world(wrapped));
+    assert_eq!(c.world(big), WorldPos::new(-1, 72, 1));
+}
+
+#[test]
+fn huge_sub_offsets_move_the_origin_exactly() {
+    let two_127 = 2f32.powi(127);
+    let max_whole = f32::MAX; // 2^128 - 2^104
+    // From i128::MIN, f32::MAX = 2^128 - 2^104 lands exactly at 2^127 - 2^104.
+    let r = VoxelRay::new(
+        WorldPos::new(i128::MIN, 0, 0),
+        Vec3::new(max_whole, 0.0, 0.0),
+        Vec3::X,
+        1.0,
+    )
+    .expect("in range");
+    assert_eq!(r.origin.x, i128::MAX - (1i128 << 104) + 1);
+    let r = VoxelRay::new(
+        WorldPos::new(i128::MIN, 0, 0),
+        Vec3::new(two_127, 0.0, 0.0),
+        Vec3::X,
+        1.0,
+    )
+    .expect("in range");
+    assert_eq!(r.origin.x, 0);
+    assert_eq!(
+        VoxelRay::new(WorldPos::ZERO, Vec3::new(max_whole, 0.0, 0.0), Vec3::X, 1.0),
+        Err(RayError::OriginOutOfRange)
+    );
+    assert_eq!(
+        VoxelRay::new(
+            WorldPos::ZERO,
+            Vec3::new(-max_whole, 0.0, 0.0),
+            Vec3::X,
+            1.0
+        ),
+        Err(RayError::OriginOutOfRange)
+    );
+    // point_at uses the same exact addition, and refuses a NaN or infinite distance.
+    let r = VoxelRay {
+        origin: WorldPos::new(i128::MIN, 0, 0),
+        sub_offset: Vec3::ZERO,
+        direction: Vec3::X,
+        max_distance: 1.0,
+    };
+    assert_eq!(
+        r.point_at(max_whole).map(|(p, _)| p.x),
+        Some(i128::MAX - (1i128 << 104) + 1)
+    );
+    assert_eq!(r.point_at(f32::NAN), None);
+    assert_eq!(r.point_at(f32::INFINITY), None);
+    assert_eq!(r.point_at(f32::NEG_INFINITY), None);
+    // -0.0 max distance is stored as +0.0.
+    let r = VoxelRay::new(WorldPos::ZERO, Vec3::ZERO, Vec3::X, -0.0).expect("valid");
+    assert_eq!(r.max_distance.to_bits(), 0.0f32.to_bits());
+}
+
+#[test]
+fn camera_looks_at_a_target_beyond_any_max_distance() {
+    let eye = WorldPos::new(0, 10, 0);
+    for target in [
+        WorldPos::new(70_000, 10, 0),
+        WorldPos::new(i128::MAX, 10, 0),
+        WorldPos::new(i128::MIN, i128::MIN, 0),
+    ] {
+        let cam = voxcast::Camera::look_at(eye, Vec3::ZERO, target, Vec3::ZERO, 60.0, 4, 4, 10.0)
+            .unwrap_or_else(|e| panic!("look_at {target:?}: {e}"));
+        let sign = |a: i128, b: i128| a.cmp(&b) as i8 as f32;
+        let toward = Vec3::new(sign(target.x, eye.x), sign(target.y, eye.y), 0.0).normalize();
+        let centre = (cam.pixel_dir(1, 1) + cam.pixel_dir(2, 2)).normalize();
+        assert!(centre.dot(toward) > 0.99, "{target:?}: {centre}");
+    }
+    assert!(matches!(
+        voxcast::Camera::look_at(eye, Vec3::ZERO, eye, Vec3::ZERO, 60.0, 4, 4, 10.0),
+        Err(voxcast::CameraError::TargetIsEye)
+    ));
+}
+
+#[test]
+fn slab_test_degenerate_boxes() {
+    let v = Vec3::new;
+    // An empty (inverted) box is missed by every ray.
+    for dir in [v(1.0, 1.0, 1.0), v(1.0, 0.0, 0.0)] {
+        assert_eq!(
+            voxcast::ray_aabb(Vec3::ZERO, dir, Vec3::splat(2.0), Vec3::splat(1.0)),
+            None
+        );
+    }
+    // A box at infinity cannot be reached.
+    assert_eq!(
+        voxcast::ray_aabb(
+            Vec3::ZERO,
+            Vec3::X,
+            Vec3::splat(f32::INFINITY),
+            Vec3::splat(f32::INFINITY)
+        ),
+        None
+    );
+    // Infinite bounds make a half-space: reached at its plane.
+    assert_eq!(
+        voxcast::ray_aabb(
+            Vec3::ZERO,
+            Vec3::X,
+            v(3.0, f32::NEG_INFINITY, f32::NEG_INFINITY),
+            Vec3::INFINITY
+        ),
+        Some((3.0, f32::INFINITY))
     );
 }

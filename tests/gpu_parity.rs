@@ -336,10 +336,12 @@ fn parity_near_i128_edges_and_negative_coordinates() {
             );
             world.set_voxel(p, VoxelId(1 + rng.below(3) as u16));
         }
-        world.insert_chunk(
-            ChunkPos::new(base_chunk.x, base_chunk.y, base_chunk.z + 3),
-            voxcast::Chunk::filled(VoxelId(2)),
-        );
+        world
+            .insert_chunk(
+                ChunkPos::new(base_chunk.x, base_chunk.y, base_chunk.z + 3),
+                voxcast::Chunk::filled(VoxelId(2)),
+            )
+            .expect("in the world");
         let gw = GpuWorld::from_world(gpu, &world).expect("upload");
         let rays = adversarial_rays(base, 30_000, 31);
         for unloaded in [UnloadedPolicy::Air, UnloadedPolicy::Stop] {
@@ -376,7 +378,9 @@ fn parity_after_edit_and_update_chunks() {
         touched.push(p.chunk());
     }
     // A chunk becoming uniform, one becoming dense from uniform, one unloaded.
-    world.insert_chunk(ChunkPos::new(1, 1, 1), voxcast::Chunk::filled(VoxelId(3)));
+    world
+        .insert_chunk(ChunkPos::new(1, 1, 1), voxcast::Chunk::filled(VoxelId(3)))
+        .expect("in the world");
     world.remove_chunk(ChunkPos::new(2, 2, 2));
     touched.extend([ChunkPos::new(1, 1, 1), ChunkPos::new(2, 2, 2)]);
     touched.sort();
@@ -737,10 +741,14 @@ fn parity_region_runs_and_their_updates() {
                     world.remove_chunk(c);
                 }
                 2 => {
-                    world.insert_chunk(c, voxcast::Chunk::filled(VoxelId(1)));
+                    world
+                        .insert_chunk(c, voxcast::Chunk::filled(VoxelId(1)))
+                        .expect("in the world");
                 }
                 _ => {
-                    world.insert_chunk(c, voxcast::Chunk::default());
+                    world
+                        .insert_chunk(c, voxcast::Chunk::default())
+                        .expect("in the world");
                 }
             }
             touched.push(c);
@@ -762,7 +770,9 @@ fn parity_occupied_bounds_grow_with_updates() {
         for cy in -3i128..5 {
             for cx in -6i128..6 {
                 let pos = ChunkPos::new(base[0] + cx, base[1] + cy, base[2] + cz);
-                world.insert_chunk(pos, voxcast::Chunk::default());
+                world
+                    .insert_chunk(pos, voxcast::Chunk::default())
+                    .expect("in the world");
             }
         }
     }

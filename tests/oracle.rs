@@ -200,10 +200,12 @@ fn small_world(seed: u64, min: WorldPos, extra: u8) -> (VoxelWorld, Vec<(WorldPo
             for dz in -1..=1 {
                 for dy in -1..=1 {
                     for dx in -1..=1 {
-                        world.insert_chunk(
-                            ChunkPos::new(c.x + dx, c.y + dy, c.z + dz),
-                            Chunk::default(),
-                        );
+                        world
+                            .insert_chunk(
+                                ChunkPos::new(c.x + dx, c.y + dy, c.z + dz),
+                                Chunk::default(),
+                            )
+                            .expect("in the world");
                     }
                 }
             }
@@ -212,7 +214,9 @@ fn small_world(seed: u64, min: WorldPos, extra: u8) -> (VoxelWorld, Vec<(WorldPo
             let c = min.chunk();
             let pos = ChunkPos::new(c.x - 1, c.y, c.z);
             let id = VoxelId(1 + (seed % 3) as u16);
-            world.insert_chunk(pos, Chunk::filled(id));
+            world
+                .insert_chunk(pos, Chunk::filled(id))
+                .expect("in the world");
             let o = pos.origin();
             for z in 0..32 {
                 for y in 0..32 {

@@ -150,7 +150,9 @@ pub(crate) fn region_world(base: [i128; 3], seed: u64) -> VoxelWorld {
                 match rng.below(100) {
                     0..=2 => {} // a hole: not loaded
                     3 => {
-                        world.insert_chunk(pos, Chunk::filled(VoxelId(2)));
+                        world
+                            .insert_chunk(pos, Chunk::filled(VoxelId(2)))
+                            .expect("in the world");
                     }
                     4..=7 => {
                         let origin = pos.origin();
@@ -161,7 +163,9 @@ pub(crate) fn region_world(base: [i128; 3], seed: u64) -> VoxelWorld {
                         }
                     }
                     _ => {
-                        world.insert_chunk(pos, Chunk::default());
+                        world
+                            .insert_chunk(pos, Chunk::default())
+                            .expect("in the world");
                     }
                 }
             }
@@ -205,12 +209,16 @@ pub(crate) fn tie_entry_world(base: [i128; 3], air_above: bool) -> (VoxelWorld, 
     let mut rng = SplitMix64::new(0x7E1E);
     let mut world = VoxelWorld::new();
     let chunk = ChunkPos::new(base[0], base[1], base[2]);
-    world.insert_chunk(chunk, Chunk::default());
+    world
+        .insert_chunk(chunk, Chunk::default())
+        .expect("in the world");
     if air_above {
-        world.insert_chunk(
-            ChunkPos::new(base[0], base[1] + 1, base[2]),
-            Chunk::default(),
-        );
+        world
+            .insert_chunk(
+                ChunkPos::new(base[0], base[1] + 1, base[2]),
+                Chunk::default(),
+            )
+            .expect("in the world");
     }
     let o = chunk.origin();
     for x in 0..32 {
