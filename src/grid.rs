@@ -111,7 +111,8 @@ impl<const D: usize> GridTraversal<D> {
             if !d.is_finite() {
                 return Err(GridError::TooLong);
             }
-            // The cell holding a point, with the face rule when moving down.
+            // A point in cell units: its floor cell and the fraction into it (the face rule
+            // moving down is applied below, at both ends).
             let cell_of = |p: f64| {
                 let whole = p.floor();
                 (whole as i64, p - whole)
