@@ -63,7 +63,7 @@ struct Params {
     ray_base: u32,          // first ray (or pixel) of this dispatch
     ray_count: u32,         // rays in this dispatch
     region_offset: u32,     // the anchor's position in its region (0..4) per axis: x | y << 2 | z << 4
-    _pad1: u32,
+    world_edge: u32,        // bit a: the window's low face on axis a is the i128 world's edge; bit 3 + a: its high face
     cam_position: vec3<i32>, // camera voxel, window-relative
     cam_width: u32,
     cam_sub: vec3<f32>,
@@ -338,6 +338,16 @@ fn in_window(v: vec3<i32>) -> bool {
     return all(v >= vec3<i32>(0)) && all(v < size);
 }
 
+// Whether v lies beyond the i128 world: outside the window across a face that is the world's
+// edge (the window has no margin there). The CPU twin is the i128 range itself: `carry_chunk`
+// refuses such a step (the ray ends as a miss) and `check_tie_extras` skips such a voxel.
+fn beyond_world(v: vec3<i32>) -> bool {
+    let size = vec3<i32>(params.dims) * 32;
+    let low = (vec3<u32>(params.world_edge) >> vec3<u32>(0u, 1u, 2u)) & vec3<u32>(1u);
+    let high = (vec3<u32>(params.world_edge) >> vec3<u32>(3u, 4u, 5u)) & vec3<u32>(1u);
+    return any((v < vec3<i32>(0)) & (low != vec3<u32>(0u))) || any((v >= size) & (high != vec3<u32>(0u)));
+}
+
 fn table_entry(v: vec3<i32>) -> u32 {
     let c = vec3<u32>(v >> vec3<u32>(5u));
     return chunk_table[c.x + params.dims.x * (c.y + params.dims.y * c.z)];
@@ -478,6 +488,9 @@ fn check_tie_extras(ray: GpuRay, d: Dda, t_cross: f32, air_seen: bool) -> GpuHit
                 last_axis = a;
             }
         }
+        if (beyond_world(p)) {
+            continue;
+        }
         let at = voxel_at(p);
         if (at.x == 1u && (params.flags & FLAG_STOP_UNLOADED) != 0u) {
             return make_hit(STATUS_UNLOADED, p, t_cross, 0u, AXIS_NONE, false, vec2<f32>(0.0));
@@ -520,7 +533,9 @@ fn cast_ray(ray: GpuRay) -> GpuHit {
         let chunk = d.voxel >> vec3<u32>(5u);
         if (any(chunk != cur_chunk)) {
             if (!in_window(d.voxel)) {
-                if (!stop_unloaded) {
+                // Nothing outside the window is loaded; a step beyond the i128 world ends the
+                // ray as a miss (the CPU's `dda_step`), whatever the unloaded policy.
+                if (!stop_unloaded || beyond_world(d.voxel)) {
                     return miss();
                 }
                 entry = TAG_UNLOADED;

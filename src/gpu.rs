@@ -25,7 +25,7 @@ use crate::ray::{
     LineOfSight, LineOfSightOptions, OriginPolicy, PreparedRay, RaycastOptions, RaycastOutcome,
     UnloadedPolicy, VoxelRay, VoxelRaycastHit,
 };
-use crate::world::{ChunkView, OCCUPANCY_WORDS, REGION_SHIFT, VoxelId, VoxelWorld};
+use crate::world::{ChunkView, DenseChunk, OCCUPANCY_WORDS, REGION_SHIFT, VoxelId, VoxelWorld};
 
 pub use wgpu::AdapterInfo;
 
@@ -95,9 +95,26 @@ pub enum GpuError {
          several calls"
     )]
     BatchTooLarge(usize),
-    /// `update_chunks` named a chunk outside the uploaded window.
-    #[error("chunk {0:?} lies outside the GpuWorld's window: rebuild it with GpuWorld::from_world")]
+    /// `update_chunks` named a chunk outside the uploaded window, or a loaded chunk in the
+    /// window's margin (see [`GpuWorld::update_chunks`]).
+    #[error(
+        "chunk {0:?} lies outside the chunks this GpuWorld can hold (the world's loaded bounds \
+         when it was built): rebuild it with GpuWorld::from_world"
+    )]
     ChunkOutsideWindow(ChunkPos),
+    /// The [`GpuWorld`] was uploaded with another [`GpuRaycaster`] (another device); a world
+    /// is used with the raycaster that built it.
+    #[error(
+        "this GpuWorld was uploaded with another GpuRaycaster: upload the world with the \
+         raycaster that casts against it (GpuWorld::from_world(&gpu, &world))"
+    )]
+    WorldFromAnotherDevice,
+    /// The results of one call (the count of outcomes is given) do not fit in host memory.
+    #[error(
+        "the results of {0} rays (or pixels) could not be allocated in host memory: split the \
+         batch or render the image in parts"
+    )]
+    OutputTooLarge(u64),
     /// The device reported a validation error, ran out of memory, or was lost.
     #[error("GPU error: {0}")]
     Device(String),
@@ -142,7 +159,7 @@ pub(crate) struct GpuParams {
     ray_base: u32,
     ray_count: u32,
     region_offset: u32,
-    _pad1: u32,
+    world_edge: u32,
     cam_position: [i32; 3],
     cam_width: u32,
     cam_sub: [f32; 3],
@@ -210,7 +227,13 @@ pub struct GpuRaycaster {
     stats: Mutex<BatchStats>,
     /// Most rays per dispatch asked for; the device's limits may lower it.
     max_dispatch_rays: u32,
+    /// Tells this raycaster's [`GpuWorld`]s from those of another: `wgpu::Device`s of separate
+    /// instances can compare equal (their ids are per instance).
+    token: u64,
 }
+
+/// The next [`GpuRaycaster`]'s `token`.
+static NEXT_TOKEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// Timestamp queries around each dispatch, where the adapter supports them.
 #[derive(Debug)]
@@ -398,6 +421,7 @@ impl GpuRaycaster {
             lost,
             timer,
             max_dispatch_rays: MAX_DISPATCH_RAYS,
+            token: NEXT_TOKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             stats: Mutex::new(BatchStats::default()),
         })
     }
@@ -607,11 +631,14 @@ impl GpuRaycaster {
         out: &mut Vec<T>,
         convert: impl Fn(RaycastOutcome) -> T + Sync,
     ) -> Result<(), GpuError> {
+        let started = self.begin_call(world)?;
         // Batch indices travel as u32 (in the sort and in the hits).
         if u32::try_from(rays.len()).is_err() {
             return Err(GpuError::BatchTooLarge(rays.len()));
         }
         out.clear();
+        out.try_reserve(rays.len())
+            .map_err(|_| GpuError::OutputTooLarge(rays.len() as u64))?;
         out.resize(rays.len(), convert(RaycastOutcome::Miss));
         // The host's share (validation, the i128 split, clipping) on all threads: rays answered
         // here go straight to `out`, the others are kept with their index for the GPU.
@@ -654,7 +681,6 @@ impl GpuRaycaster {
             .par_iter()
             .map(|&(_, k)| uploads[k as usize].1 as usize)
             .collect();
-        let started = std::time::Instant::now();
         self.run(
             world,
             Kernel::Rays(&gpu_rays),
@@ -672,12 +698,15 @@ impl GpuRaycaster {
     }
 
     /// Renders `camera` against `world`: one ray per pixel, row by row from the top, made in the
-    /// shader from the camera parameters (no ray upload). Gives the same outcomes as casting
-    /// [`Camera::rays`] with [`GpuRaycaster::raycast`] or the CPU reference. A camera whose eye is
-    /// outside the window falls back to host-built rays.
+    /// shader from the camera parameters (no ray upload). Pixel `(px, py)` gets the outcome of
+    /// casting [`Camera::ray`]`(px, py)` with [`GpuRaycaster::raycast`] or the CPU reference:
+    /// [`RaycastOutcome::Invalid`] where that ray is invalid (only a camera edited by hand has
+    /// such pixels). A camera whose eye is outside the window, or that was edited into one the
+    /// shader cannot reproduce exactly, is rendered from rays built on the host.
     ///
     /// # Errors
-    /// As [`GpuRaycaster::raycast`].
+    /// As [`GpuRaycaster::raycast`]; [`GpuError::BatchTooLarge`] for more than `u32::MAX`
+    /// pixels, [`GpuError::OutputTooLarge`] when the outcomes do not fit in host memory.
     pub fn render_camera(
         &self,
         world: &GpuWorld,
@@ -701,7 +730,20 @@ impl GpuRaycaster {
         opts: &RaycastOptions,
         out: &mut Vec<RaycastOutcome>,
     ) -> Result<(), GpuError> {
+        let started = self.begin_call(world)?;
         let w = &world.window;
+        let pixels = u64::from(camera.width) * u64::from(camera.height);
+        if pixels > u64::from(u32::MAX) {
+            return Err(GpuError::BatchTooLarge(
+                usize::try_from(pixels).unwrap_or(usize::MAX),
+            ));
+        }
+        out.clear();
+        out.try_reserve(pixels as usize)
+            .map_err(|_| GpuError::OutputTooLarge(pixels))?;
+        let Some(camera) = shader_camera(camera) else {
+            return self.camera_on_host(world, camera, opts, out);
+        };
         let eye = camera.position;
         let inside = (0..3).all(|a| {
             let lo = if camera.sub_offset[a] == 0.0 {
@@ -711,24 +753,12 @@ impl GpuRaycaster {
             };
             lo.is_some_and(|lo| w.bounds.min.axis(a) <= lo) && eye.axis(a) <= w.bounds.max.axis(a)
         });
-        let pixels = u64::from(camera.width) * u64::from(camera.height);
-        if pixels > u64::from(u32::MAX) {
-            return Err(GpuError::BatchTooLarge(
-                usize::try_from(pixels).unwrap_or(usize::MAX),
-            ));
-        }
         if !inside {
-            let rays = camera
-                .rays()
-                .map_err(|e| GpuError::Internal(format!("camera ray: {e}")))?;
-            return self.raycast_into(world, &rays, opts, out);
+            return self.camera_on_host(world, &camera, opts, out);
         }
-        let started = std::time::Instant::now();
-        out.clear();
-        out.reserve(pixels as usize);
         self.run(
             world,
-            Kernel::Camera(camera, pixels as u32),
+            Kernel::Camera(&camera, pixels as u32),
             opts,
             false,
             &mut |_, hits| {
@@ -740,6 +770,51 @@ impl GpuRaycaster {
         )?;
         self.note_total(started);
         Ok(())
+    }
+
+    /// [`GpuRaycaster::render_camera_into`] from rays built on the host: each pixel's
+    /// [`Camera::ray`], cast with [`GpuRaycaster::raycast_into`], or its error.
+    fn camera_on_host(
+        &self,
+        world: &GpuWorld,
+        camera: &Camera,
+        opts: &RaycastOptions,
+        out: &mut Vec<RaycastOutcome>,
+    ) -> Result<(), GpuError> {
+        let mut rays = Vec::new();
+        let mut index = Vec::new();
+        out.clear();
+        for py in 0..camera.height {
+            for px in 0..camera.width {
+                match camera.ray(px, py) {
+                    Ok(r) => {
+                        rays.push(r);
+                        index.push(out.len());
+                        out.push(RaycastOutcome::Miss);
+                    }
+                    Err(e) => out.push(RaycastOutcome::Invalid(e)),
+                }
+            }
+        }
+        let mut answers = Vec::new();
+        self.raycast_into(world, &rays, opts, &mut answers)?;
+        for (i, a) in index.into_iter().zip(answers) {
+            out[i] = a;
+        }
+        Ok(())
+    }
+
+    /// Starts a batch call: checks that `world` belongs to this raycaster's device and resets
+    /// [`GpuRaycaster::last_batch_stats`] (a batch answered on the host alone reports zero GPU
+    /// rays). Returns the call's start time.
+    fn begin_call(&self, world: &GpuWorld) -> Result<std::time::Instant, GpuError> {
+        if let Ok(mut s) = self.stats.lock() {
+            *s = BatchStats::default();
+        }
+        if world.owner != self.token {
+            return Err(GpuError::WorldFromAnotherDevice);
+        }
+        Ok(std::time::Instant::now())
     }
 
     fn note_total(&self, started: std::time::Instant) {
@@ -883,10 +958,16 @@ impl GpuRaycaster {
         }
         self.check_lost()?;
         let per_dispatch = self.dispatch_capacity();
-        let mut batch = self
-            .batch
-            .lock()
-            .map_err(|_| GpuError::Internal("batch buffers poisoned".into()))?;
+        // A panic while the buffers were held (a bug) leaves them in an unknown state (a
+        // mapping may be pending): start again from fresh ones rather than fail every call.
+        let (mut batch, poisoned) = match self.batch.lock() {
+            Ok(b) => (b, false),
+            Err(p) => (p.into_inner(), true),
+        };
+        if poisoned {
+            self.batch.clear_poison();
+            *batch = Self::batch_buffers(&self.device, 1, self.timer.is_some());
+        }
         let want = total.min(u64::from(per_dispatch)) as u32;
         if batch.capacity < want || batch.capacity > per_dispatch {
             // Grow to the next power of two so repeated batches of similar size reuse buffers
@@ -915,6 +996,7 @@ impl GpuRaycaster {
             dims: world.window.dims,
             flags,
             region_offset: world.window.region_offset(),
+            world_edge: world.window.world_edge(),
             ..Default::default()
         };
         if let Kernel::Camera(cam, _) = kernel {
@@ -1052,6 +1134,37 @@ impl GpuRaycaster {
     }
 }
 
+/// `camera` as the shader gets it (the eye and max distance as [`VoxelRay::new`] stores them),
+/// when the shader's ray for every pixel (`cast_camera` in `shaders/dda.wgsl`) is exactly
+/// [`Camera::ray`] of that pixel: for every camera [`Camera::new`] makes. `None` for a camera
+/// edited into one where that may fail: an eye offset outside `[0, 1)`, an invalid max
+/// distance, or vectors that could make a pixel direction zero, non-finite or not unit.
+fn shader_camera(c: &Camera) -> Option<Camera> {
+    let probe = VoxelRay::new(c.position, c.sub_offset, glam::Vec3::X, c.max_distance).ok()?;
+    if probe.origin != c.position || probe.sub_offset != c.sub_offset {
+        return None;
+    }
+    // A pixel's direction before normalising is `forward + right·sx + up·sy` with
+    // `|sx| < |scale_x|` and `|sy| < |scale_y|`. These bounds keep it finite (its squared
+    // length too) and at least 0.7 long along `forward`, so that `pixel_dir` makes it unit to
+    // within a few ulps, which `VoxelRay::new` keeps as it is.
+    let finite = [c.forward, c.right, c.up].iter().all(|v| v.is_finite())
+        && c.scale_x.is_finite()
+        && c.scale_y.is_finite();
+    let off_axis = c.scale_x.abs() * c.forward.dot(c.right).abs()
+        + c.scale_y.abs() * c.forward.dot(c.up).abs();
+    let spread = c.scale_x.abs() * c.right.length() + c.scale_y.abs() * c.up.length();
+    (finite
+        && (c.forward.length_squared() - 1.0).abs() <= 1e-3
+        && off_axis <= 0.25
+        && spread <= 1e15)
+        .then_some(Camera {
+            sub_offset: probe.sub_offset,
+            max_distance: probe.max_distance,
+            ..*c
+        })
+}
+
 /// Where [`GpuRaycaster::run`] hands each dispatch's results: the index of the dispatch's first
 /// ray and its hits, read from the mapped readback buffer.
 type HitSink<'a> = dyn FnMut(usize, &[GpuHit]) -> Result<(), GpuError> + 'a;
@@ -1106,9 +1219,42 @@ struct Window {
     anchor: ChunkPos,
     dims: [u32; 3],
     bounds: VoxelBox,
+    /// The chunks that may be loaded (inclusive corners): the window less its margin of one
+    /// unloaded chunk on every side that is not the i128 world's edge. Rays from outside are
+    /// clipped to the window without the conservative tie test at the crossing into it, which
+    /// is exact only while the margin holds nothing.
+    interior: (ChunkPos, ChunkPos),
 }
 
 impl Window {
+    /// The window around the chunks `interior` may hold: grown by a margin of one chunk,
+    /// except at the edge of the i128 world.
+    fn around(interior: (ChunkPos, ChunkPos)) -> Self {
+        let (lo, hi) = grow_by_a_chunk(interior.0, interior.1);
+        Self {
+            anchor: lo,
+            dims: [0; 3],
+            bounds: VoxelBox::from_chunks(lo, hi),
+            interior,
+        }
+    }
+
+    /// Whether chunk `pos` may be loaded in this window (see `interior`).
+    fn may_load(&self, pos: ChunkPos) -> bool {
+        let (lo, hi) = self.interior;
+        (0..3).all(|a| (lo.axis(a)..=hi.axis(a)).contains(&pos.axis(a)))
+    }
+
+    /// For the shader's `beyond_world`: bit `a` set where the window's low face on axis `a` is
+    /// the i128 world's edge, bit `3 + a` where its high face is.
+    fn world_edge(&self) -> u32 {
+        let hi = self.bounds.max.chunk();
+        (0..3).fold(0, |bits, a| {
+            bits | u32::from(self.anchor.axis(a) == ChunkPos::MIN_INDEX) << a
+                | u32::from(hi.axis(a) == ChunkPos::MAX_INDEX) << (3 + a)
+        })
+    }
+
     /// How far the anchor lies into its region, per axis (`0..4`).
     fn region_phase(&self) -> [u32; 3] {
         std::array::from_fn(|a| (self.anchor.axis(a) & ((1 << REGION_SHIFT) - 1)) as u32)
@@ -1134,23 +1280,31 @@ impl Window {
     /// The region record of window region `r` (see `RegionCache::run` in `cpu_ref.rs` and
     /// `region_run` in `shaders/dda.wgsl`): the chunks that block a run of empty chunks under
     /// `UnloadedPolicy::Air` (loaded and not all air), then under `Stop` (also not loaded),
-    /// each as two words. Chunks of the region outside the window count as not loaded.
-    fn region_record(&self, world: &VoxelWorld, r: [u32; 3]) -> [u32; 4] {
+    /// each as two words, read from the chunk entries `table` (what the GPU has, which may
+    /// be older than the world for chunks edited but not passed to `update_chunks`). Chunks of
+    /// the region outside the window count as not loaded.
+    fn region_record(&self, table: &[u32], r: [u32; 3]) -> [u32; 4] {
         let phase = self.region_phase();
-        let first: [i128; 3] =
-            std::array::from_fn(|a| (self.anchor.axis(a) >> REGION_SHIFT) + i128::from(r[a]));
-        let summary = world.region(first);
-        let mut inside = 0u64;
+        let (mut loaded, mut occupied) = (0u64, 0u64);
         for bit in 0..64u32 {
             let cell = [bit & 3, bit >> 2 & 3, bit >> 4];
-            let in_window = (0..3).all(|a| {
+            let mut index = 0;
+            let mut inside = true;
+            for a in (0..3).rev() {
                 let rel = i64::from((r[a] << REGION_SHIFT) + cell[a]) - i64::from(phase[a]);
-                (0..i64::from(self.dims[a])).contains(&rel)
-            });
-            inside |= u64::from(in_window) << bit;
+                inside &= (0..i64::from(self.dims[a])).contains(&rel);
+                index = index * self.dims[a] as usize + rel.max(0) as usize;
+            }
+            let tag = if inside {
+                table[index] & TAG_MASK
+            } else {
+                TAG_UNLOADED
+            };
+            loaded |= u64::from(tag != TAG_UNLOADED) << bit;
+            occupied |= u64::from(tag != TAG_UNLOADED && tag != TAG_EMPTY) << bit;
         }
-        let air = summary.occupied & inside;
-        let stop = summary.occupied | !summary.loaded | !inside;
+        let air = occupied;
+        let stop = occupied | !loaded;
         [
             air as u32,
             (air >> 32) as u32,
@@ -1181,10 +1335,13 @@ impl Window {
         Some(out)
     }
 
-    fn absolute(&self, v: [i32; 3]) -> WorldPos {
-        WorldPos::from_array(std::array::from_fn(|a| {
-            self.bounds.min.axis(a) + i128::from(v[a])
-        }))
+    /// The world voxel of window-relative `v`; `None` beyond the i128 world.
+    fn absolute(&self, v: [i32; 3]) -> Option<WorldPos> {
+        let mut out = [0; 3];
+        for (a, o) in out.iter_mut().enumerate() {
+            *o = self.bounds.min.axis(a).checked_add(i128::from(v[a]))?;
+        }
+        Some(WorldPos::from_array(out))
     }
 
     fn gpu_ray(&self, d: &Dda<'_>, clipped: bool) -> Option<GpuRay> {
@@ -1252,9 +1409,15 @@ impl Window {
     }
 
     fn decode(&self, h: &GpuHit) -> Result<RaycastOutcome, GpuError> {
-        let at = self.absolute(h.voxel);
-        match h.status & 15 {
-            STATUS_MISS => Ok(RaycastOutcome::Miss),
+        let status = h.status & 15;
+        if status == STATUS_MISS {
+            return Ok(RaycastOutcome::Miss);
+        }
+        // The shader ends a ray that steps beyond the i128 world as a miss (`beyond_world`).
+        let at = self.absolute(h.voxel).ok_or_else(|| {
+            GpuError::Internal(format!("a result beyond the i128 world ({:?})", h.voxel))
+        })?;
+        match status {
             STATUS_UNLOADED => Ok(RaycastOutcome::Unloaded {
                 at,
                 distance: h.distance,
@@ -1294,16 +1457,22 @@ pub struct GpuWorld {
     free_slots: Vec<u32>,
     slot_capacity: u32,
     max_binding: u64,
+    /// The `token` of the raycaster that uploaded it.
+    owner: u64,
     table: wgpu::Buffer,
     occupancy: wgpu::Buffer,
     bricks: wgpu::Buffer,
     ids: wgpu::Buffer,
+    /// The chunk entries of `table`, as last written (the region records are made from them).
+    entries: Vec<u32>,
 }
 
 impl GpuWorld {
     /// Uploads every loaded chunk of `world`; the window is the loaded bounds grown by one
-    /// unloaded chunk on every side (room for conservative line of sight, which tests voxels
-    /// beside the ray). An empty world uploads a single unloaded chunk at the origin.
+    /// unloaded chunk on every side that is not the edge of the i128 world (room for
+    /// conservative line of sight, which tests voxels beside the ray). Later edits may load,
+    /// change or unload chunks within those loaded bounds ([`GpuWorld::update_chunks`]); the
+    /// margin stays unloaded. For an empty world the bounds are chunk `(0, 0, 0)`.
     ///
     /// # Errors
     /// [`GpuError::LimitExceeded`] when the window's chunk table or the stored chunks exceed a
@@ -1312,25 +1481,25 @@ impl GpuWorld {
     pub fn from_world(gpu: &GpuRaycaster, world: &VoxelWorld) -> Result<Self, GpuError> {
         // A margin of one unloaded chunk around the loaded ones: conservative line of sight
         // tests voxels beside the ray, so a ray clipped to the window must start one chunk out.
-        let (lo, hi) = world.loaded_chunk_bounds().map_or(
-            (ChunkPos::new(0, 0, 0), ChunkPos::new(0, 0, 0)),
-            |(lo, hi)| grow_by_a_chunk(lo, hi),
-        );
-        let mut dims = [0u32; 3];
-        for (a, d) in dims.iter_mut().enumerate() {
-            let span = hi.axis(a) - lo.axis(a) + 1;
+        let origin = ChunkPos::new(0, 0, 0);
+        let mut window = Window::around(world.loaded_chunk_bounds().unwrap_or((origin, origin)));
+        let (lo, hi) = (window.anchor, window.bounds.max.chunk());
+        for a in 0..3 {
+            // At most 2^128 - 1 (the whole i128 world in chunks), so u128 holds it.
+            let span = hi.axis(a).abs_diff(lo.axis(a)) + 1;
             // Window-relative voxel coordinates must fit in i32, with room for a run of
             // empty chunks that reaches past the window to the end of its region.
-            let limit = (i32::MAX as i128 + 1) / 32 - (1 << REGION_SHIFT);
+            let limit = (i32::MAX as u128 + 1) / 32 - (1 << REGION_SHIFT);
             if span >= limit {
                 return Err(GpuError::LimitExceeded {
                     what: "window extent in chunks",
-                    needed: span as u64,
+                    needed: u64::try_from(span).unwrap_or(u64::MAX),
                     limit: limit as u64,
                 });
             }
-            *d = span as u32;
+            window.dims[a] = span as u32;
         }
+        let dims = window.dims;
         let regions: [u64; 3] = std::array::from_fn(|a| {
             (u64::from(dims[a]) + (lo.axis(a) & ((1 << REGION_SHIFT) - 1)) as u64)
                 .div_ceil(1 << REGION_SHIFT)
@@ -1349,11 +1518,6 @@ impl GpuWorld {
                 limit: max_binding,
             });
         }
-        let window = Window {
-            anchor: lo,
-            dims,
-            bounds: VoxelBox::from_chunks(lo, hi),
-        };
         let mut table = vec![TAG_UNLOADED; window.entries()];
         let mut slots = FxHashMap::default();
         let mut dense = Vec::new();
@@ -1363,25 +1527,27 @@ impl GpuWorld {
             table[i] = match chunk.view() {
                 ChunkView::Uniform(id) if id.is_air() => TAG_EMPTY,
                 ChunkView::Uniform(id) => TAG_UNIFORM | u32::from(id.0),
-                ChunkView::Dense(_) => {
+                ChunkView::Dense(d) => {
                     let slot = slots.len() as u32;
                     slots.insert(pos, slot);
-                    dense.push(pos);
+                    dense.push((slot, d));
                     slot
                 }
             };
         }
         let rd = window.region_dims();
+        let mut records = Vec::new();
         for z in 0..rd[2] {
             for y in 0..rd[1] {
                 for x in 0..rd[0] {
-                    table.extend(window.region_record(world, [x, y, z]));
+                    records.extend(window.region_record(&table, [x, y, z]));
                 }
             }
         }
         let slot_capacity = (slots.len() as u32).max(1);
         let mut gw = Self {
             device: gpu.device.clone(),
+            owner: gpu.token,
             queue: gpu.queue.clone(),
             window,
             table: create_storage(&gpu.device, "chunk table", entries * 4),
@@ -1392,22 +1558,31 @@ impl GpuWorld {
             free_slots: Vec::new(),
             slot_capacity: 0,
             max_binding,
+            entries: Vec::new(),
         };
         let scope = gw.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        gw.allocate_slots(slot_capacity)?;
+        [gw.occupancy, gw.bricks, gw.ids] = gw.slot_buffers(slot_capacity)?;
+        gw.slot_capacity = slot_capacity;
         gw.queue
             .write_buffer(&gw.table, 0, bytemuck::cast_slice(&table));
-        for pos in dense {
-            gw.write_slot(world, pos)?;
+        gw.queue.write_buffer(
+            &gw.table,
+            (table.len() * 4) as u64,
+            bytemuck::cast_slice(&records),
+        );
+        for (slot, d) in dense {
+            gw.write_slot(slot, d);
         }
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(device_error(e));
         }
+        gw.entries = table;
         Ok(gw)
     }
 
-    /// (Re)creates the slot buffers for `capacity` slots, keeping nothing: callers re-upload.
-    fn allocate_slots(&mut self, capacity: u32) -> Result<(), GpuError> {
+    /// Slot buffers (occupancy, brick summaries, ids) for `capacity` stored chunks, or
+    /// [`GpuError::LimitExceeded`] before allocating anything.
+    fn slot_buffers(&self, capacity: u32) -> Result<[wgpu::Buffer; 3], GpuError> {
         let ids_bytes = u64::from(capacity) * (ID_WORDS * 4) as u64;
         if ids_bytes > self.max_binding {
             return Err(GpuError::LimitExceeded {
@@ -1416,33 +1591,20 @@ impl GpuWorld {
                 limit: self.max_binding,
             });
         }
-        self.occupancy = create_storage(
-            &self.device,
-            "occupancy",
-            u64::from(capacity) * (OCCUPANCY_WORDS * 4) as u64,
-        );
-        self.bricks = create_storage(
-            &self.device,
-            "bricks",
-            u64::from(capacity) * (BRICK_WORDS * 4) as u64,
-        );
-        self.ids = create_storage(&self.device, "ids", ids_bytes);
-        self.slot_capacity = capacity;
-        Ok(())
+        let per_slot = [OCCUPANCY_WORDS * 4, BRICK_WORDS * 4, ID_WORDS * 4];
+        let labels = ["occupancy", "bricks", "ids"];
+        Ok(std::array::from_fn(|i| {
+            create_storage(
+                &self.device,
+                labels[i],
+                u64::from(capacity) * per_slot[i] as u64,
+            )
+        }))
     }
 
-    fn write_slot(&self, world: &VoxelWorld, pos: ChunkPos) -> Result<(), GpuError> {
-        let slot = u64::from(
-            *self
-                .slots
-                .get(&pos)
-                .ok_or_else(|| GpuError::Internal("no slot".into()))?,
-        );
-        let Some(ChunkView::Dense(d)) = world.chunk(pos).map(|c| c.view()) else {
-            return Err(GpuError::Internal(
-                "slot for a chunk that is not dense".into(),
-            ));
-        };
+    /// Writes dense chunk `d` into slot `slot` of the slot buffers.
+    fn write_slot(&self, slot: u32, d: &DenseChunk) {
+        let slot = u64::from(slot);
         self.queue.write_buffer(
             &self.occupancy,
             slot * (OCCUPANCY_WORDS * 4) as u64,
@@ -1464,71 +1626,121 @@ impl GpuWorld {
             slot * (ID_WORDS * 4) as u64,
             bytemuck::cast_slice(&ids),
         );
-        Ok(())
     }
 
     /// Re-uploads the listed chunks from `world` after edits (set, insert or remove). Only
-    /// these chunks are written, unless new stored chunks outgrow the slot buffers, which are
-    /// then reallocated (doubling) and refilled.
+    /// these chunks are written; the GPU keeps what it has of every other chunk, even one
+    /// edited in `world` since. New stored chunks that outgrow the slot buffers make them grow
+    /// (doubling, the old contents copied on the GPU).
+    ///
+    /// The chunks that may be loaded are those within the world's loaded bounds when the
+    /// `GpuWorld` was built: the window adds a margin of one chunk around them that must stay
+    /// unloaded (a ray from outside the window is clipped to it, and conservative line of sight
+    /// is exact there only while the margin is empty). Listing a margin chunk that is still
+    /// unloaded is fine.
+    ///
+    /// Nothing changes when an error is returned: the update is checked and planned in full
+    /// before anything is written.
     ///
     /// # Errors
-    /// [`GpuError::ChunkOutsideWindow`] for a chunk outside the uploaded window (rebuild with
-    /// [`GpuWorld::from_world`]); [`GpuError::LimitExceeded`] when the slots outgrow a limit.
+    /// [`GpuError::ChunkOutsideWindow`] for a chunk outside the window, or a loaded chunk in its
+    /// margin (rebuild with [`GpuWorld::from_world`]); [`GpuError::LimitExceeded`] when the
+    /// stored chunks outgrow a device limit; [`GpuError::Device`] when growing the slot
+    /// buffers runs out of GPU memory.
     pub fn update_chunks(
         &mut self,
         world: &VoxelWorld,
         chunks: &[ChunkPos],
     ) -> Result<(), GpuError> {
+        // Plan on copies: new table entries, slot assignments, chunks to write.
+        let mut slots = self.slots.clone();
+        let mut free_slots = self.free_slots.clone();
+        let mut entries = Vec::with_capacity(chunks.len());
         let mut to_write = Vec::new();
         let mut regions = Vec::new();
         for &pos in chunks {
             let i = window_index(&self.window, pos).ok_or(GpuError::ChunkOutsideWindow(pos))?;
-            let entry = match world.chunk(pos).map(|c| c.view()) {
+            let view = world.chunk(pos).map(|c| c.view());
+            if view.is_some() && !self.window.may_load(pos) {
+                return Err(GpuError::ChunkOutsideWindow(pos));
+            }
+            let entry = match view {
                 None => TAG_UNLOADED,
                 Some(ChunkView::Uniform(id)) if id.is_air() => TAG_EMPTY,
                 Some(ChunkView::Uniform(id)) => TAG_UNIFORM | u32::from(id.0),
-                Some(ChunkView::Dense(_)) => {
-                    let slot = match self.slots.get(&pos) {
+                Some(ChunkView::Dense(d)) => {
+                    let slot = match slots.get(&pos) {
                         Some(&s) => s,
                         None => {
-                            let s = self.free_slots.pop().unwrap_or(self.slots.len() as u32);
-                            self.slots.insert(pos, s);
+                            // Slots in use and free slots are always 0..n.
+                            let s = free_slots.pop().unwrap_or(slots.len() as u32);
+                            slots.insert(pos, s);
                             s
                         }
                     };
-                    to_write.push(pos);
+                    to_write.push((slot, d));
                     slot
                 }
             };
             if entry & TAG_MASK != 0
-                && let Some(s) = self.slots.remove(&pos)
+                && let Some(s) = slots.remove(&pos)
             {
-                self.free_slots.push(s);
+                free_slots.push(s);
             }
+            entries.push((i, entry));
+            regions.push(self.window.region_of_chunk(pos));
+        }
+        // A chunk listed twice was planned twice: its last plan is the one that counts, and
+        // writing a slot twice with the same chunk is harmless.
+        let needed = slots.values().max().map_or(0, |&s| s + 1);
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let grown = if needed > self.slot_capacity {
+            let capacity = needed.next_power_of_two();
+            let buffers = self.slot_buffers(capacity)?;
+            let mut encoder = self
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("voxcast grow slots"),
+                });
+            for (old, new) in [&self.occupancy, &self.bricks, &self.ids]
+                .into_iter()
+                .zip(&buffers)
+            {
+                encoder.copy_buffer_to_buffer(old, 0, new, 0, old.size());
+            }
+            self.queue.submit([encoder.finish()]);
+            Some((capacity, buffers))
+        } else {
+            None
+        };
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(device_error(e));
+        }
+        // Commit. Writes queued from here run after the copy submitted above.
+        if let Some((capacity, [occupancy, bricks, ids])) = grown {
+            self.occupancy = occupancy;
+            self.bricks = bricks;
+            self.ids = ids;
+            self.slot_capacity = capacity;
+        }
+        for (i, entry) in entries {
+            self.entries[i] = entry;
             self.queue
                 .write_buffer(&self.table, (i * 4) as u64, bytemuck::bytes_of(&entry));
-            regions.push(self.window.region_of_chunk(pos));
         }
         regions.sort_unstable();
         regions.dedup();
         for r in regions {
-            let record = self.window.region_record(world, r);
+            let record = self.window.region_record(&self.entries, r);
             let at = self.window.entries() + 4 * self.window.region_index(r);
             self.queue
                 .write_buffer(&self.table, (at * 4) as u64, bytemuck::cast_slice(&record));
         }
-        let needed = self.slots.values().max().map_or(0, |&s| s + 1);
-        let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        if needed > self.slot_capacity {
-            self.allocate_slots(needed.next_power_of_two())?;
-            to_write = self.slots.keys().copied().collect();
+        for (slot, d) in to_write {
+            self.write_slot(slot, d);
         }
-        for pos in to_write {
-            self.write_slot(world, pos)?;
-        }
-        if let Some(e) = pollster::block_on(scope.pop()) {
-            return Err(device_error(e));
-        }
+        self.slots = slots;
+        self.free_slots = free_slots;
         Ok(())
     }
 
@@ -1573,7 +1785,10 @@ fn create_storage(device: &wgpu::Device, label: &str, size: u64) -> wgpu::Buffer
     device.create_buffer(&wgpu::BufferDescriptor {
         label: Some(label),
         size: size.max(4).next_multiple_of(4),
-        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+        // COPY_SRC: slot buffers are copied into larger ones when they grow.
+        usage: wgpu::BufferUsages::STORAGE
+            | wgpu::BufferUsages::COPY_DST
+            | wgpu::BufferUsages::COPY_SRC,
         mapped_at_creation: false,
     })
 }

@@ -116,9 +116,9 @@ fn adversarial_rays(center: WorldPos, n_random: usize, seed: u64) -> Vec<VoxelRa
     for i in 0..n_random {
         let off = |r: &mut SplitMix64| r.below(64) as i128 - 32;
         let origin = WorldPos::new(
-            center.x + off(&mut rng),
-            center.y + off(&mut rng),
-            center.z + off(&mut rng),
+            center.x.saturating_add(off(&mut rng)),
+            center.y.saturating_add(off(&mut rng)),
+            center.z.saturating_add(off(&mut rng)),
         );
         // Chunk faces: snap some origins to multiples of 32.
         let origin = if i % 7 == 0 {
@@ -813,4 +813,383 @@ fn parity_occupied_bounds_grow_with_updates() {
         ..Default::default()
     };
     check(gpu, "per voxel after the edits", &world, &gw, &rays, &walk);
+}
+
+/// Every option (origin policy, unloaded policy, material filter, per-voxel mode) as raycast
+/// options: what the robustness tests below sweep.
+fn every_option() -> Vec<RaycastOptions> {
+    let mut all = Vec::new();
+    for origin in common::ORIGIN_POLICIES {
+        for unloaded in [UnloadedPolicy::Air, UnloadedPolicy::Stop] {
+            for blocks in [
+                MaterialFilter::all_solid(),
+                MaterialFilter::all_solid().without(VoxelId(2)),
+                MaterialFilter::none(),
+            ] {
+                for per_voxel in [false, true] {
+                    all.push(RaycastOptions {
+                        origin,
+                        blocks: blocks.clone(),
+                        unloaded,
+                        per_voxel,
+                    });
+                }
+            }
+        }
+    }
+    all
+}
+
+/// Raycasts and both kinds of line of sight, under every option, ray by ray against the CPU.
+fn check_every_option(
+    gpu: &GpuRaycaster,
+    what: &str,
+    world: &VoxelWorld,
+    gw: &GpuWorld,
+    rays: &[VoxelRay],
+) {
+    for opts in every_option() {
+        let what = format!("{what} {opts:?}");
+        check(gpu, &what, world, gw, rays, &opts);
+        sight_parity_with(gpu, gw, world, rays, &what, &opts);
+    }
+}
+
+/// A window that reaches the edge of the i128 world has no margin there: rays that step off
+/// the world end as a miss on the GPU as on the CPU, under `Stop` too, and conservative line of
+/// sight skips the voxels beyond the edge, with no overflow or wrapped position anywhere.
+#[test]
+fn parity_where_the_window_reaches_the_i128_edge() {
+    let Some(gpu) = gpu() else { return };
+    for (i, base) in [
+        WorldPos::new(i128::MAX - 40, i128::MAX - 40, i128::MAX - 40),
+        WorldPos::new(i128::MIN, i128::MIN, i128::MIN),
+        WorldPos::new(i128::MIN, i128::MAX - 40, 0),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut world = VoxelWorld::new();
+        let mut rng = SplitMix64::new(50 + i as u64);
+        for _ in 0..600 {
+            let p = [base.x, base.y, base.z].map(|b| b.saturating_add(rng.below(40) as i128));
+            world.set_voxel(WorldPos::from_array(p), VoxelId(1 + rng.below(3) as u16));
+        }
+        let gw = GpuWorld::from_world(gpu, &world).expect("upload");
+        let center = WorldPos::from_array([base.x, base.y, base.z].map(|b| b.saturating_add(20)));
+        let mut rays = adversarial_rays(center, 1500, 51 + i as u64);
+        // The review's case: along +x (or -x) off the world's edge beside a solid voxel.
+        for dir in [
+            Vec3::X,
+            Vec3::NEG_X,
+            Vec3::new(1.0, 1.0, 0.0),
+            Vec3::new(-1.0, -1.0, 0.0),
+        ] {
+            rays.push(common::ray(center, Vec3::splat(0.5), dir, 100.0));
+            rays.push(common::ray(center, Vec3::new(0.0, 0.0, 0.5), dir, 100.0));
+        }
+        check_every_option(gpu, &format!("edge {base:?}"), &world, &gw, &rays);
+    }
+}
+
+/// The window's margin must stay unloaded (rays from outside are clipped to the window without
+/// the conservative tie test at that crossing): `update_chunks` refuses a loaded margin chunk,
+/// and a refused update changes nothing, even when the list also holds good chunks.
+#[test]
+fn update_chunks_refuses_margin_chunks_and_changes_nothing_on_error() {
+    let Some(gpu) = gpu() else { return };
+    let mut world = VoxelWorld::new();
+    world.set_voxel(WorldPos::new(5, 5, 5), VoxelId(1));
+    world.set_voxel(WorldPos::new(40, 5, 5), VoxelId(2));
+    let before = world.clone();
+    let mut gw = GpuWorld::from_world(gpu, &world).expect("upload");
+    assert_eq!(gw.anchor(), ChunkPos::new(-1, -1, -1));
+    assert_eq!(gw.dims(), [4, 3, 3]);
+    // Rays through chunks (0,0,0), (1,0,0) and the margins around them, from inside and outside.
+    let rays = adversarial_rays(WorldPos::new(30, 10, 10), 4000, 60);
+    let stays_as_before = |gw: &GpuWorld, when: &str| {
+        for opts in [
+            RaycastOptions::default(),
+            RaycastOptions {
+                unloaded: UnloadedPolicy::Stop,
+                ..Default::default()
+            },
+        ] {
+            check(gpu, &format!("{when} {opts:?}"), &before, gw, &rays, &opts);
+            sight_parity_with(gpu, gw, &before, &rays, when, &opts);
+        }
+    };
+    // A margin chunk loaded in the world: refused, and the GpuWorld is untouched.
+    world.set_voxel(WorldPos::new(70, 5, 5), VoxelId(3));
+    let margin = ChunkPos::new(2, 0, 0);
+    assert_eq!(
+        gw.update_chunks(&world, &[ChunkPos::new(0, 0, 0), margin]),
+        Err(GpuError::ChunkOutsideWindow(margin))
+    );
+    // Good chunks (one removed, one edited) before one outside the window: nothing of the
+    // list is applied.
+    world.remove_chunk(ChunkPos::new(1, 0, 0));
+    world.set_voxel(WorldPos::new(10, 10, 10), VoxelId(3));
+    let outside = ChunkPos::new(9, 0, 0);
+    assert_eq!(
+        gw.update_chunks(
+            &world,
+            &[ChunkPos::new(1, 0, 0), ChunkPos::new(0, 0, 0), outside]
+        ),
+        Err(GpuError::ChunkOutsideWindow(outside))
+    );
+    stays_as_before(&gw, "after refused updates");
+    // A margin chunk that is still unloaded may be listed.
+    world.remove_chunk(margin);
+    gw.update_chunks(
+        &world,
+        &[ChunkPos::new(1, 0, 0), ChunkPos::new(0, 0, 0), margin],
+    )
+    .expect("unloaded margin chunk");
+    check_every_option(gpu, "after the update", &world, &gw, &rays);
+}
+
+/// `update_chunks` writes only the chunks it is given: when new stored chunks make the slot
+/// buffers grow, the GPU keeps what it had of every other chunk (copied on the GPU), even of
+/// a chunk edited in the world but not listed; listing it later brings it up to date.
+#[test]
+fn update_chunks_keeps_unlisted_chunks_when_slots_grow() {
+    let Some(gpu) = gpu() else { return };
+    let mut world = VoxelWorld::new();
+    world.set_voxel(WorldPos::new(5, 5, 5), VoxelId(1));
+    world.set_voxel(WorldPos::new(40, 5, 5), VoxelId(2));
+    // Chunk (-1,0,0) is loaded (all air), so it is no margin chunk and may become dense.
+    world
+        .insert_chunk(ChunkPos::new(-1, 0, 0), voxcast::Chunk::default())
+        .expect("in the world");
+    let mut gw = GpuWorld::from_world(gpu, &world).expect("upload");
+    assert_eq!(gw.stored_chunks(), 2);
+    let as_uploaded = world.clone();
+    // Chunk (0,0,0) edited but not listed; chunk (-1,0,0) gets dense, so the slots grow.
+    world
+        .insert_chunk(ChunkPos::new(0, 0, 0), voxcast::Chunk::filled(VoxelId(4)))
+        .expect("in the world");
+    world.set_voxel(WorldPos::new(-5, 5, 5), VoxelId(1));
+    for x in -32..0 {
+        world.set_voxel(WorldPos::new(x, 9, 9), VoxelId(3));
+    }
+    gw.update_chunks(&world, &[ChunkPos::new(-1, 0, 0)])
+        .expect("update");
+    assert_eq!(gw.stored_chunks(), 3);
+    // What the GPU should hold: the world as uploaded, with chunk (-1,0,0) as it is now.
+    let mut expected = as_uploaded.clone();
+    expected
+        .insert_chunk(
+            ChunkPos::new(-1, 0, 0),
+            world
+                .chunk(ChunkPos::new(-1, 0, 0))
+                .expect("loaded")
+                .clone(),
+        )
+        .expect("in the world");
+    let rays = adversarial_rays(WorldPos::new(5, 10, 10), 4000, 61);
+    for opts in [
+        RaycastOptions::default(),
+        RaycastOptions {
+            unloaded: UnloadedPolicy::Stop,
+            ..Default::default()
+        },
+    ] {
+        check(gpu, "unlisted chunk kept", &expected, &gw, &rays, &opts);
+    }
+    gw.update_chunks(&world, &[ChunkPos::new(0, 0, 0)])
+        .expect("update");
+    check_every_option(gpu, "all listed", &world, &gw, &rays);
+}
+
+/// A `GpuWorld` belongs to the raycaster (device) that uploaded it: another one refuses it
+/// with an error, and both go on working.
+#[test]
+fn a_world_from_another_raycaster_is_an_error() {
+    let Some(gpu) = gpu() else { return };
+    let other = GpuRaycaster::new_blocking().expect("a second device on the same adapter");
+    let world = common::world_with(&[(WorldPos::new(5, 5, 5), VoxelId(1))]);
+    let gw = GpuWorld::from_world(gpu, &world).expect("upload");
+    let ray = common::ray(WorldPos::new(0, 5, 5), Vec3::splat(0.5), Vec3::X, 40.0);
+    let opts = RaycastOptions::default();
+    assert_eq!(
+        other.raycast(&gw, &[ray], &opts),
+        Err(GpuError::WorldFromAnotherDevice)
+    );
+    let cam = Camera::new(
+        WorldPos::new(0, 5, 5),
+        Vec3::splat(0.5),
+        Vec3::X,
+        60.0,
+        8,
+        6,
+        40.0,
+    )
+    .expect("camera");
+    assert_eq!(
+        other.render_camera(&gw, &cam, &opts).err(),
+        Some(GpuError::WorldFromAnotherDevice)
+    );
+    check(gpu, "own device", &world, &gw, &[ray], &opts);
+    let own = GpuWorld::from_world(&other, &world).expect("upload");
+    check(
+        &other,
+        "other device, own world",
+        &world,
+        &own,
+        &[ray],
+        &opts,
+    );
+}
+
+/// `render_camera` gives pixel (px, py) the outcome of `Camera::ray(px, py)`, also for a
+/// camera whose public fields were edited by hand: `Invalid` where that ray is invalid, and
+/// exactly the CPU's answer where it is not (the shader cannot take every such camera; those
+/// are rendered from host-built rays).
+#[test]
+fn hand_edited_cameras_give_each_pixel_its_rays_outcome() {
+    let Some(gpu) = gpu() else { return };
+    let (_, sw) = sparse();
+    let gw = GpuWorld::from_world(gpu, sw).expect("upload");
+    let opts = RaycastOptions::default();
+    let good = Camera::new(
+        WorldPos::new(100, 100, 100),
+        Vec3::splat(0.5),
+        Vec3::new(1.0, -0.3, 0.6),
+        70.0,
+        24,
+        16,
+        300.0,
+    )
+    .expect("camera");
+    type Edit = (&'static str, fn(&mut Camera));
+    let edits: [Edit; 11] = [
+        ("as made", |_| {}),
+        ("NaN max distance", |c| c.max_distance = f32::NAN),
+        ("negative max distance", |c| c.max_distance = -1.0),
+        ("max distance over the cap", |c| c.max_distance = 1e6),
+        ("NaN eye offset", |c| c.sub_offset.x = f32::NAN),
+        ("eye offset 1.5", |c| c.sub_offset.y = 1.5),
+        ("eye offset -0.25", |c| c.sub_offset.z = -0.25),
+        ("NaN forward", |c| c.forward.x = f32::NAN),
+        ("zero forward", |c| c.forward = Vec3::ZERO),
+        ("infinite scale", |c| c.scale_x = f32::INFINITY),
+        ("right along forward", |c| c.right = c.forward),
+    ];
+    for (what, edit) in edits {
+        let mut cam = good;
+        edit(&mut cam);
+        let expected: Vec<RaycastOutcome> = (0..cam.height)
+            .flat_map(|py| (0..cam.width).map(move |px| (px, py)))
+            .map(|(px, py)| match cam.ray(px, py) {
+                Ok(r) => voxcast::voxel_raycast_with(&r, sw, &opts),
+                Err(e) => RaycastOutcome::Invalid(e),
+            })
+            .collect();
+        let got = gpu
+            .render_camera(&gw, &cam, &opts)
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        let rays = vec![common::ray(WorldPos::ZERO, Vec3::ZERO, Vec3::X, 0.0); got.len()];
+        assert_parity(
+            &format!("hand-edited camera: {what}"),
+            &rays,
+            &got,
+            &expected,
+        );
+        if what == "as made" {
+            assert_eq!(
+                gpu.last_batch_stats().gpu_rays,
+                u64::from(cam.width * cam.height),
+                "a camera made by Camera::new is rendered by the shader"
+            );
+        }
+    }
+}
+
+/// A camera whose outcomes cannot be allocated is an error, not an aborted process. Only run
+/// where the kernel refuses an allocation larger than memory (overcommit mode 0 or 2), so that
+/// the test cannot start rendering 4.3 billion pixels.
+#[test]
+fn a_camera_too_large_for_host_memory_is_an_error() {
+    let Some(gpu) = gpu() else { return };
+    let mode = std::fs::read_to_string("/proc/sys/vm/overcommit_memory").unwrap_or_default();
+    let (w, h) = (65_535_u32, 65_535_u32);
+    let bytes = u64::from(w) * u64::from(h) * std::mem::size_of::<RaycastOutcome>() as u64;
+    let memory_kib: u64 = std::fs::read_to_string("/proc/meminfo")
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.starts_with("MemTotal:") || l.starts_with("SwapTotal:"))
+        .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .sum();
+    if !(mode.trim() == "0" || mode.trim() == "2") || memory_kib == 0 || memory_kib * 1024 >= bytes
+    {
+        eprintln!("skipping: this machine might grant {bytes} bytes (overcommit mode {mode:?})");
+        return;
+    }
+    let world = common::world_with(&[(WorldPos::new(5, 5, 5), VoxelId(1))]);
+    let gw = GpuWorld::from_world(gpu, &world).expect("upload");
+    let cam = Camera::new(
+        WorldPos::new(1, 1, 1),
+        Vec3::splat(0.5),
+        Vec3::X,
+        60.0,
+        w,
+        h,
+        8.0,
+    )
+    .expect("camera");
+    assert_eq!(
+        gpu.render_camera(&gw, &cam, &RaycastOptions::default())
+            .err(),
+        Some(GpuError::OutputTooLarge(u64::from(w) * u64::from(h)))
+    );
+}
+
+/// `last_batch_stats` describes the last call, also one answered on the host alone.
+#[test]
+fn batch_stats_describe_the_last_call() {
+    let Some(gpu) = gpu() else { return };
+    let world = common::world_with(&[(WorldPos::new(5, 5, 5), VoxelId(1))]);
+    let gw = GpuWorld::from_world(gpu, &world).expect("upload");
+    let near = vec![common::ray(WorldPos::new(0, 5, 5), Vec3::splat(0.5), Vec3::X, 40.0); 100];
+    gpu.raycast(&gw, &near, &RaycastOptions::default())
+        .expect("cast");
+    let stats = gpu.last_batch_stats();
+    assert_eq!((stats.gpu_rays, stats.dispatches), (100, 1));
+    let far = vec![
+        common::ray(
+            WorldPos::new(1 << 100, 0, 0),
+            Vec3::splat(0.5),
+            Vec3::X,
+            40.0
+        );
+        10
+    ];
+    gpu.raycast(&gw, &far, &RaycastOptions::default())
+        .expect("cast");
+    let stats = gpu.last_batch_stats();
+    assert_eq!((stats.gpu_rays, stats.dispatches), (0, 0));
+    gpu.raycast(&gw, &[], &RaycastOptions::default())
+        .expect("cast");
+    assert_eq!(gpu.last_batch_stats().gpu_rays, 0);
+}
+
+/// A window wider than a device limit is refused with the size it needs (saturated, not
+/// truncated).
+#[test]
+fn a_window_across_the_whole_world_names_its_size() {
+    let Some(gpu) = gpu() else { return };
+    let mut world = VoxelWorld::new();
+    for x in [ChunkPos::MIN_INDEX, ChunkPos::MAX_INDEX] {
+        world
+            .insert_chunk(ChunkPos::new(x, 0, 0), voxcast::Chunk::filled(VoxelId(1)))
+            .expect("in the world");
+    }
+    match GpuWorld::from_world(gpu, &world) {
+        Err(GpuError::LimitExceeded { needed, limit, .. }) => {
+            assert_eq!(needed, u64::MAX);
+            assert!(needed > limit);
+        }
+        other => panic!("expected LimitExceeded, got {other:?}"),
+    }
 }
