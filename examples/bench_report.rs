@@ -52,19 +52,20 @@ struct Args {
     /// Reduced run: 1/20 of the rays, a 480x270 camera, smaller samples (about a minute).
     #[arg(long)]
     quick: bool,
-    /// Rays per workload for W1, W2 and W4; for W3 a 16:9 camera with about this many pixels.
-    #[arg(long)]
-    rays: Option<usize>,
+    /// Rays per workload for W1, W2 and W4; for W3 a 16:9 camera with about this many pixels
+    /// (1 to 4,000,000).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=4_000_000))]
+    rays: Option<u64>,
     /// Comma-separated workloads to run (w1,w2,w3,w4).
     #[arg(long, value_delimiter = ',')]
     workload: Vec<String>,
-    /// Timed runs per engine (the best is reported); default 5, 3 with --quick.
-    #[arg(long)]
-    repeats: Option<usize>,
-    /// Sample size for the one-thread engines (voxcast CPU 1T and voxel-traversal); parry gets
-    /// a fifth of it. Default 100000, 20000 with --quick.
-    #[arg(long)]
-    sample: Option<usize>,
+    /// Timed runs per engine (the best is reported; 1 to 100); default 5, 3 with --quick.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100))]
+    repeats: Option<u64>,
+    /// Sample size for the one-thread engines (voxcast CPU 1T and voxel-traversal; 1 to
+    /// 4,000,000); parry gets a fifth of it. Default 100000, 20000 with --quick.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=4_000_000))]
+    sample: Option<u64>,
     /// Print up to this many disagreeing rays per engine and workload to stderr.
     #[arg(long, default_value_t = 0)]
     show_disagreements: usize,
@@ -93,7 +94,9 @@ impl Config {
         } else {
             (1_000_000, (1920, 1080), 5, 100_000)
         };
-        let rays = a.rays.unwrap_or(rays).max(1);
+        // The flags' ranges (clap) keep these small: at most 4,000,000 rays, so the camera is
+        // at most 2667x1500.
+        let rays = a.rays.map_or(rays, |n| n as usize);
         let camera = match a.rays {
             Some(n) => {
                 let w = ((n as f64 * 16.0 / 9.0).sqrt().round() as u32).max(16);
@@ -101,11 +104,11 @@ impl Config {
             }
             None => camera,
         };
-        let sample = a.sample.unwrap_or(sample).max(1);
+        let sample = a.sample.map_or(sample, |n| n as usize);
         Self {
             rays,
             camera,
-            repeats: a.repeats.unwrap_or(repeats).max(1),
+            repeats: a.repeats.map_or(repeats, |n| n as usize),
             sample,
             parry_sample: (sample / 5).max(1),
             show: a.show_disagreements,
@@ -645,19 +648,20 @@ fn print_json(machine: &[(&str, String)], cfg: &Config, reports: &[WorkloadRepor
 fn main() {
     let args = Args::parse();
     let cfg = Config::from_args(&args);
-    let workloads: Vec<WorkloadId> = if args.workload.is_empty() {
-        WorkloadId::ALL.to_vec()
-    } else {
-        args.workload
-            .iter()
-            .map(|s| {
-                WorkloadId::parse(s).unwrap_or_else(|| {
-                    eprintln!("unknown workload {s:?}; expected w1, w2, w3 or w4");
-                    std::process::exit(2)
-                })
-            })
-            .collect()
-    };
+    let mut workloads: Vec<WorkloadId> = Vec::new();
+    for s in &args.workload {
+        let Some(id) = WorkloadId::parse(s) else {
+            eprintln!("unknown workload {s:?}; expected w1, w2, w3 or w4");
+            std::process::exit(2)
+        };
+        // Each named workload once, in the order given.
+        if !workloads.contains(&id) {
+            workloads.push(id);
+        }
+    }
+    if workloads.is_empty() {
+        workloads = WorkloadId::ALL.to_vec();
+    }
 
     let gpu = match GpuEngine::new() {
         Ok(g) => Ok(g),

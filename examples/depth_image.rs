@@ -32,7 +32,7 @@ use voxcast::glam::{IVec3, Vec3};
 
 use voxcast::scene::{DIRT, GRASS, ORE, SAND, STONE, Terrain, WATER};
 use voxcast::{
-    Camera, CameraError, RayError, RaycastOptions, RaycastOutcome, VoxelRay, VoxelWorld, WorldPos,
+    Camera, CameraError, RayError, RaycastOptions, RaycastOutcome, VoxelWorld, WorldPos,
     raycast_batch,
 };
 
@@ -43,11 +43,12 @@ use voxcast::{
                    checked pixel by pixel against the CPU reference"
 )]
 struct Args {
-    /// Image width in pixels.
-    #[arg(long, default_value_t = 1280, value_parser = clap::value_parser!(u32).range(1..=16384))]
+    /// Image width in pixels (1 to 8192; at most 16,777,216 pixels in all, as about 200 bytes a
+    /// pixel are kept).
+    #[arg(long, default_value_t = 1280, value_parser = clap::value_parser!(u32).range(1..=8192))]
     width: u32,
-    /// Image height in pixels.
-    #[arg(long, default_value_t = 720, value_parser = clap::value_parser!(u32).range(1..=16384))]
+    /// Image height in pixels (1 to 8192; see --width).
+    #[arg(long, default_value_t = 720, value_parser = clap::value_parser!(u32).range(1..=8192))]
     height: u32,
     /// Eye position in world voxel coordinates, `x,y,z` (floats allowed; integers of any i128
     /// size are exact). Default: the standard W3 camera, 40 voxels above the ground.
@@ -184,8 +185,25 @@ fn make_camera(args: &Args, terrain: &Terrain) -> Result<Camera, String> {
     })
 }
 
+/// The most pixels an image may have: the GPU's and the CPU's outcomes (96 bytes each) are
+/// kept for the comparison, 3.2 GB at this size.
+const MAX_PIXELS: u64 = 1 << 24;
+
 fn main() -> ExitCode {
     let args = Args::parse();
+    let pixels = u64::from(args.width) * u64::from(args.height);
+    if pixels > MAX_PIXELS {
+        eprintln!(
+            "depth_image: {}x{} is {pixels} pixels; at most {MAX_PIXELS} (for example 4096x4096)",
+            args.width, args.height
+        );
+        return ExitCode::from(2);
+    }
+    // Before rendering, so that a bad folder does not waste a render.
+    if let Err(e) = std::fs::create_dir_all(&args.out_dir) {
+        eprintln!("depth_image: cannot create {}: {e}", args.out_dir.display());
+        return ExitCode::from(2);
+    }
     let terrain = Terrain {
         seed: args.seed.unwrap_or(Terrain::STANDARD.seed),
         ..Terrain::STANDARD
@@ -227,7 +245,6 @@ fn main() -> ExitCode {
     } else {
         render_gpu(&world, &camera, &opts)
     };
-    let threads = rayon::current_num_threads();
     let rendered_on_gpu = gpu_image.is_some();
     let image = match gpu_image {
         Some(image) => image,
@@ -246,22 +263,13 @@ fn main() -> ExitCode {
     } else if !rendered_on_gpu {
         println!("check: the image is the CPU reference itself, nothing to compare");
     } else {
-        let rays = match camera.rays() {
+        let reference = match render_cpu(&world, &camera, &opts) {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("depth_image: bad camera: {e}");
                 return ExitCode::from(2);
             }
         };
-        let started = Instant::now();
-        let reference = raycast_batch(&rays, &world, &opts);
-        let took = started.elapsed();
-        println!(
-            "CPU reference: {} rays in {} on {threads} threads = {}",
-            rays.len(),
-            secs(took),
-            rate(rays.len(), took)
-        );
         let mut max_uv = 0.0f32;
         for (i, (gpu, cpu)) in image.iter().zip(&reference).enumerate() {
             match compare(gpu, cpu) {
@@ -336,9 +344,8 @@ fn render_cpu(
     opts: &RaycastOptions,
 ) -> Result<Vec<RaycastOutcome>, RayError> {
     let started = Instant::now();
-    let rays: Vec<VoxelRay> = camera.rays()?;
     let width = camera.width as usize;
-    let rows_per_band = (32_768 / width).max(1);
+    let rows_per_band = (32_768 / width).max(1) as u32;
     let bar =
         ProgressBar::with_draw_target(Some(u64::from(camera.height)), ProgressDrawTarget::hidden())
             .with_style(
@@ -346,10 +353,18 @@ fn render_cpu(
                     .unwrap_or_else(|_| ProgressStyle::default_bar()),
             );
     let mut shown = false;
-    let mut image = Vec::with_capacity(rays.len());
-    for band in rays.chunks(rows_per_band * width) {
-        image.extend(raycast_batch(band, world, opts));
-        bar.inc((band.len() / width) as u64);
+    let mut image = Vec::with_capacity(width * camera.height as usize);
+    let mut band = Vec::new();
+    for first in (0..camera.height).step_by(rows_per_band as usize) {
+        let rows = first..camera.height.min(first + rows_per_band);
+        band.clear();
+        for py in rows.clone() {
+            for px in 0..camera.width {
+                band.push(camera.ray(px, py)?);
+            }
+        }
+        image.extend(raycast_batch(&band, world, opts));
+        bar.inc(rows.len() as u64);
         // Only a render that takes more than a moment gets a bar.
         if !shown && started.elapsed() > Duration::from_millis(500) {
             bar.set_draw_target(ProgressDrawTarget::stderr());

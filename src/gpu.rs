@@ -89,10 +89,11 @@ pub enum GpuError {
         /// The device's limit.
         limit: u64,
     },
-    /// A batch of more than `u32::MAX` rays (the count is given): batch indices travel as u32.
+    /// A camera of more than `u32::MAX` pixels (the count is given): pixel indices travel as
+    /// u32 in the shader.
     #[error(
-        "a GPU batch holds at most 4294967295 (u32::MAX) rays, this one has {0}: split it into \
-         several calls"
+        "a GPU camera renders at most 4294967295 (u32::MAX) pixels, this one has {0}: render \
+         the image in parts"
     )]
     BatchTooLarge(usize),
     /// `update_chunks` named a chunk outside the uploaded window, or a loaded chunk in the
@@ -550,12 +551,14 @@ impl GpuRaycaster {
 
     /// Casts every ray against `world` and returns the outcomes in input order, exactly as
     /// [`crate::raycast_batch`] would. A bad ray gets [`RaycastOutcome::Invalid`] and the others
-    /// are still answered. Any batch size up to `u32::MAX` rays (over 300 GB of `VoxelRay`s):
-    /// large batches are split into several dispatches.
+    /// are still answered. Any batch size: large batches are prepared on the host in bands of
+    /// about a million rays (bounded host memory besides the outcomes) and split into several
+    /// dispatches.
     ///
     /// # Errors
     /// [`GpuError`] when the device fails (validation, out of memory, lost);
-    /// [`GpuError::BatchTooLarge`] for more than `u32::MAX` rays in one call.
+    /// [`GpuError::OutputTooLarge`] when the outcomes do not fit in host memory;
+    /// [`GpuError::WorldFromAnotherDevice`] for a world uploaded with another raycaster.
     pub fn raycast(
         &self,
         world: &GpuWorld,
@@ -620,8 +623,9 @@ impl GpuRaycaster {
         )
     }
 
-    /// Casts `rays` and writes `convert(outcome)` of ray `i` to `out[i]`: rays answered on the
-    /// host first, then the GPU's, decoded straight from the mapped readback buffer.
+    /// Casts `rays` and writes `convert(outcome)` of ray `i` to `out[i]`, `out` cleared and
+    /// refilled, in bands of [`HOST_BAND`] rays so that the host's working buffers stay bounded
+    /// whatever the batch size.
     fn cast<T: Clone + Send + Sync>(
         &self,
         world: &GpuWorld,
@@ -632,14 +636,29 @@ impl GpuRaycaster {
         convert: impl Fn(RaycastOutcome) -> T + Sync,
     ) -> Result<(), GpuError> {
         let started = self.begin_call(world)?;
-        // Batch indices travel as u32 (in the sort and in the hits).
-        if u32::try_from(rays.len()).is_err() {
-            return Err(GpuError::BatchTooLarge(rays.len()));
-        }
         out.clear();
         out.try_reserve(rays.len())
             .map_err(|_| GpuError::OutputTooLarge(rays.len() as u64))?;
         out.resize(rays.len(), convert(RaycastOutcome::Miss));
+        for (band, slots) in rays.chunks(HOST_BAND).zip(out.chunks_mut(HOST_BAND)) {
+            self.cast_band(world, band, opts, conservative, slots, &convert)?;
+        }
+        self.note_total(started);
+        Ok(())
+    }
+
+    /// One band of [`GpuRaycaster::cast`] (at most [`HOST_BAND`] rays, so indices fit in u32):
+    /// rays answered on the host first, then the GPU's, decoded straight from the mapped
+    /// readback buffer.
+    fn cast_band<T: Send>(
+        &self,
+        world: &GpuWorld,
+        rays: &[VoxelRay],
+        opts: &RaycastOptions,
+        conservative: bool,
+        out: &mut [T],
+        convert: &(impl Fn(RaycastOutcome) -> T + Sync),
+    ) -> Result<(), GpuError> {
         // The host's share (validation, the i128 split, clipping) on all threads: rays answered
         // here go straight to `out`, the others are kept with their index for the GPU.
         let uploads: Vec<(GpuRay, u32)> = out
@@ -692,9 +711,7 @@ impl GpuRaycaster {
                 }
                 Ok(())
             },
-        )?;
-        self.note_total(started);
-        Ok(())
+        )
     }
 
     /// Renders `camera` against `world`: one ray per pixel, row by row from the top, made in the
@@ -774,6 +791,7 @@ impl GpuRaycaster {
 
     /// [`GpuRaycaster::render_camera_into`] from rays built on the host: each pixel's
     /// [`Camera::ray`], cast with [`GpuRaycaster::raycast_into`], or its error.
+    /// `out` has room for every pixel. Works in bands of [`HOST_BAND`] pixels.
     fn camera_on_host(
         &self,
         world: &GpuWorld,
@@ -781,11 +799,18 @@ impl GpuRaycaster {
         opts: &RaycastOptions,
         out: &mut Vec<RaycastOutcome>,
     ) -> Result<(), GpuError> {
+        let pixels = u64::from(camera.width) * u64::from(camera.height);
+        let width = u64::from(camera.width);
         let mut rays = Vec::new();
         let mut index = Vec::new();
+        let mut answers = Vec::new();
         out.clear();
-        for py in 0..camera.height {
-            for px in 0..camera.width {
+        for first in (0..pixels).step_by(HOST_BAND) {
+            rays.clear();
+            index.clear();
+            for p in first..pixels.min(first + HOST_BAND as u64) {
+                // Both below u32::MAX: the caller checked the pixel count.
+                let (px, py) = ((p % width) as u32, (p / width) as u32);
                 match camera.ray(px, py) {
                     Ok(r) => {
                         rays.push(r);
@@ -795,11 +820,12 @@ impl GpuRaycaster {
                     Err(e) => out.push(RaycastOutcome::Invalid(e)),
                 }
             }
-        }
-        let mut answers = Vec::new();
-        self.raycast_into(world, &rays, opts, &mut answers)?;
-        for (i, a) in index.into_iter().zip(answers) {
-            out[i] = a;
+            answers.clear();
+            answers.resize(rays.len(), RaycastOutcome::Miss);
+            self.cast_band(world, &rays, opts, false, &mut answers, &|o| o)?;
+            for (&i, &a) in index.iter().zip(&answers) {
+                out[i] = a;
+            }
         }
         Ok(())
     }
@@ -1122,13 +1148,13 @@ impl GpuRaycaster {
             return Err(device_error(e));
         }
         self.check_lost()?;
+        // Added up over the bands of one call (`begin_call` resets them).
         if let Ok(mut s) = self.stats.lock() {
-            *s = BatchStats {
-                gpu_rays: total,
-                dispatches,
-                kernel_seconds: self.timer.as_ref().map(|_| kernel_ns * 1e-9),
-                total_seconds: 0.0,
-            };
+            s.gpu_rays += total;
+            s.dispatches += dispatches;
+            if self.timer.is_some() {
+                s.kernel_seconds = Some(s.kernel_seconds.unwrap_or(0.0) + kernel_ns * 1e-9);
+            }
         }
         result
     }
@@ -1145,9 +1171,11 @@ fn shader_camera(c: &Camera) -> Option<Camera> {
         return None;
     }
     // A pixel's direction before normalising is `forward + right·sx + up·sy` with
-    // `|sx| < |scale_x|` and `|sy| < |scale_y|`. These bounds keep it finite (its squared
-    // length too) and at least 0.7 long along `forward`, so that `pixel_dir` makes it unit to
-    // within a few ulps, which `VoxelRay::new` keeps as it is.
+    // `|sx| < |scale_x|` and `|sy| < |scale_y|`, computed in f32 with four roundings per
+    // component, each off by at most 2^-24·(1 + spread): under 0.05 in all for a spread up to
+    // 1e5 (a field of view up to about 179.99° at 16:9). So the vector is finite, its squared
+    // length too, and at least 0.999 - 0.25 - 0.05 > 0.7 long along `forward`, and `pixel_dir`
+    // makes it unit to within a few ulps, which `VoxelRay::new` keeps as it is.
     let finite = [c.forward, c.right, c.up].iter().all(|v| v.is_finite())
         && c.scale_x.is_finite()
         && c.scale_y.is_finite();
@@ -1157,7 +1185,7 @@ fn shader_camera(c: &Camera) -> Option<Camera> {
     (finite
         && (c.forward.length_squared() - 1.0).abs() <= 1e-3
         && off_axis <= 0.25
-        && spread <= 1e15)
+        && spread <= 1e5)
         .then_some(Camera {
             sub_offset: probe.sub_offset,
             max_distance: probe.max_distance,
@@ -1181,6 +1209,11 @@ fn map_channel(
     });
     rx
 }
+
+/// Rays (or host-built camera pixels) prepared on the host at a time: a batch is cast in
+/// bands of this many, so that the host's working buffers (about 200 bytes a ray) stay near
+/// 200 MB however large the batch.
+const HOST_BAND: usize = 1 << 20;
 
 /// Batches at least this large are sorted for coherence before upload.
 const SORT_MIN_RAYS: usize = 4096;
@@ -1655,15 +1688,28 @@ impl GpuWorld {
         // Plan on copies: new table entries, slot assignments, chunks to write.
         let mut slots = self.slots.clone();
         let mut free_slots = self.free_slots.clone();
-        let mut entries = Vec::with_capacity(chunks.len());
-        let mut to_write = Vec::new();
-        let mut regions = Vec::new();
+        let mut planned = Vec::with_capacity(chunks.len());
         for &pos in chunks {
             let i = window_index(&self.window, pos).ok_or(GpuError::ChunkOutsideWindow(pos))?;
             let view = world.chunk(pos).map(|c| c.view());
             if view.is_some() && !self.window.may_load(pos) {
                 return Err(GpuError::ChunkOutsideWindow(pos));
             }
+            planned.push((i, pos, view));
+        }
+        // Chunks no longer stored give their slots back before new ones take slots, so that
+        // the order of the list does not decide whether the slot buffers grow.
+        for &(_, pos, view) in &planned {
+            if !matches!(view, Some(ChunkView::Dense(_)))
+                && let Some(s) = slots.remove(&pos)
+            {
+                free_slots.push(s);
+            }
+        }
+        let mut entries = Vec::with_capacity(chunks.len());
+        let mut to_write = Vec::new();
+        let mut regions = Vec::new();
+        for (i, pos, view) in planned {
             let entry = match view {
                 None => TAG_UNLOADED,
                 Some(ChunkView::Uniform(id)) if id.is_air() => TAG_EMPTY,
@@ -1682,11 +1728,6 @@ impl GpuWorld {
                     slot
                 }
             };
-            if entry & TAG_MASK != 0
-                && let Some(s) = slots.remove(&pos)
-            {
-                free_slots.push(s);
-            }
             entries.push((i, entry));
             regions.push(self.window.region_of_chunk(pos));
         }
@@ -1695,7 +1736,10 @@ impl GpuWorld {
         let needed = slots.values().max().map_or(0, |&s| s + 1);
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let grown = if needed > self.slot_capacity {
-            let capacity = needed.next_power_of_two();
+            // Doubling, but never past what the device allows (then `slot_buffers` reports
+            // the real need).
+            let most = u32::try_from(self.max_binding / (ID_WORDS * 4) as u64).unwrap_or(u32::MAX);
+            let capacity = needed.next_power_of_two().min(most).max(needed);
             let buffers = self.slot_buffers(capacity)?;
             let mut encoder = self
                 .device

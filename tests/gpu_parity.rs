@@ -1048,7 +1048,11 @@ fn a_world_from_another_raycaster_is_an_error() {
 /// are rendered from host-built rays).
 #[test]
 fn hand_edited_cameras_give_each_pixel_its_rays_outcome() {
-    let Some(gpu) = gpu() else { return };
+    if gpu().is_none() {
+        return;
+    }
+    // Its own raycaster: `last_batch_stats` is read below, and tests run in parallel.
+    let gpu = &GpuRaycaster::new_blocking().expect("a second raycaster");
     let (_, sw) = sparse();
     let gw = GpuWorld::from_world(gpu, sw).expect("upload");
     let opts = RaycastOptions::default();
@@ -1063,7 +1067,7 @@ fn hand_edited_cameras_give_each_pixel_its_rays_outcome() {
     )
     .expect("camera");
     type Edit = (&'static str, fn(&mut Camera));
-    let edits: [Edit; 11] = [
+    let edits: [Edit; 12] = [
         ("as made", |_| {}),
         ("NaN max distance", |c| c.max_distance = f32::NAN),
         ("negative max distance", |c| c.max_distance = -1.0),
@@ -1075,6 +1079,15 @@ fn hand_edited_cameras_give_each_pixel_its_rays_outcome() {
         ("zero forward", |c| c.forward = Vec3::ZERO),
         ("infinite scale", |c| c.scale_x = f32::INFINITY),
         ("right along forward", |c| c.right = c.forward),
+        // Pixel (0, 0) has sx = -sy: right·sx + up·sy cancels, and in f32 forward is lost
+        // in rounding first, so the direction is zero (the review's case).
+        ("huge scales, right equal to up", |c| {
+            (c.width, c.height) = (3, 3);
+            c.forward = Vec3::new(0.6, 0.8, 0.0);
+            c.right = Vec3::new(0.8, -0.6, 0.0);
+            c.up = c.right;
+            (c.scale_x, c.scale_y) = (1e8, 1e8);
+        }),
     ];
     for (what, edit) in edits {
         let mut cam = good;
@@ -1148,7 +1161,11 @@ fn a_camera_too_large_for_host_memory_is_an_error() {
 /// `last_batch_stats` describes the last call, also one answered on the host alone.
 #[test]
 fn batch_stats_describe_the_last_call() {
-    let Some(gpu) = gpu() else { return };
+    if gpu().is_none() {
+        return;
+    }
+    // Its own raycaster: tests run in parallel, and the stats are the raycaster's last call.
+    let gpu = &GpuRaycaster::new_blocking().expect("a second raycaster");
     let world = common::world_with(&[(WorldPos::new(5, 5, 5), VoxelId(1))]);
     let gw = GpuWorld::from_world(gpu, &world).expect("upload");
     let near = vec![common::ray(WorldPos::new(0, 5, 5), Vec3::splat(0.5), Vec3::X, 40.0); 100];
@@ -1192,4 +1209,96 @@ fn a_window_across_the_whole_world_names_its_size() {
         }
         other => panic!("expected LimitExceeded, got {other:?}"),
     }
+}
+
+/// Chunks that stop being stored give their slots back before new ones take slots, whatever
+/// the order of the list: swapping a stored chunk for another does not grow the buffers.
+#[test]
+fn update_chunks_frees_slots_before_taking_new_ones() {
+    let Some(gpu) = gpu() else { return };
+    let mut world = VoxelWorld::new();
+    for x in 0..4 {
+        world
+            .insert_chunk(ChunkPos::new(x, 0, 0), voxcast::Chunk::default())
+            .expect("in the world");
+    }
+    for x in 0..3 {
+        world.set_voxel(WorldPos::new(32 * x + 5, 5, 5), VoxelId(1));
+    }
+    let mut gw = GpuWorld::from_world(gpu, &world).expect("upload");
+    let memory = gw.memory_bytes();
+    let rays = adversarial_rays(WorldPos::new(60, 10, 10), 3000, 62);
+    for (step, (new, gone)) in [(3, 0), (0, 1), (1, 2)].into_iter().enumerate() {
+        world.set_voxel(WorldPos::new(32 * new + 9, 9, 9), VoxelId(2));
+        world.remove_chunk(ChunkPos::new(gone, 0, 0));
+        // The new stored chunk first in the list, the removed one after it.
+        gw.update_chunks(
+            &world,
+            &[ChunkPos::new(new, 0, 0), ChunkPos::new(gone, 0, 0)],
+        )
+        .expect("update");
+        assert_eq!(gw.stored_chunks(), 3, "step {step}");
+        assert_eq!(
+            gw.memory_bytes(),
+            memory,
+            "step {step}: the slot buffers grew"
+        );
+        check(
+            gpu,
+            &format!("swap {step}"),
+            &world,
+            &gw,
+            &rays,
+            &RaycastOptions::default(),
+        );
+        world
+            .insert_chunk(ChunkPos::new(gone, 0, 0), voxcast::Chunk::default())
+            .expect("in the world");
+        gw.update_chunks(&world, &[ChunkPos::new(gone, 0, 0)])
+            .expect("update");
+    }
+}
+
+/// Batches of more than a million rays are prepared on the host in bands (bounded working
+/// memory): rays, line of sight and a camera rendered from host-built rays (eye outside the
+/// window), each over more than one band, ray by ray against the CPU.
+#[test]
+fn batches_larger_than_a_host_band() {
+    if gpu().is_none() {
+        return;
+    }
+    // Its own raycaster: `last_batch_stats` is read below, and tests run in parallel.
+    let gpu = &GpuRaycaster::new_blocking().expect("a second raycaster");
+    let (t, tw) = terrain();
+    let gw = GpuWorld::from_world(gpu, tw).expect("upload");
+    let n = (1 << 20) + 40_000;
+    let rays = t.reach_rays(n, 80);
+    check(
+        gpu,
+        "reach rays over two bands",
+        tw,
+        &gw,
+        &rays,
+        &RaycastOptions::default(),
+    );
+    assert!(gpu.last_batch_stats().gpu_rays > 1 << 20);
+    sight_parity(gpu, &gw, tw, &rays, "reach segments over two bands");
+    // The eye above the window: every pixel's ray is clipped to the window on the host.
+    let cam = Camera::look_at(
+        WorldPos::new(128, 200, -40),
+        Vec3::splat(0.5),
+        WorldPos::new(128, 40, 128),
+        Vec3::ZERO,
+        70.0,
+        1100,
+        960,
+        260.0,
+    )
+    .expect("camera");
+    let g = gpu
+        .render_camera(&gw, &cam, &RaycastOptions::default())
+        .expect("render");
+    let cam_rays = cam.rays().expect("camera rays");
+    let c = raycast_batch(&cam_rays, tw, &RaycastOptions::default());
+    assert_parity("camera from host rays over two bands", &cam_rays, &g, &c);
 }
