@@ -199,9 +199,9 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     }
-    // Before rendering, so that a bad folder does not waste a render.
-    if let Err(e) = std::fs::create_dir_all(&args.out_dir) {
-        eprintln!("depth_image: cannot create {}: {e}", args.out_dir.display());
+    // Before rendering, so that a folder that cannot be written does not waste a render.
+    if let Err(e) = check_out_dir(&args.out_dir) {
+        eprintln!("depth_image: {e}");
         return ExitCode::from(2);
     }
     let terrain = Terrain {
@@ -306,6 +306,15 @@ fn main() -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// Creates `dir` if missing and checks that a file can be written in it (one is created and
+/// removed).
+fn check_out_dir(dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let probe = dir.join(".depth_image_write_check");
+    std::fs::write(&probe, b"").map_err(|e| format!("cannot write in {}: {e}", dir.display()))?;
+    std::fs::remove_file(&probe).map_err(|e| format!("cannot write in {}: {e}", dir.display()))
+}
+
 /// The GPU render, or `None` (after one line saying why) when there is no usable GPU.
 fn render_gpu(
     world: &VoxelWorld,
@@ -318,7 +327,7 @@ fn render_gpu(
         Ok(image) => {
             let took = started.elapsed();
             println!(
-                "render (GPU, rays made in the shader): {}x{} = {} rays in {} = {}",
+                "render (GPU): {}x{} = {} rays in {} = {}",
                 camera.width,
                 camera.height,
                 image.len(),

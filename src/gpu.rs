@@ -718,8 +718,9 @@ impl GpuRaycaster {
     /// shader from the camera parameters (no ray upload). Pixel `(px, py)` gets the outcome of
     /// casting [`Camera::ray`]`(px, py)` with [`GpuRaycaster::raycast`] or the CPU reference:
     /// [`RaycastOutcome::Invalid`] where that ray is invalid (only a camera edited by hand has
-    /// such pixels). A camera whose eye is outside the window, or that was edited into one the
-    /// shader cannot reproduce exactly, is rendered from rays built on the host.
+    /// such pixels). A camera whose eye is outside the window, whose field of view is wider than
+    /// about 179.99°, or that was edited into one the shader cannot reproduce exactly, is
+    /// rendered from rays built on the host (same outcomes, slower).
     ///
     /// # Errors
     /// As [`GpuRaycaster::raycast`]; [`GpuError::BatchTooLarge`] for more than `u32::MAX`
@@ -759,7 +760,9 @@ impl GpuRaycaster {
         out.try_reserve(pixels as usize)
             .map_err(|_| GpuError::OutputTooLarge(pixels))?;
         let Some(camera) = shader_camera(camera) else {
-            return self.camera_on_host(world, camera, opts, out);
+            self.camera_on_host(world, camera, opts, out)?;
+            self.note_total(started);
+            return Ok(());
         };
         let eye = camera.position;
         let inside = (0..3).all(|a| {
@@ -771,7 +774,9 @@ impl GpuRaycaster {
             lo.is_some_and(|lo| w.bounds.min.axis(a) <= lo) && eye.axis(a) <= w.bounds.max.axis(a)
         });
         if !inside {
-            return self.camera_on_host(world, &camera, opts, out);
+            self.camera_on_host(world, &camera, opts, out)?;
+            self.note_total(started);
+            return Ok(());
         }
         self.run(
             world,
@@ -1162,9 +1167,10 @@ impl GpuRaycaster {
 
 /// `camera` as the shader gets it (the eye and max distance as [`VoxelRay::new`] stores them),
 /// when the shader's ray for every pixel (`cast_camera` in `shaders/dda.wgsl`) is exactly
-/// [`Camera::ray`] of that pixel: for every camera [`Camera::new`] makes. `None` for a camera
-/// edited into one where that may fail: an eye offset outside `[0, 1)`, an invalid max
-/// distance, or vectors that could make a pixel direction zero, non-finite or not unit.
+/// [`Camera::ray`] of that pixel: for every camera [`Camera::new`] makes with a field of view
+/// up to about 179.99° at 16:9. `None` for a wider one, and for a camera edited into one where
+/// that may fail: an eye offset outside `[0, 1)`, an invalid max distance, or vectors that
+/// could make a pixel direction zero, non-finite or not unit.
 fn shader_camera(c: &Camera) -> Option<Camera> {
     let probe = VoxelRay::new(c.position, c.sub_offset, glam::Vec3::X, c.max_distance).ok()?;
     if probe.origin != c.position || probe.sub_offset != c.sub_offset {
@@ -1179,9 +1185,11 @@ fn shader_camera(c: &Camera) -> Option<Camera> {
     let finite = [c.forward, c.right, c.up].iter().all(|v| v.is_finite())
         && c.scale_x.is_finite()
         && c.scale_y.is_finite();
-    let off_axis = c.scale_x.abs() * c.forward.dot(c.right).abs()
-        + c.scale_y.abs() * c.forward.dot(c.up).abs();
-    let spread = c.scale_x.abs() * c.right.length() + c.scale_y.abs() * c.up.length();
+    // In f64, where the squares of f32 values neither overflow nor underflow.
+    let [f, r, u] = [c.forward, c.right, c.up].map(|v| v.as_dvec3());
+    let [sx, sy] = [c.scale_x, c.scale_y].map(|s| f64::from(s).abs());
+    let off_axis = sx * f.dot(r).abs() + sy * f.dot(u).abs();
+    let spread = sx * r.length() + sy * u.length();
     (finite
         && (c.forward.length_squared() - 1.0).abs() <= 1e-3
         && off_axis <= 0.25

@@ -1067,7 +1067,7 @@ fn hand_edited_cameras_give_each_pixel_its_rays_outcome() {
     )
     .expect("camera");
     type Edit = (&'static str, fn(&mut Camera));
-    let edits: [Edit; 12] = [
+    let edits: [Edit; 13] = [
         ("as made", |_| {}),
         ("NaN max distance", |c| c.max_distance = f32::NAN),
         ("negative max distance", |c| c.max_distance = -1.0),
@@ -1087,6 +1087,16 @@ fn hand_edited_cameras_give_each_pixel_its_rays_outcome() {
             c.right = Vec3::new(0.8, -0.6, 0.0);
             c.up = c.right;
             (c.scale_x, c.scale_y) = (1e8, 1e8);
+        }),
+        // The same with right and up so short that their f32 length underflows to zero, and
+        // the scales as much larger (the second review's case).
+        ("tiny right equal to up, huge scales", |c| {
+            let k = 2f32.powi(-90);
+            (c.width, c.height) = (3, 3);
+            c.forward = Vec3::new(0.6, 0.8, 0.0);
+            c.right = Vec3::new(0.8 * k, -0.6 * k, 0.0);
+            c.up = c.right;
+            (c.scale_x, c.scale_y) = (1e8 / k, 1e8 / k);
         }),
     ];
     for (what, edit) in edits {
@@ -1301,4 +1311,6 @@ fn batches_larger_than_a_host_band() {
     let cam_rays = cam.rays().expect("camera rays");
     let c = raycast_batch(&cam_rays, tw, &RaycastOptions::default());
     assert_parity("camera from host rays over two bands", &cam_rays, &g, &c);
+    let stats = gpu.last_batch_stats();
+    assert!(stats.gpu_rays > 0 && stats.total_seconds > 0.0, "{stats:?}");
 }
