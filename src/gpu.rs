@@ -1796,6 +1796,30 @@ impl GpuWorld {
         Ok(())
     }
 
+    /// [`GpuWorld::update_chunks`] for a world that grows: when a listed chunk lies outside
+    /// what this `GpuWorld` can hold ([`GpuError::ChunkOutsideWindow`]), the whole of `world`
+    /// is uploaded again ([`GpuWorld::from_world`]), around its loaded bounds as they are now.
+    /// Returns `true` when it did so. A rebuild uploads every chunk as `world` has it, also
+    /// chunks edited but not listed.
+    ///
+    /// # Errors
+    /// As [`GpuWorld::update_chunks`] and [`GpuWorld::from_world`]; when a rebuild fails, this
+    /// `GpuWorld` is left as it was.
+    pub fn update_or_rebuild(
+        &mut self,
+        gpu: &GpuRaycaster,
+        world: &VoxelWorld,
+        chunks: &[ChunkPos],
+    ) -> Result<bool, GpuError> {
+        match self.update_chunks(world, chunks) {
+            Err(GpuError::ChunkOutsideWindow(_)) => {
+                *self = Self::from_world(gpu, world)?;
+                Ok(true)
+            }
+            other => other.map(|()| false),
+        }
+    }
+
     /// The anchor: the lowest chunk of the window.
     #[must_use]
     pub fn anchor(&self) -> ChunkPos {

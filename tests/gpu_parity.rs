@@ -1314,3 +1314,43 @@ fn batches_larger_than_a_host_band() {
     let stats = gpu.last_batch_stats();
     assert!(stats.gpu_rays > 0 && stats.total_seconds > 0.0, "{stats:?}");
 }
+
+/// A world that grows past what its `GpuWorld` can hold: `update_or_rebuild` uploads it again,
+/// and the answers follow the world (chunks streamed in around a moving player).
+#[test]
+fn a_growing_world_is_uploaded_again() {
+    let Some(gpu) = gpu() else { return };
+    let mut world = VoxelWorld::new();
+    world.set_voxel(WorldPos::new(5, 5, 5), VoxelId(1));
+    let mut gw = GpuWorld::from_world(gpu, &world).expect("upload");
+    let rays = adversarial_rays(WorldPos::new(40, 10, 10), 3000, 90);
+    // Inside the loaded bounds: an update.
+    world.set_voxel(WorldPos::new(9, 9, 9), VoxelId(2));
+    assert_eq!(
+        gw.update_or_rebuild(gpu, &world, &[ChunkPos::new(0, 0, 0)]),
+        Ok(false)
+    );
+    check_every_option(gpu, "updated", &world, &gw, &rays);
+    // Streaming east, one chunk at a time: the margin chunk, then one past the window.
+    for (x, rebuilt) in [(1, true), (2, true), (3, true)] {
+        let chunk = ChunkPos::new(x, 0, 0);
+        world.set_voxel(WorldPos::new(32 * x + 3, 4, 4), VoxelId(3));
+        assert_eq!(
+            gw.update_or_rebuild(gpu, &world, &[chunk]),
+            Ok(rebuilt),
+            "chunk {chunk:?}"
+        );
+        assert_eq!(gw.dims()[0], x as u32 + 3);
+        check_every_option(gpu, &format!("streamed to x = {x}"), &world, &gw, &rays);
+    }
+    // A rebuild that fails (a chunk 2^100 voxels away makes the window too large) leaves the
+    // GpuWorld as it was.
+    let before = world.clone();
+    let far = WorldPos::new(1 << 100, 4, 4);
+    world.set_voxel(far, VoxelId(1));
+    assert!(matches!(
+        gw.update_or_rebuild(gpu, &world, &[far.chunk()]),
+        Err(GpuError::LimitExceeded { .. })
+    ));
+    check_every_option(gpu, "after a failed rebuild", &before, &gw, &rays);
+}
