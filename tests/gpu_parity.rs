@@ -32,6 +32,13 @@ fn gpu() -> Option<&'static GpuRaycaster> {
     .as_ref()
 }
 
+/// A raycaster of the test's own, for tests that read `last_batch_stats` or change settings:
+/// tests run in parallel and share [`gpu`]. `None` where [`gpu`] skips.
+fn own_gpu() -> Option<GpuRaycaster> {
+    gpu()?;
+    Some(GpuRaycaster::new_blocking().expect("a second raycaster on the same adapter"))
+}
+
 /// Compares outcomes ray by ray: the parity contract. Prints the first mismatches with the ray
 /// and how to rerun just that ray.
 fn assert_parity(what: &str, rays: &[VoxelRay], gpu: &[RaycastOutcome], cpu: &[RaycastOutcome]) {
@@ -568,10 +575,7 @@ fn batch_larger_than_one_dispatch() {
 /// for rays, line of sight and a camera; then the buffers shrink and grow again.
 #[test]
 fn many_small_dispatches_in_flight() {
-    if gpu().is_none() {
-        return;
-    }
-    let mut gpu = GpuRaycaster::new_blocking().expect("a second raycaster");
+    let Some(mut gpu) = own_gpu() else { return };
     gpu.set_max_dispatch_rays(1000);
     let (s, sw) = sparse();
     let (t, tw) = terrain();
@@ -1007,7 +1011,7 @@ fn update_chunks_keeps_unlisted_chunks_when_slots_grow() {
 #[test]
 fn a_world_from_another_raycaster_is_an_error() {
     let Some(gpu) = gpu() else { return };
-    let other = GpuRaycaster::new_blocking().expect("a second device on the same adapter");
+    let Some(other) = own_gpu() else { return };
     let world = common::world_with(&[(WorldPos::new(5, 5, 5), VoxelId(1))]);
     let gw = GpuWorld::from_world(gpu, &world).expect("upload");
     let ray = common::ray(WorldPos::new(0, 5, 5), Vec3::splat(0.5), Vec3::X, 40.0);
@@ -1048,11 +1052,7 @@ fn a_world_from_another_raycaster_is_an_error() {
 /// are rendered from host-built rays).
 #[test]
 fn hand_edited_cameras_give_each_pixel_its_rays_outcome() {
-    if gpu().is_none() {
-        return;
-    }
-    // Its own raycaster: `last_batch_stats` is read below, and tests run in parallel.
-    let gpu = &GpuRaycaster::new_blocking().expect("a second raycaster");
+    let Some(gpu) = &own_gpu() else { return };
     let (_, sw) = sparse();
     let gw = GpuWorld::from_world(gpu, sw).expect("upload");
     let opts = RaycastOptions::default();
@@ -1171,11 +1171,7 @@ fn a_camera_too_large_for_host_memory_is_an_error() {
 /// `last_batch_stats` describes the last call, also one answered on the host alone.
 #[test]
 fn batch_stats_describe_the_last_call() {
-    if gpu().is_none() {
-        return;
-    }
-    // Its own raycaster: tests run in parallel, and the stats are the raycaster's last call.
-    let gpu = &GpuRaycaster::new_blocking().expect("a second raycaster");
+    let Some(gpu) = &own_gpu() else { return };
     let world = common::world_with(&[(WorldPos::new(5, 5, 5), VoxelId(1))]);
     let gw = GpuWorld::from_world(gpu, &world).expect("upload");
     let near = vec![common::ray(WorldPos::new(0, 5, 5), Vec3::splat(0.5), Vec3::X, 40.0); 100];
@@ -1274,11 +1270,7 @@ fn update_chunks_frees_slots_before_taking_new_ones() {
 /// window), each over more than one band, ray by ray against the CPU.
 #[test]
 fn batches_larger_than_a_host_band() {
-    if gpu().is_none() {
-        return;
-    }
-    // Its own raycaster: `last_batch_stats` is read below, and tests run in parallel.
-    let gpu = &GpuRaycaster::new_blocking().expect("a second raycaster");
+    let Some(gpu) = &own_gpu() else { return };
     let (t, tw) = terrain();
     let gw = GpuWorld::from_world(gpu, tw).expect("upload");
     let n = (1 << 20) + 40_000;
