@@ -795,8 +795,8 @@ impl GpuRaycaster {
     }
 
     /// [`GpuRaycaster::render_camera_into`] from rays built on the host: each pixel's
-    /// [`Camera::ray`], cast with [`GpuRaycaster::raycast_into`], or its error.
-    /// `out` has room for every pixel. Works in bands of [`HOST_BAND`] pixels.
+    /// [`Camera::ray`], cast as [`GpuRaycaster::raycast`] casts it, or its error. `out` has
+    /// room for every pixel. Works in bands of [`HOST_BAND`] pixels.
     fn camera_on_host(
         &self,
         world: &GpuWorld,
