@@ -156,7 +156,7 @@ pub(crate) struct GpuHit {
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
 pub(crate) struct GpuParams {
     dims: [u32; 3],
-    flags: u32,
+    _pad0: u32,
     ray_base: u32,
     ray_count: u32,
     region_offset: u32,
@@ -212,7 +212,10 @@ struct InFlight {
 }
 
 /// A wgpu device with the raycasting pipelines. Create one and reuse it: creation compiles the
-/// shader.
+/// shader for the default options. The shader is specialised per combination of options
+/// (origin policy, unloaded policy, whether the material filter is the default, conservative
+/// line of sight, per-voxel mode): the first batch with another combination compiles it once
+/// more (about 20 ms on lavapipe), and later batches reuse it.
 #[derive(Debug)]
 pub struct GpuRaycaster {
     device: wgpu::Device,
@@ -220,8 +223,10 @@ pub struct GpuRaycaster {
     info: wgpu::AdapterInfo,
     limits: wgpu::Limits,
     layout: wgpu::BindGroupLayout,
-    cast_rays: wgpu::ComputePipeline,
-    cast_camera: wgpu::ComputePipeline,
+    module: wgpu::ShaderModule,
+    pipeline_layout: wgpu::PipelineLayout,
+    /// The pipelines made so far, by entry point (`true`: `cast_camera`) and option flags.
+    pipelines: Mutex<FxHashMap<(bool, u32), wgpu::ComputePipeline>>,
     batch: Mutex<BatchBuffers>,
     lost: Arc<Mutex<Option<String>>>,
     timer: Option<KernelTimer>,
@@ -378,22 +383,16 @@ impl GpuRaycaster {
             bind_group_layouts: &[Some(&layout)],
             immediate_size: 0,
         });
-        let pipeline = |entry: &str| {
-            device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(entry),
-                layout: Some(&pipeline_layout),
-                module: &module,
-                entry_point: Some(entry),
-                compilation_options: Default::default(),
-                cache: None,
-            })
-        };
-        let cast_rays = pipeline("cast_rays");
-        let cast_camera = pipeline("cast_camera");
         if let Some(e) = pollster::block_on(scope.pop()) {
-            return Err(GpuError::Device(format!(
-                "shader or pipeline rejected: {e}"
-            )));
+            return Err(GpuError::Device(format!("shader rejected: {e}")));
+        }
+        // The pipelines for the default options now, so that the shader's errors show here
+        // and a first batch with those options does not wait for a compilation.
+        let default_flags = option_flags(&RaycastOptions::default(), false);
+        let mut pipelines = FxHashMap::default();
+        for camera in [false, true] {
+            let p = make_pipeline(&device, &module, &pipeline_layout, camera, default_flags)?;
+            pipelines.insert((camera, default_flags), p);
         }
         let batch = Mutex::new(Self::batch_buffers(&device, 1, timestamps));
         let timer = timestamps.then(|| KernelTimer {
@@ -416,8 +415,9 @@ impl GpuRaycaster {
             info,
             limits,
             layout,
-            cast_rays,
-            cast_camera,
+            module,
+            pipeline_layout,
+            pipelines: Mutex::new(pipelines),
             batch,
             lost,
             timer,
@@ -553,7 +553,8 @@ impl GpuRaycaster {
     /// [`crate::raycast_batch`] would. A bad ray gets [`RaycastOutcome::Invalid`] and the others
     /// are still answered. Any batch size: large batches are prepared on the host in bands of
     /// about a million rays (bounded host memory besides the outcomes) and split into several
-    /// dispatches.
+    /// dispatches. The first batch with a combination of options not used before compiles the
+    /// shader for it (see [`GpuRaycaster`]).
     ///
     /// # Errors
     /// [`GpuError`] when the device fails (validation, out of memory, lost);
@@ -835,6 +836,30 @@ impl GpuRaycaster {
         Ok(())
     }
 
+    /// The pipeline of the rays (`camera == false`) or camera entry point specialised for
+    /// option `flags` (the shader's `OPTIONS`), compiled on first use and kept: each
+    /// combination of options in use pays one compilation (the default options' are made by
+    /// [`GpuRaycaster::new`]).
+    fn pipeline(&self, camera: bool, flags: u32) -> Result<wgpu::ComputePipeline, GpuError> {
+        let mut made = match self.pipelines.lock() {
+            Ok(m) => m,
+            // A map of finished pipelines is sound whatever panicked while it was held.
+            Err(p) => p.into_inner(),
+        };
+        if let Some(p) = made.get(&(camera, flags)) {
+            return Ok(p.clone());
+        }
+        let p = make_pipeline(
+            &self.device,
+            &self.module,
+            &self.pipeline_layout,
+            camera,
+            flags,
+        )?;
+        made.insert((camera, flags), p.clone());
+        Ok(p)
+    }
+
     /// Starts a batch call: checks that `world` belongs to this raycaster's device and resets
     /// [`GpuRaycaster::last_batch_stats`] (a batch answered on the host alone reports zero GPU
     /// rays). Returns the call's start time.
@@ -856,10 +881,15 @@ impl GpuRaycaster {
 
     /// Stages and submits the dispatch for rays (or pixels) `range` of a batch in `slot`, and
     /// starts mapping its hits for reading.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one dispatch's parts, all borrowed from `run`"
+    )]
     fn submit_dispatch(
         &self,
         batch: &mut BatchBuffers,
         kernel: Kernel<'_>,
+        pipeline: &wgpu::ComputePipeline,
         bind_group: &wgpu::BindGroup,
         params: &mut GpuParams,
         range: std::ops::Range<u64>,
@@ -874,7 +904,7 @@ impl GpuRaycaster {
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
         let s = &batch.slots[slot];
-        let pipeline = match kernel {
+        match kernel {
             Kernel::Rays(r) => {
                 let rays: &[u8] =
                     bytemuck::cast_slice(&r[range.start as usize..range.end as usize]);
@@ -893,10 +923,9 @@ impl GpuRaycaster {
                 s.upload.unmap();
                 staged?;
                 encoder.copy_buffer_to_buffer(&s.upload, 0, &batch.rays, 0, len);
-                &self.cast_rays
             }
-            Kernel::Camera(..) => &self.cast_camera,
-        };
+            Kernel::Camera(..) => {}
+        }
         // Dispatch: a 2D grid of workgroups when one dimension is not enough.
         let groups = count.div_ceil(WORKGROUP_SIZE);
         let gx = groups.min(self.limits.max_compute_workgroups_per_dimension);
@@ -1006,26 +1035,12 @@ impl GpuRaycaster {
             let cap = want.next_power_of_two().min(per_dispatch);
             *batch = Self::batch_buffers(&self.device, cap, self.timer.is_some());
         }
-        let mut flags = match opts.origin {
-            OriginPolicy::Report => 0,
-            OriginPolicy::SkipOriginVoxel => 1,
-            OriginPolicy::ExitSolid => 2,
-        };
-        if opts.unloaded == UnloadedPolicy::Stop {
-            flags |= FLAG_STOP_UNLOADED;
-        }
-        if opts.blocks.is_every_non_air() {
-            flags |= FLAG_EVERY_NON_AIR;
-        }
-        if conservative {
-            flags |= FLAG_CONSERVATIVE;
-        }
-        if opts.per_voxel {
-            flags |= FLAG_PER_VOXEL;
-        }
+        let pipeline = self.pipeline(
+            matches!(kernel, Kernel::Camera(..)),
+            option_flags(opts, conservative),
+        )?;
         let mut params = GpuParams {
             dims: world.window.dims,
-            flags,
             region_offset: world.window.region_offset(),
             world_edge: world.window.world_edge(),
             ..Default::default()
@@ -1104,6 +1119,7 @@ impl GpuRaycaster {
                 match self.submit_dispatch(
                     &mut batch,
                     kernel,
+                    &pipeline,
                     &bind_group,
                     &mut params,
                     range,
@@ -1216,6 +1232,57 @@ fn map_channel(
         let _ = tx.send(r);
     });
     rx
+}
+
+/// The shader's `OPTIONS` for `opts` (and conservative line of sight): the bits of `Params`'s
+/// options in `shaders/dda.wgsl`.
+fn option_flags(opts: &RaycastOptions, conservative: bool) -> u32 {
+    let mut flags = match opts.origin {
+        OriginPolicy::Report => 0,
+        OriginPolicy::SkipOriginVoxel => 1,
+        OriginPolicy::ExitSolid => 2,
+    };
+    if opts.unloaded == UnloadedPolicy::Stop {
+        flags |= FLAG_STOP_UNLOADED;
+    }
+    if opts.blocks.is_every_non_air() {
+        flags |= FLAG_EVERY_NON_AIR;
+    }
+    if conservative {
+        flags |= FLAG_CONSERVATIVE;
+    }
+    if opts.per_voxel {
+        flags |= FLAG_PER_VOXEL;
+    }
+    flags
+}
+
+/// The compute pipeline of `cast_camera` (or `cast_rays`) with the shader's `OPTIONS` set to
+/// `flags`, checked inside a validation error scope.
+fn make_pipeline(
+    device: &wgpu::Device,
+    module: &wgpu::ShaderModule,
+    layout: &wgpu::PipelineLayout,
+    camera: bool,
+    flags: u32,
+) -> Result<wgpu::ComputePipeline, GpuError> {
+    let entry = if camera { "cast_camera" } else { "cast_rays" };
+    let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some(entry),
+        layout: Some(layout),
+        module,
+        entry_point: Some(entry),
+        compilation_options: wgpu::PipelineCompilationOptions {
+            constants: &[("OPTIONS", f64::from(flags))],
+            ..Default::default()
+        },
+        cache: None,
+    });
+    match pollster::block_on(scope.pop()) {
+        Some(e) => Err(GpuError::Device(format!("pipeline {entry} rejected: {e}"))),
+        None => Ok(pipeline),
+    }
 }
 
 /// Rays (or host-built camera pixels) prepared on the host at a time: a batch is cast in
