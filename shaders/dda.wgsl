@@ -246,8 +246,8 @@ fn walk_dense(ray: GpuRay, d: ptr<function, Dda>, slot: u32, hit_id: ptr<functio
     let step = bitcast<vec3<u32>>((*d).step);
     var n = (*d).n;
     var t_next = (*d).t_next;
-    var t = (*d).t;
-    var axis = (*d).entry_axis;
+    // The axis of the last step; its time and the entry axis are made from it after the loop.
+    var last = vec3<bool>(false);
     var word = occupancy[occ_base + (l.y | (l.z << 5u))];
     var result = WALK_MISS;
     loop {
@@ -278,8 +278,7 @@ fn walk_dense(ray: GpuRay, d: ptr<function, Dda>, slot: u32, hit_id: ptr<functio
             result = WALK_MISS;
             break;
         }
-        t = t_step;
-        axis = select(select(2u, 1u, m.y), 0u, m.x);
+        last = m;
         n += select(vec3<u32>(0u), vec3<u32>(1u), m);
         t_next = select(t_next, (ray.b + vec3<f32>(n)) * ray.inv, m);
         l += select(vec3<u32>(0u), step, m);
@@ -292,11 +291,15 @@ fn walk_dense(ray: GpuRay, d: ptr<function, Dda>, slot: u32, hit_id: ptr<functio
     if (result == WALK_HIT && (OPTIONS & FLAG_EVERY_NON_AIR) != 0u) {
         *hit_id = slot_id(slot, l);
     }
+    if (any(last)) {
+        // The last step's crossing, (b + n - 1) * inv on its axis: the bits of its t_step.
+        let crossed = (ray.b + vec3<f32>(n - vec3<u32>(1u))) * ray.inv;
+        (*d).t = select(select(crossed.z, crossed.y, last.y), crossed.x, last.x);
+        (*d).entry_axis = select(select(2u, 1u, last.y), 0u, last.x);
+    }
     (*d).voxel = base + bitcast<vec3<i32>>(l);
     (*d).n = n;
     (*d).t_next = t_next;
-    (*d).t = t;
-    (*d).entry_axis = axis;
     return result;
 }
 
