@@ -234,8 +234,9 @@ const WALK_MISS: u32 = 3u;
 // 9% faster on W3 but 32% slower on W4 on lavapipe (lanes of a SIMD group all carry the skip
 // code), so the caller skips. Where every non-air voxel stops the ray (the default), the
 // occupancy bit alone decides and the id is read once after the loop (lavapipe: W3 +7%, W4
-// +12%); the Rust twin reads it in the loop, with the same result. At most 96 steps: each one
-// moves one voxel through the chunk.
+// +12%), and the time and entry axis are made from the last step's axis mask after the loop
+// (the same bits; W4 +8%). The Rust twin reads the id and sets those in the loop, with the same
+// result. At most 96 steps: each one moves one voxel through the chunk.
 fn walk_dense(ray: GpuRay, d: ptr<function, Dda>, slot: u32, hit_id: ptr<function, u32>) -> u32 {
     let occ_base = slot * OCC_WORDS;
     let brick_bits = vec2<u32>(bricks[slot * BRICK_WORDS], bricks[slot * BRICK_WORDS + 1u]);

@@ -1234,8 +1234,8 @@ fn map_channel(
     rx
 }
 
-/// The shader's `OPTIONS` for `opts` (and conservative line of sight): the bits of `Params`'s
-/// options in `shaders/dda.wgsl`.
+/// The shader's `OPTIONS` for `opts` (and conservative line of sight): the `FLAG_*` bits of
+/// `shaders/dda.wgsl`.
 fn option_flags(opts: &RaycastOptions, conservative: bool) -> u32 {
     let mut flags = match opts.origin {
         OriginPolicy::Report => 0,
