@@ -141,6 +141,15 @@ pub(crate) struct DenseChunk {
 }
 
 impl DenseChunk {
+    /// Air voxels in the chunk, and how many of them lie in bricks that hold only air.
+    pub(crate) fn air_and_brick_air(&self) -> (u32, u32) {
+        let empty_bricks = BRICKS_PER_CHUNK as u32 - self.bricks.count_ones();
+        (
+            CHUNK_VOLUME as u32 - self.non_air,
+            empty_bricks * (BRICK_EDGE * BRICK_EDGE * BRICK_EDGE) as u32,
+        )
+    }
+
     fn filled(id: VoxelId) -> Self {
         let full = !id.is_air();
         Self {

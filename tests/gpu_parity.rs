@@ -1346,3 +1346,130 @@ fn a_growing_world_is_uploaded_again() {
     ));
     check_every_option(gpu, "after a failed rebuild", &before, &gw, &rays);
 }
+
+/// Skipping empty bricks whole or stepping through them gives the same answers: each world
+/// under both walks, against the CPU, and the choice made from the stored chunks follows their
+/// share of air in empty bricks, also after updates and a rebuild.
+#[test]
+fn both_walks_through_empty_bricks_agree_with_the_cpu() {
+    let Some(gpu) = gpu() else { return };
+    let (t, tw) = terrain();
+    let (s, sw) = sparse();
+    let mut tg = GpuWorld::from_world(gpu, tw).expect("upload terrain");
+    let mut sg = GpuWorld::from_world(gpu, sw).expect("upload sparse");
+    // Terrain keeps much of its air in empty bricks; 1% random solid voxels almost none.
+    assert!(tg.skips_empty_bricks(), "terrain: skip empty bricks");
+    assert!(!sg.skips_empty_bricks(), "sparse: step through them");
+    let mut rng = SplitMix64::new(95);
+    let terrain_rays: Vec<VoxelRay> = t
+        .reach_rays(20_000, 96)
+        .into_iter()
+        .map(|r| VoxelRay {
+            max_distance: 300.0 * rng.next_f32(),
+            ..r
+        })
+        .collect();
+    let sparse_rays = s.rays(20_000, 97);
+    for skip in [false, true] {
+        tg.set_skip_empty_bricks(Some(skip));
+        sg.set_skip_empty_bricks(Some(skip));
+        assert_eq!(tg.skips_empty_bricks(), skip);
+        assert_eq!(sg.skips_empty_bricks(), skip);
+        for opts in every_option() {
+            let what = format!("skip empty bricks {skip}, {opts:?}");
+            check(
+                gpu,
+                &format!("terrain, {what}"),
+                tw,
+                &tg,
+                &terrain_rays,
+                &opts,
+            );
+            check(
+                gpu,
+                &format!("sparse, {what}"),
+                sw,
+                &sg,
+                &sparse_rays,
+                &opts,
+            );
+        }
+        let camera = Camera::new(
+            WorldPos::new(40, 70, 40),
+            Vec3::splat(0.5),
+            Vec3::new(1.0, -0.4, 0.8),
+            70.0,
+            160,
+            90,
+            400.0,
+        )
+        .expect("camera");
+        let opts = RaycastOptions::default();
+        let g = gpu
+            .render_camera(&tg, &camera, &opts)
+            .expect("camera on the GPU");
+        let rays: Vec<VoxelRay> = (0..90)
+            .flat_map(|y| (0..160).map(move |x| (x, y)))
+            .map(|(x, y)| camera.ray(x, y).expect("pixel ray"))
+            .collect();
+        assert_parity(
+            &format!("terrain camera, skip empty bricks {skip}"),
+            &rays,
+            &g,
+            &raycast_batch(&rays, tw, &opts),
+        );
+    }
+    // Back to the choice made from the chunks; an update that empties the terrain's upper
+    // chunks' solid voxels into scattered ones changes it.
+    tg.set_skip_empty_bricks(None);
+    assert!(tg.skips_empty_bricks());
+    let mut world = tw.clone();
+    let mut changed = Vec::new();
+    for (pos, chunk) in tw.chunks() {
+        if chunk.uniform_id().is_none() {
+            let mut c = voxcast::Chunk::filled(VoxelId::AIR);
+            let mut r = SplitMix64::new(pos.x as u64 ^ (pos.z as u64) << 20);
+            for _ in 0..300 {
+                let v = r.next_u64();
+                c.set(
+                    voxcast::LocalPos::new(
+                        (v & 31) as u8,
+                        (v >> 5 & 31) as u8,
+                        (v >> 10 & 31) as u8,
+                    ),
+                    VoxelId(1),
+                );
+            }
+            world.insert_chunk(pos, c).expect("chunk in the world");
+            changed.push(pos);
+        }
+    }
+    tg.update_chunks(&world, &changed).expect("update");
+    assert!(
+        !tg.skips_empty_bricks(),
+        "scattered voxels after the update"
+    );
+    check(
+        gpu,
+        "terrain scattered",
+        &world,
+        &tg,
+        &terrain_rays,
+        &RaycastOptions::default(),
+    );
+    // A setting survives a rebuild.
+    tg.set_skip_empty_bricks(Some(true));
+    let mut grown = world.clone();
+    let far = WorldPos::new(-40, 3, 3);
+    grown.set_voxel(far, VoxelId(1));
+    assert_eq!(tg.update_or_rebuild(gpu, &grown, &[far.chunk()]), Ok(true));
+    assert!(tg.skips_empty_bricks(), "the setting survives a rebuild");
+    check(
+        gpu,
+        "rebuilt",
+        &grown,
+        &tg,
+        &terrain_rays,
+        &RaycastOptions::default(),
+    );
+}
