@@ -37,6 +37,11 @@ pub(crate) const AXIS_NONE: u32 = 3;
 /// infinities), larger than every real crossing and every max distance.
 pub(crate) const T_DISABLED: f32 = f32::MAX;
 /// Lowest and highest chunk index of the i128 world.
+/// Max distance, in voxels, from which a ray counts as long: long rays skip empty bricks
+/// whole in worlds where much of the air lies in them, others step through them voxel by
+/// voxel (same answers; see [`crate::gpu::GpuWorld::skips_empty_bricks`] for the numbers).
+pub(crate) const LONG_RAY: f32 = 256.0;
+
 const CHUNK_MIN: i128 = ChunkPos::MIN_INDEX;
 const CHUNK_MAX: i128 = ChunkPos::MAX_INDEX;
 
@@ -226,8 +231,16 @@ impl<'r> Dda<'r> {
     /// and out of any solid it started in, or anywhere under `Report`) and without the
     /// conservative tie test. Twin of `walk_dense` in `shaders/dda.wgsl`, which makes the same
     /// comparisons without branches and leaves empty bricks to its caller (faster there).
+    ///
+    /// `SKIP_BRICKS`: whether empty bricks are skipped whole or stepped through voxel by voxel
+    /// (faster for short rays, and in worlds with few empty bricks: see [`LONG_RAY`]).
     #[inline]
-    fn walk_dense(&mut self, c: &DenseChunk, every_non_air: bool, blocks: &MaterialFilter) -> Walk {
+    fn walk_dense<const SKIP_BRICKS: bool>(
+        &mut self,
+        c: &DenseChunk,
+        every_non_air: bool,
+        blocks: &MaterialFilter,
+    ) -> Walk {
         let r = self.ray;
         let occupancy = &*c.occupancy;
         let ids = &*c.ids;
@@ -249,7 +262,7 @@ impl<'r> Dda<'r> {
                 if every_non_air || blocks.contains(id) {
                     break Walk::Hit(id);
                 }
-            } else if let Some((lo, hi)) = empty_cell(bricks, x, y, z) {
+            } else if SKIP_BRICKS && let Some((lo, hi)) = empty_cell(bricks, x, y, z) {
                 // An empty cell of whole bricks (see `empty_cell`): `skip_cell` to its last
                 // voxel on the ray, then step out of it below, as `cast_ray` does, without
                 // leaving this loop.
@@ -647,6 +660,7 @@ pub(crate) fn cast_ray(
         in_origin = false;
         air_seen = true;
     }
+    let skip_bricks = r.max_distance >= LONG_RAY && world.skips_empty_bricks();
     let reportable = |in_origin: bool, air_seen: bool| {
         !(in_origin && opts.origin == OriginPolicy::SkipOriginVoxel) && air_seen
     };
@@ -665,7 +679,12 @@ pub(crate) fn cast_ray(
                 && !conservative
                 && !opts.per_voxel
             {
-                match d.walk_dense(c, every_non_air, &opts.blocks) {
+                let walk = if skip_bricks {
+                    d.walk_dense::<true>(c, every_non_air, &opts.blocks)
+                } else {
+                    d.walk_dense::<false>(c, every_non_air, &opts.blocks)
+                };
+                match walk {
                     Walk::Hit(id) => return RaycastOutcome::Hit(d.hit(id)),
                     Walk::Miss => return RaycastOutcome::Miss,
                     Walk::LeftChunk => break,

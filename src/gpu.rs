@@ -20,6 +20,7 @@ use rustc_hash::FxHashMap;
 
 use crate::camera::Camera;
 use crate::coords::{ChunkPos, VoxelBox, WorldPos};
+use crate::cpu_ref::LONG_RAY;
 use crate::cpu_ref::{AXIS_NONE, Dda, grow_by_a_chunk};
 use crate::ray::{
     LineOfSight, LineOfSightOptions, OriginPolicy, PreparedRay, RaycastOptions, RaycastOutcome,
@@ -1308,9 +1309,6 @@ fn make_pipeline(
 /// 200 MB however large the batch.
 const HOST_BAND: usize = 1 << 20;
 
-/// Max distance, in voxels, from which rays count as long ([`GpuWorld::skips_empty_bricks`]).
-const LONG_RAY: f32 = 256.0;
-
 /// Batches at least this large are sorted for coherence before upload.
 const SORT_MIN_RAYS: usize = 4096;
 
@@ -1773,7 +1771,7 @@ impl GpuWorld {
             let [sa, sb] = self.slot_air.get(s as usize).copied().unwrap_or([0, 0]);
             (a + u64::from(sa), b + u64::from(sb))
         });
-        self.bricks_worth_skipping = brick_air * 4 >= air;
+        self.bricks_worth_skipping = crate::world::bricks_worth_skipping(air, brick_air);
     }
 
     /// Whether a batch of long rays skips the empty `8³` bricks of stored chunks whole on the
