@@ -217,7 +217,9 @@ struct InFlight {
 /// shader for the default options. The shader is specialised per combination of options
 /// (origin policy, unloaded policy, whether the material filter is the default, conservative
 /// line of sight, per-voxel mode): the first batch with another combination compiles it once
-/// more (about 20 ms on lavapipe), and later batches reuse it.
+/// more (about 20 ms on lavapipe), and later batches reuse it. Besides its GPU buffers, it
+/// keeps host working buffers for ray batches: 96 bytes per ray of the largest band cast so far
+/// (batches are prepared in bands of at most 2^20 rays, so at most about 100 MB).
 #[derive(Debug)]
 pub struct GpuRaycaster {
     device: wgpu::Device,
