@@ -47,7 +47,7 @@ const FLAG_STOP_UNLOADED: u32 = 4u;
 const FLAG_EVERY_NON_AIR: u32 = 8u;
 const FLAG_CONSERVATIVE: u32 = 16u;
 const FLAG_PER_VOXEL: u32 = 32u;
-const FLAG_STEP_EMPTY_BRICKS: u32 = 64u; // walk_dense steps through empty bricks (chosen per world)
+const FLAG_STEP_EMPTY_BRICKS: u32 = 64u; // walk_dense steps through empty bricks (GpuWorld::skips_empty_bricks)
 
 // GpuRay.flags
 const RAY_ENABLED_SHIFT: u32 = 0u;     // bits 0..2: axis crosses within max distance
@@ -229,8 +229,9 @@ const WALK_MISS: u32 = 3u;
 // The hot loop for the dense chunk in `slot`, with the state in locals: examine the current
 // voxel and step (exactly as dda_step) until a voxel stops the ray (WALK_HIT, its id in
 // *hit_id), the current voxel lies in an empty brick (WALK_EMPTY_BRICK, for the caller to
-// skip; never under FLAG_STEP_EMPTY_BRICKS, chosen per world where few bricks are empty: the
-// brick test on every air voxel then costs more than the skips save), the ray enters another chunk (WALK_LEFT_CHUNK) or it ends (WALK_MISS). Only where the
+// skip; never under FLAG_STEP_EMPTY_BRICKS, set for batches of short rays and in worlds with
+// little air in empty bricks, where the brick test on every air voxel costs more than the
+// skips save; `Dda::walk_dense::<false>` is its twin), the ray enters another chunk (WALK_LEFT_CHUNK) or it ends (WALK_MISS). Only where the
 // origin policy no longer matters and without the conservative tie test. Twin of
 // `Dda::walk_dense` in src/cpu_ref.rs, which skips empty bricks itself: here that measured
 // 9% faster on W3 but 32% slower on W4 on lavapipe (lanes of a SIMD group all carry the skip
