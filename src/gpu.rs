@@ -188,6 +188,20 @@ struct BatchBuffers {
     slots: [Slot; 2],
 }
 
+impl BatchBuffers {
+    /// Bytes allocated on the device.
+    fn bytes(&self) -> u64 {
+        let mut total =
+            self.params.size() + self.filter.size() + self.rays.size() + self.hits.size();
+        for s in &self.slots {
+            total += s.upload.size()
+                + s.readback.size()
+                + s.timestamps.as_ref().map_or(0, wgpu::Buffer::size);
+        }
+        total
+    }
+}
+
 /// The host-visible buffers of one dispatch in flight.
 #[derive(Debug)]
 struct Slot {
@@ -220,6 +234,8 @@ struct InFlight {
 /// more (about 20 ms on lavapipe), and later batches reuse it. Besides its GPU buffers, it
 /// keeps host working buffers for ray batches: 96 bytes per ray of the largest band cast so far
 /// (batches are prepared in bands of at most 2^20 rays, so at most about 100 MB).
+/// [`GpuRaycaster::kept_memory`] tells how much is kept; [`GpuRaycaster::release_buffers`]
+/// frees it.
 #[derive(Debug)]
 pub struct GpuRaycaster {
     device: wgpu::Device,
@@ -268,6 +284,19 @@ pub struct BatchStats {
     pub kernel_seconds: Option<f64>,
     /// Wall time of the whole call (preparation, upload, dispatch, readback), in seconds.
     pub total_seconds: f64,
+}
+
+/// What a [`GpuRaycaster`] keeps allocated between batches ([`GpuRaycaster::kept_memory`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KeptMemory {
+    /// GPU buffers for one dispatch: 336 bytes per ray of the largest dispatch so far (rays,
+    /// hits and two sets of upload and readback buffers), rounded up to a power of two of rays
+    /// and at most [`MAX_DISPATCH_RAYS`] rays (or what [`GpuRaycaster::set_max_dispatch_rays`]
+    /// set), plus a few KiB of parameters and material filter.
+    pub gpu_bytes: u64,
+    /// Host working buffers: 96 bytes per ray of the largest band so far (batches are prepared
+    /// in bands of at most 2^20 rays, so at most about 100 MB).
+    pub host_bytes: u64,
 }
 
 fn device_error(e: impl std::fmt::Display) -> GpuError {
@@ -466,6 +495,42 @@ impl GpuRaycaster {
     /// the default is [`MAX_DISPATCH_RAYS`]. Results do not depend on it.
     pub fn set_max_dispatch_rays(&mut self, rays: u32) {
         self.max_dispatch_rays = rays.max(1);
+    }
+
+    /// Memory this raycaster keeps between batches, in bytes: see [`KeptMemory`]. Both parts
+    /// grow with the largest batch so far and stay until [`GpuRaycaster::release_buffers`].
+    #[must_use]
+    pub fn kept_memory(&self) -> KeptMemory {
+        let gpu = self.batch.lock().map_or(0, |b| b.bytes());
+        let host = self.staging.lock().map_or(0, |s| s.bytes());
+        KeptMemory {
+            gpu_bytes: gpu,
+            host_bytes: host,
+        }
+    }
+
+    /// Frees the buffers kept between batches (GPU batch buffers and host working buffers,
+    /// [`GpuRaycaster::kept_memory`]) down to their size for one ray. The next batch grows them
+    /// again to its own size, which costs that batch the allocations. Worth calling after a
+    /// rare large batch (a screenshot-sized camera, say) whose buffers should not stay held.
+    /// A batch running on another thread is waited for; results never depend on it. Created
+    /// pipelines and uploaded [`GpuWorld`]s are kept.
+    pub fn release_buffers(&self) {
+        let fresh = Self::batch_buffers(&self.device, 1, self.timer.is_some());
+        match self.batch.lock() {
+            Ok(mut b) => *b = fresh,
+            Err(p) => {
+                *p.into_inner() = fresh;
+                self.batch.clear_poison();
+            }
+        }
+        match self.staging.lock() {
+            Ok(mut s) => *s = HostStaging::default(),
+            Err(p) => {
+                *p.into_inner() = HostStaging::default();
+                self.staging.clear_poison();
+            }
+        }
     }
 
     /// Timing of the last batch (raycast, line of sight or camera) on this raycaster.
@@ -1323,6 +1388,14 @@ const NOT_UPLOADED: u64 = u64::MAX;
 struct HostStaging {
     rays: Vec<GpuRay>,
     order: Vec<(u64, u32)>,
+}
+
+impl HostStaging {
+    /// Bytes allocated.
+    fn bytes(&self) -> u64 {
+        (self.rays.capacity() * size_of::<GpuRay>()
+            + self.order.capacity() * size_of::<(u64, u32)>()) as u64
+    }
 }
 
 /// Sort key: direction octant, then the start chunk in Morton order.

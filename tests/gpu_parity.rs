@@ -1197,6 +1197,43 @@ fn batch_stats_describe_the_last_call() {
     assert_eq!(gpu.last_batch_stats().gpu_rays, 0);
 }
 
+/// Kept buffers grow with the largest batch, `release_buffers` frees them, and batches after
+/// it grow them again and still match the CPU.
+#[test]
+fn release_buffers_frees_kept_memory() {
+    let Some(gpu) = &own_gpu() else { return };
+    let (t, world) = terrain();
+    let gw = GpuWorld::from_world(gpu, world).expect("upload");
+    let opts = RaycastOptions::default();
+    let small = gpu.kept_memory();
+    let rays = t.reach_rays(20_000, 0x4B45_5054);
+    check(gpu, "before release", world, &gw, &rays, &opts);
+    let grown = gpu.kept_memory();
+    // 336 GPU bytes per ray of the dispatch (20,000 rounded up to 32,768), 96 host bytes per ray.
+    assert_eq!(
+        grown.gpu_bytes - small.gpu_bytes,
+        336 * (32_768 - 1),
+        "{grown:?}"
+    );
+    assert!(grown.host_bytes >= 96 * 20_000, "{grown:?}");
+    gpu.release_buffers();
+    assert_eq!(
+        gpu.kept_memory(),
+        voxcast::gpu::KeptMemory {
+            host_bytes: 0,
+            ..small
+        }
+    );
+    check(gpu, "after release", world, &gw, &rays[..5_000], &opts);
+    let regrown = gpu.kept_memory();
+    assert_eq!(
+        regrown.gpu_bytes - small.gpu_bytes,
+        336 * (8_192 - 1),
+        "{regrown:?}"
+    );
+    assert!(regrown.host_bytes >= 96 * 5_000 && regrown.host_bytes < grown.host_bytes);
+}
+
 /// A window wider than a device limit is refused with the size it needs (saturated, not
 /// truncated).
 #[test]
