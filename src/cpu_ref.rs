@@ -36,12 +36,12 @@ pub(crate) const AXIS_NONE: u32 = 3;
 /// Stand-in for the next crossing of a disabled axis: finite (the GPU may assume no
 /// infinities), larger than every real crossing and every max distance.
 pub(crate) const T_DISABLED: f32 = f32::MAX;
-/// Lowest and highest chunk index of the i128 world.
 /// Max distance, in voxels, from which a ray counts as long: long rays skip empty bricks
 /// whole in worlds where much of the air lies in them, others step through them voxel by
-/// voxel (same answers; see [`crate::gpu::GpuWorld::skips_empty_bricks`] for the numbers).
+/// voxel (same answers; see [`VoxelWorld::skips_empty_bricks`] for the numbers).
 pub(crate) const LONG_RAY: f32 = 256.0;
 
+/// Lowest and highest chunk index of the i128 world.
 const CHUNK_MIN: i128 = ChunkPos::MIN_INDEX;
 const CHUNK_MAX: i128 = ChunkPos::MAX_INDEX;
 
@@ -660,7 +660,7 @@ pub(crate) fn cast_ray(
         in_origin = false;
         air_seen = true;
     }
-    let skip_bricks = r.max_distance >= LONG_RAY && world.skips_empty_bricks();
+    let skip_bricks = world.skip_bricks_for(r.max_distance);
     let reportable = |in_origin: bool, air_seen: bool| {
         !(in_origin && opts.origin == OriginPolicy::SkipOriginVoxel) && air_seen
     };

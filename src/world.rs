@@ -365,6 +365,8 @@ pub struct VoxelWorld {
     /// Air voxels of the chunks stored voxel by voxel, and those of them in empty bricks
     /// ([`bricks_worth_skipping`]); kept current by every edit.
     air: (u64, u64),
+    /// [`VoxelWorld::set_skip_empty_bricks`]: `None` lets ray length and `air` decide.
+    skip_bricks_set: Option<bool>,
 }
 
 /// Whether long rays should skip empty bricks whole in chunks whose air voxels number `air`,
@@ -538,10 +540,45 @@ impl VoxelWorld {
         };
     }
 
-    /// Whether long rays skip empty bricks whole in this world ([`bricks_worth_skipping`]).
+    /// Whether rays of max distance 256 voxels or more (long rays) skip the empty `8³` bricks
+    /// of dense chunks whole on the CPU (`true`) or step through them voxel by voxel. Shorter
+    /// rays step through them unless [`VoxelWorld::set_skip_empty_bricks`] says otherwise.
+    /// Both walks give the same answers; only the speed differs. The GPU makes the same choice
+    /// per batch, with a setting of its own ([`crate::gpu::GpuWorld::skips_empty_bricks`]).
+    ///
+    /// Skipping costs a brick test on every air voxel a ray steps through, and pays where rays
+    /// cross much air in empty bricks. Unless set, long rays skip when at least a quarter of
+    /// the air of the chunks stored voxel by voxel lies in empty bricks (kept current by every
+    /// edit). Measured on one CPU thread on the standard terrain (54% of that air in empty
+    /// bricks): sight segments between points near the ground ran 0-10% faster stepping, at
+    /// every length from 64 to 512 voxels, while the standard camera's rays (40 voxels above
+    /// the ground) ran 20-30% faster skipping at every max distance from 64 to 1024. Max
+    /// distance is only a proxy for how much open air a ray crosses.
+    /// Among scattered voxels (0.5% solid: 7.5% of the air in empty bricks) stepping is faster.
     #[inline]
-    pub(crate) fn skips_empty_bricks(&self) -> bool {
-        bricks_worth_skipping(self.air.0, self.air.1)
+    #[must_use]
+    pub fn skips_empty_bricks(&self) -> bool {
+        self.skip_bricks_set
+            .unwrap_or_else(|| bricks_worth_skipping(self.air.0, self.air.1))
+    }
+
+    /// Sets whether every ray skips empty bricks (`Some(true)`) or steps through them
+    /// (`Some(false)`), whatever its max distance; `None` (the default) lets the ray's max
+    /// distance and the world's air decide ([`VoxelWorld::skips_empty_bricks`]). For a world
+    /// whose rays you know better: a camera high above terrain gains from `Some(true)` even for
+    /// short rays. Answers do not change. Clones of the world keep the setting.
+    pub fn set_skip_empty_bricks(&mut self, skip: Option<bool>) {
+        self.skip_bricks_set = skip;
+    }
+
+    /// Whether a ray of max distance `max_distance` skips empty bricks whole
+    /// ([`VoxelWorld::skips_empty_bricks`]).
+    #[inline]
+    pub(crate) fn skip_bricks_for(&self, max_distance: f32) -> bool {
+        self.skip_bricks_set.unwrap_or_else(|| {
+            max_distance >= crate::cpu_ref::LONG_RAY
+                && bricks_worth_skipping(self.air.0, self.air.1)
+        })
     }
 
     /// Unloads the chunk at `pos` and returns it. Costs a pass over the region summaries when
@@ -808,7 +845,17 @@ mod tests {
             density: 0.01,
             seed: 0x5BA5,
         };
-        assert!(!sparse.build().skips_empty_bricks());
+        let mut sparse = sparse.build();
+        assert!(!sparse.skips_empty_bricks());
+        assert!(!sparse.skip_bricks_for(1e4));
+        sparse.set_skip_empty_bricks(Some(true));
+        assert!(sparse.skips_empty_bricks() && sparse.skip_bricks_for(1.0));
+        let mut terrain = terrain.build();
+        assert!(terrain.skip_bricks_for(256.0) && !terrain.skip_bricks_for(255.0));
+        terrain.set_skip_empty_bricks(Some(false));
+        assert!(!terrain.skips_empty_bricks() && !terrain.skip_bricks_for(1e4));
+        terrain.set_skip_empty_bricks(None);
+        assert!(terrain.skips_empty_bricks());
     }
 
     #[test]

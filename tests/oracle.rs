@@ -639,6 +639,24 @@ fn skipping_is_exact() {
         total += compare_los(&format!("{name} conservative"), world, rays, &los);
     }
 
+    // Each walk forced on both worlds: skipping for short rays and among scattered voxels,
+    // stepping for the terrain's long rays.
+    for skip in [true, false] {
+        for (name, world, rays) in [
+            ("terrain", &tworld, &terrain_rays),
+            ("sparse", &sworld, &sparse_rays),
+        ] {
+            let mut forced = world.clone();
+            forced.set_skip_empty_bricks(Some(skip));
+            total += compare_skip_vs_per_voxel(
+                &format!("{name} skip_empty_bricks={skip}"),
+                &forced,
+                rays,
+                &RaycastOptions::default(),
+            );
+        }
+    }
+
     // Unloaded chunks that stop the ray: remove a few, inside and on the edge of the bounds.
     for c in [
         ChunkPos::new(1, 0, 1),
