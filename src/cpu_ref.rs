@@ -234,8 +234,12 @@ impl<'r> Dda<'r> {
     ///
     /// `SKIP_BRICKS`: whether empty bricks are skipped whole or stepped through voxel by voxel
     /// (faster for short rays, and in worlds with few empty bricks: see [`LONG_RAY`]).
+    /// `ROWS`: whether occupancy words are read from the id records (`PackedIds`), where the
+    /// hit voxel's id shares a cache line with its occupancy word (faster for short rays), or
+    /// from the compact occupancy bits (faster for long rays, which cross many rows). Only for
+    /// chunks whose records hold occupancy words.
     #[inline]
-    fn walk_dense<const SKIP_BRICKS: bool>(
+    fn walk_dense<const SKIP_BRICKS: bool, const ROWS: bool>(
         &mut self,
         c: &DenseChunk,
         every_non_air: bool,
@@ -243,7 +247,14 @@ impl<'r> Dda<'r> {
     ) -> Walk {
         let r = self.ray;
         let occupancy = &*c.occupancy;
-        let ids = &*c.ids;
+        let (records, shift) = (c.ids.words(), c.ids.record_shift());
+        let load = |y: u32, z: u32| {
+            if ROWS {
+                records[((y | z << 5) << shift) as usize]
+            } else {
+                occupancy[(y | z << 5) as usize]
+            }
+        };
         let bricks = c.bricks;
         let max = r.max_distance;
         let [bx, by, bz] = r.b;
@@ -255,10 +266,10 @@ impl<'r> Dda<'r> {
         let [mut tx, mut ty, mut tz] = self.t_next;
         let mut t = self.t;
         let mut axis = self.entry_axis;
-        let mut word = occupancy[(y | z << 5) as usize];
+        let mut word = load(y, z);
         let walk = loop {
             if word >> x & 1 != 0 {
-                let id = ids[(x | y << 5 | z << 10) as usize];
+                let id = c.ids.id_in_row(y | z << 5, x);
                 if every_non_air || blocks.contains(id) {
                     break Walk::Hit(id);
                 }
@@ -278,7 +289,7 @@ impl<'r> Dda<'r> {
                 [x, y, z] = self.local.map(|v| v as u32);
                 [nx, ny, nz] = self.n;
                 [tx, ty, tz] = self.t_next;
-                word = occupancy[(y | z << 5) as usize];
+                word = load(y, z);
             }
             // `next_axis` and `dda_step`, unrolled per axis.
             if tx <= ty && tx <= tz {
@@ -303,7 +314,7 @@ impl<'r> Dda<'r> {
                 if y >= 32 {
                     break Walk::LeftChunk;
                 }
-                word = occupancy[(y | z << 5) as usize];
+                word = load(y, z);
             } else {
                 if tz > max {
                     break Walk::Miss;
@@ -315,7 +326,7 @@ impl<'r> Dda<'r> {
                 if z >= 32 {
                     break Walk::LeftChunk;
                 }
-                word = occupancy[(y | z << 5) as usize];
+                word = load(y, z);
             }
         };
         self.n = [nx, ny, nz];
@@ -661,6 +672,7 @@ pub(crate) fn cast_ray(
         air_seen = true;
     }
     let skip_bricks = world.skip_bricks_for(r.max_distance);
+    let short = r.max_distance < LONG_RAY;
     let reportable = |in_origin: bool, air_seen: bool| {
         !(in_origin && opts.origin == OriginPolicy::SkipOriginVoxel) && air_seen
     };
@@ -679,10 +691,13 @@ pub(crate) fn cast_ray(
                 && !conservative
                 && !opts.per_voxel
             {
+                let blocks = &opts.blocks;
                 let walk = if skip_bricks {
-                    d.walk_dense::<true>(c, every_non_air, &opts.blocks)
+                    d.walk_dense::<true, false>(c, every_non_air, blocks)
+                } else if short && c.ids.has_occupancy() {
+                    d.walk_dense::<false, true>(c, every_non_air, blocks)
                 } else {
-                    d.walk_dense::<false>(c, every_non_air, &opts.blocks)
+                    d.walk_dense::<false, false>(c, every_non_air, blocks)
                 };
                 match walk {
                     Walk::Hit(id) => return RaycastOutcome::Hit(d.hit(id)),
@@ -717,7 +732,7 @@ pub(crate) fn cast_ray(
                     let [x, y, z] = d.local.map(|v| v as u32);
                     let word = c.occupancy[(y | z << 5) as usize];
                     if word >> x & 1 != 0 {
-                        let id = c.ids[(x | y << 5 | z << 10) as usize];
+                        let id = c.ids.id_in_row(y | z << 5, x);
                         if stops(id) {
                             (Some(id), None)
                         } else {

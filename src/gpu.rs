@@ -1899,10 +1899,8 @@ impl GpuWorld {
             slot * (BRICK_WORDS * 4) as u64,
             bytemuck::cast_slice(&bricks),
         );
-        let ids: Vec<u32> = d
-            .ids
-            .chunks_exact(2)
-            .map(|p| u32::from(p[0].0) | u32::from(p[1].0) << 16)
+        let ids: Vec<u32> = (0..ID_WORDS)
+            .map(|w| u32::from(d.ids.get(2 * w).0) | u32::from(d.ids.get(2 * w + 1).0) << 16)
             .collect();
         self.queue.write_buffer(
             &self.ids,

@@ -56,6 +56,7 @@ pub mod coords;
 pub mod cpu_ref;
 pub mod gpu;
 pub mod grid;
+mod packed_ids;
 pub mod ray;
 pub mod scene;
 pub mod world;

@@ -746,3 +746,74 @@ fn region_runs_are_exact() {
     }
     println!("region runs: {total} ray comparisons");
 }
+
+/// Chunks with few distinct ids (packed in 2, 4 or 8 bits a voxel) and many (stored raw),
+/// edited after they were filled: every hit of every walk (short rays reading ids beside the
+/// occupancy bits, long rays, per-voxel stepping) reports the id the test set, checked against
+/// the test's own copy.
+#[test]
+fn hit_ids_match_what_was_set_at_every_id_width() {
+    let mut rng = SplitMix64::new(0x1D5);
+    let mut world = VoxelWorld::new();
+    let mut truth = std::collections::HashMap::new();
+    let random_voxel = |rng: &mut SplitMix64, cx: i128| {
+        WorldPos::new(
+            cx * 32 + i128::from(rng.below(32)),
+            i128::from(rng.below(32)),
+            i128::from(rng.below(32)),
+        )
+    };
+    // Chunks 0..4 along x with ids drawn from 3, 12, 200 and 1,000 kinds.
+    let kinds = [3u64, 12, 200, 1000];
+    for round in 0..2 {
+        for (cx, &k) in kinds.iter().enumerate() {
+            for _ in 0..1500 {
+                let p = random_voxel(&mut rng, cx as i128);
+                // The second round also clears voxels.
+                let id = if round == 1 && rng.below(3) == 0 {
+                    VoxelId::AIR
+                } else {
+                    VoxelId(1 + rng.below(k) as u16)
+                };
+                world.set_voxel(p, id);
+                truth.insert(p, id);
+            }
+        }
+    }
+    for (p, id) in &truth {
+        assert_eq!(world.get_voxel(p), Some(*id), "{p:?}");
+    }
+    let rays: Vec<VoxelRay> = (0..30_000)
+        .map(|i| {
+            let cx = i128::from(rng.below(4));
+            let p = random_voxel(&mut rng, cx);
+            let sub = Vec3::new(rng.next_f32(), rng.next_f32(), rng.next_f32());
+            let max = [8.0, 64.0, 300.0][i % 3];
+            common::ray(p, sub, rng.unit_vector(), max)
+        })
+        .collect();
+    for per_voxel in [false, true] {
+        let opts = RaycastOptions {
+            per_voxel,
+            ..RaycastOptions::default()
+        };
+        let mut hits_per_chunk = [0; 4];
+        for (i, out) in raycast_batch(&rays, &world, &opts).iter().enumerate() {
+            if let RaycastOutcome::Hit(h) = out {
+                let set = truth.get(&h.voxel_pos).copied().unwrap_or(VoxelId::AIR);
+                assert_eq!(
+                    h.voxel_type,
+                    set,
+                    "per_voxel {per_voxel}: ray {i} {} hit {:?}",
+                    describe(&rays[i]),
+                    h.voxel_pos
+                );
+                hits_per_chunk[(h.voxel_pos.x >> 5) as usize] += 1;
+            }
+        }
+        assert!(
+            hits_per_chunk.iter().all(|&n| n > 1000),
+            "per_voxel {per_voxel}: hits per chunk {hits_per_chunk:?}"
+        );
+    }
+}
