@@ -237,7 +237,9 @@ impl<'r> Dda<'r> {
     /// `ROWS`: whether occupancy words are read from the id records (`PackedIds`), where the
     /// hit voxel's id shares a cache line with its occupancy word (faster for short rays), or
     /// from the compact occupancy bits (faster for long rays, which cross many rows). Only for
-    /// chunks whose records hold occupancy words.
+    /// chunks whose records hold occupancy words. A layout choice of the CPU's alone: the
+    /// shader reads the GPU's own buffers (compact occupancy bits, `u16` ids) and takes the
+    /// same steps.
     #[inline]
     fn walk_dense<const SKIP_BRICKS: bool, const ROWS: bool>(
         &mut self,

@@ -2,35 +2,47 @@
 //! word, so that a short ray finds the id of the voxel it hits in the cache line it read the
 //! voxel's occupancy bit from.
 
+use bytemuck::{Pod, Zeroable};
+
 use crate::coords::CHUNK_VOLUME;
 use crate::world::{OCCUPANCY_WORDS, VoxelId};
 
-/// Most palette entries: a chunk with more distinct ids, not all below 256, stores them raw.
-const MAX_PALETTE: usize = 256;
+/// Sixteen words on a cache line of their own: the records' storage, so that a record of 16,
+/// 32 or 64 bytes never straddles two lines.
+#[repr(C, align(64))]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct Line([u32; 16]);
 
 /// A chunk's `32³` ids, one record per x-row of 32 voxels (row `y + 32·z`, as the occupancy
 /// words are numbered).
 ///
 /// A record is the row's occupancy word (bit `x` set where voxel `x` is not air) followed by
-/// the row's 32 values of 2, 4 or 8 bits each: 16, 32 or 64 bytes, a power of two, so that no
-/// record straddles a cache line. While every id in the chunk fits the width, the values are
-/// the ids themselves; otherwise they index a palette of the chunk's ids (at most
-/// [`MAX_PALETTE`]). Beyond that the ids are stored raw, 16 bits each, in 64-byte records
-/// without an occupancy word. The standard terrain's chunks (ids 0-6) take 32 KiB, the sparse
-/// world's (ids 0-3) 16 KiB, against 64 KiB as plain `u16` ids.
+/// the row's 32 values of 2, 4 or 8 bits each: 16, 32 or 64 bytes, a power of two, stored on
+/// 64-byte aligned lines so that no record straddles a cache line. While every id in the chunk
+/// fits the width, the values are the ids themselves; otherwise they index a palette of the
+/// chunk's ids (at most 256 entries). Beyond that the ids are stored raw, 16 bits each, in
+/// 64-byte records without an occupancy word.
 ///
-/// A palette only grows as ids are set. When a new id does not fit, the ids are repacked, with
+/// A palette only grows as ids are set. When a new id does not fit, the ids are repacked: with
 /// a palette of the ids in use in the narrowest width that leaves at least half of it free (so
-/// repacks stay rare), or without one where the ids in use fit a width no wider than that.
+/// that at least as many new ids fit before the next repack as were in use), or without one
+/// where the ids in use fit a width no wider than that; more than 128 distinct ids in use
+/// (and not all below 256) go raw, and raw ids are never repacked. Widths change only at a
+/// repack, so a chunk keeps the width of its busiest past until then: sizes are 16, 32 or
+/// 64 KiB of records, typically 32 KiB for the standard terrain (ids 0-6) and 16 KiB for the
+/// sparse world (ids 0-3), against 64 KiB as plain `u16` ids.
 #[derive(Clone)]
 pub(crate) struct PackedIds {
-    words: Box<[u32]>,
+    lines: Box<[Line]>,
     /// Bits per voxel: 2, 4, 8, or 16 (raw ids).
     bits: u32,
     /// log2 of the words per record.
     shift: u32,
     /// Value to id; empty when the values are the ids.
     palette: Vec<VoxelId>,
+    /// Repacks so far (tests bound how often they happen).
+    #[cfg(test)]
+    repacks: u32,
 }
 
 impl PackedIds {
@@ -45,7 +57,8 @@ impl PackedIds {
         // The value in every 2-bit field of a word.
         let values = value * 0x5555_5555;
         let occupancy = if id.is_air() { 0 } else { u32::MAX };
-        for record in p.words.chunks_exact_mut(1 << p.shift) {
+        let record_words = 1 << p.shift;
+        for record in p.words_mut().chunks_exact_mut(record_words) {
             record[0] = occupancy;
             record[1] = values;
             record[2] = values;
@@ -63,10 +76,12 @@ impl PackedIds {
             _ => 4,
         };
         Self {
-            words: vec![0; OCCUPANCY_WORDS << shift].into_boxed_slice(),
+            lines: vec![Line::zeroed(); (OCCUPANCY_WORDS << shift) / 16].into_boxed_slice(),
             bits,
             shift,
             palette,
+            #[cfg(test)]
+            repacks: 0,
         }
     }
 
@@ -80,7 +95,11 @@ impl PackedIds {
     /// `words()[r << record_shift()]` where [`PackedIds::has_occupancy`].
     #[inline(always)]
     pub(crate) fn words(&self) -> &[u32] {
-        &self.words
+        bytemuck::cast_slice(&self.lines)
+    }
+
+    fn words_mut(&mut self) -> &mut [u32] {
+        bytemuck::cast_slice_mut(&mut self.lines)
     }
 
     /// log2 of the words per record.
@@ -94,7 +113,7 @@ impl PackedIds {
     pub(crate) fn id_in_row(&self, row: u32, x: u32) -> VoxelId {
         let bit = x * self.bits;
         let first = u32::from(self.has_occupancy());
-        let word = self.words[((row << self.shift) + first + (bit >> 5)) as usize];
+        let word = self.words()[((row << self.shift) + first + (bit >> 5)) as usize];
         let v = word >> (bit & 31) & (u32::MAX >> (32 - self.bits));
         if self.palette.is_empty() {
             VoxelId(v as u16)
@@ -139,12 +158,14 @@ impl PackedIds {
         let bit = x * self.bits;
         let w = rec + usize::from(self.has_occupancy()) + (bit >> 5) as usize;
         let mask = (u32::MAX >> (32 - self.bits)) << (bit & 31);
-        self.words[w] = self.words[w] & !mask | v << (bit & 31);
-        if self.has_occupancy() {
+        let has_occupancy = self.has_occupancy();
+        let words = self.words_mut();
+        words[w] = words[w] & !mask | v << (bit & 31);
+        if has_occupancy {
             if occupied {
-                self.words[rec] |= 1 << x;
+                words[rec] |= 1 << x;
             } else {
-                self.words[rec] &= !(1 << x);
+                words[rec] &= !(1 << x);
             }
         }
     }
@@ -167,13 +188,15 @@ impl PackedIds {
 
     /// Heap bytes held: the records and the palette.
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.words.len() * 4 + self.palette.capacity() * size_of::<VoxelId>()
+        size_of_val::<[Line]>(&self.lines) + self.palette.capacity() * size_of::<VoxelId>()
     }
 
     /// Packs the ids again to make room for `new`: with a palette of the ids in use, in the
     /// narrowest width that leaves at least half of it free, unless the ids themselves fit a
-    /// width no wider (or there are more than [`MAX_PALETTE`] of them: raw ids).
+    /// width no wider (raw ids where neither fits in 8 bits).
     fn repack(&mut self, new: VoxelId) {
+        #[cfg(test)]
+        let repacks = self.repacks + 1;
         let ids: Vec<VoxelId> = self.iter().collect();
         let mut used = vec![false; 1 << 16];
         for id in ids.iter().chain([&new]) {
@@ -188,12 +211,7 @@ impl PackedIds {
             .into_iter()
             .find(|b| largest >> b == 0)
             .unwrap_or(16);
-        let palette = (in_use.len() <= MAX_PALETTE).then(|| {
-            [2, 4]
-                .into_iter()
-                .find(|b| 1 << b >= 2 * in_use.len())
-                .unwrap_or(8)
-        });
+        let palette = [2, 4, 8].into_iter().find(|b| 1 << b >= 2 * in_use.len());
         *self = match palette {
             Some(bits) if bits < direct => Self::empty(bits, in_use),
             _ => Self::empty(direct, Vec::new()),
@@ -203,6 +221,10 @@ impl PackedIds {
                 .index_of(id)
                 .unwrap_or_else(|| unreachable!("the new packing holds every id in use"));
             self.write(i, v, !id.is_air());
+        }
+        #[cfg(test)]
+        {
+            self.repacks = repacks;
         }
     }
 }
@@ -281,6 +303,37 @@ mod tests {
         }
         assert!(q.iter().eq(plain.iter().copied()));
         occupancy_matches(&q);
+    }
+
+    /// Edits that bring new ids again and again repack rarely: a palette keeps at least half
+    /// of its entries free after a repack, and many ids at once go raw for good.
+    #[test]
+    fn new_ids_again_and_again_repack_rarely() {
+        // One voxel animated through 1,000 new ids in a chunk of three.
+        let (mut p, mut plain) = spread(3, 1);
+        for k in 0..1000u16 {
+            let id = VoxelId(5000 + k);
+            p.set(77, id);
+            plain[77] = id;
+        }
+        assert!(p.iter().eq(plain.iter().copied()));
+        assert!(
+            p.bits <= 4 && p.repacks <= 1000 / 8,
+            "{} bits, {} repacks",
+            p.bits,
+            p.repacks
+        );
+        // 255 large ids, then each replaced by a new one: raw after one repack at most.
+        let mut q = PackedIds::filled(VoxelId::AIR);
+        for k in 0..255 {
+            q.set(k, VoxelId(2000 + k as u16));
+        }
+        let before = q.repacks;
+        for k in 0..255 {
+            q.set(k, VoxelId(5000 + k as u16));
+        }
+        assert!(q.repacks - before <= 1, "{} repacks", q.repacks - before);
+        assert!((0..255).all(|k| q.get(k) == VoxelId(5000 + k as u16)));
     }
 
     #[test]

@@ -208,10 +208,11 @@ impl DenseChunk {
 /// any other chunk is stored voxel by voxel: a one-bit-per-voxel occupancy mask, a
 /// one-bit-per-`8³`-brick summary, and the ids packed in 2, 4, 8 or 16 bits a voxel as the
 /// chunk's ids need (through a per-chunk palette where that is narrower), all kept current on
-/// every edit. A chunk whose ids lie in 0-15 takes about 36 KiB, one whose ids lie in 0-3
-/// about 20 KiB (the standard terrain's 604 stored chunks: 31.6 KiB on average, tables
-/// included), one with more than 256 distinct ids about 68 KiB
-/// ([`VoxelWorld::memory_bytes`]).
+/// every edit. A stored chunk takes 4 KiB of occupancy bits plus 16, 32 or 64 KiB of packed
+/// ids, typically 32 KiB where its ids lie in 0-15 and 16 KiB where they lie in 0-3; one that
+/// has held more than 128 distinct ids at once may take 64 KiB for good (the standard
+/// terrain's 604 stored chunks: 31.6 KiB on average, tables included;
+/// [`VoxelWorld::memory_bytes`]).
 #[derive(Clone)]
 pub struct Chunk {
     repr: ChunkRepr,
