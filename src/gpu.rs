@@ -299,6 +299,13 @@ pub struct KeptMemory {
     pub host_bytes: u64,
 }
 
+/// Replaces what `m` guards with `value`, also after a panic poisoned it (the old value, in
+/// an unknown state, is dropped).
+fn replace_locked<T>(m: &Mutex<T>, value: T) {
+    *m.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = value;
+    m.clear_poison();
+}
+
 fn device_error(e: impl std::fmt::Display) -> GpuError {
     GpuError::Device(e.to_string())
 }
@@ -517,20 +524,8 @@ impl GpuRaycaster {
     /// pipelines and uploaded [`GpuWorld`]s are kept.
     pub fn release_buffers(&self) {
         let fresh = Self::batch_buffers(&self.device, 1, self.timer.is_some());
-        match self.batch.lock() {
-            Ok(mut b) => *b = fresh,
-            Err(p) => {
-                *p.into_inner() = fresh;
-                self.batch.clear_poison();
-            }
-        }
-        match self.staging.lock() {
-            Ok(mut s) => *s = HostStaging::default(),
-            Err(p) => {
-                *p.into_inner() = HostStaging::default();
-                self.staging.clear_poison();
-            }
-        }
+        replace_locked(&self.batch, fresh);
+        replace_locked(&self.staging, HostStaging::default());
     }
 
     /// Timing of the last batch (raycast, line of sight or camera) on this raycaster.
