@@ -58,7 +58,8 @@ const STATUS_MISS: u32 = 0;
 const STATUS_HIT: u32 = 1;
 const STATUS_UNLOADED: u32 = 2;
 
-/// What can go wrong on the GPU path. Every message says what to do about it.
+/// What can go wrong on the GPU path. Each message says what happened and, where the caller
+/// can do something about it, what.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum GpuError {
     /// No adapter was found.
@@ -77,7 +78,10 @@ pub enum GpuError {
         available: String,
     },
     /// The device could not be created.
-    #[error("could not create a GPU device: {0}")]
+    #[error(
+        "could not create a GPU device: {0}. Choose another adapter with WGPU_BACKEND / \
+         WGPU_ADAPTER_NAME, or use the CPU reference (`raycast_batch`)"
+    )]
     RequestDevice(String),
     /// The world (or batch) needs more than a device limit allows.
     #[error(
@@ -119,10 +123,14 @@ pub enum GpuError {
     )]
     OutputTooLarge(u64),
     /// The device reported a validation error, ran out of memory, or was lost.
-    #[error("GPU error: {0}")]
+    #[error(
+        "GPU error: {0} (out of memory: cast smaller dispatches with \
+         GpuRaycaster::set_max_dispatch_rays or upload fewer chunks; device lost: create a new \
+         GpuRaycaster)"
+    )]
     Device(String),
     /// The GPU returned a result the host cannot decode (a bug: please report it).
-    #[error("internal GPU error: {0}")]
+    #[error("internal GPU error (a bug in voxcast: please report it): {0}")]
     Internal(String),
 }
 
@@ -228,10 +236,12 @@ struct InFlight {
 }
 
 /// A wgpu device with the raycasting pipelines. Create one and reuse it: creation compiles the
-/// shader for the default options. The shader is specialised per combination of options
-/// (origin policy, unloaded policy, whether the material filter is the default, conservative
-/// line of sight, per-voxel mode): the first batch with another combination compiles it once
-/// more (about 20 ms on lavapipe), and later batches reuse it. Besides its GPU buffers, it
+/// shader for the default options, with both walks through empty bricks. The shader is
+/// specialised per combination of options (origin policy, unloaded policy, whether the
+/// material filter is the default, conservative line of sight, per-voxel mode) and walk
+/// (skipping empty bricks or stepping through them, see [`GpuWorld::skips_empty_bricks`]): the
+/// first batch with another combination compiles it once more (about 20 ms on lavapipe), and
+/// later batches reuse it. Besides its GPU buffers, it
 /// keeps host working buffers for ray batches: 96 bytes per ray of the largest band cast so far
 /// (batches are prepared in bands of at most 2^20 rays, so at most about 100 MB).
 /// [`GpuRaycaster::kept_memory`] tells how much is kept; [`GpuRaycaster::release_buffers`]
@@ -429,13 +439,15 @@ impl GpuRaycaster {
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(GpuError::Device(format!("shader rejected: {e}")));
         }
-        // The pipelines for the default options now, so that the shader's errors show here
-        // and a first batch with those options does not wait for a compilation.
+        // The pipelines for the default options, with either walk, now: the shader's errors
+        // show here, and a first batch with those options does not wait for a compilation.
         let default_flags = option_flags(&RaycastOptions::default(), false);
         let mut pipelines = FxHashMap::default();
         for camera in [false, true] {
-            let p = make_pipeline(&device, &module, &pipeline_layout, camera, default_flags)?;
-            pipelines.insert((camera, default_flags), p);
+            for flags in [default_flags, default_flags | FLAG_STEP_EMPTY_BRICKS] {
+                let p = make_pipeline(&device, &module, &pipeline_layout, camera, flags)?;
+                pipelines.insert((camera, flags), p);
+            }
         }
         let batch = Mutex::new(Self::batch_buffers(&device, 1, timestamps));
         let timer = timestamps.then(|| KernelTimer {
@@ -745,9 +757,9 @@ impl GpuRaycaster {
         // here go straight to `out`; the others are staged at their index, with a sort key.
         // Coherence: neighbouring invocations get rays from the same chunk going the same way,
         // so they walk the same chunks and branch alike. Results go back in the caller's order.
-        // Also adds up the uploaded rays' max distances, for the choice of walk.
+        // Also counts the uploaded rays shorter than `LONG_RAY`, for the choice of walk.
         let sort = n >= SORT_MIN_RAYS;
-        let reach: f64 = out
+        let short: usize = out
             .par_iter_mut()
             .zip(rays.par_iter())
             .zip(staged.par_iter_mut().zip(order.par_iter_mut()))
@@ -756,18 +768,18 @@ impl GpuRaycaster {
             .map(|(i, ((o, ray), (g, key)))| match ray.prepare() {
                 Err(e) => {
                     *o = convert(RaycastOutcome::Invalid(e));
-                    0.0
+                    0
                 }
-                Ok(None) => 0.0,
+                Ok(None) => 0,
                 Ok(Some(p)) => match world.window.upload_ray(&p, opts) {
                     Upload::Gpu(r) => {
                         *g = r;
                         *key = (if sort { coherence_key(&r) } else { i as u64 }, i as u32);
-                        f64::from(r.max_distance.min(LONG_RAY))
+                        usize::from(r.max_distance < LONG_RAY)
                     }
                     Upload::Answered(a) => {
                         *o = convert(a);
-                        0.0
+                        0
                     }
                 },
             })
@@ -776,7 +788,7 @@ impl GpuRaycaster {
         order.par_sort_unstable_by_key(|&(key, _)| key);
         let uploaded = order.partition_point(|&(key, _)| key != NOT_UPLOADED);
         let order = &order[..uploaded];
-        let long = reach >= f64::from(LONG_RAY) * uploaded as f64;
+        let long = short == 0;
         self.run(
             world,
             Kernel::Rays(staged, order, long),
@@ -1367,8 +1379,8 @@ fn make_pipeline(
 }
 
 /// Rays (or host-built camera pixels) prepared on the host at a time: a batch is cast in
-/// bands of this many, so that the host's working buffers (about 200 bytes a ray) stay near
-/// 200 MB however large the batch.
+/// bands of this many, so that the host's working buffers (96 bytes a ray, `HostStaging`)
+/// stay near 100 MB however large the batch.
 const HOST_BAND: usize = 1 << 20;
 
 /// Batches at least this large are sorted for coherence before upload.
@@ -1411,8 +1423,8 @@ fn coherence_key(r: &GpuRay) -> u64 {
 #[derive(Clone, Copy)]
 enum Kernel<'a> {
     /// Rays staged at their index in the batch, the order they go to the GPU in (the index of
-    /// each as the second field), and whether their mean max distance (each counted up to
-    /// [`LONG_RAY`]) is at least [`LONG_RAY`].
+    /// each as the second field), and whether every one of them has a max distance of at
+    /// least [`LONG_RAY`].
     Rays(&'a [GpuRay], &'a [(u64, u32)], bool),
     Camera(&'a Camera, u32),
 }
@@ -1845,8 +1857,8 @@ impl GpuWorld {
     }
 
     /// Whether a batch of long rays skips the empty `8³` bricks of stored chunks whole on the
-    /// GPU (`true`) or steps through them voxel by voxel. Long: a mean max distance of at
-    /// least 256 voxels (each ray counted up to that), or a camera that reaches that far.
+    /// GPU (`true`) or steps through them voxel by voxel. Long: every ray the GPU casts has a
+    /// max distance of at least 256 voxels, or a camera reaches that far.
     /// Shorter batches step through them unless [`GpuWorld::set_skip_empty_bricks`] says
     /// otherwise. Both walks give the same answers; only the speed differs.
     ///

@@ -29,7 +29,8 @@
 //!   and `d < 0`: then the voxel below. The ray is in the voxel that holds `p(t)` for small
 //!   `t > 0`.
 //! - First crossing `b = 1 - sub` (`d > 0`), `sub` (`d < 0`), or `1` in the face case above.
-//! - `inv = 1 / |d|`, once, in f32, on the host.
+//! - `inv = 1 / |d|`, once, in f32: on the host, or in the shader's `prepare_axis` for camera
+//!   rays made there (the same correctly rounded f32 division, so the same bits).
 //! - The `n`-th crossing is at `t = (b + n) · inv` in f32, computed from `n`, never
 //!   accumulated. Skipping empty chunks and bricks, clipping to the loaded world and the GPU
 //!   all land on the same counts and so the same bits.

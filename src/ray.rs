@@ -599,8 +599,8 @@ fn set_axis(p: &mut WorldPos, a: usize, v: i128) {
 /// The start voxel on one axis: the voxel that holds `p(t)` for small `t > 0`. That is the
 /// origin voxel, except when the start point lies exactly on its low face (`sub == 0`) and the
 /// ray moves down (`d < 0`; `-0.0` is not below zero): then it is `origin - 1`. `None` when that
-/// leaves the i128 world. Twin of `first_voxel` in `shaders/dda.wgsl` (which works relative to
-/// the window anchor).
+/// leaves the i128 world. Mirrored inside `prepare_axis` in `shaders/dda.wgsl` (which works
+/// relative to the window anchor).
 #[inline]
 #[must_use]
 pub fn first_voxel(origin: i128, sub: f32, d: f32) -> Option<i128> {
@@ -613,7 +613,7 @@ pub fn first_voxel(origin: i128, sub: f32, d: f32) -> Option<i128> {
 
 /// Distance, in units of `1/|d|`, from the start point to the first crossing on one axis:
 /// `1 - sub` moving up, `sub` moving down, and a whole voxel (`1`) when the start point lies on
-/// the face the ray moves away from. Twin of `first_crossing` in `shaders/dda.wgsl`.
+/// the face the ray moves away from. Mirrored inside `prepare_axis` in `shaders/dda.wgsl`.
 #[inline]
 #[must_use]
 pub fn first_crossing(sub: f32, d: f32) -> f32 {
