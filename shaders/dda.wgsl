@@ -35,7 +35,7 @@ const LAYER_CELLS: u32 = 0x000F000Fu;
 const HALF_CELLS: u32 = 0x00FF00FFu;
 
 // The batch's options, bits as below. A pipeline-overridable constant, not a uniform: each
-// combination of options gets its own pipeline, compiled on first use (src/gpu.rs,
+// combination of options gets its own pipeline, compiled on first use (src/gpu/mod.rs,
 // `GpuRaycaster::pipeline`), so that the code of options not in use folds away. On lavapipe
 // that made the camera kernel about 30% faster than reading the options from Params.
 override OPTIONS: u32;

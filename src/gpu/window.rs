@@ -1,0 +1,252 @@
+//! The window of chunks a `GpuWorld` covers: the i128 ↔ i32 split, clipping rays to the
+//! window on the host, and decoding the shader's hits back into i128 outcomes.
+
+use super::*;
+
+/// How a prepared ray goes to the GPU.
+pub(super) enum Upload {
+    Gpu(GpuRay),
+    Answered(RaycastOutcome),
+}
+
+/// The window of chunks a [`GpuWorld`] covers, and the i128 ↔ i32 split around it.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Window {
+    pub(super) anchor: ChunkPos,
+    pub(super) dims: [u32; 3],
+    pub(super) bounds: VoxelBox,
+    /// The chunks that may be loaded (inclusive corners): the window less its margin of one
+    /// unloaded chunk on every side that is not the i128 world's edge. Rays from outside are
+    /// clipped to the window without the conservative tie test at the crossing into it, which
+    /// is exact only while the margin holds nothing.
+    pub(super) interior: (ChunkPos, ChunkPos),
+}
+
+impl Window {
+    /// The window around the chunks `interior` may hold: grown by a margin of one chunk,
+    /// except at the edge of the i128 world.
+    pub(super) fn around(interior: (ChunkPos, ChunkPos)) -> Self {
+        let (lo, hi) = grow_by_a_chunk(interior.0, interior.1);
+        Self {
+            anchor: lo,
+            dims: [0; 3],
+            bounds: VoxelBox::from_chunks(lo, hi),
+            interior,
+        }
+    }
+
+    /// Whether chunk `pos` may be loaded in this window (see `interior`).
+    pub(super) fn may_load(&self, pos: ChunkPos) -> bool {
+        let (lo, hi) = self.interior;
+        (0..3).all(|a| (lo.axis(a)..=hi.axis(a)).contains(&pos.axis(a)))
+    }
+
+    /// For the shader's `beyond_world`: bit `a` set where the window's low face on axis `a` is
+    /// the i128 world's edge, bit `3 + a` where its high face is.
+    pub(super) fn world_edge(&self) -> u32 {
+        let hi = self.bounds.max.chunk();
+        (0..3).fold(0, |bits, a| {
+            bits | u32::from(self.anchor.axis(a) == ChunkPos::MIN_INDEX) << a
+                | u32::from(hi.axis(a) == ChunkPos::MAX_INDEX) << (3 + a)
+        })
+    }
+
+    /// How far the anchor lies into its region, per axis (`0..4`).
+    fn region_phase(&self) -> [u32; 3] {
+        std::array::from_fn(|a| (self.anchor.axis(a) & ((1 << REGION_SHIFT) - 1)) as u32)
+    }
+
+    /// `region_phase` packed for the shader: x in bits 0..2, y in 2..4, z in 4..6.
+    pub(super) fn region_offset(&self) -> u32 {
+        let [x, y, z] = self.region_phase();
+        x | y << 2 | z << 4
+    }
+
+    /// The window's size in regions: those holding at least one of its chunks.
+    pub(super) fn region_dims(&self) -> [u32; 3] {
+        let phase = self.region_phase();
+        std::array::from_fn(|a| (self.dims[a] + phase[a]).div_ceil(1 << REGION_SHIFT))
+    }
+
+    /// Number of chunk table entries; the region records follow them.
+    pub(super) fn entries(&self) -> usize {
+        self.dims.iter().map(|&d| d as usize).product()
+    }
+
+    /// The region record of window region `r` (see `RegionCache::run` in `cpu_ref.rs` and
+    /// `region_run` in `shaders/dda.wgsl`): the chunks that block a run of empty chunks under
+    /// `UnloadedPolicy::Air` (loaded and not all air), then under `Stop` (also not loaded),
+    /// each as two words, read from the chunk entries `table` (what the GPU has, which may
+    /// be older than the world for chunks edited but not passed to `update_chunks`). Chunks of
+    /// the region outside the window count as not loaded.
+    pub(super) fn region_record(&self, table: &[u32], r: [u32; 3]) -> [u32; 4] {
+        let phase = self.region_phase();
+        let (mut loaded, mut occupied) = (0u64, 0u64);
+        for bit in 0..64u32 {
+            let cell = [bit & 3, bit >> 2 & 3, bit >> 4];
+            let mut index = 0;
+            let mut inside = true;
+            for a in (0..3).rev() {
+                let rel = i64::from((r[a] << REGION_SHIFT) + cell[a]) - i64::from(phase[a]);
+                inside &= (0..i64::from(self.dims[a])).contains(&rel);
+                index = index * self.dims[a] as usize + rel.max(0) as usize;
+            }
+            let tag = if inside {
+                table[index] & TAG_MASK
+            } else {
+                TAG_UNLOADED
+            };
+            loaded |= u64::from(tag != TAG_UNLOADED) << bit;
+            occupied |= u64::from(tag != TAG_UNLOADED && tag != TAG_EMPTY) << bit;
+        }
+        let air = occupied;
+        let stop = occupied | !loaded;
+        [
+            air as u32,
+            (air >> 32) as u32,
+            stop as u32,
+            (stop >> 32) as u32,
+        ]
+    }
+
+    /// Index of window region `r` among the region records.
+    pub(super) fn region_index(&self, r: [u32; 3]) -> usize {
+        let d = self.region_dims();
+        r[0] as usize + d[0] as usize * (r[1] as usize + d[1] as usize * r[2] as usize)
+    }
+
+    /// The window region holding window chunk `pos`.
+    pub(super) fn region_of_chunk(&self, pos: ChunkPos) -> [u32; 3] {
+        let phase = self.region_phase();
+        std::array::from_fn(|a| {
+            ((pos.axis(a) - self.anchor.axis(a)) as u32 + phase[a]) >> REGION_SHIFT
+        })
+    }
+
+    pub(super) fn relative(&self, p: WorldPos) -> Option<[i32; 3]> {
+        let mut out = [0; 3];
+        for (a, o) in out.iter_mut().enumerate() {
+            *o = i32::try_from(p.axis(a).checked_sub(self.bounds.min.axis(a))?).ok()?;
+        }
+        Some(out)
+    }
+
+    /// The world voxel of window-relative `v`; `None` beyond the i128 world.
+    fn absolute(&self, v: [i32; 3]) -> Option<WorldPos> {
+        let mut out = [0; 3];
+        for (a, o) in out.iter_mut().enumerate() {
+            *o = self.bounds.min.axis(a).checked_add(i128::from(v[a]))?;
+        }
+        Some(WorldPos::from_array(out))
+    }
+
+    fn gpu_ray(&self, d: &Dda<'_>, clipped: bool) -> Option<GpuRay> {
+        let r = d.ray;
+        let mut flags = d.entry_axis << RAY_ENTRY_SHIFT;
+        for a in 0..3 {
+            flags |= u32::from(r.enabled[a]) << a;
+            flags |= u32::from(r.step[a] < 0) << (RAY_NEGATIVE_SHIFT + a as u32);
+        }
+        if clipped {
+            flags |= RAY_CLIPPED;
+        }
+        Some(GpuRay {
+            voxel: self.relative(d.voxel())?,
+            flags,
+            dir: r.dir.to_array(),
+            max_distance: r.max_distance,
+            b: r.b,
+            inv: r.inv,
+            n: d.n,
+            ..Default::default()
+        })
+    }
+
+    /// The host's share of the work: the state the GPU starts from, or the whole answer when
+    /// the ray never gets into the window.
+    pub(super) fn upload_ray(&self, r: &PreparedRay, opts: &RaycastOptions) -> Upload {
+        let mut d = Dda::new(r);
+        if self.bounds.contains(r.start) {
+            return self
+                .gpu_ray(&d, false)
+                .map_or(Upload::Answered(RaycastOutcome::Miss), Upload::Gpu);
+        }
+        match opts.unloaded {
+            // Outside the window nothing is loaded: air. Clip exactly as the CPU reference does.
+            UnloadedPolicy::Air => {
+                if d.enter_box(&self.bounds) {
+                    self.gpu_ray(&d, true)
+                        .map_or(Upload::Answered(RaycastOutcome::Miss), Upload::Gpu)
+                } else {
+                    Upload::Answered(RaycastOutcome::Miss)
+                }
+            }
+            UnloadedPolicy::Stop if opts.origin == OriginPolicy::SkipOriginVoxel => {
+                // The origin voxel is skipped; the ray stops at the next voxel unless that is
+                // inside the window, where the GPU takes over.
+                if d.dda_step().is_err() {
+                    return Upload::Answered(RaycastOutcome::Miss);
+                }
+                if self.bounds.contains(d.voxel()) {
+                    self.gpu_ray(&d, true)
+                        .map_or(Upload::Answered(RaycastOutcome::Miss), Upload::Gpu)
+                } else {
+                    Upload::Answered(RaycastOutcome::Unloaded {
+                        at: d.voxel(),
+                        distance: d.t,
+                    })
+                }
+            }
+            UnloadedPolicy::Stop => Upload::Answered(RaycastOutcome::Unloaded {
+                at: r.start,
+                distance: 0.0,
+            }),
+        }
+    }
+
+    pub(super) fn decode(&self, h: &GpuHit) -> Result<RaycastOutcome, GpuError> {
+        let status = h.status & 15;
+        if status == STATUS_MISS {
+            return Ok(RaycastOutcome::Miss);
+        }
+        // The shader ends a ray that steps beyond the i128 world as a miss (`beyond_world`).
+        let at = self.absolute(h.voxel).ok_or_else(|| {
+            GpuError::Internal(format!("a result beyond the i128 world ({:?})", h.voxel))
+        })?;
+        match status {
+            STATUS_UNLOADED => Ok(RaycastOutcome::Unloaded {
+                at,
+                distance: h.distance,
+            }),
+            STATUS_HIT => {
+                let axis = (h.status >> 4) & 3;
+                let mut face_normal = IVec3::ZERO;
+                if axis != AXIS_NONE {
+                    face_normal[axis as usize] = if h.status & 64 != 0 { 1 } else { -1 };
+                }
+                Ok(RaycastOutcome::Hit(VoxelRaycastHit {
+                    voxel_pos: at,
+                    face_normal,
+                    distance: h.distance,
+                    voxel_type: VoxelId(h.id as u16),
+                    hit_uv: Vec2::from_array(h.uv),
+                }))
+            }
+            s => Err(GpuError::Internal(format!(
+                "ray ran past the step limit (status {s})"
+            ))),
+        }
+    }
+}
+
+pub(super) fn window_index(w: &Window, pos: ChunkPos) -> Option<usize> {
+    let mut idx = [0usize; 3];
+    for (a, i) in idx.iter_mut().enumerate() {
+        let rel = pos.axis(a).checked_sub(w.anchor.axis(a))?;
+        if !(0..i128::from(w.dims[a])).contains(&rel) {
+            return None;
+        }
+        *i = rel as usize;
+    }
+    Some(idx[0] + w.dims[0] as usize * (idx[1] + w.dims[1] as usize * idx[2]))
+}
