@@ -177,7 +177,9 @@ impl Camera {
         )
     }
 
-    /// Every pixel's ray, row by row from the top.
+    /// Every pixel's ray, row by row from the top, in one `Vec` of `width × height` rays
+    /// (`size_of::<VoxelRay>()`, 80 bytes, each): for a very large image, call [`Camera::ray`]
+    /// per pixel or per band of rows instead.
     ///
     /// # Errors
     /// As [`Camera::ray`].

@@ -138,7 +138,8 @@ impl<const D: usize> GridTraversal<D> {
                 // Infinite when |d| is tiny next to the cell: the crossing is then reported
                 // at t = 1.
                 it.inv[k] = cell_size[k] / d.abs();
-                it.left[k] = (end - it.cell[k]).unsigned_abs();
+                // Cells up to ±9e18 apart: their distance fits u64, not i64.
+                it.left[k] = end.abs_diff(it.cell[k]);
             }
         }
         Ok(it)
@@ -185,7 +186,27 @@ impl<const D: usize> Iterator for GridTraversal<D> {
         }
         Some(item)
     }
+
+    /// Exact: one cell per crossing left, then the cell that holds `b`. A segment across
+    /// more than `usize::MAX` cells (up to about `1.8e19` per axis) gives `(usize::MAX, None)`.
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        if self.done {
+            return (0, Some(0));
+        }
+        let cells = self
+            .left
+            .iter()
+            .try_fold(1u64, |sum, &l| sum.checked_add(l))
+            .and_then(|n| usize::try_from(n).ok());
+        match cells {
+            Some(n) => (n, Some(n)),
+            None => (usize::MAX, None),
+        }
+    }
 }
+
+/// Once it has returned `None` it keeps doing so.
+impl<const D: usize> std::iter::FusedIterator for GridTraversal<D> {}
 
 #[cfg(test)]
 mod tests {

@@ -402,10 +402,13 @@ fn check_max_distance(m: f32) -> Result<(), RayError> {
     }
 }
 
-/// The vector from point `from` (voxel plus offset) to point `to`, in voxels: the voxel
-/// difference exactly in i128, then in f64 with the offsets (exact while the voxels are less
-/// than `2^53` apart; farther apart, where the i128 difference may not even fit, to f64
-/// precision). `Err(NonFiniteSubOffset)` for a NaN or infinite offset.
+/// The vector from point `from` (voxel plus offset) to point `to`, in voxels. Both points are
+/// first normalised as [`VoxelRay::new`] does (whole units of each offset moved into its
+/// voxel), so that a huge offset cannot swamp the fractions; then the voxel difference is
+/// taken exactly in i128 and the fractions added in f64 (exact while the voxels are less than
+/// `2^53` apart; farther apart, where the i128 difference may not even fit, to f64 precision).
+/// `Err(NonFiniteSubOffset)` for a NaN or infinite offset, `Err(OriginOutOfRange)` when an
+/// offset moves its point out of the i128 world.
 pub(crate) fn difference(
     from: WorldPos,
     from_sub: Vec3,
@@ -415,14 +418,16 @@ pub(crate) fn difference(
     if !from_sub.is_finite() || !to_sub.is_finite() {
         return Err(RayError::NonFiniteSubOffset);
     }
-    let axis = |a: usize| {
-        let sub = f64::from(to_sub[a]) - f64::from(from_sub[a]);
-        match to.axis(a).checked_sub(from.axis(a)) {
+    let axis = |a: usize| -> Result<f64, RayError> {
+        let (from, from_sub) = split_sub(from.axis(a), from_sub[a])?;
+        let (to, to_sub) = split_sub(to.axis(a), to_sub[a])?;
+        let sub = f64::from(to_sub) - f64::from(from_sub);
+        Ok(match to.checked_sub(from) {
             Some(whole) => whole as f64 + sub,
-            None => to.axis(a) as f64 - from.axis(a) as f64 + sub,
-        }
+            None => to as f64 - from as f64 + sub,
+        })
     };
-    Ok(DVec3::new(axis(0), axis(1), axis(2)))
+    Ok(DVec3::new(axis(0)?, axis(1)?, axis(2)?))
 }
 
 /// Normalises in f64 and flushes denormal components, so that every enabled axis has a normal
@@ -667,6 +672,12 @@ impl PreparedRay {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `Camera::rays` documents its memory as 80 bytes a ray.
+    #[test]
+    fn voxel_ray_is_80_bytes() {
+        assert_eq!(size_of::<VoxelRay>(), 80);
+    }
 
     #[test]
     fn new_rejects_each_bad_input() {

@@ -1419,3 +1419,50 @@ fn slab_test_degenerate_boxes() {
         Some((3.0, f32::INFINITY))
     );
 }
+
+/// A huge sub-offset is the same point as its normalised form (whole units moved into the
+/// voxel), also for `between` and `look_at`, whose difference of two points once lost the
+/// fractions next to a sub-offset of 2^60 (a zero direction, or a wrong one, without error).
+#[test]
+fn between_and_look_at_normalise_huge_offsets() {
+    let big = 2f32.powi(60);
+    let to = WorldPos::new(1 << 60, 0, 0);
+    let from_huge = (WorldPos::ZERO, Vec3::new(big, 0.5, 0.5));
+    let from_norm = (WorldPos::new(1 << 60, 0, 0), Vec3::new(0.0, 0.5, 0.5));
+    for to_sub in [Vec3::new(0.5, 0.5, 0.5), Vec3::new(0.5, 0.75, 0.5)] {
+        let huge = VoxelRay::between(from_huge.0, from_huge.1, to, to_sub);
+        let norm = VoxelRay::between(from_norm.0, from_norm.1, to, to_sub);
+        assert!(norm.is_ok(), "{norm:?}");
+        assert_eq!(huge, norm, "to_sub {to_sub}");
+        // Swapped: the huge offset on the far end.
+        let back_huge = VoxelRay::between(to, to_sub, from_huge.0, from_huge.1);
+        let back_norm = VoxelRay::between(to, to_sub, from_norm.0, from_norm.1);
+        assert!(back_norm.is_ok(), "{back_norm:?}");
+        assert_eq!(back_huge, back_norm, "to_sub {to_sub}");
+    }
+    let r = VoxelRay::between(from_huge.0, from_huge.1, to, Vec3::new(0.5, 0.75, 0.5))
+        .expect("valid segment");
+    assert!((r.direction - Vec3::new(2.0, 1.0, 0.0).normalize()).length() < 1e-6);
+    assert!((r.max_distance - 0.3125f32.sqrt()).abs() < 1e-6);
+    for target_sub in [Vec3::new(0.5, 0.5, 0.5), Vec3::new(0.5, 0.5, 3.0)] {
+        let cam = |(eye, sub): (WorldPos, Vec3)| {
+            voxcast::Camera::look_at(eye, sub, to, target_sub, 60.0, 4, 4, 10.0)
+        };
+        let (huge, norm) = (cam(from_huge), cam(from_norm));
+        assert!(norm.is_ok(), "{norm:?}");
+        let (huge, norm) = (huge.expect("same eye"), norm.expect("checked"));
+        for (px, py) in [(0, 0), (1, 2), (3, 3)] {
+            assert_eq!(huge.ray(px, py), norm.ray(px, py), "pixel ({px}, {py})");
+        }
+    }
+    // An offset that moves the point out of the i128 world is an error, not a wrap.
+    assert_eq!(
+        VoxelRay::between(
+            WorldPos::new(i128::MAX, 0, 0),
+            Vec3::new(big, 0.5, 0.5),
+            to,
+            Vec3::ZERO
+        ),
+        Err(RayError::OriginOutOfRange)
+    );
+}

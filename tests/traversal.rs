@@ -251,11 +251,11 @@ fn voxel_walk_stops_early() {
 
 fn check_grid<const D: usize>(a: [f64; D], b: [f64; D], cs: [f64; D]) -> Vec<GridCell<D>> {
     let ctx = format!("segment {a:?} -> {b:?}, cell size {cs:?}");
-    let cells: Vec<GridCell<D>> = GridTraversal::new(a, b, cs)
-        .unwrap_or_else(|e| panic!("{e}: {ctx}"))
-        .take(1_000_000)
-        .collect();
+    let walk = GridTraversal::new(a, b, cs).unwrap_or_else(|e| panic!("{e}: {ctx}"));
+    let hint = walk.size_hint();
+    let cells: Vec<GridCell<D>> = walk.take(1_000_000).collect();
     assert!(cells.len() < 1_000_000, "walk does not end: {ctx}");
+    assert_eq!(hint, (cells.len(), Some(cells.len())), "size_hint: {ctx}");
     let d: [f64; D] = std::array::from_fn(|k| b[k] - a[k]);
     let len = d.iter().map(|v| v * v).sum::<f64>().sqrt();
     let point = |t: f64| -> [f64; D] { std::array::from_fn(|k| (a[k] + t * d[k]) / cs[k]) };
@@ -549,4 +549,25 @@ fn entry_points_far_from_zero() {
         );
         assert_eq!(rel(f.voxel, r.origin), rel(n.voxel, near.origin));
     }
+}
+
+/// Endpoints may have cell indices up to ±9e18, so two of them can be about 1.8e19 cells
+/// apart: more than i64 holds. The count of cells still comes out right (it once overflowed:
+/// a panic with overflow checks, a walk that stopped far short of `b` without).
+#[test]
+fn grid_walk_between_the_farthest_cells() {
+    // 8.9e18 is a multiple of 2^17, so both endpoints lie exactly on cell faces.
+    let far = 8.9e18;
+    let cells = 17_800_000_000_000_000_001usize; // -8.9e18 ..= 8.9e18
+    for (a, b) in [(-far, far), (far, -far)] {
+        let mut walk = GridTraversal::new([a], [b], [1.0]).expect("in range");
+        assert_eq!(walk.size_hint(), (cells, Some(cells)), "{a} -> {b}");
+        let first = walk.next().expect("first cell");
+        let step = if b > a { 1 } else { -1 };
+        let second = walk.next().expect("second cell");
+        assert_eq!(second.cell[0], first.cell[0] + step, "{a} -> {b}");
+        assert_eq!(walk.size_hint(), (cells - 2, Some(cells - 2)), "{a} -> {b}");
+    }
+    let walk = GridTraversal::new([-far, 0.0], [far, 1.0], [1.0, 1.0]).expect("in range");
+    assert_eq!(walk.size_hint(), (cells + 1, Some(cells + 1)));
 }
