@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cargo run --release --example bench_report                 # full: 1M rays, 1920x1080 camera
-//! cargo run --release --example bench_report -- --quick      # about a minute on 2 cores
+//! cargo run --release --example bench_report -- --quick      # about 7 s on 2 cores
 //! cargo run --release --example bench_report -- --workload w1,w3 --rays 200000 --json
 //! cargo run --release --example bench_report -- --crossover  # GPU against CPU by batch size
 //! ```
@@ -49,7 +49,7 @@ struct Args {
     /// Print JSON instead of a table (progress still goes to stderr).
     #[arg(long)]
     json: bool,
-    /// Reduced run: 1/20 of the rays, a 480x270 camera, smaller samples (about a minute).
+    /// Reduced run: 1/20 of the rays, a 480x270 camera, smaller samples (about 7 s on 2 cores).
     #[arg(long)]
     quick: bool,
     /// Rays per workload for W1, W2 and W4; for W3 a 16:9 camera with about this many pixels
