@@ -4,7 +4,8 @@
 // there (crossing_t, next_axis, skip_cell, dda_step, walk_dense, face_uv, tied_axes,
 // tie_extra, cast_ray; crossings_before is written out inside skip_cell; empty_block and
 // empty_cell are in src/world.rs, region_run is RegionCache::run, camera_dir is
-// Camera::pixel_dir in src/camera.rs, and prepare_axis mirrors VoxelRay::prepare in src/ray.rs). Keep the two in step: same constants, same order of operations, same branch
+// Camera::pixel_dir in src/camera.rs, and prepare_axis mirrors VoxelRay::prepare in
+// src/ray.rs). Keep the two in step: same constants, same order of operations, same branch
 // order. The DDA definition and the parity contract are in the crate docs (src/lib.rs).
 //
 // Coordinates here are i32 voxels relative to the window's lowest voxel (anchor chunk * 32);
@@ -231,9 +232,10 @@ const WALK_MISS: u32 = 3u;
 // *hit_id), the current voxel lies in an empty brick (WALK_EMPTY_BRICK, for the caller to
 // skip; never under FLAG_STEP_EMPTY_BRICKS, set for batches of short rays and in worlds with
 // little air in empty bricks, where the brick test on every air voxel costs more than the
-// skips save; `Dda::walk_dense::<false, _>` is its twin), the ray enters another chunk (WALK_LEFT_CHUNK) or it ends (WALK_MISS). Only where the
-// origin policy no longer matters and without the conservative tie test. Twin of
-// `Dda::walk_dense` in src/cpu_ref.rs, which skips empty bricks itself: here that measured
+// skips save; `Dda::walk_dense::<false, _>` is its twin), the ray enters another chunk
+// (WALK_LEFT_CHUNK) or it ends (WALK_MISS). Only where the origin policy no longer matters
+// and without the conservative tie test. Twin of `Dda::walk_dense` in src/cpu_ref.rs, which
+// skips empty bricks itself: here that measured
 // 9% faster on W3 but 32% slower on W4 on lavapipe (lanes of a SIMD group all carry the skip
 // code), so the caller skips. Where every non-air voxel stops the ray (the default), the
 // occupancy bit alone decides and the id is read once after the loop (lavapipe: W3 +7%, W4

@@ -265,8 +265,8 @@ impl Terrain {
     }
 
     /// W3 camera: a pinhole camera 40 voxels above the ground, centred in x and an eighth of the
-    /// way in along z, looking across the terrain (mostly +z) and slightly down, 60 degree vertical field of view, max distance 1024. A width
-    /// or height of 0 is taken as 1.
+    /// way in along z, looking across the terrain (mostly +z) and slightly down, 60 degree
+    /// vertical field of view, max distance 1024. A width or height of 0 is taken as 1.
     #[must_use]
     pub fn camera(&self, width: u32, height: u32) -> Camera {
         let (width, height) = (width.max(1), height.max(1));

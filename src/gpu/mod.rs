@@ -802,11 +802,11 @@ impl GpuRaycaster {
     /// combination of options in use pays one compilation (the default options' are made by
     /// [`GpuRaycaster::new`]).
     fn pipeline(&self, camera: bool, flags: u32) -> Result<wgpu::ComputePipeline, GpuError> {
-        let mut made = match self.pipelines.lock() {
-            Ok(m) => m,
-            // A map of finished pipelines is sound whatever panicked while it was held.
-            Err(p) => p.into_inner(),
-        };
+        // A map of finished pipelines is sound whatever panicked while it was held.
+        let mut made = self
+            .pipelines
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(p) = made.get(&(camera, flags)) {
             return Ok(p.clone());
         }
