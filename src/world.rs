@@ -676,10 +676,14 @@ impl VoxelWorld {
 }
 
 /// Places `id` in the voxel in front of the hit face ([`VoxelRaycastHit::previous_pos`]) and
-/// returns that position, or `None` (changing nothing) when the hit has no face (the ray started
+/// returns that position, or `None` (changing nothing) when `id` is [`VoxelId::AIR`] (placing
+/// air is not placing a block: use [`break_block`]), the hit has no face (the ray started
 /// inside the block), the position leaves the i128 world, or that voxel is not air. Creates the
 /// chunk if it is not loaded.
 pub fn place_block(world: &mut VoxelWorld, hit: &VoxelRaycastHit, id: VoxelId) -> Option<WorldPos> {
+    if id.is_air() {
+        return None;
+    }
     let pos = hit.previous_pos()?;
     if world.get_voxel(&pos).is_some_and(|v| !v.is_air()) {
         return None;

@@ -412,6 +412,10 @@ fn place_and_break_through_a_hit() {
         ..hit
     };
     assert!(!world.is_loaded(WorldPos::new(-1, 0, 0).chunk()));
+    // Placing air is not placing a block: nothing changes, no chunk is loaded.
+    assert_eq!(place_block(&mut world, &edge_hit, VoxelId::AIR), None);
+    assert!(!world.is_loaded(WorldPos::new(-1, 0, 0).chunk()));
+    assert_eq!(place_block(&mut world, &hit, VoxelId::AIR), None);
     assert_eq!(
         place_block(&mut world, &edge_hit, PLANK),
         Some(WorldPos::new(-1, 0, 0))
