@@ -1,9 +1,10 @@
 // voxcast: one exact DDA per invocation.
 //
-// This file is the twin of src/cpu_ref.rs: every function below has a same-named Rust function
-// there (crossing_t, next_axis, skip_cell, dda_step, walk_dense, face_uv, tied_axes,
-// tie_extra, cast_ray; crossings_before is written out inside skip_cell; empty_block and
-// empty_cell are in src/world.rs, region_run is RegionCache::run, camera_dir is
+// This file is the twin of src/cpu_ref.rs and its modules in src/cpu_ref/: every function
+// below has a same-named Rust function there (crossing_t, next_axis, skip_cell, dda_step,
+// walk_dense, face_uv, tied_axes, tie_extra, cast_ray; crossings_before is written out inside
+// skip_cell; empty_block and empty_cell are in src/world/summary.rs, region_run is
+// RegionCache::run, camera_dir is
 // Camera::pixel_dir in src/camera.rs, and prepare_axis mirrors VoxelRay::prepare in
 // src/ray.rs). Keep the two in step: same constants, same order of operations, same branch
 // order. The DDA definition and the parity contract are in the crate docs (src/lib.rs).
@@ -36,7 +37,7 @@ const LAYER_CELLS: u32 = 0x000F000Fu;
 const HALF_CELLS: u32 = 0x00FF00FFu;
 
 // The batch's options, bits as below. A pipeline-overridable constant, not a uniform: each
-// combination of options gets its own pipeline, compiled on first use (src/gpu/mod.rs,
+// combination of options gets its own pipeline, compiled on first use (src/gpu/device.rs,
 // `GpuRaycaster::pipeline`), so that the code of options not in use folds away. On lavapipe
 // that made the camera kernel about 30% faster than reading the options from Params.
 override OPTIONS: u32;
@@ -112,7 +113,7 @@ struct GpuHit {
 @group(0) @binding(6) var<storage, read> rays: array<GpuRay>;
 @group(0) @binding(7) var<storage, read_write> hits: array<GpuHit>;
 
-// Per-invocation DDA state; twin of `Dda` in src/cpu_ref.rs.
+// Per-invocation DDA state; twin of `Dda` in src/cpu_ref/dda.rs.
 struct Dda {
     voxel: vec3<i32>,
     step: vec3<i32>,        // +1 or -1 per axis, from the ray's flags
@@ -234,8 +235,8 @@ const WALK_MISS: u32 = 3u;
 // little air in empty bricks, where the brick test on every air voxel costs more than the
 // skips save; `Dda::walk_dense::<false, _>` is its twin), the ray enters another chunk
 // (WALK_LEFT_CHUNK) or it ends (WALK_MISS). Only where the origin policy no longer matters
-// and without the conservative tie test. Twin of `Dda::walk_dense` in src/cpu_ref.rs, which
-// skips empty bricks itself: here that measured
+// and without the conservative tie test. Twin of `Dda::walk_dense` in src/cpu_ref/dda.rs,
+// which skips empty bricks itself: here that measured
 // 9% faster on W3 but 32% slower on W4 on lavapipe (lanes of a SIMD group all carry the skip
 // code), so the caller skips. Where every non-air voxel stops the ray (the default), the
 // occupancy bit alone decides and the id is read once after the loop (lavapipe: W3 +7%, W4
@@ -381,8 +382,8 @@ fn table_entry(v: vec3<i32>) -> u32 {
 // its two words w (bit set = the cell is not empty; cells with z >= 2 in w.y), as inclusive
 // cell corners in *lo and *hi; false when cell b is not empty. The first empty one of: the
 // half holding b (4x2x4 cells), its layer (4x1x4), its aligned 2x2x2 block, b alone. Twin of
-// `empty_block` in src/world.rs: a layer has cells in both words, a 2x2x2 block only in the
-// word of its own cells.
+// `empty_block` in src/world/summary.rs: a layer has cells in both words, a 2x2x2 block only
+// in the word of its own cells.
 fn empty_block(w: vec2<u32>, b: vec3<u32>, lo: ptr<function, vec3<u32>>, hi: ptr<function, vec3<u32>>) -> bool {
     let cell = b.x | (b.y << 2u) | (b.z << 4u);
     let word = select(w.x, w.y, cell >= 32u);
@@ -409,7 +410,8 @@ fn empty_block(w: vec2<u32>, b: vec3<u32>, lo: ptr<function, vec3<u32>>, hi: ptr
 
 // The largest empty cell around local voxel l of the dense chunk in `slot`, as inclusive local
 // corners in *lo and *hi; false when l's brick is not empty: empty_block over the chunk's
-// bricks (32x16x32, 32x8x32, 16^3 or 8^3 voxels). Twin of `empty_cell` in src/world.rs.
+// bricks (32x16x32, 32x8x32, 16^3 or 8^3 voxels). Twin of `empty_cell` in
+// src/world/summary.rs.
 fn empty_cell(slot: u32, l: vec3<u32>, lo: ptr<function, vec3<u32>>, hi: ptr<function, vec3<u32>>) -> bool {
     let w = vec2<u32>(bricks[slot * BRICK_WORDS], bricks[slot * BRICK_WORDS + 1u]);
     var blo: vec3<u32>;
@@ -481,7 +483,7 @@ fn miss() -> GpuHit {
     return make_hit(STATUS_MISS, vec3<i32>(0), 0.0, 0u, AXIS_NONE, false, vec2<f32>(0.0));
 }
 
-// The hit on the current voxel of d; twin of `Dda::hit` in src/cpu_ref.rs.
+// The hit on the current voxel of d; twin of `Dda::hit` in src/cpu_ref/dda.rs.
 fn hit_here(ray: GpuRay, d: Dda, id: u32) -> GpuHit {
     var normal_positive = false;
     if (d.entry_axis != AXIS_NONE) {

@@ -30,16 +30,20 @@ use crate::world::{ChunkView, DenseChunk, OCCUPANCY_WORDS, REGION_SHIFT, VoxelId
 
 pub use wgpu::AdapterInfo;
 
+mod device;
 mod dispatch;
+mod host;
 mod window;
 mod world;
 
+use device::option_flags;
 use dispatch::{BatchBuffers, Kernel, KernelTimer};
+use host::{HostStaging, shader_camera};
 use window::{Upload, Window, window_index};
 pub use world::GpuWorld;
 
 /// The WGSL source of the compute shader (`shaders/dda.wgsl`).
-pub const SHADER_SOURCE: &str = include_str!("../../shaders/dda.wgsl");
+pub const SHADER_SOURCE: &str = include_str!("../shaders/dda.wgsl");
 
 const WORKGROUP_SIZE: u32 = 64;
 /// Default for the most rays in one dispatch (and so the size the batch buffers grow to); see
@@ -215,7 +219,7 @@ pub struct GpuRaycaster {
     pipelines: Mutex<FxHashMap<(bool, u32), wgpu::ComputePipeline>>,
     batch: Mutex<BatchBuffers>,
     /// Host working buffers for ray batches, kept from call to call (96 bytes a ray of the
-    /// largest band, at most [`HOST_BAND`] rays).
+    /// largest band, at most [`HOST_BAND`](host::HOST_BAND) rays).
     staging: Mutex<HostStaging>,
     lost: Arc<Mutex<Option<String>>>,
     timer: Option<KernelTimer>,
@@ -269,168 +273,6 @@ fn device_error(e: impl std::fmt::Display) -> GpuError {
 }
 
 impl GpuRaycaster {
-    /// Picks an adapter and creates the device and pipelines.
-    ///
-    /// The adapter honours `WGPU_BACKEND` (default: the primary backends, Vulkan, Metal and
-    /// DX12), `WGPU_ADAPTER_NAME` (a case-insensitive substring of the adapter name, such as
-    /// `llvmpipe` for lavapipe) and `WGPU_POWER_PREF`. The device gets the adapter's own limits.
-    ///
-    /// # Errors
-    /// [`GpuError::NoAdapter`] when no adapter exists, [`GpuError::AdapterNotFound`] when
-    /// `WGPU_ADAPTER_NAME` matches none, [`GpuError::RequestDevice`] when the device fails.
-    pub async fn new() -> Result<Self, GpuError> {
-        // Instance: primary backends unless WGPU_BACKEND says otherwise.
-        let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
-        desc.backends = wgpu::Backends::PRIMARY;
-        let instance = wgpu::Instance::new(desc.with_env());
-
-        // Adapter: by name when WGPU_ADAPTER_NAME is set, else the default choice.
-        let adapter = match std::env::var("WGPU_ADAPTER_NAME") {
-            Ok(wanted) if !wanted.is_empty() => {
-                let adapters = instance.enumerate_adapters(wgpu::Backends::all()).await;
-                let names: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
-                let lower = wanted.to_lowercase();
-                adapters
-                    .into_iter()
-                    .find(|a| a.get_info().name.to_lowercase().contains(&lower))
-                    .ok_or_else(|| {
-                        if names.is_empty() {
-                            GpuError::NoAdapter(format!(
-                                "WGPU_ADAPTER_NAME={wanted:?} and no adapter at all"
-                            ))
-                        } else {
-                            GpuError::AdapterNotFound {
-                                wanted: wanted.clone(),
-                                available: names.join(", "),
-                            }
-                        }
-                    })?
-            }
-            _ => instance
-                .request_adapter(&wgpu::RequestAdapterOptions {
-                    power_preference: wgpu::PowerPreference::from_env()
-                        .unwrap_or(wgpu::PowerPreference::HighPerformance),
-                    ..Default::default()
-                })
-                .await
-                .map_err(|e| GpuError::NoAdapter(e.to_string()))?,
-        };
-        let info = adapter.get_info();
-        let limits = adapter.limits();
-        let timestamps = adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY);
-
-        // Device with the adapter's own limits.
-        let (device, queue) = adapter
-            .request_device(&wgpu::DeviceDescriptor {
-                label: Some("voxcast"),
-                required_features: if timestamps {
-                    wgpu::Features::TIMESTAMP_QUERY
-                } else {
-                    wgpu::Features::empty()
-                },
-                required_limits: limits.clone(),
-                ..Default::default()
-            })
-            .await
-            .map_err(|e| GpuError::RequestDevice(e.to_string()))?;
-        let lost = Arc::new(Mutex::new(None));
-        let lost_flag = Arc::clone(&lost);
-        device.set_device_lost_callback(move |reason, message| {
-            if let Ok(mut l) = lost_flag.lock() {
-                *l = Some(format!("device lost ({reason:?}): {message}"));
-            }
-        });
-
-        // Shader and pipelines, validated inside an error scope.
-        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("dda.wgsl"),
-            source: wgpu::ShaderSource::Wgsl(SHADER_SOURCE.into()),
-        });
-        let storage = |binding: u32, read_only: bool| wgpu::BindGroupLayoutEntry {
-            binding,
-            visibility: wgpu::ShaderStages::COMPUTE,
-            ty: wgpu::BindingType::Buffer {
-                ty: wgpu::BufferBindingType::Storage { read_only },
-                has_dynamic_offset: false,
-                min_binding_size: None,
-            },
-            count: None,
-        };
-        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("voxcast"),
-            entries: &[
-                wgpu::BindGroupLayoutEntry {
-                    binding: 0,
-                    visibility: wgpu::ShaderStages::COMPUTE,
-                    ty: wgpu::BindingType::Buffer {
-                        ty: wgpu::BufferBindingType::Uniform,
-                        has_dynamic_offset: false,
-                        min_binding_size: None,
-                    },
-                    count: None,
-                },
-                storage(1, true),
-                storage(2, true),
-                storage(3, true),
-                storage(4, true),
-                storage(5, true),
-                storage(6, true),
-                storage(7, false),
-            ],
-        });
-        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some("voxcast"),
-            bind_group_layouts: &[Some(&layout)],
-            immediate_size: 0,
-        });
-        if let Some(e) = pollster::block_on(scope.pop()) {
-            return Err(GpuError::Device(format!("shader rejected: {e}")));
-        }
-        // The pipelines for the default options, with either walk, now: the shader's errors
-        // show here, and a first batch with those options does not wait for a compilation.
-        let default_flags = option_flags(&RaycastOptions::default(), false);
-        let mut pipelines = FxHashMap::default();
-        for camera in [false, true] {
-            for flags in [default_flags, default_flags | FLAG_STEP_EMPTY_BRICKS] {
-                let p = make_pipeline(&device, &module, &pipeline_layout, camera, flags)?;
-                pipelines.insert((camera, flags), p);
-            }
-        }
-        let batch = Mutex::new(Self::batch_buffers(&device, 1, timestamps));
-        let timer = timestamps.then(|| KernelTimer {
-            queries: device.create_query_set(&wgpu::QuerySetDescriptor {
-                label: Some("kernel time"),
-                ty: wgpu::QueryType::Timestamp,
-                count: 2,
-            }),
-            resolve: device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("timestamps"),
-                size: 16,
-                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
-                mapped_at_creation: false,
-            }),
-            period_ns: f64::from(queue.get_timestamp_period()),
-        });
-        Ok(Self {
-            device,
-            queue,
-            info,
-            limits,
-            layout,
-            module,
-            pipeline_layout,
-            pipelines: Mutex::new(pipelines),
-            batch,
-            staging: Mutex::new(HostStaging::default()),
-            lost,
-            timer,
-            max_dispatch_rays: MAX_DISPATCH_RAYS,
-            token: NEXT_TOKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-            stats: Mutex::new(BatchStats::default()),
-        })
-    }
-
     /// [`GpuRaycaster::new`], blocking on the future with pollster.
     ///
     /// # Errors
@@ -577,105 +419,6 @@ impl GpuRaycaster {
         )
     }
 
-    /// Casts `rays` and writes `convert(outcome)` of ray `i` to `out[i]`, `out` cleared and
-    /// refilled, in bands of [`HOST_BAND`] rays so that the host's working buffers stay bounded
-    /// whatever the batch size.
-    fn cast<T: Clone + Send + Sync>(
-        &self,
-        world: &GpuWorld,
-        rays: &[VoxelRay],
-        opts: &RaycastOptions,
-        conservative: bool,
-        out: &mut Vec<T>,
-        convert: impl Fn(RaycastOutcome) -> T + Sync,
-    ) -> Result<(), GpuError> {
-        let started = self.begin_call(world)?;
-        out.clear();
-        out.try_reserve(rays.len())
-            .map_err(|_| GpuError::OutputTooLarge(rays.len() as u64))?;
-        out.resize(rays.len(), convert(RaycastOutcome::Miss));
-        for (band, slots) in rays.chunks(HOST_BAND).zip(out.chunks_mut(HOST_BAND)) {
-            self.cast_band(world, band, opts, conservative, slots, &convert)?;
-        }
-        self.note_total(started);
-        Ok(())
-    }
-
-    /// One band of [`GpuRaycaster::cast`] (at most [`HOST_BAND`] rays, so indices fit in u32):
-    /// rays answered on the host first, then the GPU's, decoded straight from the mapped
-    /// readback buffer.
-    fn cast_band<T: Send>(
-        &self,
-        world: &GpuWorld,
-        rays: &[VoxelRay],
-        opts: &RaycastOptions,
-        conservative: bool,
-        out: &mut [T],
-        convert: &(impl Fn(RaycastOutcome) -> T + Sync),
-    ) -> Result<(), GpuError> {
-        // Working buffers kept from call to call (fresh ones when another call holds them):
-        // allocating some 100 bytes a ray afresh each call cost page faults worth about 15%
-        // of a W4 batch on lavapipe.
-        let mut kept = self.staging.try_lock().ok();
-        let mut own = HostStaging::default();
-        let staging = kept.as_deref_mut().unwrap_or(&mut own);
-        let n = rays.len();
-        if staging.rays.len() < n {
-            staging.rays.resize(n, GpuRay::zeroed());
-        }
-        staging.order.clear();
-        staging.order.resize(n, (NOT_UPLOADED, 0));
-        let (staged, order) = (&mut staging.rays[..n], &mut staging.order[..]);
-        // The host's share (validation, the i128 split, clipping) on all threads: rays answered
-        // here go straight to `out`; the others are staged at their index, with a sort key.
-        // Coherence: neighbouring invocations get rays from the same chunk going the same way,
-        // so they walk the same chunks and branch alike. Results go back in the caller's order.
-        // Also counts the uploaded rays shorter than `LONG_RAY`, for the choice of walk.
-        let sort = n >= SORT_MIN_RAYS;
-        let short: usize = out
-            .par_iter_mut()
-            .zip(rays.par_iter())
-            .zip(staged.par_iter_mut().zip(order.par_iter_mut()))
-            .enumerate()
-            .with_min_len(4096)
-            .map(|(i, ((o, ray), (g, key)))| match ray.prepare() {
-                Err(e) => {
-                    *o = convert(RaycastOutcome::Invalid(e));
-                    0
-                }
-                Ok(None) => 0,
-                Ok(Some(p)) => match world.window.upload_ray(&p, opts) {
-                    Upload::Gpu(r) => {
-                        *g = r;
-                        *key = (if sort { coherence_key(&r) } else { i as u64 }, i as u32);
-                        usize::from(r.max_distance < LONG_RAY)
-                    }
-                    Upload::Answered(a) => {
-                        *o = convert(a);
-                        0
-                    }
-                },
-            })
-            .sum();
-        // Rays answered on the host sort last (their key is `NOT_UPLOADED`).
-        order.par_sort_unstable_by_key(|&(key, _)| key);
-        let uploaded = order.partition_point(|&(key, _)| key != NOT_UPLOADED);
-        let order = &order[..uploaded];
-        let long = short == 0;
-        self.run(
-            world,
-            Kernel::Rays(staged, order, long),
-            opts,
-            conservative,
-            &mut |base, hits| {
-                for (h, &(_, i)) in hits.iter().zip(&order[base..]) {
-                    out[i as usize] = convert(world.window.decode(h)?);
-                }
-                Ok(())
-            },
-        )
-    }
-
     /// Renders `camera` against `world`: one ray per pixel, row by row from the top, made in the
     /// shader from the camera parameters (no ray upload). Pixel `(px, py)` gets the outcome of
     /// casting [`Camera::ray`]`(px, py)` with [`GpuRaycaster::raycast`] or the CPU reference:
@@ -756,71 +499,6 @@ impl GpuRaycaster {
         Ok(())
     }
 
-    /// [`GpuRaycaster::render_camera_into`] from rays built on the host: each pixel's
-    /// [`Camera::ray`], cast as [`GpuRaycaster::raycast`] casts it, or its error. `out` has
-    /// room for every pixel. Works in bands of [`HOST_BAND`] pixels.
-    fn camera_on_host(
-        &self,
-        world: &GpuWorld,
-        camera: &Camera,
-        opts: &RaycastOptions,
-        out: &mut Vec<RaycastOutcome>,
-    ) -> Result<(), GpuError> {
-        let pixels = u64::from(camera.width) * u64::from(camera.height);
-        let width = u64::from(camera.width);
-        let mut rays = Vec::new();
-        let mut index = Vec::new();
-        let mut answers = Vec::new();
-        out.clear();
-        for first in (0..pixels).step_by(HOST_BAND) {
-            rays.clear();
-            index.clear();
-            for p in first..pixels.min(first + HOST_BAND as u64) {
-                // Both below u32::MAX: the caller checked the pixel count.
-                let (px, py) = ((p % width) as u32, (p / width) as u32);
-                match camera.ray(px, py) {
-                    Ok(r) => {
-                        rays.push(r);
-                        index.push(out.len());
-                        out.push(RaycastOutcome::Miss);
-                    }
-                    Err(e) => out.push(RaycastOutcome::Invalid(e)),
-                }
-            }
-            answers.clear();
-            answers.resize(rays.len(), RaycastOutcome::Miss);
-            self.cast_band(world, &rays, opts, false, &mut answers, &|o| o)?;
-            for (&i, &a) in index.iter().zip(&answers) {
-                out[i] = a;
-            }
-        }
-        Ok(())
-    }
-
-    /// The pipeline of the rays (`camera == false`) or camera entry point specialised for
-    /// option `flags` (the shader's `OPTIONS`), compiled on first use and kept: each
-    /// combination of options in use pays one compilation (the default options' are made by
-    /// [`GpuRaycaster::new`]).
-    fn pipeline(&self, camera: bool, flags: u32) -> Result<wgpu::ComputePipeline, GpuError> {
-        // A map of finished pipelines is sound whatever panicked while it was held.
-        let mut made = self
-            .pipelines
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(p) = made.get(&(camera, flags)) {
-            return Ok(p.clone());
-        }
-        let p = make_pipeline(
-            &self.device,
-            &self.module,
-            &self.pipeline_layout,
-            camera,
-            flags,
-        )?;
-        made.insert((camera, flags), p.clone());
-        Ok(p)
-    }
-
     /// Starts a batch call: checks that `world` belongs to this raycaster's device and resets
     /// [`GpuRaycaster::last_batch_stats`] (a batch answered on the host alone reports zero GPU
     /// rays). Returns the call's start time.
@@ -839,135 +517,6 @@ impl GpuRaycaster {
             s.total_seconds = started.elapsed().as_secs_f64();
         }
     }
-}
-
-/// `camera` as the shader gets it (the eye and max distance as [`VoxelRay::new`] stores them),
-/// when the shader's ray for every pixel (`cast_camera` in `shaders/dda.wgsl`) is exactly
-/// [`Camera::ray`] of that pixel: for every camera [`Camera::new`] makes with a field of view
-/// up to about 179.99° at 16:9. `None` for a wider one, and for a camera edited into one where
-/// that may fail: an eye offset outside `[0, 1)`, an invalid max distance, or vectors that
-/// could make a pixel direction zero, non-finite or not unit.
-fn shader_camera(c: &Camera) -> Option<Camera> {
-    let probe = VoxelRay::new(c.position, c.sub_offset, glam::Vec3::X, c.max_distance).ok()?;
-    if probe.origin != c.position || probe.sub_offset != c.sub_offset {
-        return None;
-    }
-    // A pixel's direction before normalising is `forward + right·sx + up·sy` with
-    // `|sx| < |scale_x|` and `|sy| < |scale_y|`, computed in f32 with four roundings per
-    // component, each off by at most 2^-24·(1 + spread): under 0.05 in all for a spread up to
-    // 1e5 (a field of view up to about 179.99° at 16:9). So the vector is finite, its squared
-    // length too, and at least 0.999 - 0.25 - 0.05 > 0.7 long along `forward`, and `pixel_dir`
-    // makes it unit to within a few ulps, which `VoxelRay::new` keeps as it is.
-    let finite = [c.forward, c.right, c.up].iter().all(|v| v.is_finite())
-        && c.scale_x.is_finite()
-        && c.scale_y.is_finite();
-    // In f64, where the squares of f32 values neither overflow nor underflow.
-    let [f, r, u] = [c.forward, c.right, c.up].map(|v| v.as_dvec3());
-    let [sx, sy] = [c.scale_x, c.scale_y].map(|s| f64::from(s).abs());
-    let off_axis = sx * f.dot(r).abs() + sy * f.dot(u).abs();
-    let spread = sx * r.length() + sy * u.length();
-    (finite
-        && (c.forward.length_squared() - 1.0).abs() <= 1e-3
-        && off_axis <= 0.25
-        && spread <= 1e5)
-        .then_some(Camera {
-            sub_offset: probe.sub_offset,
-            max_distance: probe.max_distance,
-            ..*c
-        })
-}
-
-/// The shader's `OPTIONS` for `opts` (and conservative line of sight): the `FLAG_*` bits of
-/// `shaders/dda.wgsl`.
-fn option_flags(opts: &RaycastOptions, conservative: bool) -> u32 {
-    let mut flags = match opts.origin {
-        OriginPolicy::Report => 0,
-        OriginPolicy::SkipOriginVoxel => 1,
-        OriginPolicy::ExitSolid => 2,
-    };
-    if opts.unloaded == UnloadedPolicy::Stop {
-        flags |= FLAG_STOP_UNLOADED;
-    }
-    if opts.blocks.is_every_non_air() {
-        flags |= FLAG_EVERY_NON_AIR;
-    }
-    if conservative {
-        flags |= FLAG_CONSERVATIVE;
-    }
-    if opts.per_voxel {
-        flags |= FLAG_PER_VOXEL;
-    }
-    flags
-}
-
-/// The compute pipeline of `cast_camera` (or `cast_rays`) with the shader's `OPTIONS` set to
-/// `flags`, checked inside a validation error scope.
-fn make_pipeline(
-    device: &wgpu::Device,
-    module: &wgpu::ShaderModule,
-    layout: &wgpu::PipelineLayout,
-    camera: bool,
-    flags: u32,
-) -> Result<wgpu::ComputePipeline, GpuError> {
-    let entry = if camera { "cast_camera" } else { "cast_rays" };
-    let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-    let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-        label: Some(entry),
-        layout: Some(layout),
-        module,
-        entry_point: Some(entry),
-        compilation_options: wgpu::PipelineCompilationOptions {
-            constants: &[("OPTIONS", f64::from(flags))],
-            ..Default::default()
-        },
-        cache: None,
-    });
-    match pollster::block_on(scope.pop()) {
-        Some(e) => Err(GpuError::Device(format!("pipeline {entry} rejected: {e}"))),
-        None => Ok(pipeline),
-    }
-}
-
-/// Rays (or host-built camera pixels) prepared on the host at a time: a batch is cast in
-/// bands of this many, so that the host's working buffers (96 bytes a ray, `HostStaging`)
-/// stay near 100 MB however large the batch.
-const HOST_BAND: usize = 1 << 20;
-
-/// Batches at least this large are sorted for coherence before upload.
-const SORT_MIN_RAYS: usize = 4096;
-
-/// The sort key of a ray answered on the host (no [`coherence_key`] is this large).
-const NOT_UPLOADED: u64 = u64::MAX;
-
-/// The host's working buffers for a band of rays ([`GpuRaycaster::cast_band`]), kept by the
-/// raycaster: each prepared ray at its index, and the upload order with sort keys.
-#[derive(Debug, Default)]
-struct HostStaging {
-    rays: Vec<GpuRay>,
-    order: Vec<(u64, u32)>,
-}
-
-impl HostStaging {
-    /// Bytes allocated.
-    fn bytes(&self) -> u64 {
-        (self.rays.capacity() * size_of::<GpuRay>()
-            + self.order.capacity() * size_of::<(u64, u32)>()) as u64
-    }
-}
-
-/// Sort key: direction octant, then the start chunk in Morton order.
-fn coherence_key(r: &GpuRay) -> u64 {
-    let octant = u64::from((r.flags >> RAY_NEGATIVE_SHIFT) & 7);
-    let spread = |v: i32| {
-        // 17 bits of the chunk coordinate, each followed by two zero bits.
-        let mut x = u64::from((v >> 5) as u32 & 0x1_FFFF);
-        x = (x | x << 32) & 0x001F_0000_0000_FFFF;
-        x = (x | x << 16) & 0x001F_0000_FF00_00FF;
-        x = (x | x << 8) & 0x100F_00F0_0F00_F00F;
-        x = (x | x << 4) & 0x10C3_0C30_C30C_30C3;
-        (x | x << 2) & 0x1249_2492_4924_9249
-    };
-    octant << 61 | spread(r.voxel[0]) | spread(r.voxel[1]) << 1 | spread(r.voxel[2]) << 2
 }
 
 #[cfg(test)]
@@ -997,25 +546,6 @@ mod tests {
                 e.emit_to_string(SHADER_SOURCE)
             );
         }
-    }
-
-    #[test]
-    fn coherence_key_interleaves_chunk_coordinates() {
-        let key = |voxel: [i32; 3], negative: u32| {
-            coherence_key(&GpuRay {
-                voxel,
-                flags: negative << RAY_NEGATIVE_SHIFT,
-                ..GpuRay::zeroed()
-            })
-        };
-        assert_eq!(key([0, 0, 0], 0), 0);
-        // Chunk x bit k is key bit 3k, y's 3k + 1, z's 3k + 2; the octant the top three bits.
-        assert_eq!(key([32, 0, 0], 0), 1);
-        assert_eq!(key([0, 64, 0], 0), 1 << 4);
-        assert_eq!(key([0, 0, 32 << 16], 0), 1 << 50);
-        assert_eq!(key([31, 31, 31], 7), 7 << 61);
-        // Only 17 bits of each chunk coordinate count: -1 is 0x1FFFF.
-        assert_eq!(key([-1, 0, 0], 0), 0x1249_2492_4924_9249 & ((1 << 51) - 1));
     }
 
     #[test]

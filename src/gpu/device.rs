@@ -1,0 +1,247 @@
+//! Creating a [`GpuRaycaster`]: adapter, device, shader module and the pipelines, one per
+//! entry point and combination of options, compiled on first use.
+
+use super::*;
+
+impl GpuRaycaster {
+    /// Picks an adapter and creates the device and pipelines.
+    ///
+    /// The adapter honours `WGPU_BACKEND` (default: the primary backends, Vulkan, Metal and
+    /// DX12), `WGPU_ADAPTER_NAME` (a case-insensitive substring of the adapter name, such as
+    /// `llvmpipe` for lavapipe) and `WGPU_POWER_PREF`. The device gets the adapter's own limits.
+    ///
+    /// # Errors
+    /// [`GpuError::NoAdapter`] when no adapter exists, [`GpuError::AdapterNotFound`] when
+    /// `WGPU_ADAPTER_NAME` matches none, [`GpuError::RequestDevice`] when the device fails.
+    pub async fn new() -> Result<Self, GpuError> {
+        // Instance: primary backends unless WGPU_BACKEND says otherwise.
+        let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+        desc.backends = wgpu::Backends::PRIMARY;
+        let instance = wgpu::Instance::new(desc.with_env());
+
+        // Adapter: by name when WGPU_ADAPTER_NAME is set, else the default choice.
+        let adapter = match std::env::var("WGPU_ADAPTER_NAME") {
+            Ok(wanted) if !wanted.is_empty() => {
+                let adapters = instance.enumerate_adapters(wgpu::Backends::all()).await;
+                let names: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
+                let lower = wanted.to_lowercase();
+                adapters
+                    .into_iter()
+                    .find(|a| a.get_info().name.to_lowercase().contains(&lower))
+                    .ok_or_else(|| {
+                        if names.is_empty() {
+                            GpuError::NoAdapter(format!(
+                                "WGPU_ADAPTER_NAME={wanted:?} and no adapter at all"
+                            ))
+                        } else {
+                            GpuError::AdapterNotFound {
+                                wanted: wanted.clone(),
+                                available: names.join(", "),
+                            }
+                        }
+                    })?
+            }
+            _ => instance
+                .request_adapter(&wgpu::RequestAdapterOptions {
+                    power_preference: wgpu::PowerPreference::from_env()
+                        .unwrap_or(wgpu::PowerPreference::HighPerformance),
+                    ..Default::default()
+                })
+                .await
+                .map_err(|e| GpuError::NoAdapter(e.to_string()))?,
+        };
+        let info = adapter.get_info();
+        let limits = adapter.limits();
+        let timestamps = adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY);
+
+        // Device with the adapter's own limits.
+        let (device, queue) = adapter
+            .request_device(&wgpu::DeviceDescriptor {
+                label: Some("voxcast"),
+                required_features: if timestamps {
+                    wgpu::Features::TIMESTAMP_QUERY
+                } else {
+                    wgpu::Features::empty()
+                },
+                required_limits: limits.clone(),
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| GpuError::RequestDevice(e.to_string()))?;
+        let lost = Arc::new(Mutex::new(None));
+        let lost_flag = Arc::clone(&lost);
+        device.set_device_lost_callback(move |reason, message| {
+            if let Ok(mut l) = lost_flag.lock() {
+                *l = Some(format!("device lost ({reason:?}): {message}"));
+            }
+        });
+
+        // Shader and pipelines, validated inside an error scope.
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("dda.wgsl"),
+            source: wgpu::ShaderSource::Wgsl(SHADER_SOURCE.into()),
+        });
+        let storage = |binding: u32, read_only: bool| wgpu::BindGroupLayoutEntry {
+            binding,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer {
+                ty: wgpu::BufferBindingType::Storage { read_only },
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
+            count: None,
+        };
+        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("voxcast"),
+            entries: &[
+                wgpu::BindGroupLayoutEntry {
+                    binding: 0,
+                    visibility: wgpu::ShaderStages::COMPUTE,
+                    ty: wgpu::BindingType::Buffer {
+                        ty: wgpu::BufferBindingType::Uniform,
+                        has_dynamic_offset: false,
+                        min_binding_size: None,
+                    },
+                    count: None,
+                },
+                storage(1, true),
+                storage(2, true),
+                storage(3, true),
+                storage(4, true),
+                storage(5, true),
+                storage(6, true),
+                storage(7, false),
+            ],
+        });
+        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("voxcast"),
+            bind_group_layouts: &[Some(&layout)],
+            immediate_size: 0,
+        });
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(GpuError::Device(format!("shader rejected: {e}")));
+        }
+        // The pipelines for the default options, with either walk, now: the shader's errors
+        // show here, and a first batch with those options does not wait for a compilation.
+        let default_flags = option_flags(&RaycastOptions::default(), false);
+        let mut pipelines = FxHashMap::default();
+        for camera in [false, true] {
+            for flags in [default_flags, default_flags | FLAG_STEP_EMPTY_BRICKS] {
+                let p = make_pipeline(&device, &module, &pipeline_layout, camera, flags)?;
+                pipelines.insert((camera, flags), p);
+            }
+        }
+        let batch = Mutex::new(Self::batch_buffers(&device, 1, timestamps));
+        let timer = timestamps.then(|| KernelTimer {
+            queries: device.create_query_set(&wgpu::QuerySetDescriptor {
+                label: Some("kernel time"),
+                ty: wgpu::QueryType::Timestamp,
+                count: 2,
+            }),
+            resolve: device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("timestamps"),
+                size: 16,
+                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            }),
+            period_ns: f64::from(queue.get_timestamp_period()),
+        });
+        Ok(Self {
+            device,
+            queue,
+            info,
+            limits,
+            layout,
+            module,
+            pipeline_layout,
+            pipelines: Mutex::new(pipelines),
+            batch,
+            staging: Mutex::new(HostStaging::default()),
+            lost,
+            timer,
+            max_dispatch_rays: MAX_DISPATCH_RAYS,
+            token: NEXT_TOKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            stats: Mutex::new(BatchStats::default()),
+        })
+    }
+
+    /// The pipeline of the rays (`camera == false`) or camera entry point specialised for
+    /// option `flags` (the shader's `OPTIONS`), compiled on first use and kept: each
+    /// combination of options in use pays one compilation (the default options' are made by
+    /// [`GpuRaycaster::new`]).
+    pub(super) fn pipeline(
+        &self,
+        camera: bool,
+        flags: u32,
+    ) -> Result<wgpu::ComputePipeline, GpuError> {
+        // A map of finished pipelines is sound whatever panicked while it was held.
+        let mut made = self
+            .pipelines
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(p) = made.get(&(camera, flags)) {
+            return Ok(p.clone());
+        }
+        let p = make_pipeline(
+            &self.device,
+            &self.module,
+            &self.pipeline_layout,
+            camera,
+            flags,
+        )?;
+        made.insert((camera, flags), p.clone());
+        Ok(p)
+    }
+}
+
+/// The shader's `OPTIONS` for `opts` (and conservative line of sight): the `FLAG_*` bits of
+/// `shaders/dda.wgsl`.
+pub(super) fn option_flags(opts: &RaycastOptions, conservative: bool) -> u32 {
+    let mut flags = match opts.origin {
+        OriginPolicy::Report => 0,
+        OriginPolicy::SkipOriginVoxel => 1,
+        OriginPolicy::ExitSolid => 2,
+    };
+    if opts.unloaded == UnloadedPolicy::Stop {
+        flags |= FLAG_STOP_UNLOADED;
+    }
+    if opts.blocks.is_every_non_air() {
+        flags |= FLAG_EVERY_NON_AIR;
+    }
+    if conservative {
+        flags |= FLAG_CONSERVATIVE;
+    }
+    if opts.per_voxel {
+        flags |= FLAG_PER_VOXEL;
+    }
+    flags
+}
+
+/// The compute pipeline of `cast_camera` (or `cast_rays`) with the shader's `OPTIONS` set to
+/// `flags`, checked inside a validation error scope.
+fn make_pipeline(
+    device: &wgpu::Device,
+    module: &wgpu::ShaderModule,
+    layout: &wgpu::PipelineLayout,
+    camera: bool,
+    flags: u32,
+) -> Result<wgpu::ComputePipeline, GpuError> {
+    let entry = if camera { "cast_camera" } else { "cast_rays" };
+    let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some(entry),
+        layout: Some(layout),
+        module,
+        entry_point: Some(entry),
+        compilation_options: wgpu::PipelineCompilationOptions {
+            constants: &[("OPTIONS", f64::from(flags))],
+            ..Default::default()
+        },
+        cache: None,
+    });
+    match pollster::block_on(scope.pop()) {
+        Some(e) => Err(GpuError::Device(format!("pipeline {entry} rejected: {e}"))),
+        None => Ok(pipeline),
+    }
+}

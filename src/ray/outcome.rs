@@ -1,0 +1,136 @@
+//! What a cast returns: the hit, the outcome of a raycast and of a line-of-sight test.
+
+use super::*;
+
+/// The first voxel a ray hits.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct VoxelRaycastHit {
+    /// The voxel that was hit.
+    pub voxel_pos: WorldPos,
+    /// Outward normal of the face the ray entered through, one of the six unit axis vectors, or
+    /// zero when the hit is the origin voxel.
+    pub face_normal: IVec3,
+    /// Distance from the ray's start point to the entry point, in voxels (0 for the origin voxel).
+    pub distance: f32,
+    /// The id of the hit voxel.
+    pub voxel_type: VoxelId,
+    /// Where the ray entered the face, in `[0, 1]²`: for an x face `(y, z)`, for a y face
+    /// `(x, z)`, for a z face `(x, y)`, measured from the voxel's low corner. Zero for the origin
+    /// voxel.
+    pub hit_uv: Vec2,
+}
+
+impl VoxelRaycastHit {
+    /// The voxel in front of the hit face, where a block placed against it goes. `None` for a
+    /// hit in the origin voxel (no face was crossed) or at the edge of the i128 world.
+    #[must_use]
+    pub fn previous_pos(&self) -> Option<WorldPos> {
+        if self.face_normal == IVec3::ZERO {
+            return None;
+        }
+        self.voxel_pos.checked_offset(self.face_normal)
+    }
+}
+
+/// Everything a raycast can answer.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RaycastOutcome {
+    /// The ray hit a stopping voxel.
+    Hit(VoxelRaycastHit),
+    /// Nothing stops the ray within its max distance (or before it leaves the loaded world
+    /// under [`UnloadedPolicy::Air`], or the edge of the i128 world).
+    Miss,
+    /// Under [`UnloadedPolicy::Stop`]: the ray entered unloaded space at voxel `at`, at
+    /// `distance` voxels.
+    Unloaded {
+        /// The first unloaded voxel on the ray.
+        at: WorldPos,
+        /// Distance to the point where the ray entered it, in voxels.
+        distance: f32,
+    },
+    /// The ray was rejected; nothing was cast.
+    Invalid(RayError),
+}
+
+/// Largest UV difference the parity contract allows between two engines.
+pub const UV_TOLERANCE: f32 = 1e-5;
+
+impl VoxelRaycastHit {
+    /// Equal under the parity contract: same voxel, face and id, the same distance bit for bit,
+    /// and UV within [`UV_TOLERANCE`].
+    #[must_use]
+    pub fn matches(&self, other: &Self) -> bool {
+        self.voxel_pos == other.voxel_pos
+            && self.face_normal == other.face_normal
+            && self.voxel_type == other.voxel_type
+            && self.distance.to_bits() == other.distance.to_bits()
+            && (self.hit_uv - other.hit_uv).abs().max_element() <= UV_TOLERANCE
+    }
+}
+
+impl RaycastOutcome {
+    /// Equal under the parity contract (see [`VoxelRaycastHit::matches`]); distances of
+    /// [`RaycastOutcome::Unloaded`] compare bit for bit too. This is how the GPU is checked
+    /// against the CPU reference.
+    #[must_use]
+    pub fn matches(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::Hit(a), Self::Hit(b)) => a.matches(b),
+            (
+                Self::Unloaded {
+                    at: a,
+                    distance: da,
+                },
+                Self::Unloaded {
+                    at: b,
+                    distance: db,
+                },
+            ) => a == b && da.to_bits() == db.to_bits(),
+            (a, b) => a == b,
+        }
+    }
+
+    /// The hit, if the ray hit something.
+    #[must_use]
+    pub fn hit(&self) -> Option<&VoxelRaycastHit> {
+        match self {
+            Self::Hit(h) => Some(h),
+            _ => None,
+        }
+    }
+}
+
+/// The answer of a line-of-sight query.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum LineOfSight {
+    /// Nothing stops the segment.
+    Clear,
+    /// The first stopping voxel on the segment.
+    Blocked(VoxelRaycastHit),
+    /// Under [`UnloadedPolicy::Stop`], unloaded space lies on the segment before any blocker.
+    Unknown,
+    /// The segment was rejected.
+    Invalid(RayError),
+}
+
+impl LineOfSight {
+    /// Equal under the parity contract (see [`VoxelRaycastHit::matches`]).
+    #[must_use]
+    pub fn matches(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::Blocked(a), Self::Blocked(b)) => a.matches(b),
+            (a, b) => a == b,
+        }
+    }
+}
+
+impl From<RaycastOutcome> for LineOfSight {
+    fn from(o: RaycastOutcome) -> Self {
+        match o {
+            RaycastOutcome::Hit(h) => Self::Blocked(h),
+            RaycastOutcome::Miss => Self::Clear,
+            RaycastOutcome::Unloaded { .. } => Self::Unknown,
+            RaycastOutcome::Invalid(e) => Self::Invalid(e),
+        }
+    }
+}

@@ -1,0 +1,227 @@
+//! [`Chunk`]: `32³` voxels, stored as one id or voxel by voxel with occupancy summaries.
+
+use super::*;
+
+/// A chunk stored voxel by voxel, with its occupancy summaries kept current on every edit.
+#[derive(Clone)]
+pub(crate) struct DenseChunk {
+    /// The ids, row by row with each row's occupancy word (read by short rays).
+    pub(crate) ids: PackedIds,
+    /// One bit per voxel, set where the voxel is not air. Word `y + 32·z`, bit `x`.
+    pub(crate) occupancy: Box<[u32; OCCUPANCY_WORDS]>,
+    /// Non-air voxels per brick.
+    brick_counts: [u16; BRICKS_PER_CHUNK],
+    /// Bit `b` set where brick `b` holds a non-air voxel.
+    pub(crate) bricks: u64,
+    non_air: u32,
+}
+
+impl DenseChunk {
+    /// Air voxels in the chunk, and how many of them lie in bricks that hold only air.
+    pub(crate) fn air_and_brick_air(&self) -> (u32, u32) {
+        let empty_bricks = BRICKS_PER_CHUNK as u32 - self.bricks.count_ones();
+        (
+            CHUNK_VOLUME as u32 - self.non_air,
+            empty_bricks * (BRICK_EDGE * BRICK_EDGE * BRICK_EDGE) as u32,
+        )
+    }
+
+    fn filled(id: VoxelId) -> Self {
+        let full = !id.is_air();
+        Self {
+            ids: PackedIds::filled(id),
+            occupancy: Box::new([if full { u32::MAX } else { 0 }; OCCUPANCY_WORDS]),
+            brick_counts: [if full {
+                (BRICK_EDGE * BRICK_EDGE * BRICK_EDGE) as u16
+            } else {
+                0
+            }; BRICKS_PER_CHUNK],
+            bricks: if full { u64::MAX } else { 0 },
+            non_air: if full { CHUNK_VOLUME as u32 } else { 0 },
+        }
+    }
+
+    fn set(&mut self, local: LocalPos, id: VoxelId) -> VoxelId {
+        let local = local.wrapped();
+        let i = local.index();
+        let old = self.ids.set(i, id);
+        if old.is_air() != id.is_air() {
+            let word = i >> 5;
+            let bit = 1u32 << local.x;
+            let brick = brick_index(local.x.into(), local.y.into(), local.z.into()) as usize;
+            if id.is_air() {
+                self.occupancy[word] &= !bit;
+                self.brick_counts[brick] -= 1;
+                self.non_air -= 1;
+                if self.brick_counts[brick] == 0 {
+                    self.bricks &= !(1 << brick);
+                }
+            } else {
+                self.occupancy[word] |= bit;
+                self.brick_counts[brick] += 1;
+                self.non_air += 1;
+                self.bricks |= 1 << brick;
+            }
+        }
+        old
+    }
+
+    /// The single id of the chunk if every voxel has it.
+    fn uniform_id(&self) -> Option<VoxelId> {
+        let first = self.ids.get(0);
+        let possible = if first.is_air() {
+            self.non_air == 0
+        } else {
+            self.non_air == CHUNK_VOLUME as u32
+        };
+        (possible && self.ids.iter().all(|v| v == first)).then_some(first)
+    }
+}
+
+/// One chunk of `32³` voxels. A chunk whose voxels all share one id is stored as that id alone;
+/// any other chunk is stored voxel by voxel: a one-bit-per-voxel occupancy mask, a
+/// one-bit-per-`8³`-brick summary, and the ids packed in 2, 4, 8 or 16 bits a voxel as the
+/// chunk's ids need (through a per-chunk palette where that is narrower), all kept current on
+/// every edit. A stored chunk takes 4 KiB of occupancy bits plus 16, 32 or 64 KiB of packed
+/// ids, typically 32 KiB where its ids lie in 0-15 and 16 KiB where they lie in 0-3; one that
+/// has held more than 128 distinct ids at once may take 64 KiB for good (the standard
+/// terrain's 604 stored chunks: 31.6 KiB on average, tables included;
+/// [`VoxelWorld::memory_bytes`]).
+#[derive(Clone)]
+pub struct Chunk {
+    repr: ChunkRepr,
+}
+
+#[derive(Clone)]
+enum ChunkRepr {
+    Uniform(VoxelId),
+    Dense(Box<DenseChunk>),
+}
+
+/// How the DDA sees a chunk: one id for the whole chunk, or per-voxel storage.
+#[derive(Clone, Copy)]
+pub(crate) enum ChunkView<'a> {
+    Uniform(VoxelId),
+    Dense(&'a DenseChunk),
+}
+
+impl std::fmt::Debug for Chunk {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.repr {
+            ChunkRepr::Uniform(id) => f.debug_tuple("Chunk::Uniform").field(id).finish(),
+            ChunkRepr::Dense(d) => f
+                .debug_struct("Chunk::Dense")
+                .field("non_air", &d.non_air)
+                .finish(),
+        }
+    }
+}
+
+impl Default for Chunk {
+    fn default() -> Self {
+        Self::filled(VoxelId::AIR)
+    }
+}
+
+impl Chunk {
+    /// A chunk whose every voxel is `id` (no per-voxel storage is allocated).
+    #[must_use]
+    pub const fn filled(id: VoxelId) -> Self {
+        Self {
+            repr: ChunkRepr::Uniform(id),
+        }
+    }
+
+    /// The id at `local`.
+    #[inline]
+    #[must_use]
+    pub fn get(&self, local: LocalPos) -> VoxelId {
+        match &self.repr {
+            ChunkRepr::Uniform(id) => *id,
+            ChunkRepr::Dense(d) => d.ids.get(local.index()),
+        }
+    }
+
+    /// Sets the voxel at `local` to `id` and returns the id it had. A chunk that becomes one id
+    /// throughout drops its per-voxel storage.
+    pub fn set(&mut self, local: LocalPos, id: VoxelId) -> VoxelId {
+        let old = match &mut self.repr {
+            ChunkRepr::Uniform(u) if *u == id => return id,
+            ChunkRepr::Uniform(u) => {
+                let mut dense = Box::new(DenseChunk::filled(*u));
+                let old = dense.set(local, id);
+                self.repr = ChunkRepr::Dense(dense);
+                old
+            }
+            ChunkRepr::Dense(d) => d.set(local, id),
+        };
+        if let ChunkRepr::Dense(d) = &self.repr {
+            // Only a set that could complete a uniform chunk pays for the scan, which stops at
+            // the first voxel that differs.
+            if (d.non_air == 0 || d.non_air == CHUNK_VOLUME as u32)
+                && d.ids.get(0) == id
+                && let Some(u) = d.uniform_id()
+            {
+                self.repr = ChunkRepr::Uniform(u);
+            }
+        }
+        old
+    }
+
+    /// Heap bytes of the chunk's per-voxel storage (0 for a chunk of one id).
+    pub(super) fn heap_bytes(&self) -> usize {
+        match &self.repr {
+            ChunkRepr::Uniform(_) => 0,
+            ChunkRepr::Dense(d) => {
+                size_of::<DenseChunk>() + OCCUPANCY_WORDS * 4 + d.ids.heap_bytes()
+            }
+        }
+    }
+
+    /// Air voxels of a chunk stored voxel by voxel, and those of them in bricks that hold
+    /// only air; `(0, 0)` for a chunk of one id.
+    pub(crate) fn air_and_brick_air(&self) -> (u64, u64) {
+        match &self.repr {
+            ChunkRepr::Uniform(_) => (0, 0),
+            ChunkRepr::Dense(d) => {
+                let (air, brick_air) = d.air_and_brick_air();
+                (u64::from(air), u64::from(brick_air))
+            }
+        }
+    }
+
+    /// `Some(id)` when every voxel of the chunk is `id`.
+    #[inline]
+    #[must_use]
+    pub fn uniform_id(&self) -> Option<VoxelId> {
+        match &self.repr {
+            ChunkRepr::Uniform(id) => Some(*id),
+            ChunkRepr::Dense(_) => None,
+        }
+    }
+
+    /// Whether every voxel of the chunk is air.
+    #[inline]
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.uniform_id() == Some(VoxelId::AIR)
+    }
+
+    /// Number of voxels that are not air, `0..=32768`.
+    #[must_use]
+    pub fn non_air_count(&self) -> u32 {
+        match &self.repr {
+            ChunkRepr::Uniform(id) if id.is_air() => 0,
+            ChunkRepr::Uniform(_) => CHUNK_VOLUME as u32,
+            ChunkRepr::Dense(d) => d.non_air,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn view(&self) -> ChunkView<'_> {
+        match &self.repr {
+            ChunkRepr::Uniform(id) => ChunkView::Uniform(*id),
+            ChunkRepr::Dense(d) => ChunkView::Dense(d),
+        }
+    }
+}
