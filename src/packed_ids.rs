@@ -191,15 +191,28 @@ impl PackedIds {
         size_of_val::<[Line]>(&self.lines) + self.palette.capacity() * size_of::<VoxelId>()
     }
 
+    /// Packs the ids in use again, as a repack does, where that takes less memory: for a chunk
+    /// whose ids were many once (raw, or a wide palette) and are few now.
+    pub(crate) fn shrink_to_fit(&mut self) {
+        if self.bits == 2 {
+            return; // Already the narrowest packing.
+        }
+        let mut packed = self.clone();
+        packed.repack(None);
+        if packed.heap_bytes() < self.heap_bytes() {
+            *self = packed;
+        }
+    }
+
     /// Packs the ids again to make room for `new`: with a palette of the ids in use, in the
     /// narrowest width that leaves at least half of it free, unless the ids themselves fit a
     /// width no wider (raw ids where neither fits in 8 bits).
-    fn repack(&mut self, new: VoxelId) {
+    fn repack(&mut self, new: impl Into<Option<VoxelId>>) {
         #[cfg(test)]
         let repacks = self.repacks + 1;
         let ids: Vec<VoxelId> = self.iter().collect();
         let mut used = vec![false; 1 << 16];
-        for id in ids.iter().chain([&new]) {
+        for id in ids.iter().chain(new.into().as_ref()) {
             used[usize::from(id.0)] = true;
         }
         let in_use: Vec<VoxelId> = (0..=u16::MAX)
@@ -294,7 +307,8 @@ mod tests {
             assert!(p.iter().all(|v| v == VoxelId(100 + pass)));
             assert!(p.bits <= 4, "pass {pass}: {} bits", p.bits);
         }
-        // Raw ids (300 distinct), then all but two replaced: they stay raw and read back.
+        // Raw ids (300 distinct), then all but two replaced: they stay raw and read back,
+        // until `shrink_to_fit` packs the two in the narrowest width.
         let (mut q, mut plain) = spread(300, 3);
         assert_eq!(q.bits, 16);
         for (i, v) in plain.iter_mut().enumerate() {
@@ -303,6 +317,15 @@ mod tests {
         }
         assert!(q.iter().eq(plain.iter().copied()));
         occupancy_matches(&q);
+        assert_eq!(q.bits, 16);
+        q.shrink_to_fit();
+        assert!(q.iter().eq(plain.iter().copied()));
+        occupancy_matches(&q);
+        assert_eq!((q.bits, q.words().len() * 4), (2, 16 * 1024));
+        // Already narrowest: nothing changes.
+        let before = q.repacks;
+        q.shrink_to_fit();
+        assert_eq!((q.bits, q.repacks), (2, before));
     }
 
     /// Edits that bring new ids again and again repack rarely: a palette keeps at least half

@@ -1,5 +1,6 @@
 //! Voxel ids, chunks and the sparse world of chunks.
 
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use crate::coords::{CHUNK_VOLUME, ChunkPos, LocalPos, VoxelBox, WorldPos};
@@ -320,6 +321,18 @@ impl VoxelWorld {
                 size_of::<((i128, i128, i128), RegionSummary)>(),
             );
         (size_of::<Self>() + chunks + tables) as u64
+    }
+
+    /// Packs every chunk's ids as narrowly as the ids in use now allow
+    /// ([`Chunk::shrink_to_fit`]) and shrinks the world's tables to their contents: for a world
+    /// after edits that removed most ids or chunks. Nothing a query sees changes. Costs a pass
+    /// over every stored chunk packed wider than 2 bits a voxel, on all threads (rayon): about
+    /// 0.2 ms per such chunk on one thread.
+    pub fn shrink_to_fit(&mut self) {
+        let mut chunks: Vec<&mut Chunk> = self.chunks.values_mut().collect();
+        chunks.par_iter_mut().for_each(|c| c.shrink_to_fit());
+        self.chunks.shrink_to_fit();
+        self.regions.shrink_to_fit();
     }
 
     /// Number of loaded chunks.

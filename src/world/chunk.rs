@@ -168,6 +168,16 @@ impl Chunk {
         old
     }
 
+    /// Packs the chunk's ids in the narrowest width that the ids in use now allow, where that
+    /// takes less memory. Edits only ever widen the packing (a chunk that once held more than
+    /// 128 distinct ids keeps 16-bit ids), so call this after edits that removed most of a
+    /// chunk's ids. Ids and raycast answers do not change; costs one pass over the chunk.
+    pub fn shrink_to_fit(&mut self) {
+        if let ChunkRepr::Dense(d) = &mut self.repr {
+            d.ids.shrink_to_fit();
+        }
+    }
+
     /// Heap bytes of the chunk's per-voxel storage (0 for a chunk of one id).
     pub(super) fn heap_bytes(&self) -> usize {
         match &self.repr {
