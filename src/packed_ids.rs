@@ -27,8 +27,9 @@ struct Line([u32; 16]);
 /// a palette of the ids in use in the narrowest width that leaves at least half of it free (so
 /// that at least as many new ids fit before the next repack as were in use), or without one
 /// where the ids in use fit a width no wider than that; more than 128 distinct ids in use
-/// (and not all below 256) go raw, and raw ids are never repacked. Widths change only at a
-/// repack, so a chunk keeps the width of its busiest past until then: sizes are 16, 32 or
+/// (and not all below 256) go raw, and an edit never repacks raw ids. Widths change only at a
+/// repack, so a chunk keeps the width of its busiest past until then (or until
+/// [`PackedIds::shrink_to_fit`] packs the ids in use now): sizes are 16, 32 or
 /// 64 KiB of records, typically 32 KiB for the standard terrain (ids 0-6) and 16 KiB for the
 /// sparse world (ids 0-3), against 64 KiB as plain `u16` ids.
 #[derive(Clone)]
@@ -329,7 +330,7 @@ mod tests {
     }
 
     /// Edits that bring new ids again and again repack rarely: a palette keeps at least half
-    /// of its entries free after a repack, and many ids at once go raw for good.
+    /// of its entries free after a repack, and many ids at once go raw (until `shrink_to_fit`).
     #[test]
     fn new_ids_again_and_again_repack_rarely() {
         // One voxel animated through 1,000 new ids in a chunk of three.

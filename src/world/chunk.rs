@@ -84,8 +84,8 @@ impl DenseChunk {
 /// chunk's ids need (through a per-chunk palette where that is narrower), all kept current on
 /// every edit. A stored chunk takes 4 KiB of occupancy bits plus 16, 32 or 64 KiB of packed
 /// ids, typically 32 KiB where its ids lie in 0-15 and 16 KiB where they lie in 0-3; one that
-/// has held more than 128 distinct ids at once may take 64 KiB for good (the standard
-/// terrain's 604 stored chunks: 31.6 KiB on average, tables included;
+/// has held more than 128 distinct ids at once takes 64 KiB until [`Chunk::shrink_to_fit`]
+/// (the standard terrain's 604 stored chunks: 31.6 KiB on average, tables included;
 /// [`VoxelWorld::memory_bytes`]).
 #[derive(Clone)]
 pub struct Chunk {
