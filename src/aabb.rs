@@ -12,9 +12,9 @@ use glam::{DVec3, Vec3};
 ///
 /// Edges: a `dir` component of `+0.0` or `-0.0` means the ray is parallel to that slab and
 /// hits only if its origin lies within it (bounds inclusive); no NaN is produced for an origin
-/// on the slab plane. A NaN anywhere in the input gives `None`, and so does an empty box
-/// (`min > max` on some axis) and a box the ray could only reach at infinity. Infinite bounds
-/// are allowed (a slab or half-space). The test runs in f64; a `t` beyond the f32 range comes
+/// on the slab plane. A NaN anywhere in the input gives `None`, and so do an infinite `origin`
+/// or `dir` component, an empty box (`min > max` on some axis) and a box the ray could only
+/// reach at infinity. Infinite bounds are allowed (a slab or half-space). The test runs in f64; a `t` beyond the f32 range comes
 /// back as infinity (a `far` only: a `near` that large is `None`).
 ///
 /// # Example
@@ -46,7 +46,7 @@ pub fn ray_aabb_f64(origin: DVec3, dir: DVec3, min: DVec3, max: DVec3) -> Option
     let mut t_far = f64::INFINITY;
     for a in 0..3 {
         let (o, d, lo, hi) = (origin[a], dir[a], min[a], max[a]);
-        if o.is_nan() || d.is_nan() || lo.is_nan() || hi.is_nan() || lo > hi {
+        if !o.is_finite() || !d.is_finite() || lo.is_nan() || hi.is_nan() || lo > hi {
             return None;
         }
         if d == 0.0 {

@@ -1418,6 +1418,22 @@ fn slab_test_degenerate_boxes() {
         ),
         Some((3.0, f32::INFINITY))
     );
+    // An infinite origin or direction is no ray: `None`, never a box behind the origin or a
+    // NaN dropped by min/max (both once came back as hits).
+    let behind = (v(-5.0, -1.0, -1.0), v(-1.0, 1.0, 1.0));
+    assert_eq!(
+        voxcast::ray_aabb(Vec3::ZERO, v(f32::INFINITY, 0.0, 0.0), behind.0, behind.1),
+        None
+    );
+    assert_eq!(
+        voxcast::ray_aabb(
+            v(f32::INFINITY, 0.0, 0.0),
+            Vec3::X,
+            v(f32::INFINITY, -1.0, -1.0),
+            v(f32::INFINITY, 1.0, 1.0)
+        ),
+        None
+    );
 }
 
 /// A huge sub-offset is the same point as its normalised form (whole units moved into the
