@@ -363,6 +363,23 @@ fn grid_walk_invariants() {
 }
 
 #[test]
+fn grid_walk_crosses_a_face_next_to_a_tiny_coordinate() {
+    // From just below the face at 0 to just above it: the crossing is halfway, on both sides
+    // of zero. The fraction into cell -1 of -1e-300 rounds to 1, and the distance to the face
+    // once cancelled to 0 (a crossing at t = 0).
+    for (a, b) in [(-1e-300, 1e-300), (1e-300, -1e-300), (-1e-300, 3e-300)] {
+        let cells = check_grid([a, 0.5], [b, 0.5], [1.0, 1.0]);
+        let want = -a / (b - a);
+        assert_eq!(cells.len(), 2, "{a} -> {b}");
+        assert!(
+            (cells[0].t_exit - want).abs() < 1e-12,
+            "{a} -> {b}: crossing at {} instead of {want}",
+            cells[0].t_exit
+        );
+    }
+}
+
+#[test]
 fn grid_walk_ends_in_the_cell_of_b_on_faces() {
     // B exactly on a face, where the crossing distance rounds to just above or below 1: the
     // walk must still end in B's cell, and not go past it.
