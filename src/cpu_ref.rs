@@ -187,6 +187,9 @@ pub(crate) fn cast_ray(
         UnloadedPolicy::Stop if world.loaded_bounds().is_some() => None,
         UnloadedPolicy::Stop if opts.origin == OriginPolicy::SkipOriginVoxel => {
             let mut d = Dda::new(r);
+            if conservative && let Some(o) = unloaded_tie_extra(&d, opts) {
+                return o;
+            }
             return match d.dda_step() {
                 Ok(_) => RaycastOutcome::Unloaded {
                     at: d.voxel(),
@@ -340,7 +343,14 @@ pub(crate) fn cast_ray(
                 let t_cross = d.t_next[next_axis(d.t_next)];
                 if t_cross > d.t
                     && t_cross <= r.max_distance
-                    && let Some(o) = check_tie_extras(&d, world, opts, t_cross, air_seen, &stops)
+                    && let Some(o) = check_tie_extras(
+                        &d,
+                        &|p| world.get_voxel(p),
+                        opts,
+                        t_cross,
+                        air_seen,
+                        &stops,
+                    )
                 {
                     return o;
                 }
@@ -391,11 +401,23 @@ impl RegionCache {
     }
 }
 
+/// Conservative line of sight from the start voxel `d` of a ray under [`UnloadedPolicy::Stop`]
+/// when the voxels beside it are unloaded (nothing is loaded, or on the GPU the ray starts
+/// outside the window): `Unloaded` at the first voxel that touches the first crossing's edge or
+/// corner but that stepping does not visit, as [`cast_ray`] answers there; `None` when the first
+/// crossing is no tie (or beyond max distance), or every such voxel lies beyond the i128 world.
+pub(crate) fn unloaded_tie_extra(d: &Dda<'_>, opts: &RaycastOptions) -> Option<RaycastOutcome> {
+    let t_cross = d.t_next[next_axis(d.t_next)];
+    (t_cross > d.t && t_cross <= d.ray.max_distance)
+        .then(|| check_tie_extras(d, &|_| None, opts, t_cross, true, &|_| false))
+        .flatten()
+}
+
 /// Conservative line of sight: at the first crossing of a tie group, test the voxels that
 /// touch the crossed edge or corner but that stepping will not visit.
 fn check_tie_extras(
     d: &Dda<'_>,
-    world: &VoxelWorld,
+    voxel_at: &dyn Fn(&WorldPos) -> Option<VoxelId>,
     opts: &RaycastOptions,
     t_cross: f32,
     air_seen: bool,
@@ -421,7 +443,7 @@ fn check_tie_extras(
         let Some(p) = base.checked_offset(off) else {
             continue;
         };
-        match world.get_voxel(&p) {
+        match voxel_at(&p) {
             None if opts.unloaded == UnloadedPolicy::Stop => {
                 return Some(RaycastOutcome::Unloaded {
                     at: p,

@@ -21,7 +21,7 @@ use rustc_hash::FxHashMap;
 use crate::camera::Camera;
 use crate::coords::{ChunkPos, VoxelBox, WorldPos};
 use crate::cpu_ref::LONG_RAY;
-use crate::cpu_ref::{AXIS_NONE, Dda, grow_by_a_chunk};
+use crate::cpu_ref::{AXIS_NONE, Dda, grow_by_a_chunk, unloaded_tie_extra};
 use crate::ray::{
     LineOfSight, LineOfSightOptions, OriginPolicy, PreparedRay, RaycastOptions, RaycastOutcome,
     UnloadedPolicy, VoxelRay, VoxelRaycastHit,

@@ -1158,6 +1158,44 @@ fn bad_input_is_rejected() {
 /// Conservative line of sight from outside the occupied (or loaded) chunks: the ray is clipped
 /// to them, often inside a tie group, and that group's extra voxels must still stop it, as they
 /// do when the same segment is walked from a loaded start.
+/// Under `Stop` with the origin voxel skipped, a segment from unloaded space whose first
+/// crossing is a tie group is `Unknown` beside that crossing, whether anything is loaded
+/// anywhere or not. Here the step itself leaves the i128 world, so only the voxel beside it
+/// (`(MIN, 0, 1)`, across z alone) is left to test; an empty world once answered `Clear`.
+#[test]
+fn conservative_sight_from_unloaded_space_tests_the_first_tie() {
+    let r = ray_at(
+        [i128::MIN, 0, 0],
+        [0.25, 0.5, 0.75],
+        [-1.0, -1.0, 1.0],
+        10.0,
+    );
+    let opts = LineOfSightOptions {
+        raycast: opts(OriginPolicy::SkipOriginVoxel, UnloadedPolicy::Stop),
+        conservative: true,
+    };
+    let mut far = VoxelWorld::new();
+    far.insert_chunk(ChunkPos::new(1000, 1000, 1000), voxcast::Chunk::default())
+        .expect("in the world");
+    for (what, world) in [("empty", VoxelWorld::new()), ("one far chunk", far)] {
+        assert_eq!(
+            line_of_sight(&r, &world, &opts),
+            LineOfSight::Unknown,
+            "{what}"
+        );
+        // Not conservative: the step leaves the world, nothing else is tested.
+        let plain = LineOfSightOptions {
+            conservative: false,
+            ..opts.clone()
+        };
+        assert_eq!(
+            line_of_sight(&r, &world, &plain),
+            LineOfSight::Clear,
+            "{what}"
+        );
+    }
+}
+
 #[test]
 fn conservative_sight_tests_the_tie_it_is_clipped_into() {
     let base = [-(1i128 << 100), 7, 3];

@@ -896,6 +896,55 @@ fn parity_where_the_window_reaches_the_i128_edge() {
     }
 }
 
+/// A segment from outside the window under `Stop` with the origin voxel skipped is answered on
+/// the host; conservative line of sight there first tests the voxels beside a tie at its first
+/// crossing, as the CPU does (here the step itself leaves the i128 world, and the voxel beside
+/// it across z alone is unloaded: `Unknown`, once `Clear`).
+#[test]
+fn conservative_sight_from_outside_the_window_tests_the_first_tie() {
+    let Some(gpu) = gpu() else { return };
+    let mut world = VoxelWorld::new();
+    world.set_voxel(WorldPos::new(5000, 5000, 5000), VoxelId(1));
+    let gw = GpuWorld::from_world(gpu, &world).expect("upload");
+    let r = common::ray_at(
+        [i128::MIN, 0, 0],
+        [0.25, 0.5, 0.75],
+        [-1.0, -1.0, 1.0],
+        10.0,
+    );
+    let mut segs = vec![r];
+    // And the same kind of first tie away from the edge, stepping on into unloaded space.
+    segs.push(common::ray_at(
+        [-70, 3, 9],
+        [0.25, 0.5, 0.75],
+        [-1.0, -1.0, 1.0],
+        10.0,
+    ));
+    for conservative in [false, true] {
+        let opts = LineOfSightOptions {
+            raycast: RaycastOptions {
+                origin: voxcast::OriginPolicy::SkipOriginVoxel,
+                unloaded: UnloadedPolicy::Stop,
+                ..RaycastOptions::default()
+            },
+            conservative,
+        };
+        let g = gpu.line_of_sight(&gw, &segs, &opts).expect("gpu los");
+        let c = line_of_sight_batch(&segs, &world, &opts);
+        assert_eq!(g, c, "conservative {conservative}");
+        let edge = if conservative {
+            LineOfSight::Unknown
+        } else {
+            LineOfSight::Clear
+        };
+        assert_eq!(
+            (g[0], g[1]),
+            (edge, LineOfSight::Unknown),
+            "conservative {conservative}"
+        );
+    }
+}
+
 /// The window's margin must stay unloaded (rays from outside are clipped to the window without
 /// the conservative tie test at that crossing): `update_chunks` refuses a loaded margin chunk,
 /// and a refused update changes nothing, even when the list also holds good chunks.

@@ -71,7 +71,7 @@ impl GpuRaycaster {
                     0
                 }
                 Ok(None) => 0,
-                Ok(Some(p)) => match world.window.upload_ray(&p, opts) {
+                Ok(Some(p)) => match world.window.upload_ray(&p, opts, conservative) {
                     Upload::Gpu(r) => {
                         *g = r;
                         *key = (if sort { coherence_key(&r) } else { i as u64 }, i as u32);

@@ -164,7 +164,12 @@ impl Window {
 
     /// The host's share of the work: the state the GPU starts from, or the whole answer when
     /// the ray never gets into the window.
-    pub(super) fn upload_ray(&self, r: &PreparedRay, opts: &RaycastOptions) -> Upload {
+    pub(super) fn upload_ray(
+        &self,
+        r: &PreparedRay,
+        opts: &RaycastOptions,
+        conservative: bool,
+    ) -> Upload {
         let mut d = Dda::new(r);
         if self.bounds.contains(r.start) {
             return self
@@ -183,7 +188,12 @@ impl Window {
             }
             UnloadedPolicy::Stop if opts.origin == OriginPolicy::SkipOriginVoxel => {
                 // The origin voxel is skipped; the ray stops at the next voxel unless that is
-                // inside the window, where the GPU takes over.
+                // inside the window, where the GPU takes over. Conservative line of sight first
+                // tests the voxels beside its first crossing: within a voxel of the start, so
+                // outside the loaded chunks (the window has a margin of a chunk), unloaded.
+                if conservative && let Some(o) = unloaded_tie_extra(&d, opts) {
+                    return Upload::Answered(o);
+                }
                 if d.dda_step().is_err() {
                     return Upload::Answered(RaycastOutcome::Miss);
                 }
