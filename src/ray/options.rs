@@ -143,5 +143,14 @@ pub struct LineOfSightOptions {
     /// touching voxels that the walk does not visit are tested when the segment reaches the edge,
     /// before the walk steps on, so when several voxels at that one distance stop it, the one
     /// reported can differ from the non-conservative answer (same distance, another voxel).
+    ///
+    /// "Exactly" is the DDA's own arithmetic (see the crate docs): an edge or corner is where
+    /// the f32 crossing distances of two or three axes are equal, as for axis-aligned and 45°
+    /// segments between voxel centres. A segment that meets an edge only in exact arithmetic,
+    /// its f32 crossings an ulp apart, is walked as a plain one: from `(0.5, 0.5, 0.5)` to
+    /// `(3.5, 5.5, 0.5)` through the edge at `(2, 3)`, say (about 5% of the centre-to-centre
+    /// segments up to 12 voxels long that meet an edge at a lattice point). A segment that runs
+    /// along a face plane or an edge line (a zero direction component with the start on a voxel
+    /// boundary) is tested against the voxels it walks through only.
     pub conservative: bool,
 }
