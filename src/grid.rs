@@ -118,9 +118,6 @@ impl<const D: usize> GridTraversal<D> {
                 (whole as i64, p - whole)
             };
             let (start, frac) = cell_of(pa);
-            // Distance to the next face up, `(floor + 1) - p` rather than `1 - frac`: just below
-            // a face `frac` rounds to 1 (at `p = -1e-300` say) and `1 - frac` would cancel to 0.
-            let up = (pa.floor() + 1.0) - pa;
             let (mut end, end_frac) = cell_of(pb);
             it.cell[k] = start;
             if d < 0.0 {
@@ -135,7 +132,9 @@ impl<const D: usize> GridTraversal<D> {
                     end -= 1;
                 }
             } else {
-                it.b[k] = up;
+                // `(floor + 1) - p` rather than `1 - frac`: just below a face `frac` rounds to 1
+                // (at `p = -1e-300`, say) and `1 - frac` would cancel to 0.
+                it.b[k] = (start as f64 + 1.0) - pa;
             }
             if d != 0.0 {
                 // Infinite when |d| is tiny next to the cell: the crossing is then reported

@@ -143,7 +143,7 @@ impl PackedIds {
         let v = match self.index_of(id) {
             Some(v) => v,
             None => {
-                self.repack(id);
+                self.repack(Some(id));
                 self.index_of(id)
                     .unwrap_or_else(|| unreachable!("a repack makes room for the new id"))
             }
@@ -208,12 +208,12 @@ impl PackedIds {
     /// Packs the ids again to make room for `new`: with a palette of the ids in use, in the
     /// narrowest width that leaves at least half of it free, unless the ids themselves fit a
     /// width no wider (raw ids where neither fits in 8 bits).
-    fn repack(&mut self, new: impl Into<Option<VoxelId>>) {
+    fn repack(&mut self, new: Option<VoxelId>) {
         #[cfg(test)]
         let repacks = self.repacks + 1;
         let ids: Vec<VoxelId> = self.iter().collect();
         let mut used = vec![false; 1 << 16];
-        for id in ids.iter().chain(new.into().as_ref()) {
+        for id in ids.iter().chain(new.as_ref()) {
             used[usize::from(id.0)] = true;
         }
         let in_use: Vec<VoxelId> = (0..=u16::MAX)
