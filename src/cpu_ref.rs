@@ -339,21 +339,11 @@ pub(crate) fn cast_ray(
                 moved = d.carry_local();
             }
             in_origin = false;
-            if conservative {
-                let t_cross = d.t_next[next_axis(d.t_next)];
-                if t_cross > d.t
-                    && t_cross <= r.max_distance
-                    && let Some(o) = check_tie_extras(
-                        &d,
-                        &|p| world.get_voxel(p),
-                        opts,
-                        t_cross,
-                        air_seen,
-                        &stops,
-                    )
-                {
-                    return o;
-                }
+            if conservative
+                && let Some(o) =
+                    next_tie_extras(&d, &|p| world.get_voxel(p), opts, air_seen, &stops)
+            {
+                return o;
             }
             match d.dda_step() {
                 Err(Halt::Miss) => return RaycastOutcome::Miss,
@@ -407,9 +397,21 @@ impl RegionCache {
 /// corner but that stepping does not visit, as [`cast_ray`] answers there; `None` when the first
 /// crossing is no tie (or beyond max distance), or every such voxel lies beyond the i128 world.
 pub(crate) fn unloaded_tie_extra(d: &Dda<'_>, opts: &RaycastOptions) -> Option<RaycastOutcome> {
+    next_tie_extras(d, &|_| None, opts, true, &|_| false)
+}
+
+/// [`check_tie_extras`] at the next crossing, where that is the first crossing of a tie group
+/// (not one the current voxel was entered by) within max distance; `None` elsewhere.
+fn next_tie_extras(
+    d: &Dda<'_>,
+    voxel_at: &dyn Fn(&WorldPos) -> Option<VoxelId>,
+    opts: &RaycastOptions,
+    air_seen: bool,
+    stops: &dyn Fn(VoxelId) -> bool,
+) -> Option<RaycastOutcome> {
     let t_cross = d.t_next[next_axis(d.t_next)];
     (t_cross > d.t && t_cross <= d.ray.max_distance)
-        .then(|| check_tie_extras(d, &|_| None, opts, t_cross, true, &|_| false))
+        .then(|| check_tie_extras(d, voxel_at, opts, t_cross, air_seen, stops))
         .flatten()
 }
 
