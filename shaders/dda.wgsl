@@ -2,7 +2,7 @@
 //
 // This file is the twin of src/cpu_ref.rs and its modules in src/cpu_ref/: every function
 // below has a same-named Rust function there (crossing_t, next_axis, skip_cell, dda_step,
-// walk_dense, face_uv, tied_axes, tie_extra, cast_ray; crossings_before is written out inside
+// walk_dense, face_uv, tied_axes, tie_ranks, tie_extra, cast_ray; crossings_before is written out inside
 // skip_cell; empty_block and empty_cell are in src/world/summary.rs, region_run is
 // RegionCache::run, camera_dir is
 // Camera::pixel_dir in src/camera.rs, and prepare_axis mirrors VoxelRay::prepare in
@@ -16,6 +16,9 @@ const AXIS_NONE: u32 = 3u;
 // f32::MAX: the next crossing of a disabled axis. Finite, because WGSL lets an implementation
 // assume that no infinity or NaN occurs.
 const T_DISABLED: f32 = 0x1.fffffep+127f;
+// Crossings within this factor of each other count as one edge or corner for conservative line
+// of sight (1 + 2^-20; NEAR_TIE in src/cpu_ref.rs says why).
+const NEAR_TIE: f32 = 0x1.00001p+0f;
 const MIN_NORMAL: f32 = 0x1p-126f;
 
 // Chunk table entries: a slot in the chunk pool, or a tag in the top two bits.
@@ -184,9 +187,11 @@ fn dda_step(ray: GpuRay, d: ptr<function, Dda>) -> bool {
 }
 
 // Skip to the last voxel inside the cell lo..=hi (window-relative, inclusive), before the
-// first crossing that leaves it and before any crossing tied with that one. Returns false when
+// first crossing that leaves it and before any crossing tied with that one (for conservative
+// line of sight also near-tied: crossings are compared scaled by NEAR_TIE). Returns false when
 // that crossing lies beyond max distance.
 fn skip_cell(ray: GpuRay, d: ptr<function, Dda>, lo: vec3<i32>, hi: vec3<i32>) -> bool {
+    let near = select(1.0, NEAR_TIE, (OPTIONS & FLAG_CONSERVATIVE) != 0u);
     // Written per lane with vectors and selects (same arithmetic as the Rust twin's per-axis
     // loops) because dynamic vector indexing and branches are slow on some drivers.
     let enabled = vec3<bool>(axis_enabled(ray, 0u), axis_enabled(ray, 1u), axis_enabled(ray, 2u));
@@ -207,9 +212,9 @@ fn skip_cell(ray: GpuRay, d: ptr<function, Dda>, lo: vec3<i32>, hi: vec3<i32>) -
     // take a step or two instead of up to 32.
     let estimate = t_end * abs(ray.dir) - ray.b - vec3<f32>(n) - vec3<f32>(1.0);
     var c = vec3<u32>(clamp(estimate, vec3<f32>(0.0), vec3<f32>(k)));
-    c = select(vec3<u32>(0u), c, counting & ((ray.b + vec3<f32>(n + c)) * ray.inv < vec3<f32>(t_end)));
+    c = select(vec3<u32>(0u), c, counting & ((ray.b + vec3<f32>(n + c)) * ray.inv * near < vec3<f32>(t_end)));
     loop {
-        let more = counting & ((ray.b + vec3<f32>(n + c)) * ray.inv < vec3<f32>(t_end));
+        let more = counting & ((ray.b + vec3<f32>(n + c)) * ray.inv * near < vec3<f32>(t_end));
         if (!any(more)) {
             break;
         }
@@ -341,14 +346,29 @@ fn face_frac(ray: GpuRay, n: vec3<u32>, t: f32, b: u32) -> f32 {
     return clamp(f, 0.0, 1.0);
 }
 
+// The axes whose next crossing is t (the first) or near-tied with it: an edge or corner when
+// two or three bits are set.
 fn tied_axes(t_next: vec3<f32>, t: f32) -> u32 {
-    return select(0u, 1u, t_next.x == t) | select(0u, 2u, t_next.y == t) | select(0u, 4u, t_next.z == t);
+    let near = t * NEAR_TIE;
+    return select(0u, 1u, t_next.x <= near) | select(0u, 2u, t_next.y <= near) | select(0u, 4u, t_next.z <= near);
 }
 
-fn tie_extra(tied: u32, mask: u32) -> bool {
-    let highest = 1u << (31u - countLeadingZeros(mask));
-    let prefix = tied & ((highest << 1u) - 1u);
-    return (mask & tied) == mask && mask != prefix;
+// Each axis's place in the order stepping crosses the tie group: by distance, then x, y, z.
+fn tie_ranks(t: vec3<f32>, tied: u32) -> vec3<u32> {
+    let g = vec3<bool>((tied & 1u) != 0u, (tied & 2u) != 0u, (tied & 4u) != 0u);
+    return vec3<u32>(
+        select(0u, 1u, g.y && t.y < t.x) + select(0u, 1u, g.z && t.z < t.x),
+        select(0u, 1u, g.x && t.x <= t.y) + select(0u, 1u, g.z && t.z < t.y),
+        select(0u, 1u, g.x && t.x <= t.z) + select(0u, 1u, g.y && t.y <= t.z));
+}
+
+// Whether mask names a voxel touching the tie that stepping does not visit: not a prefix of
+// the group in stepping order (its last axis ranks at or above its size).
+fn tie_extra(tied: u32, ranks: vec3<u32>, mask: u32) -> bool {
+    let m = vec3<bool>((mask & 1u) != 0u, (mask & 2u) != 0u, (mask & 4u) != 0u);
+    let ranked = select(vec3<u32>(0u), ranks + vec3<u32>(1u), m);
+    let last = max(max(ranked.x, ranked.y), ranked.z);
+    return (mask & tied) == mask && last > countOneBits(mask);
 }
 
 fn stops(id: u32) -> bool {
@@ -500,18 +520,24 @@ fn check_tie_extras(ray: GpuRay, d: Dda, t_cross: f32, air_seen: bool) -> GpuHit
     if (countOneBits(tied) < 2u) {
         return miss();
     }
+    let ranks = tie_ranks(d.t_next, tied);
     for (var mask = 1u; mask < 8u; mask += 1u) {
-        if (!tie_extra(tied, mask)) {
+        if (!tie_extra(tied, ranks, mask)) {
             continue;
         }
         var p = d.voxel;
         var n = d.n;
+        // The mask's axis crossed last in stepping order: the face the voxel is entered by.
         var last_axis = 0u;
+        var last_rank = 0u;
         for (var a = 0u; a < 3u; a += 1u) {
             if (((mask >> a) & 1u) != 0u) {
                 p[a] += axis_step(ray, a);
                 n[a] += 1u;
-                last_axis = a;
+                if (ranks[a] + 1u > last_rank) {
+                    last_axis = a;
+                    last_rank = ranks[a] + 1u;
+                }
             }
         }
         if (beyond_world(p)) {

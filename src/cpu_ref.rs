@@ -4,10 +4,9 @@
 //! twin of the same name in `shaders/dda.wgsl`, with the same constants and the same
 //! comparisons in the same order, so the two can be read side by side: [`crossing_t`],
 //! [`next_axis`], [`crossings_before`] (written out inside the shader's `skip_cell`),
-//! `RegionCache::run` (`region_run` there), `tied_axes`, `tie_extra` and `cast_ray` here;
-//! `dda_step`, `walk_dense`, `skip_cell` and `face_uv` in `dda.rs`; `empty_block` and
-//! `empty_cell` in `world/summary.rs`. The host-only
-//! parts (validation in [`VoxelRay::prepare`], clipping to a box in `enter_box`) produce the
+//! `RegionCache::run` (`region_run` there), `tied_axes`, `tie_ranks`, `tie_extra` and
+//! `cast_ray` here; `dda_step`, `walk_dense`, `skip_cell` and `face_uv` in `dda.rs`;
+//! `empty_block` and `empty_cell` in `world/summary.rs`. The host-only parts (validation in [`VoxelRay::prepare`], clipping to a box in `enter_box`) produce the
 //! state the GPU starts from. Under [`UnloadedPolicy::Air`] a ray ends where it leaves the
 //! occupied bounds; the GPU, which keeps no such bounds, walks on to its window's edge (the
 //! loaded bounds at upload, grown by a chunk).
@@ -86,19 +85,37 @@ pub fn next_axis(t: [f32; 3]) -> usize {
 #[inline]
 #[must_use]
 pub fn crossings_before(b: f32, inv: f32, n: u32, t_end: f32) -> u32 {
-    count_before(b, inv, n, crossing_t(b, inv, n), t_end).0
+    count_before::<false>(b, inv, n, crossing_t(b, inv, n), t_end).0
 }
 
 /// [`crossings_before`] given `t_n = crossing_t(b, inv, n)` (the DDA keeps it cached), also
 /// returning the first crossing at or after `t_end`: the axis's next crossing after the skip.
+/// With `NEAR`, counts only crossings that are not near-tied with `t_end` either (see
+/// [`tie_scaled`]).
 #[inline(always)]
-fn count_before(b: f32, inv: f32, n: u32, t_n: f32, t_end: f32) -> (u32, f32) {
+fn count_before<const NEAR: bool>(b: f32, inv: f32, n: u32, t_n: f32, t_end: f32) -> (u32, f32) {
     let (mut c, mut t) = (0, t_n);
-    while t < t_end {
+    while tie_scaled::<NEAR>(t) < t_end {
         c += 1;
         t = crossing_t(b, inv, n + c);
     }
     (c, t)
+}
+
+/// Crossings this close count as one edge or corner for conservative line of sight: a crossing
+/// at `t'` is tied with an earlier one at `t` when `t' <= t · NEAR_TIE` (one rounding, so the
+/// shader computes the same bits). `1 + 2⁻²⁰`, about 16 ulps: where a segment between two
+/// voxel centres or corners passes through an edge in exact arithmetic, its f32 crossings were
+/// found to differ by up to 3 ulps (the direction is rounded when normalised, `1/|d|` when
+/// taken, each crossing once more). Same constant in `shaders/dda.wgsl`.
+pub(crate) const NEAR_TIE: f32 = 1.0 + 1.0 / 1_048_576.0;
+
+/// `t` as a skip compares it with the crossing that leaves the cell: under conservative line of
+/// sight (`NEAR`) scaled by [`NEAR_TIE`], so that a skip also stops before every crossing that
+/// is near-tied with that exit, and the tie test sees the whole group.
+#[inline(always)]
+fn tie_scaled<const NEAR: bool>(t: f32) -> f32 {
+    if NEAR { t * NEAR_TIE } else { t }
 }
 
 /// Whether crossing `(t, axis)` comes before crossing `(t_ref, axis_ref)` in stepping order.
@@ -139,22 +156,46 @@ fn chunk_kind(world: &VoxelWorld, chunk: [i128; 3]) -> ChunkKind<'_> {
     }
 }
 
-/// The axes whose next crossing is at `t` (bit `a` for axis `a`): a tie group when two or
-/// three bits are set.
+/// The axes whose next crossing is at `t` (bit `a` for axis `a`), the first crossing, or
+/// near-tied with it (within [`NEAR_TIE`]): a tie group, an edge or corner that the ray passes
+/// through, when two or three bits are set. Twin of `tied_axes` in `shaders/dda.wgsl`.
 #[inline]
 fn tied_axes(t_next: [f32; 3], t: f32) -> u32 {
-    u32::from(t_next[0] == t) | u32::from(t_next[1] == t) << 1 | u32::from(t_next[2] == t) << 2
+    let near = t * NEAR_TIE;
+    u32::from(t_next[0] <= near)
+        | u32::from(t_next[1] <= near) << 1
+        | u32::from(t_next[2] <= near) << 2
 }
 
-/// Whether `mask` (a subset of the tie group `tied`) names a voxel that the tie touches but
-/// stepping does not visit. Stepping through a tie crosses the tied axes in order x, y, z, so it
-/// visits the "prefixes" of the group (`+x`, then `+x+y`, ...); every other non-empty subset is
-/// an extra voxel touching the same edge or corner. Twin of `tie_extra` in `shaders/dda.wgsl`.
+/// Each axis's place (0 first) in the order stepping crosses the tie group `tied`: by crossing
+/// distance, equal distances x, then y, then z (as [`next_axis`] picks them). Axes outside the
+/// group are not counted. Twin of `tie_ranks` in `shaders/dda.wgsl`.
 #[inline]
-fn tie_extra(tied: u32, mask: u32) -> bool {
-    let highest = 1u32 << (31 - mask.leading_zeros());
-    let prefix = tied & ((highest << 1) - 1);
-    mask & tied == mask && mask != prefix
+fn tie_ranks(t: [f32; 3], tied: u32) -> [u32; 3] {
+    let g = |a: usize| tied >> a & 1 != 0;
+    [
+        u32::from(g(1) && t[1] < t[0]) + u32::from(g(2) && t[2] < t[0]),
+        u32::from(g(0) && t[0] <= t[1]) + u32::from(g(2) && t[2] < t[1]),
+        u32::from(g(0) && t[0] <= t[2]) + u32::from(g(1) && t[1] <= t[2]),
+    ]
+}
+
+/// Whether `mask` (a subset of the tie group `tied`, whose axes stepping crosses in the order
+/// `ranks`) names a voxel that the tie touches but stepping does not visit. Stepping visits the
+/// "prefixes" of the group in that order (the first axis, then the first two, ...): a mask is a
+/// prefix exactly when its last axis in that order has rank `popcount - 1`. Every other
+/// non-empty subset is an extra voxel touching the same edge or corner. Twin of `tie_extra` in
+/// `shaders/dda.wgsl`.
+#[inline]
+fn tie_extra(tied: u32, ranks: [u32; 3], mask: u32) -> bool {
+    let m = |a: usize| mask >> a & 1 != 0;
+    // One more than the highest rank in the mask (0 for an empty mask).
+    let last = [0, 1, 2]
+        .map(|a| if m(a) { ranks[a] + 1 } else { 0 })
+        .into_iter()
+        .max()
+        .unwrap_or(0);
+    mask & tied == mask && last > mask.count_ones()
 }
 
 /// Casts one prepared ray: the whole reference algorithm. Twin of `cast_ray` in
@@ -332,7 +373,12 @@ pub(crate) fn cast_ray(
                 if !matches!(kind, ChunkKind::Dense(_)) {
                     (lo, hi) = regions.run(world, d.chunk, opts.unloaded);
                 }
-                if d.skip_cell(lo, hi).is_err() {
+                let skipped = if conservative {
+                    d.skip_cell::<true>(lo, hi)
+                } else {
+                    d.skip_cell::<false>(lo, hi)
+                };
+                if skipped.is_err() {
                     return RaycastOutcome::Miss;
                 }
                 // A run of chunks may have ended in another chunk.
@@ -431,15 +477,19 @@ fn check_tie_extras(
     if tied.count_ones() < 2 {
         return None;
     }
-    for mask in (1..8).filter(|&m| tie_extra(tied, m)) {
+    let ranks = tie_ranks(d.t_next, tied);
+    for mask in (1..8).filter(|&m| tie_extra(tied, ranks, m)) {
         let mut off = IVec3::ZERO;
         let mut n = d.n;
-        let mut last_axis = 0;
+        // The mask's axis crossed last in stepping order: the face the voxel is entered by.
+        let (mut last_axis, mut last_rank) = (0, 0);
         for a in 0..3 {
             if mask >> a & 1 != 0 {
                 off[a] = i32::from(r.step[a]);
                 n[a] += 1;
-                last_axis = a;
+                if ranks[a] + 1 > last_rank {
+                    (last_axis, last_rank) = (a, ranks[a] + 1);
+                }
             }
         }
         let Some(p) = base.checked_offset(off) else {
@@ -598,7 +648,12 @@ mod tests {
 
     #[test]
     fn tie_extras_cover_edge_and_corner() {
-        let extras = |tied| (1..8).filter(|&m| tie_extra(tied, m)).collect::<Vec<_>>();
+        let t = [1.0; 3];
+        let extras = |tied| {
+            (1..8)
+                .filter(|&m| tie_extra(tied, tie_ranks(t, tied), m))
+                .collect::<Vec<_>>()
+        };
         assert_eq!(tied_axes([1.0, 1.0, 2.0], 1.0), 0b011);
         assert_eq!(extras(0b011), [0b010]);
         assert_eq!(extras(0b101), [0b100]);

@@ -896,6 +896,115 @@ fn parity_where_the_window_reaches_the_i128_edge() {
     }
 }
 
+/// Segments between voxel centres and between voxel corners that pass through voxel edges and
+/// corners in exact arithmetic (found with integers by `lattice_ties`; about a quarter of such
+/// crossings are 1-3 ulps apart in f32): conservative line of sight tests the same voxels beside
+/// them on the GPU as on the CPU. First in a world where one voxel in 25 is solid, then in
+/// worlds of a single solid voxel beside many segments' edges and corners, where every segment
+/// must be blocked by it and the walk reaches it by skips through empty bricks and unloaded
+/// chunks (which must end before a near-tied crossing).
+#[test]
+fn parity_of_sight_through_lattice_edges() {
+    let Some(gpu) = gpu() else { return };
+    // Segments from `from` to every lattice point up to 9 away on each axis that pass through an
+    // edge or corner, with the voxels (relative to `from`) touching those.
+    let lattice = |from: WorldPos| {
+        let mut out = Vec::new();
+        for centres in [true, false] {
+            let h = Vec3::splat(if centres { 0.5 } else { 0.0 });
+            for dx in -9i32..=9 {
+                for dy in -9i32..=9 {
+                    for dz in -9i32..=9 {
+                        let d = [dx, dy, dz].map(i64::from);
+                        if d == [0; 3] || (!centres && d.contains(&0)) {
+                            continue;
+                        }
+                        let touching = common::lattice_touching(d, centres);
+                        if !touching.is_empty() {
+                            let to = from.checked_offset(voxcast::glam::IVec3::new(dx, dy, dz));
+                            let seg = VoxelRay::between(from, h, to.expect("near 0"), h);
+                            out.push((seg.expect("valid"), touching));
+                        }
+                    }
+                }
+            }
+        }
+        out
+    };
+    let stop = RaycastOptions {
+        origin: voxcast::OriginPolicy::SkipOriginVoxel,
+        unloaded: UnloadedPolicy::Stop,
+        ..RaycastOptions::default()
+    };
+    let conservative = LineOfSightOptions {
+        conservative: true,
+        ..LineOfSightOptions::default()
+    };
+
+    let mut world = VoxelWorld::new();
+    for (p, id) in common::random_solids(77, WorldPos::new(-52, -16, -8), 96, 0.04, 3) {
+        world.set_voxel(p, id);
+    }
+    let gw = GpuWorld::from_world(gpu, &world).expect("upload");
+    for from in [WorldPos::new(29, -3, 6), WorldPos::new(-40, 17, 31)] {
+        let segs: Vec<VoxelRay> = lattice(from).into_iter().map(|(s, _)| s).collect();
+        let what = format!("lattice edges from {from:?}");
+        sight_parity(gpu, &gw, &world, &segs, &what);
+        sight_parity_with(gpu, &gw, &world, &segs, &format!("{what}, Stop"), &stop);
+        // The conservative rule must matter on this set, or the comparison shows little.
+        let plain = line_of_sight_batch(&segs, &world, &LineOfSightOptions::default());
+        let cons = line_of_sight_batch(&segs, &world, &conservative);
+        let differ = plain.iter().zip(&cons).filter(|(p, c)| p != c).count();
+        assert!(
+            differ * 20 > segs.len(),
+            "{what}: only {differ} of {} segments answer differently when conservative",
+            segs.len()
+        );
+    }
+
+    let from = WorldPos::new(29, -3, 6);
+    let all = lattice(from);
+    for v in [
+        [3, 2, 1],
+        [-2, -3, 4],
+        [-4, 4, 4],
+        [2, 3, 3],
+        [2, 2, 2],
+        [1, 2, 3],
+        [-1, 1, 1],
+        [3, -3, 0],
+        [4, 2, 2],
+        [-3, -3, -3],
+    ] {
+        let p = from.checked_offset(voxcast::glam::IVec3::from_array(v));
+        let p = p.expect("near 0");
+        let segs: Vec<VoxelRay> = all
+            .iter()
+            .filter(|(_, touching)| touching.iter().any(|&(_, t, _)| t == v.map(i64::from)))
+            .map(|&(s, _)| s)
+            .collect();
+        assert!(
+            segs.len() >= 30,
+            "only {} segments beside {v:?}",
+            segs.len()
+        );
+        let world = common::world_with(&[(p, VoxelId(1))]);
+        let gw = GpuWorld::from_world(gpu, &world).expect("upload");
+        let what = format!("one solid voxel at {v:?} from {from:?}");
+        sight_parity(gpu, &gw, &world, &segs, &what);
+        let got = gpu
+            .line_of_sight(&gw, &segs, &conservative)
+            .expect("gpu los");
+        for (seg, g) in segs.iter().zip(&got) {
+            assert!(
+                matches!(g, LineOfSight::Blocked(h) if h.voxel_pos == p),
+                "{what}: {} gives {g:?}",
+                common::describe(seg)
+            );
+        }
+    }
+}
+
 /// A segment from outside the window under `Stop` with the origin voxel skipped is answered on
 /// the host; conservative line of sight there first tests the voxels beside a tie at its first
 /// crossing, as the CPU does (here the step itself leaves the i128 world, and the voxel beside

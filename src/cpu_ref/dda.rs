@@ -187,7 +187,7 @@ impl<'r> Dda<'r> {
                 self.n = [nx, ny, nz];
                 self.t_next = [tx, ty, tz];
                 if self
-                    .skip_cell(lo.map(|v| v as i32), hi.map(|v| v as i32))
+                    .skip_cell::<false>(lo.map(|v| v as i32), hi.map(|v| v as i32))
                     .is_err()
                 {
                     break Walk::Miss;
@@ -253,10 +253,15 @@ impl<'r> Dda<'r> {
     /// the current chunk, inclusive; a run of chunks reaches outside `0..32`, and the caller
     /// then carries `local` back into range), which must hold nothing that stops the ray. The state
     /// lands exactly where voxel-by-voxel stepping would be just before the first crossing that
-    /// leaves the cell, and before any crossing tied with it. Twin of `skip_cell` in
+    /// leaves the cell, and before any crossing tied with it (with `NEAR`, for conservative line
+    /// of sight, also before any near-tied with it: see `NEAR_TIE`). Twin of `skip_cell` in
     /// `shaders/dda.wgsl`. `Err(Halt::Miss)` when that crossing lies beyond max distance.
     #[inline]
-    pub(crate) fn skip_cell(&mut self, lo: [i32; 3], hi: [i32; 3]) -> Result<(), Halt> {
+    pub(crate) fn skip_cell<const NEAR: bool>(
+        &mut self,
+        lo: [i32; 3],
+        hi: [i32; 3],
+    ) -> Result<(), Halt> {
         let r = self.ray;
         let mut t_exit = [T_DISABLED; 3];
         let mut k = [0u32; 3];
@@ -282,7 +287,7 @@ impl<'r> Dda<'r> {
                 let (c, t_next) = if a == exit_axis {
                     (k[a], t_exit[a])
                 } else if k[a] <= BRICK_EDGE as u32 {
-                    count_before(r.b[a], r.inv[a], self.n[a], self.t_next[a], t_end)
+                    count_before::<NEAR>(r.b[a], r.inv[a], self.n[a], self.t_next[a], t_end)
                 } else {
                     // A long skip: start counting from an estimate that lies just below the
                     // count (checked, so the count stays exact whatever its rounding).
@@ -290,11 +295,11 @@ impl<'r> Dda<'r> {
                     let est = ((t_end * r.dir[a].abs() - r.b[a]) as i64 - i64::from(n) - 1)
                         .clamp(0, i64::from(k[a])) as u32;
                     let t_est = crossing_t(r.b[a], r.inv[a], n + est);
-                    if est > 0 && t_est < t_end {
-                        let (c, t) = count_before(r.b[a], r.inv[a], n + est, t_est, t_end);
+                    if est > 0 && tie_scaled::<NEAR>(t_est) < t_end {
+                        let (c, t) = count_before::<NEAR>(r.b[a], r.inv[a], n + est, t_est, t_end);
                         (est + c, t)
                     } else {
-                        count_before(r.b[a], r.inv[a], n, self.t_next[a], t_end)
+                        count_before::<NEAR>(r.b[a], r.inv[a], n, self.t_next[a], t_end)
                     }
                 };
                 self.n[a] += c;

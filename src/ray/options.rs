@@ -138,19 +138,23 @@ pub struct RaycastOptions {
 pub struct LineOfSightOptions {
     /// Origin policy, stopping materials and unloaded policy, as for a raycast.
     pub raycast: RaycastOptions,
-    /// When the segment passes exactly through a voxel edge or corner, it is blocked if any
-    /// voxel touching that edge or corner stops it (no seeing through diagonal cracks). The
-    /// touching voxels that the walk does not visit are tested when the segment reaches the edge,
-    /// before the walk steps on, so when several voxels at that one distance stop it, the one
-    /// reported can differ from the non-conservative answer (same distance, another voxel).
+    /// When the segment passes through a voxel edge or corner, it is blocked if any voxel
+    /// touching that edge or corner stops it (no seeing through diagonal cracks). The touching
+    /// voxels that the walk does not visit are tested when the segment reaches the edge, before
+    /// the walk steps on, so when several voxels at that one distance stop it, the one reported
+    /// can differ from the non-conservative answer (same distance, another voxel). It is the
+    /// first stopping one in a fixed order of the axes stepped to reach it from the voxel before
+    /// the edge (x, y, x and y, z, x and z, ...), reported at the distance of the edge's first
+    /// crossing and as entered through the face of the axis the walk crosses last.
     ///
-    /// "Exactly" is the DDA's own arithmetic (see the crate docs): an edge or corner is where
-    /// the f32 crossing distances of two or three axes are equal, as for axis-aligned and 45°
-    /// segments between voxel centres. A segment that meets an edge only in exact arithmetic,
-    /// its f32 crossings an ulp apart, is walked as a plain one: from `(0.5, 0.5, 0.5)` to
-    /// `(3.5, 5.5, 0.5)` through the edge at `(2, 3)`, say (about 5% of the centre-to-centre
-    /// segments up to 12 voxels long that meet an edge at a lattice point). A segment that runs
-    /// along a face plane or an edge line (a zero direction component with the start on a voxel
-    /// boundary) is tested against the voxels it walks through only.
+    /// "Through an edge" is decided on the DDA's f32 crossing distances (see the crate docs):
+    /// two or three axes are crossed at one edge or corner when their next crossings lie
+    /// within a factor of `1 + 2⁻²⁰` (about 16 ulps, one part in a million) of each other.
+    /// Exact edge passes, such as segments between voxel centres or voxel corners through a
+    /// lattice edge, come out of f32 arithmetic with crossings up to 3 ulps apart, so all of
+    /// them are caught; a segment that passes within about a millionth of its distance of an
+    /// edge counts as passing through it. A segment that runs along a face plane or an edge
+    /// line (a zero direction component with the start on a voxel boundary) is tested against
+    /// the voxels it walks through only.
     pub conservative: bool,
 }

@@ -246,3 +246,72 @@ pub(crate) fn tie_entry_world(base: [i128; 3], air_above: bool) -> (VoxelWorld, 
     }
     (world, rays)
 }
+
+/// Where a segment between two lattice points passes exactly (in exact arithmetic) through a
+/// voxel edge or corner. The segment runs from `from + (h, h, h)` to `from + d + (h, h, h)` with
+/// `h = 0.5` (voxel centres) or `h = 0` (voxel corners; then every component of `d` must be
+/// non-zero, so that the segment does not run along a face plane). Returns, for each such point
+/// strictly between the ends, its parameter `s` in `(0, 1)`, the voxel the segment is in just
+/// before it (relative to `from`), and the tied axes as a bit mask (two or three bits).
+/// Computed with integers only: crossing `k` (from 0) on axis `a` lies at
+/// `s = (2k + 1) / (2|d_a|)` for centres and `s = (k + 1) / |d_a|` for corners.
+pub(crate) fn lattice_ties(d: [i64; 3], centres: bool) -> Vec<(f64, [i64; 3], u32)> {
+    // Crossings as fractions num / den of s.
+    let crossing = |a: usize, k: i64| -> (i64, i64) {
+        let m = d[a].abs();
+        if centres {
+            (2 * k + 1, 2 * m)
+        } else {
+            (k + 1, m)
+        }
+    };
+    let count = |a: usize| -> i64 {
+        let m = d[a].abs();
+        if centres { m } else { m - 1 }
+    };
+    let lt = |p: (i64, i64), q: (i64, i64)| p.0 * q.1 < q.0 * p.1;
+    let eq = |p: (i64, i64), q: (i64, i64)| p.0 * q.1 == q.0 * p.1;
+    let mut out = Vec::new();
+    for a in 0..3 {
+        for k in 0..count(a) {
+            let s = crossing(a, k);
+            // Report each tie once: from its lowest tied axis.
+            let mut tied = 1u32 << a;
+            let mut lower = false;
+            for b in 0..3 {
+                if b != a && (0..count(b)).any(|j| eq(crossing(b, j), s)) {
+                    tied |= 1 << b;
+                    lower |= b < a;
+                }
+            }
+            if tied.count_ones() < 2 || lower {
+                continue;
+            }
+            // The voxel before the crossing: the start voxel (corners: one below on axes that
+            // move down) moved by every crossing strictly before s.
+            let before = std::array::from_fn(|b| {
+                let sign = d[b].signum();
+                let start = if !centres && sign < 0 { -1 } else { 0 };
+                let crossed = (0..count(b)).filter(|&j| lt(crossing(b, j), s)).count() as i64;
+                start + sign * crossed
+            });
+            out.push((s.0 as f64 / s.1 as f64, before, tied));
+        }
+    }
+    out
+}
+
+/// The voxels (relative to the segment's start voxel, as in [`lattice_ties`]) touching each
+/// edge or corner the segment passes through, but the voxel it is in just before: those that
+/// stop conservative line of sight there. Each with the tie's parameter `s` and whether it is
+/// a corner.
+pub(crate) fn lattice_touching(d: [i64; 3], centres: bool) -> Vec<(f64, [i64; 3], bool)> {
+    let mut out = Vec::new();
+    for (s, before, tied) in lattice_ties(d, centres) {
+        for mask in (1..8u32).filter(|&m| m & tied == m) {
+            let v = std::array::from_fn(|a| before[a] + i64::from(mask >> a & 1) * d[a].signum());
+            out.push((s, v, tied == 7));
+        }
+    }
+    out
+}
