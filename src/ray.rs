@@ -217,6 +217,18 @@ impl VoxelRay {
         direction: Vec3,
         max_distance: f32,
     ) -> Result<Self, RayError> {
+        Self::validated(origin, sub_offset, direction, max_distance)
+    }
+
+    /// [`VoxelRay::new`], inlined into [`VoxelRay::prepare`] so that the checked ray stays in
+    /// registers there instead of being returned through memory.
+    #[inline(always)]
+    fn validated(
+        origin: WorldPos,
+        sub_offset: Vec3,
+        direction: Vec3,
+        max_distance: f32,
+    ) -> Result<Self, RayError> {
         check_max_distance(max_distance)?;
         // `-0.0` is stored as `+0.0`, so equal rays have equal bits.
         let max_distance = max_distance + 0.0;
@@ -285,7 +297,7 @@ impl VoxelRay {
     /// As [`VoxelRay::new`].
     #[inline]
     pub fn prepare(&self) -> Result<Option<PreparedRay>, RayError> {
-        let r = Self::new(
+        let r = Self::validated(
             self.origin,
             self.sub_offset,
             self.direction,
