@@ -191,7 +191,8 @@ fn dda_step(ray: GpuRay, d: ptr<function, Dda>) -> bool {
 // line of sight also near-tied: crossings are compared scaled by NEAR_TIE). Returns false when
 // that crossing lies beyond max distance.
 fn skip_cell(ray: GpuRay, d: ptr<function, Dda>, lo: vec3<i32>, hi: vec3<i32>) -> bool {
-    let near = select(1.0, NEAR_TIE, (OPTIONS & FLAG_CONSERVATIVE) != 0u);
+    let conservative = (OPTIONS & FLAG_CONSERVATIVE) != 0u;
+    let near = select(1.0, NEAR_TIE, conservative);
     // Written per lane with vectors and selects (same arithmetic as the Rust twin's per-axis
     // loops) because dynamic vector indexing and branches are slow on some drivers.
     let enabled = vec3<bool>(axis_enabled(ray, 0u), axis_enabled(ray, 1u), axis_enabled(ray, 2u));
@@ -202,7 +203,9 @@ fn skip_cell(ray: GpuRay, d: ptr<function, Dda>, lo: vec3<i32>, hi: vec3<i32>) -
     let exit_y = !exit_x & (t_exit.y <= t_exit.z);
     let exit_mask = vec3<bool>(exit_x, exit_y, !(exit_x | exit_y));
     let t_end = select(select(t_exit.z, t_exit.y, exit_y), t_exit.x, exit_x);
-    if (t_end > ray.max_distance) {
+    // Conservative: a crossing within max distance can form an edge with an exit beyond it, so
+    // land first and end once the next crossing lies beyond.
+    if (!conservative && t_end > ray.max_distance) {
         return false;
     }
     // crossings_before (src/cpu_ref.rs) on the other enabled axes, all lanes at once.
@@ -224,6 +227,10 @@ fn skip_cell(ray: GpuRay, d: ptr<function, Dda>, lo: vec3<i32>, hi: vec3<i32>) -
     (*d).n = n + c;
     (*d).voxel += (*d).step * bitcast<vec3<i32>>(c);
     (*d).t_next = select(vec3<f32>(T_DISABLED), (ray.b + vec3<f32>((*d).n)) * ray.inv, enabled);
+    let t_next = (*d).t_next;
+    if (conservative && min(min(t_next.x, t_next.y), t_next.z) > ray.max_distance) {
+        return false;
+    }
     return true;
 }
 

@@ -907,6 +907,77 @@ fn conservative_sight_blocks_every_lattice_edge_crossing() {
     assert_eq!(left_over, 0, "the world is not empty again");
 }
 
+/// Conservative line of sight answers the same with and without skips where an edge's crossings
+/// straddle max distance, as they do for a segment from a voxel centre to a voxel corner, which
+/// ends exactly on that corner: its crossings there round to either side of the end. (Found in
+/// review: a skip whose cell exit lay beyond max distance ended the ray, passing over an edge
+/// whose first crossing lies within it.)
+#[test]
+fn conservative_sight_at_max_distance_is_the_same_with_skips() {
+    let conservative = |per_voxel| LineOfSightOptions {
+        conservative: true,
+        raycast: RaycastOptions {
+            per_voxel,
+            ..RaycastOptions::default()
+        },
+    };
+    // The case found in review: z crosses at max distance, x and y one ulp beyond it.
+    let seg = VoxelRay::between(
+        WorldPos::new(4, 10, 3),
+        Vec3::splat(0.5),
+        WorldPos::new(-8, -2, -4),
+        Vec3::ZERO,
+    )
+    .expect("valid");
+    let stone = WorldPos::new(-9, -2, -4);
+    let world = world_with(&[(stone, STONE)]);
+    for per_voxel in [false, true] {
+        let got = line_of_sight(&seg, &world, &conservative(per_voxel));
+        assert!(
+            matches!(got, LineOfSight::Blocked(h) if h.voxel_pos == stone),
+            "per_voxel {per_voxel}: {got:?}"
+        );
+    }
+    // Every centre-to-corner segment up to 8 voxels on each axis, with one solid voxel touching
+    // its end corner.
+    let from = WorldPos::new(29, -3, 6);
+    let mut world = VoxelWorld::new();
+    let (mut cases, mut blocked) = (0u32, 0u32);
+    for dx in -8i32..=8 {
+        for dy in -8i32..=8 {
+            for dz in -8i32..=8 {
+                let to = from.checked_offset(IVec3::new(dx, dy, dz)).expect("near 0");
+                let Ok(seg) = VoxelRay::between(from, Vec3::splat(0.5), to, Vec3::ZERO) else {
+                    continue;
+                };
+                for corner in 0..8 {
+                    let off = IVec3::new(-(corner & 1), -(corner >> 1 & 1), -(corner >> 2 & 1));
+                    let p = to.checked_offset(off).expect("near 0");
+                    if p == from {
+                        continue;
+                    }
+                    world.set_voxel(p, STONE);
+                    let skipping = line_of_sight(&seg, &world, &conservative(false));
+                    let walking = line_of_sight(&seg, &world, &conservative(true));
+                    world.set_voxel(p, VoxelId::AIR);
+                    assert_eq!(
+                        skipping,
+                        walking,
+                        "{} with a solid voxel at {p:?}: skipping, then walking",
+                        describe(&seg)
+                    );
+                    cases += 1;
+                    blocked += u32::from(matches!(skipping, LineOfSight::Blocked(_)));
+                }
+            }
+        }
+    }
+    assert!(
+        blocked * 4 > cases,
+        "only {blocked} of {cases} segments blocked at their end corner"
+    );
+}
+
 #[test]
 fn material_filter_lets_rays_through_glass() {
     let world = world_with(&[

@@ -1005,6 +1005,71 @@ fn parity_of_sight_through_lattice_edges() {
     }
 }
 
+/// Segments from voxel centres that end exactly on a corner of the one solid voxel: the edge
+/// crossings there round to either side of max distance. The GPU's conservative answers equal
+/// the CPU's walking voxel by voxel, not only the CPU's with skips.
+#[test]
+fn parity_of_conservative_sight_ending_on_a_corner() {
+    let Some(gpu) = gpu() else { return };
+    let solid = WorldPos::new(-9, -2, -4);
+    let world = common::world_with(&[(solid, VoxelId(1))]);
+    let gw = GpuWorld::from_world(gpu, &world).expect("upload");
+    let mut segs = Vec::new();
+    for corner in 0..8 {
+        let to = solid
+            .checked_offset(voxcast::glam::IVec3::new(
+                corner & 1,
+                corner >> 1 & 1,
+                corner >> 2 & 1,
+            ))
+            .expect("near 0");
+        for dx in -7i32..=7 {
+            for dy in -7i32..=7 {
+                for dz in -7i32..=7 {
+                    let from = solid.checked_offset(voxcast::glam::IVec3::new(dx, dy, dz));
+                    let from = from.expect("near 0");
+                    if from != solid {
+                        let seg = VoxelRay::between(from, Vec3::splat(0.5), to, Vec3::ZERO);
+                        segs.push(seg.expect("valid"));
+                    }
+                }
+            }
+        }
+    }
+    let opts = |per_voxel| LineOfSightOptions {
+        conservative: true,
+        raycast: RaycastOptions {
+            per_voxel,
+            ..RaycastOptions::default()
+        },
+    };
+    let walked = line_of_sight_batch(&segs, &world, &opts(true));
+    for per_voxel in [false, true] {
+        let g = gpu
+            .line_of_sight(&gw, &segs, &opts(per_voxel))
+            .expect("gpu los");
+        let differ: Vec<usize> = (0..segs.len()).filter(|&i| g[i] != walked[i]).collect();
+        assert!(
+            differ.is_empty(),
+            "per_voxel {per_voxel}: {} of {} segments differ from the CPU walking voxel by voxel; first: {} gpu {:?} cpu {:?}",
+            differ.len(),
+            segs.len(),
+            common::describe(&segs[differ[0]]),
+            g[differ[0]],
+            walked[differ[0]]
+        );
+    }
+    let blocked = walked
+        .iter()
+        .filter(|l| matches!(l, LineOfSight::Blocked(h) if h.voxel_pos == solid))
+        .count();
+    assert!(
+        blocked * 2 > segs.len(),
+        "only {blocked} of {} segments blocked at their end",
+        segs.len()
+    );
+}
+
 /// A segment from outside the window under `Stop` with the origin voxel skipped is answered on
 /// the host; conservative line of sight there first tests the voxels beside a tie at its first
 /// crossing, as the CPU does (here the step itself leaves the i128 world, and the voxel beside

@@ -255,7 +255,8 @@ impl<'r> Dda<'r> {
     /// lands exactly where voxel-by-voxel stepping would be just before the first crossing that
     /// leaves the cell, and before any crossing tied with it (with `NEAR`, for conservative line
     /// of sight, also before any near-tied with it: see `NEAR_TIE`). Twin of `skip_cell` in
-    /// `shaders/dda.wgsl`. `Err(Halt::Miss)` when that crossing lies beyond max distance.
+    /// `shaders/dda.wgsl`. `Err(Halt::Miss)` when that crossing lies beyond max distance (with
+    /// `NEAR`, when the next crossing after the landing does).
     #[inline]
     pub(crate) fn skip_cell<const NEAR: bool>(
         &mut self,
@@ -277,7 +278,9 @@ impl<'r> Dda<'r> {
         }
         let exit_axis = next_axis(t_exit);
         let t_end = t_exit[exit_axis];
-        if t_end > r.max_distance {
+        // Under `NEAR` a crossing inside the cell within max distance can still form an edge
+        // with an exit beyond it: land first, and end once the next crossing lies beyond.
+        if !NEAR && t_end > r.max_distance {
             return Err(Halt::Miss);
         }
         for a in 0..3 {
@@ -306,6 +309,9 @@ impl<'r> Dda<'r> {
                 self.local[a] += i32::from(r.step[a]) * c as i32;
                 self.t_next[a] = t_next;
             }
+        }
+        if NEAR && self.t_next[next_axis(self.t_next)] > r.max_distance {
+            return Err(Halt::Miss);
         }
         Ok(())
     }
