@@ -2,8 +2,8 @@
 //
 // This file is the twin of src/cpu_ref.rs and its modules in src/cpu_ref/: every function
 // below has a same-named Rust function there (crossing_t, next_axis, skip_cell, dda_step,
-// walk_dense, face_uv, tied_axes, tie_ranks, tie_extra, cast_ray; crossings_before is written out inside
-// skip_cell; empty_block and empty_cell are in src/world/summary.rs, region_run is
+// walk_dense, face_uv, tied_axes, tie_ranks, tie_extra, cast_ray; crossings_before is written
+// out inside skip_cell; empty_block and empty_cell are in src/world/summary.rs, region_run is
 // RegionCache::run, camera_dir is
 // Camera::pixel_dir in src/camera.rs, and prepare_axis mirrors VoxelRay::prepare in
 // src/ray.rs). Keep the two in step: same constants, same order of operations, same branch

@@ -6,8 +6,9 @@
 //! [`next_axis`], [`crossings_before`] (written out inside the shader's `skip_cell`),
 //! `RegionCache::run` (`region_run` there), `tied_axes`, `tie_ranks`, `tie_extra` and
 //! `cast_ray` here; `dda_step`, `walk_dense`, `skip_cell` and `face_uv` in `dda.rs`;
-//! `empty_block` and `empty_cell` in `world/summary.rs`. The host-only parts (validation in [`VoxelRay::prepare`], clipping to a box in `enter_box`) produce the
-//! state the GPU starts from. Under [`UnloadedPolicy::Air`] a ray ends where it leaves the
+//! `empty_block` and `empty_cell` in `world/summary.rs`. The host-only parts (validation in
+//! [`VoxelRay::prepare`], clipping to a box in `enter_box`) produce the state the GPU starts
+//! from. Under [`UnloadedPolicy::Air`] a ray ends where it leaves the
 //! occupied bounds; the GPU, which keeps no such bounds, walks on to its window's edge (the
 //! loaded bounds at upload, grown by a chunk).
 //!
