@@ -854,50 +854,29 @@ fn conservative_sight_blocks_every_lattice_edge_crossing() {
     let from = WorldPos::new(29, -3, 6);
     let mut world = VoxelWorld::new();
     let (mut touching, mut left_over) = (0u64, 0u64);
-    for centres in [true, false] {
-        let h = if centres { 0.5 } else { 0.0 };
-        for dx in -10i64..=10 {
-            for dy in -10i64..=10 {
-                for dz in -10i64..=10 {
-                    let d = [dx, dy, dz];
-                    if d == [0; 3] || (!centres && d.contains(&0)) {
-                        continue;
-                    }
-                    let to = from.checked_offset(IVec3::new(dx as i32, dy as i32, dz as i32));
-                    let seg = VoxelRay::between(
-                        from,
-                        Vec3::splat(h),
-                        to.expect("near 0"),
-                        Vec3::splat(h),
-                    )
-                    .expect("valid segment");
-                    let len = f64::from(seg.max_distance);
-                    for (s, v, corner) in common::lattice_touching(d, centres) {
-                        touching += 1;
-                        let p = from
-                            .checked_offset(IVec3::new(v[0] as i32, v[1] as i32, v[2] as i32))
-                            .expect("near 0");
-                        world.set_voxel(p, STONE);
-                        let got = line_of_sight(&seg, &world, &conservative);
-                        world.set_voxel(p, VoxelId::AIR);
-                        match got {
-                            LineOfSight::Blocked(hit)
-                                if hit.voxel_pos == p
-                                    && (f64::from(hit.distance) - s * len).abs() <= 1e-5 * len => {}
-                            other => panic!(
-                                "{} through {} at s = {s}: voxel {p:?} gives {other:?}",
-                                describe(&seg),
-                                if corner { "a corner" } else { "an edge" },
-                            ),
-                        }
-                    }
-                    if line_of_sight(&seg, &world, &LineOfSightOptions::default())
-                        != LineOfSight::Clear
-                    {
-                        left_over += 1;
-                    }
-                }
+    for (seg, voxels) in common::lattice_segments(from, 10) {
+        let len = f64::from(seg.max_distance);
+        for (s, v, corner) in voxels {
+            touching += 1;
+            let p = from
+                .checked_offset(IVec3::new(v[0] as i32, v[1] as i32, v[2] as i32))
+                .expect("near 0");
+            world.set_voxel(p, STONE);
+            let got = line_of_sight(&seg, &world, &conservative);
+            world.set_voxel(p, VoxelId::AIR);
+            match got {
+                LineOfSight::Blocked(hit)
+                    if hit.voxel_pos == p
+                        && (f64::from(hit.distance) - s * len).abs() <= 1e-5 * len => {}
+                other => panic!(
+                    "{} through {} at s = {s}: voxel {p:?} gives {other:?}",
+                    describe(&seg),
+                    if corner { "a corner" } else { "an edge" },
+                ),
             }
+        }
+        if line_of_sight(&seg, &world, &LineOfSightOptions::default()) != LineOfSight::Clear {
+            left_over += 1;
         }
     }
     assert!(
@@ -943,33 +922,29 @@ fn conservative_sight_at_max_distance_is_the_same_with_skips() {
     let from = WorldPos::new(29, -3, 6);
     let mut world = VoxelWorld::new();
     let (mut cases, mut blocked) = (0u32, 0u32);
-    for dx in -8i32..=8 {
-        for dy in -8i32..=8 {
-            for dz in -8i32..=8 {
-                let to = from.checked_offset(IVec3::new(dx, dy, dz)).expect("near 0");
-                let Ok(seg) = VoxelRay::between(from, Vec3::splat(0.5), to, Vec3::ZERO) else {
-                    continue;
-                };
-                for corner in 0..8 {
-                    let off = IVec3::new(-(corner & 1), -(corner >> 1 & 1), -(corner >> 2 & 1));
-                    let p = to.checked_offset(off).expect("near 0");
-                    if p == from {
-                        continue;
-                    }
-                    world.set_voxel(p, STONE);
-                    let skipping = line_of_sight(&seg, &world, &conservative(false));
-                    let walking = line_of_sight(&seg, &world, &conservative(true));
-                    world.set_voxel(p, VoxelId::AIR);
-                    assert_eq!(
-                        skipping,
-                        walking,
-                        "{} with a solid voxel at {p:?}: skipping, then walking",
-                        describe(&seg)
-                    );
-                    cases += 1;
-                    blocked += u32::from(matches!(skipping, LineOfSight::Blocked(_)));
-                }
+    for d in common::cube(8) {
+        let to = from.checked_offset(d).expect("near 0");
+        let Ok(seg) = VoxelRay::between(from, Vec3::splat(0.5), to, Vec3::ZERO) else {
+            continue;
+        };
+        for corner in 0..8 {
+            let off = IVec3::new(-(corner & 1), -(corner >> 1 & 1), -(corner >> 2 & 1));
+            let p = to.checked_offset(off).expect("near 0");
+            if p == from {
+                continue;
             }
+            world.set_voxel(p, STONE);
+            let skipping = line_of_sight(&seg, &world, &conservative(false));
+            let walking = line_of_sight(&seg, &world, &conservative(true));
+            world.set_voxel(p, VoxelId::AIR);
+            assert_eq!(
+                skipping,
+                walking,
+                "{} with a solid voxel at {p:?}: skipping, then walking",
+                describe(&seg)
+            );
+            cases += 1;
+            blocked += u32::from(matches!(skipping, LineOfSight::Blocked(_)));
         }
     }
     assert!(

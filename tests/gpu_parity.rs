@@ -906,31 +906,6 @@ fn parity_where_the_window_reaches_the_i128_edge() {
 #[test]
 fn parity_of_sight_through_lattice_edges() {
     let Some(gpu) = gpu() else { return };
-    // Segments from `from` to every lattice point up to 9 away on each axis that pass through an
-    // edge or corner, with the voxels (relative to `from`) touching those.
-    let lattice = |from: WorldPos| {
-        let mut out = Vec::new();
-        for centres in [true, false] {
-            let h = Vec3::splat(if centres { 0.5 } else { 0.0 });
-            for dx in -9i32..=9 {
-                for dy in -9i32..=9 {
-                    for dz in -9i32..=9 {
-                        let d = [dx, dy, dz].map(i64::from);
-                        if d == [0; 3] || (!centres && d.contains(&0)) {
-                            continue;
-                        }
-                        let touching = common::lattice_touching(d, centres);
-                        if !touching.is_empty() {
-                            let to = from.checked_offset(voxcast::glam::IVec3::new(dx, dy, dz));
-                            let seg = VoxelRay::between(from, h, to.expect("near 0"), h);
-                            out.push((seg.expect("valid"), touching));
-                        }
-                    }
-                }
-            }
-        }
-        out
-    };
     let stop = RaycastOptions {
         origin: voxcast::OriginPolicy::SkipOriginVoxel,
         unloaded: UnloadedPolicy::Stop,
@@ -947,7 +922,10 @@ fn parity_of_sight_through_lattice_edges() {
     }
     let gw = GpuWorld::from_world(gpu, &world).expect("upload");
     for from in [WorldPos::new(29, -3, 6), WorldPos::new(-40, 17, 31)] {
-        let segs: Vec<VoxelRay> = lattice(from).into_iter().map(|(s, _)| s).collect();
+        let segs: Vec<VoxelRay> = common::lattice_segments(from, 9)
+            .into_iter()
+            .map(|(s, _)| s)
+            .collect();
         let what = format!("lattice edges from {from:?}");
         sight_parity(gpu, &gw, &world, &segs, &what);
         sight_parity_with(gpu, &gw, &world, &segs, &format!("{what}, Stop"), &stop);
@@ -963,7 +941,7 @@ fn parity_of_sight_through_lattice_edges() {
     }
 
     let from = WorldPos::new(29, -3, 6);
-    let all = lattice(from);
+    let all = common::lattice_segments(from, 9);
     for v in [
         [3, 2, 1],
         [-2, -3, 4],
@@ -1023,17 +1001,10 @@ fn parity_of_conservative_sight_ending_on_a_corner() {
                 corner >> 2 & 1,
             ))
             .expect("near 0");
-        for dx in -7i32..=7 {
-            for dy in -7i32..=7 {
-                for dz in -7i32..=7 {
-                    let from = solid.checked_offset(voxcast::glam::IVec3::new(dx, dy, dz));
-                    let from = from.expect("near 0");
-                    if from != solid {
-                        let seg = VoxelRay::between(from, Vec3::splat(0.5), to, Vec3::ZERO);
-                        segs.push(seg.expect("valid"));
-                    }
-                }
-            }
+        for d in common::cube(7).filter(|&d| d != voxcast::glam::IVec3::ZERO) {
+            let from = solid.checked_offset(d).expect("near 0");
+            let seg = VoxelRay::between(from, Vec3::splat(0.5), to, Vec3::ZERO);
+            segs.push(seg.expect("valid"));
         }
     }
     let opts = |per_voxel| LineOfSightOptions {

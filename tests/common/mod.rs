@@ -6,7 +6,7 @@
     reason = "each test crate uses a different subset of these helpers"
 )]
 
-use voxcast::glam::{DVec3, Vec3};
+use voxcast::glam::{DVec3, IVec3, Vec3};
 use voxcast::scene::SplitMix64;
 use voxcast::{Chunk, ChunkPos, OriginPolicy, VoxelId, VoxelRay, VoxelWorld, WorldPos};
 
@@ -301,16 +301,52 @@ pub(crate) fn lattice_ties(d: [i64; 3], centres: bool) -> Vec<(f64, [i64; 3], u3
     out
 }
 
+/// A voxel touching an edge or corner a segment passes through: the tie's parameter `s` in
+/// `(0, 1)`, the voxel relative to the segment's start voxel, and whether the tie is a corner.
+pub(crate) type Touching = (f64, [i64; 3], bool);
+
 /// The voxels (relative to the segment's start voxel, as in [`lattice_ties`]) touching each
 /// edge or corner the segment passes through, but the voxel it is in just before: those that
 /// stop conservative line of sight there. Each with the tie's parameter `s` and whether it is
 /// a corner.
-pub(crate) fn lattice_touching(d: [i64; 3], centres: bool) -> Vec<(f64, [i64; 3], bool)> {
+pub(crate) fn lattice_touching(d: [i64; 3], centres: bool) -> Vec<Touching> {
     let mut out = Vec::new();
     for (s, before, tied) in lattice_ties(d, centres) {
         for mask in (1..8u32).filter(|&m| m & tied == m) {
             let v = std::array::from_fn(|a| before[a] + i64::from(mask >> a & 1) * d[a].signum());
             out.push((s, v, tied == 7));
+        }
+    }
+    out
+}
+
+/// Every offset in the cube `-reach..=reach` on each axis, `x` fastest.
+pub(crate) fn cube(reach: i32) -> impl Iterator<Item = IVec3> {
+    let r = -reach..=reach;
+    r.clone()
+        .flat_map(move |z| r.clone().map(move |y| (y, z)))
+        .flat_map(move |(y, z)| (-reach..=reach).map(move |x| IVec3::new(x, y, z)))
+}
+
+/// The segments from `from` to every lattice point up to `reach` away on each axis that pass
+/// through a voxel edge or corner, first between voxel centres, then between voxel corners
+/// (those with a zero component skipped: they run along a face plane), each with the voxels
+/// touching its edges and corners as [`lattice_touching`] gives them (relative to `from`).
+pub(crate) fn lattice_segments(from: WorldPos, reach: i32) -> Vec<(VoxelRay, Vec<Touching>)> {
+    let mut out = Vec::new();
+    for centres in [true, false] {
+        let h = Vec3::splat(if centres { 0.5 } else { 0.0 });
+        for d in cube(reach) {
+            let d64 = d.to_array().map(i64::from);
+            if d == IVec3::ZERO || (!centres && d64.contains(&0)) {
+                continue;
+            }
+            let touching = lattice_touching(d64, centres);
+            if !touching.is_empty() {
+                let to = from.checked_offset(d).expect("lattice points lie near 0");
+                let seg = VoxelRay::between(from, h, to, h).expect("valid segment");
+                out.push((seg, touching));
+            }
         }
     }
     out
