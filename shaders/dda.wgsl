@@ -59,6 +59,7 @@ const RAY_ENABLED_SHIFT: u32 = 0u;     // bits 0..2: axis crosses within max dis
 const RAY_NEGATIVE_SHIFT: u32 = 3u;    // bits 3..5: axis steps down
 const RAY_ENTRY_SHIFT: u32 = 6u;       // bits 6..7: entry axis of the start state (3 = none)
 const RAY_CLIPPED: u32 = 256u;         // the start state is past the origin voxel
+const RAY_PLANE_SHIFT: u32 = 9u;       // bits 9..11: the ray lies in a face plane on the axis (PreparedRay::plane_axes)
 
 // GpuHit.status: low 4 bits the outcome, bits 4..5 the face axis (3 = none), bit 6 the normal's sign.
 const STATUS_MISS: u32 = 0u;
@@ -694,6 +695,47 @@ fn cast_ray(ray: GpuRay) -> GpuHit {
     return make_hit(STATUS_RUNAWAY, d.voxel, d.t, 0u, AXIS_NONE, false, vec2<f32>(0.0));
 }
 
+// Whether hit a lies strictly nearer than b: a miss is never nearer, anything else is nearer
+// than a miss; a runaway is nearer than everything, so that it is reported. Twin of `nearer`
+// in src/cpu_ref.rs.
+fn nearer(a: GpuHit, b: GpuHit) -> bool {
+    let sa = a.status & 15u;
+    let sb = b.status & 15u;
+    if (sa == STATUS_MISS || sb == STATUS_RUNAWAY) {
+        return false;
+    }
+    return sb == STATUS_MISS || sa == STATUS_RUNAWAY || a.distance < b.distance;
+}
+
+// cast_ray, and for conservative line of sight on a ray that lies in a voxel face plane also
+// the layers of voxels on the other side of each such plane: the ray shifted one voxel down on
+// those axes (the host's clipping and step never move them, so the shifted start state is that
+// layer's). The nearest answer wins, at equal distances the first layer. Twin of
+// `cast_segment` in src/cpu_ref.rs.
+fn cast_segment(ray: GpuRay) -> GpuHit {
+    if ((OPTIONS & FLAG_CONSERVATIVE) == 0u) {
+        return cast_ray(ray);
+    }
+    let planes = (ray.flags >> RAY_PLANE_SHIFT) & 7u;
+    var best = miss();
+    for (var layer = 0u; layer < 8u; layer += 1u) {
+        if ((layer & planes) != layer) {
+            continue;
+        }
+        var r = ray;
+        r.voxel -= vec3<i32>(vec3<u32>(layer, layer >> 1u, layer >> 2u) & vec3<u32>(1u));
+        // A layer beyond the edge of the i128 world holds nothing (the CPU skips it).
+        if (layer != 0u && beyond_world(r.voxel)) {
+            continue;
+        }
+        let h = cast_ray(r);
+        if (nearer(h, best)) {
+            best = h;
+        }
+    }
+    return best;
+}
+
 fn invocation_index(gid: vec3<u32>, groups: vec3<u32>) -> u32 {
     return gid.x + gid.y * groups.x * 64u;
 }
@@ -704,7 +746,7 @@ fn cast_rays(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgro
     if (i >= params.ray_count || i >= arrayLength(&rays)) {
         return;
     }
-    hits[i] = cast_ray(rays[i]);
+    hits[i] = cast_segment(rays[i]);
 }
 
 // The unit direction through the centre of pixel (px, py); twin of `Camera::pixel_dir` in

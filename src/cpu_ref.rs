@@ -563,13 +563,57 @@ pub fn voxel_raycast_with(
 
 /// Whether the segment `ray` (typically from [`VoxelRay::between`]) is free of stopping
 /// voxels up to and including its max distance. See [`LineOfSightOptions::conservative`] for
-/// segments through voxel edges and corners.
+/// segments through voxel edges and corners, and along voxel face planes.
 #[must_use]
 pub fn line_of_sight(ray: &VoxelRay, world: &VoxelWorld, opts: &LineOfSightOptions) -> LineOfSight {
     match ray.prepare() {
         Err(e) => LineOfSight::Invalid(e),
         Ok(None) => LineOfSight::Clear,
-        Ok(Some(p)) => cast_ray(&p, world, &opts.raycast, opts.conservative).into(),
+        Ok(Some(p)) => cast_segment(&p, world, &opts.raycast, opts.conservative).into(),
+    }
+}
+
+/// Line of sight for one prepared segment: [`cast_ray`], and under the conservative rule on a
+/// segment that lies in a voxel face plane ([`PreparedRay::plane_axes`]) also the layers of
+/// voxels on the other side of each such plane, each walked as the segment shifted one voxel
+/// down on those axes. The nearest answer wins; at equal distances the first layer in the
+/// order of `layer` (the segment's own, then shifted on x, y, x and y, z, ...). Twin of
+/// `cast_segment` in `shaders/dda.wgsl`.
+pub(crate) fn cast_segment(
+    r: &PreparedRay,
+    world: &VoxelWorld,
+    opts: &RaycastOptions,
+    conservative: bool,
+) -> RaycastOutcome {
+    let mut best = cast_ray(r, world, opts, conservative);
+    let planes = if conservative { r.plane_axes() } else { 0 };
+    if planes == 0 {
+        return best;
+    }
+    for layer in (1..8).filter(|&m| m & planes == m) {
+        // A layer beyond the edge of the i128 world holds nothing.
+        if let Some(shifted) = r.shifted_down(layer) {
+            let o = cast_ray(&shifted, world, opts, true);
+            if nearer(&o, &best) {
+                best = o;
+            }
+        }
+    }
+    best
+}
+
+/// Whether outcome `a` lies strictly nearer than `b` along the ray: a miss is never nearer,
+/// and anything else is nearer than a miss. Twin of `nearer` in `shaders/dda.wgsl`.
+fn nearer(a: &RaycastOutcome, b: &RaycastOutcome) -> bool {
+    let distance = |o: &RaycastOutcome| match *o {
+        RaycastOutcome::Hit(h) => Some(h.distance),
+        RaycastOutcome::Unloaded { distance, .. } => Some(distance),
+        RaycastOutcome::Miss | RaycastOutcome::Invalid(_) => None,
+    };
+    match (distance(a), distance(b)) {
+        (Some(ta), Some(tb)) => ta < tb,
+        (Some(_), None) => true,
+        (None, _) => false,
     }
 }
 

@@ -66,6 +66,7 @@ const FLAG_STEP_EMPTY_BRICKS: u32 = 64;
 const RAY_NEGATIVE_SHIFT: u32 = 3;
 const RAY_ENTRY_SHIFT: u32 = 6;
 const RAY_CLIPPED: u32 = 256;
+const RAY_PLANE_SHIFT: u32 = 9;
 const STATUS_MISS: u32 = 0;
 const STATUS_HIT: u32 = 1;
 const STATUS_UNLOADED: u32 = 2;

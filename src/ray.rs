@@ -411,6 +411,30 @@ impl PreparedRay {
             }
         }))
     }
+
+    /// The axes (bit `a` for axis `a`) on which the ray lies in a voxel face plane: a zero
+    /// direction component (after the denormal flush) with the start point on the start
+    /// voxel's low face. Along such an axis the ray touches the voxels on both sides of the
+    /// plane for its whole length; conservative line of sight walks both layers.
+    #[inline]
+    #[must_use]
+    pub(crate) fn plane_axes(&self) -> u32 {
+        (0..3)
+            .filter(|&a| self.dir[a] == 0.0 && self.sub[a] == 0.0)
+            .fold(0, |m, a| m | 1 << a)
+    }
+
+    /// The same ray moved one voxel down on the axes of `mask` (a subset of
+    /// [`PreparedRay::plane_axes`], where that changes no crossing), or `None` where that
+    /// leaves the i128 world.
+    pub(crate) fn shifted_down(&self, mask: u32) -> Option<Self> {
+        let mut out = *self;
+        for a in (0..3).filter(|&a| mask >> a & 1 != 0) {
+            set_axis(&mut out.origin, a, self.origin.axis(a).checked_sub(1)?);
+            set_axis(&mut out.start, a, self.start.axis(a).checked_sub(1)?);
+        }
+        Some(out)
+    }
 }
 
 #[cfg(test)]

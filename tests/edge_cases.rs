@@ -886,6 +886,117 @@ fn conservative_sight_blocks_every_lattice_edge_crossing() {
     assert_eq!(left_over, 0, "the world is not empty again");
 }
 
+/// A segment that lies in a voxel face plane (a zero direction component, the start on a voxel
+/// boundary) touches the voxels on both sides of that plane along its whole length, and one
+/// along an edge line those of four layers. Conservative line of sight is blocked by exactly
+/// the voxels whose closed box the segment touches beyond its start point, each at the distance
+/// where it first does (exact arithmetic: `closed_touching`), and by no other voxel; with the
+/// origin voxel skipped, by those it first touches beyond its start. Voxels touching only the
+/// end point may go either way (the crossings there round to either side of max distance, as
+/// for any segment ending on a voxel corner). The segments start on a
+/// chunk corner, so the planes are chunk faces too. (Until the sixteenth session only the layer
+/// the walk is in counted, and a segment along an edge line saw through a diagonal crack.)
+#[test]
+fn conservative_sight_along_a_face_plane_tests_both_sides() {
+    let from = WorldPos::new(32, -32, 0);
+    let mut world = VoxelWorld::new();
+    let (mut blocked, mut clear) = (0u32, 0u32);
+    for origin in [OriginPolicy::Report, OriginPolicy::SkipOriginVoxel] {
+        let opts = LineOfSightOptions {
+            conservative: true,
+            raycast: RaycastOptions {
+                origin,
+                ..RaycastOptions::default()
+            },
+        };
+        for (seg, d) in common::face_plane_segments(from, 5) {
+            let len = f64::from(seg.max_distance);
+            let touching = common::closed_touching(d);
+            let range = |a: usize| d[a].min(0) - 2..=d[a].max(0) + 1;
+            for v in
+                range(2).flat_map(|z| range(1).flat_map(move |y| range(0).map(move |x| [x, y, z])))
+            {
+                let expected = touching
+                    .iter()
+                    .find(|&&(t, s)| t == v && (s > 0.0 || origin == OriginPolicy::Report))
+                    .map(|&(_, s)| s);
+                let p = from
+                    .checked_offset(IVec3::new(v[0] as i32, v[1] as i32, v[2] as i32))
+                    .expect("near 0");
+                world.set_voxel(p, STONE);
+                let got = line_of_sight(&seg, &world, &opts);
+                world.set_voxel(p, VoxelId::AIR);
+                match (expected, got) {
+                    // Touching only the end point: whether the walk reaches it depends on how
+                    // the crossings there round against max distance (as for every segment).
+                    (Some(1.0), LineOfSight::Clear) => {}
+                    (None, LineOfSight::Clear) => clear += 1,
+                    (Some(s), LineOfSight::Blocked(hit))
+                        if hit.voxel_pos == p
+                            && (f64::from(hit.distance) - s * len).abs() <= 1e-5 * len =>
+                    {
+                        blocked += 1;
+                    }
+                    (expected, got) => panic!(
+                        "{origin:?}: {} with only {v:?} (from its start) solid: expected {}, got {got:?}",
+                        describe(&seg),
+                        expected.map_or("clear".to_string(), |s| format!("blocked at s = {s}")),
+                    ),
+                }
+            }
+        }
+    }
+    assert!(
+        blocked > 10_000 && clear > 10_000,
+        "{blocked} blocked and {clear} clear cases: the scan is broken"
+    );
+
+    // The diagonal crack along an edge line: two voxels that share only the line's edge. At
+    // equal distances the layer shifted on y comes before the one shifted on z.
+    let crack = common::world_with(&[
+        (WorldPos::new(3, 4, 5), STONE),
+        (WorldPos::new(3, 5, 4), STONE),
+    ]);
+    let seg = VoxelRay::between(
+        WorldPos::new(0, 5, 5),
+        Vec3::ZERO,
+        WorldPos::new(8, 5, 5),
+        Vec3::ZERO,
+    )
+    .expect("valid");
+    let conservative = LineOfSightOptions {
+        conservative: true,
+        ..LineOfSightOptions::default()
+    };
+    assert_eq!(
+        line_of_sight(&seg, &crack, &LineOfSightOptions::default()),
+        LineOfSight::Clear
+    );
+    assert!(matches!(
+        line_of_sight(&seg, &crack, &conservative),
+        LineOfSight::Blocked(h) if h.voxel_pos == WorldPos::new(3, 4, 5) && h.distance == 3.0
+    ));
+
+    // A layer beyond the edge of the i128 world holds nothing; no overflow.
+    let edge = WorldPos::new(0, i128::MIN, i128::MIN);
+    let seg = VoxelRay::between(
+        edge,
+        Vec3::ZERO,
+        WorldPos::new(9, i128::MIN, i128::MIN),
+        Vec3::ZERO,
+    )
+    .expect("valid");
+    let wall = WorldPos::new(4, i128::MIN, i128::MIN);
+    assert_eq!(
+        line_of_sight(&seg, &VoxelWorld::new(), &conservative),
+        LineOfSight::Clear
+    );
+    assert!(matches!(
+        line_of_sight(&seg, &common::world_with(&[(wall, STONE)]), &conservative),
+        LineOfSight::Blocked(h) if h.voxel_pos == wall && h.distance == 4.0
+    ));
+}
+
 /// Conservative line of sight answers the same with and without skips where an edge's crossings
 /// straddle max distance, as they do for a segment from a voxel centre to a voxel corner, which
 /// ends exactly on that corner: its crossings there round to either side of the end. (Found in

@@ -983,6 +983,110 @@ fn parity_of_sight_through_lattice_edges() {
     }
 }
 
+/// Segments that lie in voxel face planes or along edge lines: conservative line of sight walks
+/// the layers on both sides of each plane on the GPU as on the CPU, under every option. First
+/// in a world where one voxel in 25 is solid: lattice segments from two voxel corners (one a
+/// chunk corner), and long segments from outside the loaded chunks along planes at the faces of
+/// the loaded chunks and of the window, where a shifted layer lies in the window's margin or
+/// outside it. Then in worlds of one solid voxel, which every segment touching it beyond its
+/// start point (found in exact arithmetic) must come back blocked by.
+#[test]
+fn parity_of_sight_along_face_planes() {
+    let Some(gpu) = gpu() else { return };
+    let mut world = VoxelWorld::new();
+    for (p, id) in common::random_solids(78, WorldPos::new(-52, -16, -8), 96, 0.04, 3) {
+        world.set_voxel(p, id);
+    }
+    let gw = GpuWorld::from_world(gpu, &world).expect("upload");
+    let mut segs = Vec::new();
+    for from in [WorldPos::new(32, -32, 0), WorldPos::new(-40, 17, 31)] {
+        segs.extend(
+            common::face_plane_segments(from, 9)
+                .into_iter()
+                .map(|(s, _)| s),
+        );
+    }
+    // The loaded chunks span y and z -32..=95; the window -64..=127.
+    let planes = [-64, -32, -31, 40, 96, 127, 128];
+    for y in planes {
+        for z in planes {
+            segs.push(common::ray_at(
+                [-200, y, z],
+                [0.5, 0.0, 0.0],
+                [1.0, 0.0, 0.0],
+                400.0,
+            ));
+            segs.push(common::ray_at(
+                [200, y, z],
+                [0.5, 0.0, 0.0],
+                [-1.0, 0.0, 0.0],
+                400.0,
+            ));
+        }
+        segs.push(common::ray_at(
+            [-200, y, 10],
+            [0.5, 0.0, 0.5],
+            [1.0, 0.0, 0.3],
+            400.0,
+        ));
+        segs.push(common::ray_at(
+            [10, 200, y],
+            [0.5, 0.5, 0.0],
+            [0.2, -1.0, 0.0],
+            400.0,
+        ));
+    }
+    check_every_option(gpu, "face planes", &world, &gw, &segs);
+
+    let conservative = LineOfSightOptions {
+        conservative: true,
+        ..LineOfSightOptions::default()
+    };
+    let from = WorldPos::new(32, -32, 0);
+    let all = common::face_plane_segments(from, 6);
+    for v in [
+        [2, -1, 0],
+        [-1, -1, 3],
+        [0, -1, -1],
+        [-3, 2, -1],
+        [1, 1, -1],
+        [-1, 2, -1],
+        [-1, -1, -1],
+    ] {
+        let p = from
+            .checked_offset(voxcast::glam::IVec3::from_array(v.map(|c| c as i32)))
+            .expect("near 0");
+        let segs: Vec<VoxelRay> = all
+            .iter()
+            .filter(|(_, d)| {
+                common::closed_touching(*d)
+                    .iter()
+                    .any(|&(t, s)| t == v && s < 1.0)
+            })
+            .map(|&(s, _)| s)
+            .collect();
+        assert!(
+            segs.len() >= 10,
+            "only {} segments beside {v:?}",
+            segs.len()
+        );
+        let world = common::world_with(&[(p, VoxelId(1))]);
+        let gw = GpuWorld::from_world(gpu, &world).expect("upload");
+        let what = format!("one solid voxel at {v:?} from {from:?}");
+        sight_parity(gpu, &gw, &world, &segs, &what);
+        let got = gpu
+            .line_of_sight(&gw, &segs, &conservative)
+            .expect("gpu los");
+        for (seg, g) in segs.iter().zip(&got) {
+            assert!(
+                matches!(g, LineOfSight::Blocked(h) if h.voxel_pos == p),
+                "{what}: {} gives {g:?}",
+                common::describe(seg)
+            );
+        }
+    }
+}
+
 /// Segments from voxel centres that end exactly on a corner of the one solid voxel: the edge
 /// crossings there round to either side of max distance. The GPU's conservative answers equal
 /// the CPU's walking voxel by voxel, not only the CPU's with skips.

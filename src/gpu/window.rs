@@ -150,6 +150,8 @@ impl Window {
         if clipped {
             flags |= RAY_CLIPPED;
         }
+        // Shifting on these axes commutes with clipping and the host's step: neither moves them.
+        flags |= r.plane_axes() << RAY_PLANE_SHIFT;
         Some(GpuRay {
             voxel: self.relative(d.voxel())?,
             flags,

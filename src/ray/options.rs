@@ -153,8 +153,18 @@ pub struct LineOfSightOptions {
     /// Exact edge passes, such as segments between voxel centres or voxel corners through a
     /// lattice edge, come out of f32 arithmetic with crossings up to 3 ulps apart, so all of
     /// them are caught; a segment that passes within about a millionth of its distance of an
-    /// edge counts as passing through it. A segment that runs along a face plane or an edge
-    /// line (a zero direction component with the start on a voxel boundary) is tested against
-    /// the voxels it walks through only.
+    /// edge counts as passing through it.
+    ///
+    /// A segment that lies in a voxel face plane (a direction component of zero, or a
+    /// denormal, which counts as zero, with the start point on a voxel boundary on that axis)
+    /// touches the voxels on both sides of the plane along its whole length; along an edge
+    /// line (two such axes) those of four layers. Each layer is walked as the segment moved
+    /// one voxel down on those axes would be, with the same options (so
+    /// [`OriginPolicy::SkipOriginVoxel`] skips every voxel holding the start point in its
+    /// layer), and the nearest answer wins; at equal distances the segment's own layer comes
+    /// first, then the layers moved down on x, on y, on x and y, on z, and so on. A layer
+    /// beyond the edge of the i128 world holds nothing. Such a segment is therefore blocked by
+    /// every voxel whose closed box it touches beyond its start point (a diagonal crack along
+    /// an edge line is closed), at the distance where it first touches it.
     pub conservative: bool,
 }

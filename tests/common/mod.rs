@@ -351,3 +351,49 @@ pub(crate) fn lattice_segments(from: WorldPos, reach: i32) -> Vec<(VoxelRay, Vec
     }
     out
 }
+
+/// The segments from the voxel corner `from` to every lattice point up to `reach` away on each
+/// axis that lie in a voxel face plane (at least one zero component; two: along an edge line),
+/// each with its offset `d`. They touch the voxels on both sides of each such plane.
+pub(crate) fn face_plane_segments(from: WorldPos, reach: i32) -> Vec<(VoxelRay, [i64; 3])> {
+    cube(reach)
+        .filter(|d| *d != IVec3::ZERO && d.to_array().contains(&0))
+        .map(|d| {
+            let to = from.checked_offset(d).expect("lattice points lie near 0");
+            let seg = VoxelRay::between(from, Vec3::ZERO, to, Vec3::ZERO).expect("valid segment");
+            (seg, d.to_array().map(i64::from))
+        })
+        .collect()
+}
+
+/// Every voxel (relative to the segment's start point, a voxel corner) whose closed box the
+/// closed segment from 0 to `d` touches beyond its start point, with the least parameter `s`
+/// in `[0, 1]` at which it does. Exact: each bound is a ratio of small integers, and f64
+/// division rounds equal ratios to equal values.
+pub(crate) fn closed_touching(d: [i64; 3]) -> Vec<([i64; 3], f64)> {
+    let range = |a: usize| d[a].min(0) - 1..=d[a].max(0);
+    let mut out = Vec::new();
+    for z in range(2) {
+        for y in range(1) {
+            for x in range(0) {
+                let v = [x, y, z];
+                let (mut lo, mut hi) = (0.0f64, 1.0f64);
+                for a in 0..3 {
+                    if d[a] == 0 {
+                        if !(v[a] == 0 || v[a] == -1) {
+                            hi = -1.0;
+                        }
+                    } else {
+                        let (p, q) = (v[a] as f64 / d[a] as f64, (v[a] + 1) as f64 / d[a] as f64);
+                        lo = lo.max(p.min(q));
+                        hi = hi.min(p.max(q));
+                    }
+                }
+                if lo <= hi && hi > 0.0 {
+                    out.push((v, lo));
+                }
+            }
+        }
+    }
+    out
+}
