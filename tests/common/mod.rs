@@ -1,5 +1,6 @@
 //! Helpers shared by the integration tests: building rays and small worlds, and printing a
-//! ray so that a failing assertion says which ray failed. CPU only; GPU helpers live elsewhere.
+//! ray so that a failing assertion says which ray failed. CPU only; the GPU helpers are in
+//! `tests/gpu_common`.
 
 #![allow(
     dead_code,

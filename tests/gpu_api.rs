@@ -1,0 +1,658 @@
+//! The GPU API beyond parity: kept buffers and `_into` forms, bad rays in a batch, dispatch and
+//! host band limits, `update_chunks` and its errors, cameras, batch statistics, worlds from
+//! another raycaster and windows too large. Runs on lavapipe in CI; see `gpu_common`.
+
+mod common;
+mod gpu_common;
+
+use gpu_common::*;
+
+use voxcast::gpu::{GpuError, GpuWorld, MAX_DISPATCH_RAYS};
+use voxcast::{
+    Camera, ChunkPos, LineOfSight, LineOfSightOptions, RaycastOptions, RaycastOutcome,
+    UnloadedPolicy, VoxelId, VoxelRay, VoxelWorld, WorldPos, glam::Vec3, line_of_sight_batch,
+    raycast_batch,
+};
+
+#[test]
+fn into_forms_refill_kept_buffers() {
+    let Some(gpu) = gpu() else { return };
+    let (t, tw) = terrain();
+    let gw = GpuWorld::from_world(gpu, tw).expect("upload");
+    let opts = RaycastOptions::default();
+    let rays = t.reach_rays(20_000, 40);
+    let cpu = raycast_batch(&rays, tw, &opts);
+    // A kept buffer longer than the batch, then shorter: the batch's outcomes and nothing else.
+    let mut kept = vec![RaycastOutcome::Invalid(voxcast::RayError::ZeroDirection); 30_000];
+    gpu.raycast_into(&gw, &rays, &opts, &mut kept)
+        .expect("raycast_into");
+    assert_parity("raycast_into, longer buffer", &rays, &kept, &cpu);
+    let cam = t.camera(64, 48);
+    let cam_rays = cam.rays().expect("camera rays");
+    gpu.render_camera_into(&gw, &cam, &opts, &mut kept)
+        .expect("render_camera_into");
+    let cam_cpu = raycast_batch(&cam_rays, tw, &opts);
+    assert_parity(
+        "render_camera_into, kept buffer",
+        &cam_rays,
+        &kept,
+        &cam_cpu,
+    );
+    let los_opts = LineOfSightOptions::default();
+    let segs = t.sight_segments(5_000, 64.0, 41);
+    let mut kept_los = vec![LineOfSight::Unknown; 3];
+    gpu.line_of_sight_into(&gw, &segs, &los_opts, &mut kept_los)
+        .expect("line_of_sight_into");
+    assert_eq!(kept_los, line_of_sight_batch(&segs, tw, &los_opts));
+}
+
+#[test]
+fn bad_rays_in_a_batch_get_their_own_error() {
+    let Some(gpu) = gpu() else { return };
+    let (_, sw) = sparse();
+    let gw = GpuWorld::from_world(gpu, sw).expect("upload");
+    let good = VoxelRay::new(
+        WorldPos::new(10, 10, 10),
+        Vec3::splat(0.5),
+        Vec3::new(1.0, 0.3, 0.2),
+        200.0,
+    )
+    .expect("ray");
+    let bad = VoxelRay {
+        direction: Vec3::new(f32::NAN, 0.0, 0.0),
+        ..good
+    };
+    let worse = VoxelRay {
+        max_distance: -1.0,
+        ..good
+    };
+    let rays = [good, bad, good, worse];
+    let g = gpu
+        .raycast(&gw, &rays, &RaycastOptions::default())
+        .expect("batch");
+    assert!(
+        matches!(
+            g[1],
+            RaycastOutcome::Invalid(voxcast::RayError::NanDirection)
+        ),
+        "{:?}",
+        g[1]
+    );
+    assert!(
+        matches!(
+            g[3],
+            RaycastOutcome::Invalid(voxcast::RayError::NegativeMaxDistance)
+        ),
+        "{:?}",
+        g[3]
+    );
+    assert_parity(
+        "good rays around bad ones",
+        &rays,
+        &g,
+        &raycast_batch(&rays, sw, &RaycastOptions::default()),
+    );
+}
+
+#[test]
+fn batch_larger_than_one_dispatch() {
+    let Some(gpu) = gpu() else { return };
+    let (s, sw) = sparse();
+    let gw = GpuWorld::from_world(gpu, sw).expect("upload");
+    // More than two dispatches of the default size: both sets of dispatch buffers are used,
+    // and one twice.
+    let rays = s.rays(2 * MAX_DISPATCH_RAYS as usize + 12_345, 50);
+    check(
+        gpu,
+        "three dispatches",
+        sw,
+        &gw,
+        &rays,
+        &RaycastOptions::default(),
+    );
+}
+
+/// Many small dispatches: each is submitted before the last one's hits are read, alternating
+/// between two sets of buffers, so this runs each set several times, with partial workgroups,
+/// for rays, line of sight and a camera; then the buffers shrink and grow again.
+#[test]
+fn many_small_dispatches_in_flight() {
+    let Some(mut gpu) = own_gpu() else { return };
+    gpu.set_max_dispatch_rays(1000);
+    let (s, sw) = sparse();
+    let (t, tw) = terrain();
+    let sg = GpuWorld::from_world(&gpu, sw).expect("upload sparse");
+    let tg = GpuWorld::from_world(&gpu, tw).expect("upload terrain");
+    let rays = s.rays(10_500, 70);
+    check(
+        &gpu,
+        "1000-ray dispatches",
+        sw,
+        &sg,
+        &rays,
+        &RaycastOptions::default(),
+    );
+    let stats = gpu.last_batch_stats();
+    assert_eq!(
+        u64::from(stats.dispatches),
+        stats.gpu_rays.div_ceil(1000),
+        "{stats:?}"
+    );
+    assert!(stats.dispatches >= 10, "{stats:?}");
+    let segments = t.sight_segments(7_777, 64.0, 71);
+    sight_parity_with(
+        &gpu,
+        &tg,
+        tw,
+        &segments,
+        "1000-ray sight dispatches",
+        &RaycastOptions::default(),
+    );
+    let cam = t.camera(160, 90);
+    let g = gpu
+        .render_camera(&tg, &cam, &RaycastOptions::default())
+        .expect("render");
+    let cam_rays = cam.rays().expect("camera rays");
+    let c = raycast_batch(&cam_rays, tw, &RaycastOptions::default());
+    assert_parity("1000-pixel camera dispatches", &cam_rays, &g, &c);
+    assert_eq!(gpu.last_batch_stats().dispatches, 15);
+    // Back to one dispatch: the buffers grow again.
+    gpu.set_max_dispatch_rays(u32::MAX);
+    check(
+        &gpu,
+        "one dispatch again",
+        sw,
+        &sg,
+        &rays,
+        &RaycastOptions::default(),
+    );
+    assert_eq!(gpu.last_batch_stats().dispatches, 1);
+}
+
+/// The window's margin must stay unloaded (rays from outside are clipped to the window without
+/// the conservative tie test at that crossing): `update_chunks` refuses a loaded margin chunk,
+/// and a refused update changes nothing, even when the list also holds good chunks.
+#[test]
+fn update_chunks_refuses_margin_chunks_and_changes_nothing_on_error() {
+    let Some(gpu) = gpu() else { return };
+    let mut world = VoxelWorld::new();
+    world.set_voxel(WorldPos::new(5, 5, 5), VoxelId(1));
+    world.set_voxel(WorldPos::new(40, 5, 5), VoxelId(2));
+    let before = world.clone();
+    let mut gw = GpuWorld::from_world(gpu, &world).expect("upload");
+    assert_eq!(gw.anchor(), ChunkPos::new(-1, -1, -1));
+    assert_eq!(gw.dims(), [4, 3, 3]);
+    // Rays through chunks (0,0,0), (1,0,0) and the margins around them, from inside and outside.
+    let rays = adversarial_rays(WorldPos::new(30, 10, 10), 4000, 60);
+    let stays_as_before = |gw: &GpuWorld, when: &str| {
+        for opts in [
+            RaycastOptions::default(),
+            RaycastOptions {
+                unloaded: UnloadedPolicy::Stop,
+                ..Default::default()
+            },
+        ] {
+            check(gpu, &format!("{when} {opts:?}"), &before, gw, &rays, &opts);
+            sight_parity_with(gpu, gw, &before, &rays, when, &opts);
+        }
+    };
+    // A margin chunk loaded in the world: refused, and the GpuWorld is untouched.
+    world.set_voxel(WorldPos::new(70, 5, 5), VoxelId(3));
+    let margin = ChunkPos::new(2, 0, 0);
+    assert_eq!(
+        gw.update_chunks(&world, &[ChunkPos::new(0, 0, 0), margin]),
+        Err(GpuError::ChunkOutsideWindow(margin))
+    );
+    // Good chunks (one removed, one edited) before one outside the window: nothing of the
+    // list is applied.
+    world.remove_chunk(ChunkPos::new(1, 0, 0));
+    world.set_voxel(WorldPos::new(10, 10, 10), VoxelId(3));
+    let outside = ChunkPos::new(9, 0, 0);
+    assert_eq!(
+        gw.update_chunks(
+            &world,
+            &[ChunkPos::new(1, 0, 0), ChunkPos::new(0, 0, 0), outside]
+        ),
+        Err(GpuError::ChunkOutsideWindow(outside))
+    );
+    stays_as_before(&gw, "after refused updates");
+    // A margin chunk that is still unloaded may be listed.
+    world.remove_chunk(margin);
+    gw.update_chunks(
+        &world,
+        &[ChunkPos::new(1, 0, 0), ChunkPos::new(0, 0, 0), margin],
+    )
+    .expect("unloaded margin chunk");
+    check_every_option(gpu, "after the update", &world, &gw, &rays);
+}
+
+/// `update_chunks` writes only the chunks it is given: when new stored chunks make the slot
+/// buffers grow, the GPU keeps what it had of every other chunk (copied on the GPU), even of
+/// a chunk edited in the world but not listed; listing it later brings it up to date.
+#[test]
+fn update_chunks_keeps_unlisted_chunks_when_slots_grow() {
+    let Some(gpu) = gpu() else { return };
+    let mut world = VoxelWorld::new();
+    world.set_voxel(WorldPos::new(5, 5, 5), VoxelId(1));
+    world.set_voxel(WorldPos::new(40, 5, 5), VoxelId(2));
+    // Chunk (-1,0,0) is loaded (all air), so it is no margin chunk and may become dense.
+    world
+        .insert_chunk(ChunkPos::new(-1, 0, 0), voxcast::Chunk::default())
+        .expect("in the world");
+    let mut gw = GpuWorld::from_world(gpu, &world).expect("upload");
+    assert_eq!(gw.stored_chunks(), 2);
+    let as_uploaded = world.clone();
+    // Chunk (0,0,0) edited but not listed; chunk (-1,0,0) gets dense, so the slots grow.
+    world
+        .insert_chunk(ChunkPos::new(0, 0, 0), voxcast::Chunk::filled(VoxelId(4)))
+        .expect("in the world");
+    world.set_voxel(WorldPos::new(-5, 5, 5), VoxelId(1));
+    for x in -32..0 {
+        world.set_voxel(WorldPos::new(x, 9, 9), VoxelId(3));
+    }
+    gw.update_chunks(&world, &[ChunkPos::new(-1, 0, 0)])
+        .expect("update");
+    assert_eq!(gw.stored_chunks(), 3);
+    // What the GPU should hold: the world as uploaded, with chunk (-1,0,0) as it is now.
+    let mut expected = as_uploaded.clone();
+    expected
+        .insert_chunk(
+            ChunkPos::new(-1, 0, 0),
+            world
+                .chunk(ChunkPos::new(-1, 0, 0))
+                .expect("loaded")
+                .clone(),
+        )
+        .expect("in the world");
+    let rays = adversarial_rays(WorldPos::new(5, 10, 10), 4000, 61);
+    for opts in [
+        RaycastOptions::default(),
+        RaycastOptions {
+            unloaded: UnloadedPolicy::Stop,
+            ..Default::default()
+        },
+    ] {
+        check(gpu, "unlisted chunk kept", &expected, &gw, &rays, &opts);
+    }
+    gw.update_chunks(&world, &[ChunkPos::new(0, 0, 0)])
+        .expect("update");
+    check_every_option(gpu, "all listed", &world, &gw, &rays);
+}
+
+/// A `GpuWorld` belongs to the raycaster (device) that uploaded it: another one refuses it
+/// with an error, and both go on working.
+#[test]
+fn a_world_from_another_raycaster_is_an_error() {
+    let Some(gpu) = gpu() else { return };
+    let Some(other) = own_gpu() else { return };
+    let world = common::world_with(&[(WorldPos::new(5, 5, 5), VoxelId(1))]);
+    let gw = GpuWorld::from_world(gpu, &world).expect("upload");
+    let ray = common::ray(WorldPos::new(0, 5, 5), Vec3::splat(0.5), Vec3::X, 40.0);
+    let opts = RaycastOptions::default();
+    assert_eq!(
+        other.raycast(&gw, &[ray], &opts),
+        Err(GpuError::WorldFromAnotherDevice)
+    );
+    let cam = Camera::new(
+        WorldPos::new(0, 5, 5),
+        Vec3::splat(0.5),
+        Vec3::X,
+        60.0,
+        8,
+        6,
+        40.0,
+    )
+    .expect("camera");
+    assert_eq!(
+        other.render_camera(&gw, &cam, &opts).err(),
+        Some(GpuError::WorldFromAnotherDevice)
+    );
+    check(gpu, "own device", &world, &gw, &[ray], &opts);
+    let own = GpuWorld::from_world(&other, &world).expect("upload");
+    check(
+        &other,
+        "other device, own world",
+        &world,
+        &own,
+        &[ray],
+        &opts,
+    );
+}
+
+/// `render_camera` gives pixel (px, py) the outcome of `Camera::ray(px, py)`, also for a
+/// camera whose public fields were edited by hand: `Invalid` where that ray is invalid, and
+/// exactly the CPU's answer where it is not (the shader cannot take every such camera; those
+/// are rendered from host-built rays).
+#[test]
+fn hand_edited_cameras_give_each_pixel_its_rays_outcome() {
+    let Some(gpu) = &own_gpu() else { return };
+    let (_, sw) = sparse();
+    let gw = GpuWorld::from_world(gpu, sw).expect("upload");
+    let opts = RaycastOptions::default();
+    let good = Camera::new(
+        WorldPos::new(100, 100, 100),
+        Vec3::splat(0.5),
+        Vec3::new(1.0, -0.3, 0.6),
+        70.0,
+        24,
+        16,
+        300.0,
+    )
+    .expect("camera");
+    type Edit = (&'static str, fn(&mut Camera));
+    let edits: [Edit; 13] = [
+        ("as made", |_| {}),
+        ("NaN max distance", |c| c.max_distance = f32::NAN),
+        ("negative max distance", |c| c.max_distance = -1.0),
+        ("max distance over the cap", |c| c.max_distance = 1e6),
+        ("NaN eye offset", |c| c.sub_offset.x = f32::NAN),
+        ("eye offset 1.5", |c| c.sub_offset.y = 1.5),
+        ("eye offset -0.25", |c| c.sub_offset.z = -0.25),
+        ("NaN forward", |c| c.forward.x = f32::NAN),
+        ("zero forward", |c| c.forward = Vec3::ZERO),
+        ("infinite scale", |c| c.scale_x = f32::INFINITY),
+        ("right along forward", |c| c.right = c.forward),
+        // Pixel (0, 0) has sx = -sy: right·sx + up·sy cancels, and in f32 forward is lost
+        // in rounding first, so the direction is zero (the review's case).
+        ("huge scales, right equal to up", |c| {
+            (c.width, c.height) = (3, 3);
+            c.forward = Vec3::new(0.6, 0.8, 0.0);
+            c.right = Vec3::new(0.8, -0.6, 0.0);
+            c.up = c.right;
+            (c.scale_x, c.scale_y) = (1e8, 1e8);
+        }),
+        // The same with right and up so short that their f32 length underflows to zero, and
+        // the scales as much larger (the second review's case).
+        ("tiny right equal to up, huge scales", |c| {
+            let k = 2f32.powi(-90);
+            (c.width, c.height) = (3, 3);
+            c.forward = Vec3::new(0.6, 0.8, 0.0);
+            c.right = Vec3::new(0.8 * k, -0.6 * k, 0.0);
+            c.up = c.right;
+            (c.scale_x, c.scale_y) = (1e8 / k, 1e8 / k);
+        }),
+    ];
+    for (what, edit) in edits {
+        let mut cam = good;
+        edit(&mut cam);
+        let expected: Vec<RaycastOutcome> = (0..cam.height)
+            .flat_map(|py| (0..cam.width).map(move |px| (px, py)))
+            .map(|(px, py)| match cam.ray(px, py) {
+                Ok(r) => voxcast::voxel_raycast_with(&r, sw, &opts),
+                Err(e) => RaycastOutcome::Invalid(e),
+            })
+            .collect();
+        let got = gpu
+            .render_camera(&gw, &cam, &opts)
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        let rays = vec![common::ray(WorldPos::ZERO, Vec3::ZERO, Vec3::X, 0.0); got.len()];
+        assert_parity(
+            &format!("hand-edited camera: {what}"),
+            &rays,
+            &got,
+            &expected,
+        );
+        if what == "as made" {
+            assert_eq!(
+                gpu.last_batch_stats().gpu_rays,
+                u64::from(cam.width * cam.height),
+                "a camera made by Camera::new is rendered by the shader"
+            );
+        }
+    }
+}
+
+/// A camera whose outcomes cannot be allocated is an error, not an aborted process. Only run
+/// where the kernel refuses an allocation larger than memory (overcommit mode 0 or 2), so that
+/// the test cannot start rendering 4.3 billion pixels.
+#[test]
+fn a_camera_too_large_for_host_memory_is_an_error() {
+    let Some(gpu) = gpu() else { return };
+    let mode = std::fs::read_to_string("/proc/sys/vm/overcommit_memory").unwrap_or_default();
+    let (w, h) = (65_535_u32, 65_535_u32);
+    let bytes = u64::from(w) * u64::from(h) * std::mem::size_of::<RaycastOutcome>() as u64;
+    let memory_kib: u64 = std::fs::read_to_string("/proc/meminfo")
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.starts_with("MemTotal:") || l.starts_with("SwapTotal:"))
+        .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .sum();
+    if !(mode.trim() == "0" || mode.trim() == "2") || memory_kib == 0 || memory_kib * 1024 >= bytes
+    {
+        eprintln!("skipping: this machine might grant {bytes} bytes (overcommit mode {mode:?})");
+        return;
+    }
+    let world = common::world_with(&[(WorldPos::new(5, 5, 5), VoxelId(1))]);
+    let gw = GpuWorld::from_world(gpu, &world).expect("upload");
+    let cam = Camera::new(
+        WorldPos::new(1, 1, 1),
+        Vec3::splat(0.5),
+        Vec3::X,
+        60.0,
+        w,
+        h,
+        8.0,
+    )
+    .expect("camera");
+    assert_eq!(
+        gpu.render_camera(&gw, &cam, &RaycastOptions::default())
+            .err(),
+        Some(GpuError::OutputTooLarge(u64::from(w) * u64::from(h)))
+    );
+}
+
+/// `last_batch_stats` describes the last call, also one answered on the host alone.
+#[test]
+fn batch_stats_describe_the_last_call() {
+    let Some(gpu) = &own_gpu() else { return };
+    let world = common::world_with(&[(WorldPos::new(5, 5, 5), VoxelId(1))]);
+    let gw = GpuWorld::from_world(gpu, &world).expect("upload");
+    let near = vec![common::ray(WorldPos::new(0, 5, 5), Vec3::splat(0.5), Vec3::X, 40.0); 100];
+    gpu.raycast(&gw, &near, &RaycastOptions::default())
+        .expect("cast");
+    let stats = gpu.last_batch_stats();
+    assert_eq!((stats.gpu_rays, stats.dispatches), (100, 1));
+    let far = vec![
+        common::ray(
+            WorldPos::new(1 << 100, 0, 0),
+            Vec3::splat(0.5),
+            Vec3::X,
+            40.0
+        );
+        10
+    ];
+    gpu.raycast(&gw, &far, &RaycastOptions::default())
+        .expect("cast");
+    let stats = gpu.last_batch_stats();
+    assert_eq!((stats.gpu_rays, stats.dispatches), (0, 0));
+    gpu.raycast(&gw, &[], &RaycastOptions::default())
+        .expect("cast");
+    assert_eq!(gpu.last_batch_stats().gpu_rays, 0);
+}
+
+/// Kept buffers grow with the largest batch, `release_buffers` frees them, and batches after
+/// it grow them again and still match the CPU.
+#[test]
+fn release_buffers_frees_kept_memory() {
+    let Some(gpu) = &own_gpu() else { return };
+    let (t, world) = terrain();
+    let gw = GpuWorld::from_world(gpu, world).expect("upload");
+    let opts = RaycastOptions::default();
+    let small = gpu.kept_memory();
+    let rays = t.reach_rays(20_000, 0x4B45_5054);
+    check(gpu, "before release", world, &gw, &rays, &opts);
+    let grown = gpu.kept_memory();
+    // 336 GPU bytes per ray of the dispatch (20,000 rounded up to 32,768), 96 host bytes per ray.
+    assert_eq!(
+        grown.gpu_bytes - small.gpu_bytes,
+        336 * (32_768 - 1),
+        "{grown:?}"
+    );
+    assert!(grown.host_bytes >= 96 * 20_000, "{grown:?}");
+    gpu.release_buffers();
+    assert_eq!(
+        gpu.kept_memory(),
+        voxcast::gpu::KeptMemory {
+            host_bytes: 0,
+            ..small
+        }
+    );
+    check(gpu, "after release", world, &gw, &rays[..5_000], &opts);
+    let regrown = gpu.kept_memory();
+    assert_eq!(
+        regrown.gpu_bytes - small.gpu_bytes,
+        336 * (8_192 - 1),
+        "{regrown:?}"
+    );
+    assert!(regrown.host_bytes >= 96 * 5_000 && regrown.host_bytes < grown.host_bytes);
+}
+
+/// A window wider than a device limit is refused with the size it needs (saturated, not
+/// truncated).
+#[test]
+fn a_window_across_the_whole_world_names_its_size() {
+    let Some(gpu) = gpu() else { return };
+    let mut world = VoxelWorld::new();
+    for x in [ChunkPos::MIN_INDEX, ChunkPos::MAX_INDEX] {
+        world
+            .insert_chunk(ChunkPos::new(x, 0, 0), voxcast::Chunk::filled(VoxelId(1)))
+            .expect("in the world");
+    }
+    match GpuWorld::from_world(gpu, &world) {
+        Err(GpuError::LimitExceeded { needed, limit, .. }) => {
+            assert_eq!(needed, u64::MAX);
+            assert!(needed > limit);
+        }
+        other => panic!("expected LimitExceeded, got {other:?}"),
+    }
+}
+
+/// Chunks that stop being stored give their slots back before new ones take slots, whatever
+/// the order of the list: swapping a stored chunk for another does not grow the buffers.
+#[test]
+fn update_chunks_frees_slots_before_taking_new_ones() {
+    let Some(gpu) = gpu() else { return };
+    let mut world = VoxelWorld::new();
+    for x in 0..4 {
+        world
+            .insert_chunk(ChunkPos::new(x, 0, 0), voxcast::Chunk::default())
+            .expect("in the world");
+    }
+    for x in 0..3 {
+        world.set_voxel(WorldPos::new(32 * x + 5, 5, 5), VoxelId(1));
+    }
+    let mut gw = GpuWorld::from_world(gpu, &world).expect("upload");
+    let memory = gw.memory_bytes();
+    let rays = adversarial_rays(WorldPos::new(60, 10, 10), 3000, 62);
+    for (step, (new, gone)) in [(3, 0), (0, 1), (1, 2)].into_iter().enumerate() {
+        world.set_voxel(WorldPos::new(32 * new + 9, 9, 9), VoxelId(2));
+        world.remove_chunk(ChunkPos::new(gone, 0, 0));
+        // The new stored chunk first in the list, the removed one after it.
+        gw.update_chunks(
+            &world,
+            &[ChunkPos::new(new, 0, 0), ChunkPos::new(gone, 0, 0)],
+        )
+        .expect("update");
+        assert_eq!(gw.stored_chunks(), 3, "step {step}");
+        assert_eq!(
+            gw.memory_bytes(),
+            memory,
+            "step {step}: the slot buffers grew"
+        );
+        check(
+            gpu,
+            &format!("swap {step}"),
+            &world,
+            &gw,
+            &rays,
+            &RaycastOptions::default(),
+        );
+        world
+            .insert_chunk(ChunkPos::new(gone, 0, 0), voxcast::Chunk::default())
+            .expect("in the world");
+        gw.update_chunks(&world, &[ChunkPos::new(gone, 0, 0)])
+            .expect("update");
+    }
+}
+
+/// Batches of more than a million rays are prepared on the host in bands (bounded working
+/// memory): rays, line of sight and a camera rendered from host-built rays (eye outside the
+/// window), each over more than one band, ray by ray against the CPU.
+#[test]
+fn batches_larger_than_a_host_band() {
+    let Some(gpu) = &own_gpu() else { return };
+    let (t, tw) = terrain();
+    let gw = GpuWorld::from_world(gpu, tw).expect("upload");
+    let n = (1 << 20) + 40_000;
+    let rays = t.reach_rays(n, 80);
+    check(
+        gpu,
+        "reach rays over two bands",
+        tw,
+        &gw,
+        &rays,
+        &RaycastOptions::default(),
+    );
+    assert!(gpu.last_batch_stats().gpu_rays > 1 << 20);
+    sight_parity(gpu, &gw, tw, &rays, "reach segments over two bands");
+    // The eye above the window: every pixel's ray is clipped to the window on the host.
+    let cam = Camera::look_at(
+        WorldPos::new(128, 200, -40),
+        Vec3::splat(0.5),
+        WorldPos::new(128, 40, 128),
+        Vec3::ZERO,
+        70.0,
+        1100,
+        960,
+        260.0,
+    )
+    .expect("camera");
+    let g = gpu
+        .render_camera(&gw, &cam, &RaycastOptions::default())
+        .expect("render");
+    let cam_rays = cam.rays().expect("camera rays");
+    let c = raycast_batch(&cam_rays, tw, &RaycastOptions::default());
+    assert_parity("camera from host rays over two bands", &cam_rays, &g, &c);
+    let stats = gpu.last_batch_stats();
+    assert!(stats.gpu_rays > 0 && stats.total_seconds > 0.0, "{stats:?}");
+}
+
+/// A world that grows past what its `GpuWorld` can hold: `update_or_rebuild` uploads it again,
+/// and the answers follow the world (chunks streamed in around a moving player).
+#[test]
+fn a_growing_world_is_uploaded_again() {
+    let Some(gpu) = gpu() else { return };
+    let mut world = VoxelWorld::new();
+    world.set_voxel(WorldPos::new(5, 5, 5), VoxelId(1));
+    let mut gw = GpuWorld::from_world(gpu, &world).expect("upload");
+    let rays = adversarial_rays(WorldPos::new(40, 10, 10), 3000, 90);
+    // Inside the loaded bounds: an update.
+    world.set_voxel(WorldPos::new(9, 9, 9), VoxelId(2));
+    assert_eq!(
+        gw.update_or_rebuild(gpu, &world, &[ChunkPos::new(0, 0, 0)]),
+        Ok(false)
+    );
+    check_every_option(gpu, "updated", &world, &gw, &rays);
+    // Streaming east, one chunk at a time: the margin chunk, then one past the window.
+    for (x, rebuilt) in [(1, true), (2, true), (3, true)] {
+        let chunk = ChunkPos::new(x, 0, 0);
+        world.set_voxel(WorldPos::new(32 * x + 3, 4, 4), VoxelId(3));
+        assert_eq!(
+            gw.update_or_rebuild(gpu, &world, &[chunk]),
+            Ok(rebuilt),
+            "chunk {chunk:?}"
+        );
+        assert_eq!(gw.dims()[0], x as u32 + 3);
+        check_every_option(gpu, &format!("streamed to x = {x}"), &world, &gw, &rays);
+    }
+    // A rebuild that fails (a chunk 2^100 voxels away makes the window too large) leaves the
+    // GpuWorld as it was.
+    let before = world.clone();
+    let far = WorldPos::new(1 << 100, 4, 4);
+    world.set_voxel(far, VoxelId(1));
+    assert!(matches!(
+        gw.update_or_rebuild(gpu, &world, &[far.chunk()]),
+        Err(GpuError::LimitExceeded { .. })
+    ));
+    check_every_option(gpu, "after a failed rebuild", &before, &gw, &rays);
+}
