@@ -717,6 +717,10 @@ fn cast_segment(ray: GpuRay) -> GpuHit {
         return cast_ray(ray);
     }
     let planes = (ray.flags >> RAY_PLANE_SHIFT) & 7u;
+    if (planes == 0u) {
+        // Most rays: without the loop, which keeps `best` live around cast_ray (13% slower).
+        return cast_ray(ray);
+    }
     var best = miss();
     for (var layer = 0u; layer < 8u; layer += 1u) {
         if ((layer & planes) != layer) {
@@ -728,7 +732,20 @@ fn cast_segment(ray: GpuRay) -> GpuHit {
         if (layer != 0u && beyond_world(r.voxel)) {
             continue;
         }
-        let h = cast_ray(r);
+        var h = cast_ray(r);
+        // On the moved axes the hit lies at its voxel's high face: UV 1 there, not the moved
+        // ray's 0 (`on_high_faces` in src/cpu_ref.rs).
+        let face = (h.status >> 4u) & 3u;
+        if ((h.status & 15u) == STATUS_HIT && face != AXIS_NONE) {
+            let u = select(0u, 1u, face == 0u);
+            let v = select(1u, 2u, face != 2u);
+            if (((layer >> u) & 1u) != 0u) {
+                h.uv.x = 1.0;
+            }
+            if (((layer >> v) & 1u) != 0u) {
+                h.uv.y = 1.0;
+            }
+        }
         if (nearer(h, best)) {
             best = h;
         }

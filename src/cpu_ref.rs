@@ -563,7 +563,8 @@ pub fn voxel_raycast_with(
 
 /// Whether the segment `ray` (typically from [`VoxelRay::between`]) is free of stopping
 /// voxels up to and including its max distance. See [`LineOfSightOptions::conservative`] for
-/// segments through voxel edges and corners, and along voxel face planes.
+/// segments through voxel edges and corners, and along voxel face planes, and
+/// [`VoxelRay::between`] for an end point on a voxel face (aim off the face).
 #[must_use]
 pub fn line_of_sight(ray: &VoxelRay, world: &VoxelWorld, opts: &LineOfSightOptions) -> LineOfSight {
     match ray.prepare() {
@@ -593,13 +594,38 @@ pub(crate) fn cast_segment(
     for layer in (1..8).filter(|&m| m & planes == m) {
         // A layer beyond the edge of the i128 world holds nothing.
         if let Some(shifted) = r.shifted_down(layer) {
-            let o = cast_ray(&shifted, world, opts, true);
+            let o = on_high_faces(cast_ray(&shifted, world, opts, true), layer);
             if nearer(&o, &best) {
                 best = o;
             }
         }
     }
     best
+}
+
+/// A hit in the layer moved down on the axes of `layer` lies at its voxel's high face on those
+/// axes: its UV there is 1, where the moved segment gives 0. Twin of the UV fix in
+/// `cast_segment` in `shaders/dda.wgsl`.
+fn on_high_faces(o: RaycastOutcome, layer: u32) -> RaycastOutcome {
+    match o {
+        RaycastOutcome::Hit(mut h) if h.face_normal != IVec3::ZERO => {
+            let (u, v) = if h.face_normal.x != 0 {
+                (1, 2)
+            } else if h.face_normal.y != 0 {
+                (0, 2)
+            } else {
+                (0, 1)
+            };
+            if layer >> u & 1 != 0 {
+                h.hit_uv.x = 1.0;
+            }
+            if layer >> v & 1 != 0 {
+                h.hit_uv.y = 1.0;
+            }
+            RaycastOutcome::Hit(h)
+        }
+        o => o,
+    }
 }
 
 /// Whether outcome `a` lies strictly nearer than `b` along the ray: a miss is never nearer,

@@ -96,16 +96,20 @@ pub enum GpuError {
          WGPU_ADAPTER_NAME, or use the CPU reference (`raycast_batch`)"
     )]
     RequestDevice(String),
-    /// The world (or batch) needs more than a device limit allows.
+    /// The world needs more than a device limit allows, or a window wider than voxcast's
+    /// i32 window-relative coordinates hold. The window is dense: it spans the box around every
+    /// loaded chunk, so chunks far apart make it huge even when few are loaded.
     #[error(
-        "{what} needs {needed} but the device limit is {limit}: upload a smaller window of chunks"
+        "{what} needs {needed} but the limit is {limit}: the GPU window covers the whole box \
+         around the loaded chunks, so unload chunks far from the rest, or keep far-apart \
+         regions in separate VoxelWorlds, one GpuWorld each"
     )]
     LimitExceeded {
         /// Which resource.
         what: &'static str,
         /// How much it needs.
         needed: u64,
-        /// The device's limit.
+        /// The limit: the device's, or for the window extent voxcast's own.
         limit: u64,
     },
     /// A camera of more than `u32::MAX` pixels (the count is given): pixel indices travel as

@@ -21,7 +21,9 @@ pub enum GridError {
 /// One cell visited by a [`GridTraversal`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GridCell<const D: usize> {
-    /// Cell index per axis: `floor(coordinate / cell_size)`.
+    /// Cell index per axis: cell `i` covers `[i * cell_size, (i + 1) * cell_size)`. At the
+    /// segment's two ends a point exactly on a cell face belongs to the cell the face rule of
+    /// [`GridTraversal`] gives, which is the cell below the face when the segment moves down.
     pub cell: [i64; D],
     /// Fraction of the segment (`0` at A, `1` at B) where it enters the cell.
     pub t_enter: f64,

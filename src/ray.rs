@@ -247,6 +247,13 @@ impl VoxelRay {
     /// The segment from point `from` (voxel plus offset) to point `to`: direction `to - from`,
     /// max distance its length. The difference is taken exactly in i128 and then in f64.
     ///
+    /// The voxel that `to` lies in is tested too (a hit at exactly max distance counts), so
+    /// line of sight to a point inside a solid voxel is blocked by it. A `to` exactly on a
+    /// voxel face is a knife edge: the face's crossing, computed in f32 as every crossing is,
+    /// lands within an ulp of the f32 length, on either side, so the voxel behind the face is
+    /// tested for some segments and not for others. To ask "can this point be seen" aim at a
+    /// point off the face, on the seen side (for feet on the ground, a little above them).
+    ///
     /// # Errors
     /// The errors of [`VoxelRay::new`]; [`RayError::ZeroDirection`] when the points coincide;
     /// [`RayError::MaxDistanceTooLarge`] when they are more than [`MAX_DISTANCE_CAP`] apart.

@@ -286,11 +286,19 @@ fn a_world_from_another_raycaster_is_an_error() {
     let Some(gpu) = gpu() else { return };
     let Some(other) = own_gpu() else { return };
     let world = common::world_with(&[(WorldPos::new(5, 5, 5), VoxelId(1))]);
-    let gw = GpuWorld::from_world(gpu, &world).expect("upload");
+    let mut gw = GpuWorld::from_world(gpu, &world).expect("upload");
     let ray = common::ray(WorldPos::new(0, 5, 5), Vec3::splat(0.5), Vec3::X, 40.0);
     let opts = RaycastOptions::default();
     assert_eq!(
         other.raycast(&gw, &[ray], &opts),
+        Err(GpuError::WorldFromAnotherDevice)
+    );
+    // A rebuild through another raycaster would move the world to it: refused, and the world
+    // stays with its own (found in an adopter's review).
+    let mut grown = world.clone();
+    grown.set_voxel(WorldPos::new(500, 5, 5), VoxelId(2));
+    assert_eq!(
+        gw.update_or_rebuild(&other, &grown, &[WorldPos::new(500, 5, 5).chunk()]),
         Err(GpuError::WorldFromAnotherDevice)
     );
     let cam = Camera::new(
@@ -507,7 +515,7 @@ fn release_buffers_frees_kept_memory() {
     assert!(regrown.host_bytes >= 96 * 5_000 && regrown.host_bytes < grown.host_bytes);
 }
 
-/// A window wider than a device limit is refused with the size it needs (saturated, not
+/// A window wider than the window limit (i32 window-relative coordinates) is refused with the size it needs (saturated, not
 /// truncated).
 #[test]
 fn a_window_across_the_whole_world_names_its_size() {
@@ -655,4 +663,21 @@ fn a_growing_world_is_uploaded_again() {
         Err(GpuError::LimitExceeded { .. })
     ));
     check_every_option(gpu, "after a failed rebuild", &before, &gw, &rays);
+}
+
+/// `{:?}` of a `GpuWorld` is a summary, not its chunk table (megabytes for a large window).
+#[test]
+fn gpu_world_debug_is_a_summary() {
+    let Some(gpu) = gpu() else { return };
+    let world = common::world_with(&[
+        (WorldPos::new(0, 0, 0), VoxelId(1)),
+        (WorldPos::new(3000, 0, 0), VoxelId(1)),
+    ]);
+    let gw = GpuWorld::from_world(gpu, &world).expect("upload");
+    let text = format!("{gw:?}");
+    assert!(
+        text.contains("stored_chunks: 2") && text.len() < 300,
+        "{} bytes: {text}",
+        text.len()
+    );
 }

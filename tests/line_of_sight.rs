@@ -5,7 +5,7 @@
 mod common;
 
 use common::{describe, ray_at, world_with};
-use voxcast::glam::{IVec3, Vec3};
+use voxcast::glam::{IVec3, Vec2, Vec3};
 use voxcast::{
     ChunkPos, LineOfSight, LineOfSightOptions, OriginPolicy, RayError, RaycastOptions,
     UnloadedPolicy, VoxelId, VoxelRay, VoxelWorld, WorldPos, line_of_sight, line_of_sight_batch,
@@ -303,7 +303,8 @@ fn conservative_sight_along_a_face_plane_tests_both_sides() {
     );
 
     // The diagonal crack along an edge line: two voxels that share only the line's edge. At
-    // equal distances the layer shifted on y comes before the one shifted on z.
+    // equal distances the layer shifted on y comes before the one shifted on z. The segment
+    // enters (3, 4, 5) on its high y edge: UV (1, 0).
     let crack = common::world_with(&[
         (WorldPos::new(3, 4, 5), STONE),
         (WorldPos::new(3, 5, 4), STONE),
@@ -326,6 +327,7 @@ fn conservative_sight_along_a_face_plane_tests_both_sides() {
     assert!(matches!(
         line_of_sight(&seg, &crack, &conservative),
         LineOfSight::Blocked(h) if h.voxel_pos == WorldPos::new(3, 4, 5) && h.distance == 3.0
+            && h.face_normal == IVec3::NEG_X && h.hit_uv == Vec2::new(1.0, 0.0)
     ));
 
     // A layer beyond the edge of the i128 world holds nothing; no overflow.

@@ -6,8 +6,8 @@ use super::*;
 /// one id throughout, its occupancy bits, brick summary and u16 ids. Uniform chunks (all air,
 /// all stone, ...) take one table entry and no storage. After the table's chunk entries comes
 /// one 16-byte record per region of `4×4×4` chunks that the window touches (which of its chunks
-/// block a run of empty chunks), kept current by [`GpuWorld::update_chunks`].
-#[derive(Debug)]
+/// block a run of empty chunks), kept current by [`GpuWorld::update_chunks`]. Its `Debug`
+/// output is a summary (anchor, size, stored chunks, bytes), not the table.
 pub struct GpuWorld {
     device: wgpu::Device,
     queue: wgpu::Queue,
@@ -33,6 +33,18 @@ pub struct GpuWorld {
     skip_bricks_set: Option<bool>,
 }
 
+impl std::fmt::Debug for GpuWorld {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GpuWorld")
+            .field("anchor", &self.window.anchor)
+            .field("dims", &self.window.dims)
+            .field("stored_chunks", &self.stored_chunks())
+            .field("memory_bytes", &self.memory_bytes())
+            .field("skips_empty_bricks", &self.skips_empty_bricks())
+            .finish_non_exhaustive()
+    }
+}
+
 impl GpuWorld {
     /// Uploads every loaded chunk of `world`; the window is the loaded bounds grown by one
     /// unloaded chunk on every side that is not the edge of the i128 world (room for
@@ -42,8 +54,9 @@ impl GpuWorld {
     ///
     /// # Errors
     /// [`GpuError::LimitExceeded`] when the window's chunk table or the stored chunks exceed a
-    /// device limit (a world whose loaded chunks are far apart has a huge window: upload it in
-    /// parts); [`GpuError::Device`] when an allocation fails.
+    /// device limit, or the window is wider than about 2^26 chunks on an axis (it is dense
+    /// over the box around the loaded chunks, so chunks far apart make it huge: keep far-apart
+    /// regions in separate worlds); [`GpuError::Device`] when an allocation fails.
     pub fn from_world(gpu: &GpuRaycaster, world: &VoxelWorld) -> Result<Self, GpuError> {
         // A margin of one unloaded chunk around the loaded ones: conservative line of sight
         // tests voxels beside the ray, so a ray clipped to the window must start one chunk out.
@@ -390,13 +403,17 @@ impl GpuWorld {
     ///
     /// # Errors
     /// As [`GpuWorld::update_chunks`] and [`GpuWorld::from_world`]; when a rebuild fails, this
-    /// `GpuWorld` is left as it was.
+    /// `GpuWorld` is left as it was. [`GpuError::WorldFromAnotherDevice`] when `gpu` is not the
+    /// raycaster that uploaded this world (a rebuild would move it to `gpu` unasked).
     pub fn update_or_rebuild(
         &mut self,
         gpu: &GpuRaycaster,
         world: &VoxelWorld,
         chunks: &[ChunkPos],
     ) -> Result<bool, GpuError> {
+        if self.owner != gpu.token {
+            return Err(GpuError::WorldFromAnotherDevice);
+        }
         match self.update_chunks(world, chunks) {
             Err(GpuError::ChunkOutsideWindow(_)) => {
                 let mut rebuilt = Self::from_world(gpu, world)?;

@@ -7,7 +7,14 @@ use super::*;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum OriginPolicy {
     /// Report the origin voxel as the hit, at distance 0 with a zero face normal (for example
-    /// to detect suffocation). The default, as in the source material.
+    /// to detect suffocation). The default.
+    ///
+    /// The origin voxel is the voxel the ray starts in: the voxel of `origin`, except on an
+    /// axis where the start point lies exactly on that voxel's low face and the ray moves down,
+    /// where it is the voxel below (see the crate docs). So a ray cast straight down from a
+    /// point exactly on top of a block starts in that block: under `Report` it is hit at
+    /// distance 0 with a zero normal ([`VoxelRaycastHit::previous_pos`] is `None`). Cast from a
+    /// point above the surface (an eye) to get the top face and a place to put a block.
     #[default]
     Report,
     /// Never report the origin voxel; start testing at the next voxel (for escaping).
@@ -163,8 +170,12 @@ pub struct LineOfSightOptions {
     /// [`OriginPolicy::SkipOriginVoxel`] skips every voxel holding the start point in its
     /// layer), and the nearest answer wins; at equal distances the segment's own layer comes
     /// first, then the layers moved down on x, on y, on x and y, on z, and so on. A layer
-    /// beyond the edge of the i128 world holds nothing. Such a segment is therefore blocked by
-    /// every voxel whose closed box it touches beyond its start point (a diagonal crack along
-    /// an edge line is closed), at the distance where it first touches it.
+    /// beyond the edge of the i128 world holds nothing. Under [`OriginPolicy::Report`] such a
+    /// segment is therefore blocked by every voxel whose closed box it touches beyond its start
+    /// point (a diagonal crack along an edge line is closed), at the distance where it first
+    /// touches it; under [`OriginPolicy::ExitSolid`] each layer first leaves the solid voxels
+    /// it starts in. A voxel of another layer that holds the start point is reported as the
+    /// origin voxel is (distance 0, zero normal); any other hit there has its UV measured on
+    /// the real segment, which lies on the voxel's high face on the moved axes (UV 1 there).
     pub conservative: bool,
 }

@@ -37,8 +37,9 @@ impl VoxelRaycastHit {
 pub enum RaycastOutcome {
     /// The ray hit a stopping voxel.
     Hit(VoxelRaycastHit),
-    /// Nothing stops the ray within its max distance (or before it leaves the loaded world
-    /// under [`UnloadedPolicy::Air`], or the edge of the i128 world).
+    /// Nothing stops the ray within its max distance (or before it leaves the occupied bounds,
+    /// the chunks that hold anything but air, under [`UnloadedPolicy::Air`], or the edge of the
+    /// i128 world).
     Miss,
     /// Under [`UnloadedPolicy::Stop`]: the ray entered unloaded space at voxel `at`, at
     /// `distance` voxels.
