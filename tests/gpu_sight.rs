@@ -7,7 +7,7 @@ mod gpu_common;
 
 use gpu_common::*;
 
-use voxcast::gpu::GpuWorld;
+use voxcast::gpu::{GpuRaycaster, GpuWorld};
 use voxcast::{
     LineOfSight, LineOfSightOptions, RaycastOptions, UnloadedPolicy, VoxelId, VoxelRay, VoxelWorld,
     WorldPos, glam::Vec3, line_of_sight_batch,
@@ -71,32 +71,12 @@ fn parity_of_sight_through_lattice_edges() {
         [4, 2, 2],
         [-3, -3, -3],
     ] {
-        let p = from.checked_offset(voxcast::glam::IVec3::from_array(v));
-        let p = p.expect("near 0");
         let segs: Vec<VoxelRay> = all
             .iter()
             .filter(|(_, touching)| touching.iter().any(|&(_, t, _)| t == v.map(i64::from)))
             .map(|&(s, _)| s)
             .collect();
-        assert!(
-            segs.len() >= 30,
-            "only {} segments beside {v:?}",
-            segs.len()
-        );
-        let world = common::world_with(&[(p, VoxelId(1))]);
-        let gw = GpuWorld::from_world(gpu, &world).expect("upload");
-        let what = format!("one solid voxel at {v:?} from {from:?}");
-        sight_parity(gpu, &gw, &world, &segs, &what);
-        let got = gpu
-            .line_of_sight(&gw, &segs, &conservative)
-            .expect("gpu los");
-        for (seg, g) in segs.iter().zip(&got) {
-            assert!(
-                matches!(g, LineOfSight::Blocked(h) if h.voxel_pos == p),
-                "{what}: {} gives {g:?}",
-                common::describe(seg)
-            );
-        }
+        blocked_by_one_voxel(gpu, from, v, &segs, 30);
     }
 }
 
@@ -155,10 +135,6 @@ fn parity_of_sight_along_face_planes() {
     }
     check_every_option(gpu, "face planes", &world, &gw, &segs);
 
-    let conservative = LineOfSightOptions {
-        conservative: true,
-        ..LineOfSightOptions::default()
-    };
     let from = WorldPos::new(32, -32, 0);
     let all = common::face_plane_segments(from, 6);
     for v in [
@@ -170,37 +146,54 @@ fn parity_of_sight_along_face_planes() {
         [-1, 2, -1],
         [-1, -1, -1],
     ] {
-        let p = from
-            .checked_offset(voxcast::glam::IVec3::from_array(v.map(|c| c as i32)))
-            .expect("near 0");
         let segs: Vec<VoxelRay> = all
             .iter()
             .filter(|(_, d)| {
                 common::closed_touching(*d)
                     .iter()
-                    .any(|&(t, s)| t == v && s < 1.0)
+                    .any(|&(t, s)| t == v.map(i64::from) && s < 1.0)
             })
             .map(|&(s, _)| s)
             .collect();
+        blocked_by_one_voxel(gpu, from, v, &segs, 10);
+    }
+}
+
+/// In a world whose one solid voxel is `from + v`: GPU against CPU on `segs` (at least
+/// `min_segments` of them; plain and conservative), and every one of them blocked by that
+/// voxel on the GPU under the conservative rule.
+fn blocked_by_one_voxel(
+    gpu: &GpuRaycaster,
+    from: WorldPos,
+    v: [i32; 3],
+    segs: &[VoxelRay],
+    min_segments: usize,
+) {
+    let what = &format!("one solid voxel at {v:?} from {from:?}");
+    assert!(
+        segs.len() >= min_segments,
+        "{what}: only {} segments beside it",
+        segs.len()
+    );
+    let p = from
+        .checked_offset(voxcast::glam::IVec3::from_array(v))
+        .expect("near 0");
+    let world = common::world_with(&[(p, VoxelId(1))]);
+    let gw = GpuWorld::from_world(gpu, &world).expect("upload");
+    sight_parity(gpu, &gw, &world, segs, what);
+    let conservative = LineOfSightOptions {
+        conservative: true,
+        ..LineOfSightOptions::default()
+    };
+    let got = gpu
+        .line_of_sight(&gw, segs, &conservative)
+        .expect("gpu los");
+    for (seg, g) in segs.iter().zip(&got) {
         assert!(
-            segs.len() >= 10,
-            "only {} segments beside {v:?}",
-            segs.len()
+            matches!(g, LineOfSight::Blocked(h) if h.voxel_pos == p),
+            "{what}: {} gives {g:?}",
+            common::describe(seg)
         );
-        let world = common::world_with(&[(p, VoxelId(1))]);
-        let gw = GpuWorld::from_world(gpu, &world).expect("upload");
-        let what = format!("one solid voxel at {v:?} from {from:?}");
-        sight_parity(gpu, &gw, &world, &segs, &what);
-        let got = gpu
-            .line_of_sight(&gw, &segs, &conservative)
-            .expect("gpu los");
-        for (seg, g) in segs.iter().zip(&got) {
-            assert!(
-                matches!(g, LineOfSight::Blocked(h) if h.voxel_pos == p),
-                "{what}: {} gives {g:?}",
-                common::describe(seg)
-            );
-        }
     }
 }
 

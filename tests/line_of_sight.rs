@@ -209,12 +209,7 @@ fn conservative_sight_blocks_every_lattice_edge_crossing() {
         let len = f64::from(seg.max_distance);
         for (s, v, corner) in voxels {
             touching += 1;
-            let p = from
-                .checked_offset(IVec3::new(v[0] as i32, v[1] as i32, v[2] as i32))
-                .expect("near 0");
-            world.set_voxel(p, STONE);
-            let got = line_of_sight(&seg, &world, &conservative);
-            world.set_voxel(p, VoxelId::AIR);
+            let (p, got) = sight_with_only(&mut world, from, v, &seg, &conservative);
             match got {
                 LineOfSight::Blocked(hit)
                     if hit.voxel_pos == p
@@ -271,12 +266,7 @@ fn conservative_sight_along_a_face_plane_tests_both_sides() {
                     .iter()
                     .find(|&&(t, s)| t == v && (s > 0.0 || origin == OriginPolicy::Report))
                     .map(|&(_, s)| s);
-                let p = from
-                    .checked_offset(IVec3::new(v[0] as i32, v[1] as i32, v[2] as i32))
-                    .expect("near 0");
-                world.set_voxel(p, STONE);
-                let got = line_of_sight(&seg, &world, &opts);
-                world.set_voxel(p, VoxelId::AIR);
+                let (p, got) = sight_with_only(&mut world, from, v, &seg, &opts);
                 match (expected, got) {
                     // Touching only the end point: whether the walk reaches it depends on how
                     // the crossings there round against max distance (as for every segment).
@@ -495,4 +485,22 @@ fn conservative_sight_tests_the_tie_it_is_clipped_into() {
         by_extras > 100,
         "only {by_extras} segments stopped by tie extras"
     );
+}
+
+/// Line of sight of `seg` in `world` (empty) with only voxel `from + v` solid, made air again
+/// afterwards: that voxel and the answer.
+fn sight_with_only(
+    world: &mut VoxelWorld,
+    from: WorldPos,
+    v: [i64; 3],
+    seg: &VoxelRay,
+    opts: &LineOfSightOptions,
+) -> (WorldPos, LineOfSight) {
+    let p = from
+        .checked_offset(IVec3::new(v[0] as i32, v[1] as i32, v[2] as i32))
+        .expect("near 0");
+    world.set_voxel(p, STONE);
+    let got = line_of_sight(seg, world, opts);
+    world.set_voxel(p, VoxelId::AIR);
+    (p, got)
 }
