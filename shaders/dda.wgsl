@@ -707,6 +707,26 @@ fn nearer(a: GpuHit, b: GpuHit) -> bool {
     return sb == STATUS_MISS || sa == STATUS_RUNAWAY || a.distance < b.distance;
 }
 
+// A hit in the layer moved down on the axes of `layer` lies at its voxel's high face on those
+// axes: its UV there is 1, where the moved ray gives 0. Twin of `on_high_faces` in
+// src/cpu_ref.rs.
+fn on_high_faces(hit: GpuHit, layer: u32) -> GpuHit {
+    var h = hit;
+    let face = (h.status >> 4u) & 3u;
+    if ((h.status & 15u) == STATUS_HIT && face != AXIS_NONE) {
+        // The face's UV axes: x face (y, z), y face (x, z), z face (x, y).
+        let u = select(0u, 1u, face == 0u);
+        let v = select(1u, 2u, face != 2u);
+        if (((layer >> u) & 1u) != 0u) {
+            h.uv.x = 1.0;
+        }
+        if (((layer >> v) & 1u) != 0u) {
+            h.uv.y = 1.0;
+        }
+    }
+    return h;
+}
+
 // cast_ray, and for conservative line of sight on a ray that lies in a voxel face plane also
 // the layers of voxels on the other side of each such plane: the ray shifted one voxel down on
 // those axes (the host's clipping and step never move them, so the shifted start state is that
@@ -732,20 +752,7 @@ fn cast_segment(ray: GpuRay) -> GpuHit {
         if (layer != 0u && beyond_world(r.voxel)) {
             continue;
         }
-        var h = cast_ray(r);
-        // On the moved axes the hit lies at its voxel's high face: UV 1 there, not the moved
-        // ray's 0 (`on_high_faces` in src/cpu_ref.rs).
-        let face = (h.status >> 4u) & 3u;
-        if ((h.status & 15u) == STATUS_HIT && face != AXIS_NONE) {
-            let u = select(0u, 1u, face == 0u);
-            let v = select(1u, 2u, face != 2u);
-            if (((layer >> u) & 1u) != 0u) {
-                h.uv.x = 1.0;
-            }
-            if (((layer >> v) & 1u) != 0u) {
-                h.uv.y = 1.0;
-            }
-        }
+        let h = on_high_faces(cast_ray(r), layer);
         if (nearer(h, best)) {
             best = h;
         }

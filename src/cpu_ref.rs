@@ -604,8 +604,8 @@ pub(crate) fn cast_segment(
 }
 
 /// A hit in the layer moved down on the axes of `layer` lies at its voxel's high face on those
-/// axes: its UV there is 1, where the moved segment gives 0. Twin of the UV fix in
-/// `cast_segment` in `shaders/dda.wgsl`.
+/// axes: its UV there is 1, where the moved segment gives 0. Twin of `on_high_faces` in
+/// `shaders/dda.wgsl`.
 fn on_high_faces(o: RaycastOutcome, layer: u32) -> RaycastOutcome {
     match o {
         RaycastOutcome::Hit(mut h) if h.face_normal != IVec3::ZERO => {
