@@ -28,6 +28,9 @@ use crate::ray::{
 };
 use crate::world::{ChunkView, DenseChunk, OCCUPANCY_WORDS, REGION_SHIFT, VoxelId, VoxelWorld};
 
+/// The wgpu this crate is built on, for [`GpuRaycaster::from_device`]: a device must come from
+/// this same version of wgpu.
+pub use wgpu;
 pub use wgpu::AdapterInfo;
 
 mod device;
@@ -96,6 +99,13 @@ pub enum GpuError {
          WGPU_ADAPTER_NAME, or use the CPU reference (`raycast_batch`)"
     )]
     RequestDevice(String),
+    /// The device given to [`GpuRaycaster::from_device`] cannot run the shader: one of its
+    /// limits (named in the message) is below what the shader needs.
+    #[error(
+        "the wgpu device cannot run voxcast's compute shader ({0}): create it with at least \
+         wgpu::Limits::default(), or let GpuRaycaster::new create a device"
+    )]
+    UnsuitableDevice(String),
     /// The world needs more than a device limit allows, or a window wider than voxcast's
     /// i32 window-relative coordinates hold. The window is dense: it spans the box around every
     /// loaded chunk, so chunks far apart make it huge even when few are loaded.
@@ -200,7 +210,8 @@ pub(crate) struct GpuParams {
     cam_max_distance: f32,
 }
 
-/// A wgpu device with the raycasting pipelines. Create one and reuse it: creation compiles the
+/// A wgpu device with the raycasting pipelines: its own ([`GpuRaycaster::new`]) or the
+/// application's ([`GpuRaycaster::from_device`]). Create one and reuse it: creation compiles the
 /// shader for the default options, with both walks through empty bricks. The shader is
 /// specialised per combination of options (origin policy, unloaded policy, whether the
 /// material filter is the default, conservative line of sight, per-voxel mode) and walk

@@ -681,3 +681,107 @@ fn gpu_world_debug_is_a_summary() {
         text.len()
     );
 }
+
+/// A device on the adapter the shared raycaster uses, with the given limits and no optional
+/// features, as an application would create its own.
+fn application_device(
+    limits: voxcast::gpu::wgpu::Limits,
+) -> (voxcast::gpu::wgpu::Device, voxcast::gpu::wgpu::Queue) {
+    use voxcast::gpu::wgpu;
+    let name = gpu()
+        .expect("gpu() was checked")
+        .adapter_info()
+        .name
+        .clone();
+    let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+    desc.backends = wgpu::Backends::PRIMARY;
+    let instance = wgpu::Instance::new(desc.with_env());
+    let adapter = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()))
+        .into_iter()
+        .find(|a| a.get_info().name == name)
+        .expect("the shared raycaster's adapter is listed");
+    pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+        label: Some("application"),
+        required_limits: limits,
+        ..Default::default()
+    }))
+    .expect("a device with these limits")
+}
+
+#[test]
+fn a_raycaster_on_the_applications_device() {
+    use voxcast::gpu::{GpuRaycaster, wgpu};
+    if gpu().is_none() {
+        return;
+    }
+    // A game's device: default limits, no timestamp queries.
+    let (device, queue) = application_device(wgpu::Limits::default());
+    let shared = GpuRaycaster::from_device(&device, &queue).expect("a raycaster on that device");
+    assert!(shared.device().0 == &device && shared.device().1 == &queue);
+    assert_eq!(shared.adapter_info().name, device.adapter_info().name);
+
+    // It casts with the CPU reference's answers, on the terrain and the sparse world.
+    let (t, world) = terrain();
+    let gw = GpuWorld::from_world(&shared, world).expect("terrain upload");
+    let rays = t.reach_rays(20_000, 3);
+    check(
+        &shared,
+        "terrain on the application's device",
+        world,
+        &gw,
+        &rays,
+        &RaycastOptions::default(),
+    );
+    let (s, world) = sparse();
+    let gw = GpuWorld::from_world(&shared, world).expect("sparse upload");
+    let rays = s.rays(20_000, 4);
+    check(
+        &shared,
+        "sparse on the application's device",
+        world,
+        &gw,
+        &rays,
+        &RaycastOptions::default(),
+    );
+    // Without TIMESTAMP_QUERY on the device there is no kernel time, as documented.
+    assert_eq!(shared.last_batch_stats().kernel_seconds, None);
+    assert_eq!(shared.last_batch_stats().gpu_rays, 20_000);
+
+    // The application's own work on the device still runs after voxcast's.
+    let buffer = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("application buffer"),
+        size: 16,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    queue.write_buffer(&buffer, 0, &[7u8; 16]);
+    queue.submit([]);
+    buffer
+        .slice(..)
+        .map_async(wgpu::MapMode::Read, |r| r.expect("mapped"));
+    device
+        .poll(wgpu::PollType::wait_indefinitely())
+        .expect("poll");
+    let mapped = buffer.slice(..).get_mapped_range().expect("mapped range");
+    assert_eq!(&mapped[..], &[7u8; 16]);
+}
+
+#[test]
+fn a_device_too_limited_for_the_shader_is_an_error() {
+    use voxcast::gpu::{GpuRaycaster, wgpu};
+    if gpu().is_none() {
+        return;
+    }
+    // WebGL2's limits: no storage buffers in compute shaders.
+    let (device, queue) = application_device(wgpu::Limits::downlevel_webgl2_defaults());
+    match GpuRaycaster::from_device(&device, &queue) {
+        Err(e @ GpuError::UnsuitableDevice(_)) => {
+            let msg = e.to_string();
+            assert!(
+                msg.contains("storage buffers per shader stage") && msg.contains("needs 7"),
+                "{msg}"
+            );
+        }
+        other => panic!("expected UnsuitableDevice, got {other:?}"),
+    }
+}

@@ -50,7 +50,6 @@ impl GpuRaycaster {
                 .await
                 .map_err(|e| GpuError::NoAdapter(e.to_string()))?,
         };
-        let info = adapter.get_info();
         let limits = adapter.limits();
         let timestamps = adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY);
 
@@ -75,6 +74,50 @@ impl GpuRaycaster {
                 *l = Some(format!("device lost ({reason:?}): {message}"));
             }
         });
+        Self::on_device(device, queue, lost)
+    }
+
+    /// A raycaster on a device the application already has (a game engine's own wgpu device),
+    /// so that [`GpuWorld`]s and batches share its memory and queue instead of a second device.
+    /// Both handles are cloned (wgpu handles are shared references). The device's own limits
+    /// and features apply: with [`wgpu::Limits::default()`] the standard 512×128×512 terrain
+    /// and batches of the default dispatch size fit; a world or dispatch that needs more gets
+    /// [`GpuError::LimitExceeded`]. Kernel times (`BatchStats::kernel_seconds`) need the
+    /// device to have been created with [`wgpu::Features::TIMESTAMP_QUERY`]; without it they
+    /// are `None`.
+    ///
+    /// voxcast submits its own command buffers to `queue` and waits for them with
+    /// [`wgpu::Device::poll`], which also waits for work the application submitted before.
+    /// It leaves the device's lost callback alone (it belongs to the application): on a lost
+    /// device voxcast's calls fail with [`GpuError::Device`].
+    ///
+    /// # Errors
+    /// [`GpuError::UnsuitableDevice`] when the device's limits are below what the shader needs
+    /// (downlevel devices such as WebGL2 have no storage buffers in compute shaders),
+    /// [`GpuError::Device`] when the device rejects the shader.
+    pub fn from_device(device: &wgpu::Device, queue: &wgpu::Queue) -> Result<Self, GpuError> {
+        Self::on_device(device.clone(), queue.clone(), Arc::new(Mutex::new(None)))
+    }
+
+    /// The device and queue this raycaster submits to: the ones given to
+    /// [`GpuRaycaster::from_device`], or the ones [`GpuRaycaster::new`] created, for an
+    /// application that wants to render or compute with the same device.
+    #[must_use]
+    pub fn device(&self) -> (&wgpu::Device, &wgpu::Queue) {
+        (&self.device, &self.queue)
+    }
+
+    /// Checks the device, compiles the shader and the default pipelines, and makes the
+    /// raycaster. `lost` is set by the device-lost callback, if voxcast owns one.
+    fn on_device(
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+        lost: Arc<Mutex<Option<String>>>,
+    ) -> Result<Self, GpuError> {
+        let info = device.adapter_info();
+        let limits = device.limits();
+        let timestamps = device.features().contains(wgpu::Features::TIMESTAMP_QUERY);
+        check_limits(&limits)?;
 
         // Shader and pipelines, validated inside an error scope.
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
@@ -192,6 +235,43 @@ impl GpuRaycaster {
         )?;
         made.insert((camera, flags), p.clone());
         Ok(p)
+    }
+}
+
+/// Storage buffers the shader binds: chunk table, occupancy, bricks, ids, material filter, rays
+/// and hits (`@binding(1)` to `@binding(7)` in `shaders/dda.wgsl`).
+const STORAGE_BUFFERS: u32 = 7;
+
+/// The limits below which the shader cannot run, checked so that such a device gets a clear
+/// error instead of a pipeline validation message.
+fn check_limits(limits: &wgpu::Limits) -> Result<(), GpuError> {
+    let needs = [
+        (
+            "storage buffers per shader stage",
+            limits.max_storage_buffers_per_shader_stage,
+            STORAGE_BUFFERS,
+        ),
+        (
+            "compute workgroup size x",
+            limits.max_compute_workgroup_size_x,
+            WORKGROUP_SIZE,
+        ),
+        (
+            "compute invocations per workgroup",
+            limits.max_compute_invocations_per_workgroup,
+            WORKGROUP_SIZE,
+        ),
+        (
+            "compute workgroups per dimension",
+            limits.max_compute_workgroups_per_dimension,
+            1,
+        ),
+    ];
+    match needs.iter().find(|(_, has, needs)| has < needs) {
+        Some((what, has, needs)) => Err(GpuError::UnsuitableDevice(format!(
+            "{what}: the device allows {has}, the shader needs {needs}"
+        ))),
+        None => Ok(()),
     }
 }
 
