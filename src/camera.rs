@@ -11,12 +11,17 @@ pub enum CameraError {
     /// The eye, view direction or max distance is not a valid ray.
     #[error("{0}")]
     Ray(#[from] RayError),
-    /// The view direction is vertical: the camera keeps +Y up, so it cannot look straight up or
-    /// down.
+    /// The view direction is parallel to the camera's up vector: vertical, for [`Camera::new`]
+    /// and [`Camera::look_at`], which keep +Y up. [`Camera::with_up`] takes another up vector
+    /// (the player's facing, say) for a camera that looks straight up or down.
     #[error(
-        "the view direction is vertical (the camera keeps +Y up, so it cannot look straight up or down)"
+        "the view direction is parallel to the camera's up vector (+Y unless given): to look \
+         straight up or down, build the camera with Camera::with_up and another up vector"
     )]
     VerticalView,
+    /// The up vector given to [`Camera::with_up`] is zero, NaN or infinite.
+    #[error("the camera's up vector must be finite and non-zero")]
+    InvalidUp,
     /// The field of view is not in `(0, 180)` degrees.
     #[error("the vertical field of view must be in (0, 180) degrees")]
     FieldOfView,
@@ -56,7 +61,8 @@ pub struct Camera {
 }
 
 impl Camera {
-    /// A camera at `position + sub_offset` looking along `forward`, with +Y as the world's up.
+    /// A camera at `position + sub_offset` looking along `forward`, with +Y as the world's up:
+    /// [`Camera::with_up`] with `up = Vec3::Y`.
     ///
     /// # Arguments
     /// * `fov_y_degrees` - vertical field of view, in `(0, 180)` degrees.
@@ -64,12 +70,48 @@ impl Camera {
     ///
     /// # Errors
     /// [`CameraError::Ray`] when `forward`, `sub_offset` or `max_distance` would make a bad ray
-    /// (see [`VoxelRay::new`]); [`CameraError::VerticalView`], [`CameraError::FieldOfView`] and
-    /// [`CameraError::EmptyImage`] as their names say.
+    /// (see [`VoxelRay::new`]); [`CameraError::VerticalView`] when `forward` is vertical;
+    /// [`CameraError::FieldOfView`] and [`CameraError::EmptyImage`] as their names say.
     pub fn new(
         position: WorldPos,
         sub_offset: Vec3,
         forward: Vec3,
+        fov_y_degrees: f32,
+        width: u32,
+        height: u32,
+        max_distance: f32,
+    ) -> Result<Self, CameraError> {
+        Self::with_up(
+            position,
+            sub_offset,
+            forward,
+            Vec3::Y,
+            fov_y_degrees,
+            width,
+            height,
+            max_distance,
+        )
+    }
+
+    /// A camera at `position + sub_offset` looking along `forward`, rolled so that `up` points
+    /// to the top of the image as nearly as it can: the image's up is the part of `up`
+    /// perpendicular to `forward`. Any finite non-zero `up` not parallel to `forward` works, so
+    /// a camera can look straight down at the block under the player with `up` set to the
+    /// player's horizontal facing. `up` need not be unit length.
+    ///
+    /// # Errors
+    /// As [`Camera::new`], with [`CameraError::VerticalView`] when `forward` is parallel to
+    /// `up` (within about 1e-6 rad), and [`CameraError::InvalidUp`] when `up` is zero, NaN or
+    /// infinite.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "a camera has this many independent parameters"
+    )]
+    pub fn with_up(
+        position: WorldPos,
+        sub_offset: Vec3,
+        forward: Vec3,
+        up: Vec3,
         fov_y_degrees: f32,
         width: u32,
         height: u32,
@@ -83,7 +125,13 @@ impl Camera {
         if width == 0 || height == 0 {
             return Err(CameraError::EmptyImage);
         }
-        let right = forward.cross(Vec3::Y);
+        // Normalised in f64, so that any finite length works (f32 squares overflow from 1e19).
+        let up = up.as_dvec3();
+        let len = up.length();
+        if !(len.is_finite() && len > 0.0) {
+            return Err(CameraError::InvalidUp);
+        }
+        let right = forward.cross((up / len).as_vec3());
         if right.length_squared() < 1e-12 {
             return Err(CameraError::VerticalView);
         }

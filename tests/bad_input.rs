@@ -483,3 +483,60 @@ fn camera_looks_at_a_target_beyond_any_max_distance() {
         Err(voxcast::CameraError::TargetIsEye)
     ));
 }
+
+#[test]
+fn camera_with_another_up_looks_straight_down() {
+    use voxcast::{Camera, CameraError};
+    let eye = WorldPos::new(3, 10, -4);
+    let sub = Vec3::splat(0.5);
+    // Camera::new keeps +Y up, so it cannot look straight down; with_up can, with the image's
+    // top towards +Z: the centre pixel looks straight down, the top row leans to +Z and
+    // (right = forward × up = -X) the right column to -X.
+    assert!(matches!(
+        Camera::new(eye, sub, Vec3::NEG_Y, 90.0, 5, 5, 64.0),
+        Err(CameraError::VerticalView)
+    ));
+    let cam = Camera::with_up(eye, sub, Vec3::NEG_Y, Vec3::Z, 90.0, 5, 5, 64.0)
+        .expect("looking down with +Z up");
+    assert_eq!(cam.pixel_dir(2, 2), Vec3::NEG_Y);
+    assert!(cam.pixel_dir(2, 0).z > 0.3 && cam.pixel_dir(2, 4).z < -0.3);
+    assert!(cam.pixel_dir(4, 2).x < -0.3 && cam.pixel_dir(0, 2).x > 0.3);
+    // The block under the eye is hit on its top face by the centre pixel.
+    let below = WorldPos::new(3, 2, -4);
+    let world = world_with(&[(below, STONE)]);
+    let hit = voxel_raycast(&cam.ray(2, 2).expect("ray"), &world).expect("the block below");
+    assert_eq!(
+        (hit.voxel_pos, hit.face_normal),
+        (below, voxcast::glam::IVec3::Y)
+    );
+    assert!((hit.distance - 7.5).abs() < 1e-5, "{}", hit.distance);
+
+    // Camera::new is with_up with +Y, bit for bit; the length of up does not matter.
+    let forward = Vec3::new(1.0, -0.3, 0.6);
+    let plain = Camera::new(eye, sub, forward, 60.0, 8, 6, 100.0).expect("camera");
+    for up in [Vec3::Y, Vec3::Y * 1e-30, Vec3::Y * 3e38] {
+        let cam = Camera::with_up(eye, sub, forward, up, 60.0, 8, 6, 100.0).expect("camera");
+        assert_eq!(cam, plain, "up {up}");
+    }
+    // Rolled: up +X with forward +Z puts +X at the top of the image.
+    let rolled = Camera::with_up(eye, sub, Vec3::Z, Vec3::X, 60.0, 8, 6, 100.0).expect("camera");
+    assert_eq!((rolled.up, rolled.right), (Vec3::X, Vec3::Y));
+
+    // Up parallel to forward (either way round) or not a direction at all.
+    for (up, forward) in [(Vec3::Y * 5.0, Vec3::NEG_Y), (Vec3::X, Vec3::X)] {
+        assert!(matches!(
+            Camera::with_up(eye, sub, forward, up, 60.0, 8, 6, 100.0),
+            Err(CameraError::VerticalView)
+        ));
+    }
+    for up in [
+        Vec3::ZERO,
+        Vec3::new(f32::NAN, 1.0, 0.0),
+        Vec3::new(0.0, f32::INFINITY, 0.0),
+    ] {
+        let e = Camera::with_up(eye, sub, Vec3::Z, up, 60.0, 8, 6, 100.0);
+        assert!(matches!(e, Err(CameraError::InvalidUp)), "{up}: {e:?}");
+    }
+    let msg = CameraError::VerticalView.to_string();
+    assert!(msg.contains("Camera::with_up"), "{msg}");
+}

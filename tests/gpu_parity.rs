@@ -250,6 +250,27 @@ fn parity_camera_rays_made_in_the_shader() {
         .expect("render");
     let cpu = raycast_batch(&rays, tw, &RaycastOptions::default());
     assert_parity("camera (shader-made rays)", &rays, &from_shader, &cpu);
+    // Straight down and rolled (`Camera::with_up`): the shader takes the same basis.
+    for (forward, up) in [(Vec3::NEG_Y, Vec3::Z), (Vec3::new(0.3, -0.2, 1.0), Vec3::X)] {
+        let cam = Camera::with_up(
+            t.camera(8, 8).position,
+            Vec3::splat(0.25),
+            forward,
+            up,
+            80.0,
+            96,
+            64,
+            512.0,
+        )
+        .expect("camera");
+        let rays = cam.rays().expect("camera rays");
+        let from_shader = gpu
+            .render_camera(&gw, &cam, &RaycastOptions::default())
+            .expect("render");
+        let cpu = raycast_batch(&rays, tw, &RaycastOptions::default());
+        assert!(cpu.iter().filter(|o| o.hit().is_some()).count() > rays.len() / 4);
+        assert_parity("camera with another up", &rays, &from_shader, &cpu);
+    }
     // More pixels than one batch holds: a clear error before anything is allocated, and the
     // raycaster goes on working (the camera below).
     let (w, h) = (65_536_u32, 65_537_u32);
