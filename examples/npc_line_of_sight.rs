@@ -263,7 +263,7 @@ fn main() -> ExitCode {
                 sees[j as usize] += 1;
             }
             LineOfSight::Blocked(_) => blocked += 1,
-            LineOfSight::Unknown | LineOfSight::Invalid(_) => other += 1,
+            LineOfSight::Unknown { .. } | LineOfSight::Invalid(_) => other += 1,
         }
     }
     let seeing = sees.iter().filter(|&&s| s > 0).count();

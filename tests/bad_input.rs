@@ -69,7 +69,7 @@ fn batch_with_one_invalid_ray() {
     assert_eq!(kept, out);
     voxcast::raycast_batch_into(&rays[..100], &world, &o, &mut kept);
     assert_eq!(kept, out[..100]);
-    let mut kept_los = vec![LineOfSight::Unknown; 5];
+    let mut kept_los = vec![LineOfSight::Clear; 5];
     voxcast::line_of_sight_batch_into(&rays, &world, &LineOfSightOptions::default(), &mut kept_los);
     assert_eq!(kept_los, los);
 }

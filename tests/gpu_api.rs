@@ -40,7 +40,7 @@ fn into_forms_refill_kept_buffers() {
     );
     let los_opts = LineOfSightOptions::default();
     let segs = t.sight_segments(5_000, 64.0, 41);
-    let mut kept_los = vec![LineOfSight::Unknown; 3];
+    let mut kept_los = vec![LineOfSight::Clear; 3];
     gpu.line_of_sight_into(&gw, &segs, &los_opts, &mut kept_los)
         .expect("line_of_sight_into");
     assert_eq!(kept_los, line_of_sight_batch(&segs, tw, &los_opts));

@@ -194,7 +194,7 @@ pub(crate) fn answer_of_outcome(o: &RaycastOutcome) -> Answer {
 pub(crate) fn answer_of_sight(o: &LineOfSight) -> Answer {
     match o {
         LineOfSight::Blocked(h) => Some(voxel_i32(h.voxel_pos)),
-        LineOfSight::Clear | LineOfSight::Unknown | LineOfSight::Invalid(_) => None,
+        LineOfSight::Clear | LineOfSight::Unknown { .. } | LineOfSight::Invalid(_) => None,
     }
 }
 

@@ -108,20 +108,26 @@ pub enum LineOfSight {
     Clear,
     /// The first stopping voxel on the segment.
     Blocked(VoxelRaycastHit),
-    /// Under [`UnloadedPolicy::Stop`], unloaded space lies on the segment before any blocker.
-    Unknown,
+    /// Under [`UnloadedPolicy::Stop`], unloaded space lies on the segment before any blocker:
+    /// whether the end can be seen is unknown until that space is loaded. As
+    /// [`RaycastOutcome::Unloaded`].
+    Unknown {
+        /// The first unloaded voxel on the segment: the chunk to load to know more is
+        /// `at.chunk()`.
+        at: WorldPos,
+        /// Distance from the segment's start to the point where it entered `at`, in voxels.
+        distance: f32,
+    },
     /// The segment was rejected.
     Invalid(RayError),
 }
 
 impl LineOfSight {
-    /// Equal under the parity contract (see [`VoxelRaycastHit::matches`]).
+    /// Equal under the parity contract (see [`VoxelRaycastHit::matches`]); distances of
+    /// [`LineOfSight::Unknown`] compare bit for bit too.
     #[must_use]
     pub fn matches(&self, other: &Self) -> bool {
-        match (self, other) {
-            (Self::Blocked(a), Self::Blocked(b)) => a.matches(b),
-            (a, b) => a == b,
-        }
+        RaycastOutcome::from(*self).matches(&RaycastOutcome::from(*other))
     }
 }
 
@@ -130,8 +136,21 @@ impl From<RaycastOutcome> for LineOfSight {
         match o {
             RaycastOutcome::Hit(h) => Self::Blocked(h),
             RaycastOutcome::Miss => Self::Clear,
-            RaycastOutcome::Unloaded { .. } => Self::Unknown,
+            RaycastOutcome::Unloaded { at, distance } => Self::Unknown { at, distance },
             RaycastOutcome::Invalid(e) => Self::Invalid(e),
+        }
+    }
+}
+
+/// The raycast outcome a line-of-sight answer stands for: `Blocked` is a hit, `Clear` a miss,
+/// `Unknown` unloaded space.
+impl From<LineOfSight> for RaycastOutcome {
+    fn from(l: LineOfSight) -> Self {
+        match l {
+            LineOfSight::Clear => Self::Miss,
+            LineOfSight::Blocked(h) => Self::Hit(h),
+            LineOfSight::Unknown { at, distance } => Self::Unloaded { at, distance },
+            LineOfSight::Invalid(e) => Self::Invalid(e),
         }
     }
 }

@@ -168,8 +168,7 @@ pub(crate) fn sight_parity(
     sight_parity_with(gpu, gw, world, segs, what, &RaycastOptions::default());
 }
 
-/// [`sight_parity`] with the given raycast options. `Unknown` answers compare equal whatever
-/// their voxel, since `LineOfSight::Unknown` does not report one.
+/// [`sight_parity`] with the given raycast options, for plain and conservative line of sight.
 pub(crate) fn sight_parity_with(
     gpu: &GpuRaycaster,
     gw: &GpuWorld,
@@ -185,15 +184,7 @@ pub(crate) fn sight_parity_with(
         };
         let g = gpu.line_of_sight(gw, segs, &opts).expect("gpu los");
         let c = line_of_sight_batch(segs, world, &opts);
-        let to_outcome = |l: &LineOfSight| match *l {
-            LineOfSight::Clear => RaycastOutcome::Miss,
-            LineOfSight::Blocked(h) => RaycastOutcome::Hit(h),
-            LineOfSight::Unknown => RaycastOutcome::Unloaded {
-                at: WorldPos::ZERO,
-                distance: 0.0,
-            },
-            LineOfSight::Invalid(e) => RaycastOutcome::Invalid(e),
-        };
+        let to_outcome = |l: &LineOfSight| RaycastOutcome::from(*l);
         let g: Vec<_> = g.iter().map(to_outcome).collect();
         let c: Vec<_> = c.iter().map(to_outcome).collect();
         assert_parity(
