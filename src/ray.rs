@@ -112,6 +112,20 @@ pub(crate) fn add_whole(origin: i128, whole: f64) -> Option<i128> {
     }
 }
 
+/// A point in f64 voxel coordinates as its voxel (the floor) and the f64 fraction rounded to
+/// f32 (possibly to 1.0, which [`split_sub`] then carries into the next voxel).
+fn split_point(p: DVec3) -> Result<(WorldPos, Vec3), RayError> {
+    if !p.is_finite() {
+        return Err(RayError::NonFiniteSubOffset);
+    }
+    let whole = p.floor();
+    let axis = |w: f64| add_whole(0, w).ok_or(RayError::OriginOutOfRange);
+    Ok((
+        WorldPos::new(axis(whole.x)?, axis(whole.y)?, axis(whole.z)?),
+        (p - whole).as_vec3(),
+    ))
+}
+
 fn check_direction(d: Vec3) -> Result<(), RayError> {
     if d.is_nan() {
         Err(RayError::NanDirection)
@@ -272,6 +286,34 @@ impl VoxelRay {
             return Err(RayError::MaxDistanceTooLarge);
         }
         Self::new(from, from_sub, (diff / len).as_vec3(), len as f32)
+    }
+
+    /// [`VoxelRay::new`] from a point in f64 voxel coordinates, for engines that keep
+    /// positions as floats near the world's origin (an f32 position converts with
+    /// `as_dvec3()`). The origin voxel is the point's floor on each axis (so `-0.25` lies in
+    /// voxel `-1`) and the offset its f64 fraction rounded to f32; a fraction that rounds up
+    /// to 1 moves the point onto the next voxel's face, as in [`VoxelRay::new`].
+    ///
+    /// # Errors
+    /// [`RayError::NonFiniteSubOffset`] for a NaN or infinite point component,
+    /// [`RayError::OriginOutOfRange`] for one outside the i128 world; otherwise those of
+    /// [`VoxelRay::new`].
+    pub fn from_point(point: DVec3, direction: Vec3, max_distance: f32) -> Result<Self, RayError> {
+        let (origin, sub) = split_point(point)?;
+        Self::new(origin, sub, direction, max_distance)
+    }
+
+    /// [`VoxelRay::between`] for two points in f64 voxel coordinates (see
+    /// [`VoxelRay::from_point`]): the segment a line-of-sight test checks, from an eye to a
+    /// target.
+    ///
+    /// # Errors
+    /// Those of [`VoxelRay::from_point`] for either point, then those of
+    /// [`VoxelRay::between`].
+    pub fn between_points(from: DVec3, to: DVec3) -> Result<Self, RayError> {
+        let (from, from_sub) = split_point(from)?;
+        let (to, to_sub) = split_point(to)?;
+        Self::between(from, from_sub, to, to_sub)
     }
 
     /// The point at distance `t` (voxels along the direction) as a voxel and an offset in

@@ -540,3 +540,70 @@ fn camera_with_another_up_looks_straight_down() {
     let msg = CameraError::VerticalView.to_string();
     assert!(msg.contains("Camera::with_up"), "{msg}");
 }
+
+#[test]
+fn rays_from_float_points() {
+    use voxcast::glam::DVec3;
+    // The voxel is the floor (negative coordinates too), the offset the fraction.
+    let r = VoxelRay::from_point(DVec3::new(-0.25, 64.5, 3.0), Vec3::NEG_Y, 8.0).expect("ray");
+    let expected = VoxelRay::new(
+        WorldPos::new(-1, 64, 3),
+        Vec3::new(0.75, 0.5, 0.0),
+        Vec3::NEG_Y,
+        8.0,
+    )
+    .expect("ray");
+    assert_eq!(r, expected);
+    // A fraction that rounds to 1 in f32 puts the point on the next voxel's face.
+    let r = VoxelRay::from_point(DVec3::new(5.0 - 1e-12, 0.0, 0.0), Vec3::X, 1.0).expect("ray");
+    assert_eq!(
+        (r.origin, r.sub_offset),
+        (WorldPos::new(5, 0, 0), Vec3::ZERO)
+    );
+    // Far out: 2^100 exactly, and the low edge of the i128 world.
+    let big = 2f64.powi(100);
+    let r =
+        VoxelRay::from_point(DVec3::new(big, -big, -2f64.powi(127)), Vec3::X, 1.0).expect("ray");
+    assert_eq!(r.origin, WorldPos::new(1 << 100, -(1 << 100), i128::MIN));
+    // Outside the world or not a number: an error, never a panic.
+    for (p, e) in [
+        (
+            DVec3::new(2f64.powi(127), 0.0, 0.0),
+            RayError::OriginOutOfRange,
+        ),
+        (
+            DVec3::new(0.0, -2f64.powi(128), 0.0),
+            RayError::OriginOutOfRange,
+        ),
+        (DVec3::new(0.0, 0.0, f64::NAN), RayError::NonFiniteSubOffset),
+        (
+            DVec3::new(f64::INFINITY, 0.0, 0.0),
+            RayError::NonFiniteSubOffset,
+        ),
+    ] {
+        assert_eq!(VoxelRay::from_point(p, Vec3::X, 1.0), Err(e), "{p}");
+        assert_eq!(VoxelRay::between_points(DVec3::ZERO, p), Err(e), "{p}");
+    }
+    // A segment between two eye points is the one `between` makes, and line of sight uses it.
+    let (from, to) = (DVec3::new(0.5, 2.5, 0.5), DVec3::new(10.5, 2.5, -3.5));
+    let seg = VoxelRay::between_points(from, to).expect("segment");
+    let same = VoxelRay::between(
+        WorldPos::new(0, 2, 0),
+        Vec3::new(0.5, 0.5, 0.5),
+        WorldPos::new(10, 2, -4),
+        Vec3::new(0.5, 0.5, 0.5),
+    )
+    .expect("segment");
+    assert_eq!(seg, same);
+    let wall = WorldPos::new(5, 2, -2);
+    let world = world_with(&[(wall, STONE)]);
+    let blocked = line_of_sight(&seg, &world, &LineOfSightOptions::default());
+    assert!(
+        matches!(blocked, LineOfSight::Blocked(h) if h.voxel_pos == wall),
+        "{blocked:?}"
+    );
+    assert_eq!(
+        VoxelRay::between_points(from, from),
+        Err(RayError::ZeroDirection)
+    );
+}
