@@ -222,6 +222,12 @@ pub(crate) struct GpuParams {
 /// (batches are prepared in bands of at most 2^20 rays, so at most about 100 MB).
 /// [`GpuRaycaster::kept_memory`] tells how much is kept; [`GpuRaycaster::release_buffers`]
 /// frees it.
+///
+/// Every batch call blocks its thread until the answers are read back. A raycaster (and a
+/// [`GpuWorld`]) is `Send + Sync`, so a frame loop that must not wait hands the call to a
+/// worker thread and takes the answers a frame later. Calls from several threads at once are
+/// safe: each prepares its rays on the host in parallel with the others, then their batches
+/// take turns on the GPU (one at a time holds the raycaster's batch buffers).
 #[derive(Debug)]
 pub struct GpuRaycaster {
     device: wgpu::Device,

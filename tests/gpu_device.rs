@@ -1,0 +1,147 @@
+//! Where the raycaster runs: on the application's own wgpu device, on devices too limited for
+//! the shader, and from several threads at once. Runs on lavapipe in CI; see `gpu_common`.
+
+mod common;
+mod gpu_common;
+
+use gpu_common::*;
+
+use voxcast::gpu::{GpuError, GpuRaycaster, GpuWorld, wgpu};
+use voxcast::{RaycastOptions, VoxelWorld, line_of_sight_batch};
+
+/// A device on the adapter the shared raycaster uses, with the given limits and no optional
+/// features, as an application would create its own.
+fn application_device(limits: wgpu::Limits) -> (wgpu::Device, wgpu::Queue) {
+    let name = gpu()
+        .expect("gpu() was checked")
+        .adapter_info()
+        .name
+        .clone();
+    let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+    desc.backends = wgpu::Backends::PRIMARY;
+    let instance = wgpu::Instance::new(desc.with_env());
+    let adapter = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()))
+        .into_iter()
+        .find(|a| a.get_info().name == name)
+        .expect("the shared raycaster's adapter is listed");
+    pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+        label: Some("application"),
+        required_limits: limits,
+        ..Default::default()
+    }))
+    .expect("a device with these limits")
+}
+
+#[test]
+fn a_raycaster_on_the_applications_device() {
+    if gpu().is_none() {
+        return;
+    }
+    // A game's device: default limits, no timestamp queries.
+    let (device, queue) = application_device(wgpu::Limits::default());
+    let shared = GpuRaycaster::from_device(&device, &queue).expect("a raycaster on that device");
+    assert!(shared.device().0 == &device && shared.device().1 == &queue);
+    assert_eq!(shared.adapter_info().name, device.adapter_info().name);
+
+    // It casts with the CPU reference's answers, on the terrain and the sparse world.
+    let (t, world) = terrain();
+    let gw = GpuWorld::from_world(&shared, world).expect("terrain upload");
+    let rays = t.reach_rays(20_000, 3);
+    check(
+        &shared,
+        "terrain on the application's device",
+        world,
+        &gw,
+        &rays,
+        &RaycastOptions::default(),
+    );
+    let (s, world) = sparse();
+    let gw = GpuWorld::from_world(&shared, world).expect("sparse upload");
+    let rays = s.rays(20_000, 4);
+    check(
+        &shared,
+        "sparse on the application's device",
+        world,
+        &gw,
+        &rays,
+        &RaycastOptions::default(),
+    );
+    // Without TIMESTAMP_QUERY on the device there is no kernel time, as documented.
+    assert_eq!(shared.last_batch_stats().kernel_seconds, None);
+    assert_eq!(shared.last_batch_stats().gpu_rays, 20_000);
+
+    // The application's own work on the device still runs after voxcast's.
+    let buffer = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("application buffer"),
+        size: 16,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    queue.write_buffer(&buffer, 0, &[7u8; 16]);
+    queue.submit([]);
+    buffer
+        .slice(..)
+        .map_async(wgpu::MapMode::Read, |r| r.expect("mapped"));
+    device
+        .poll(wgpu::PollType::wait_indefinitely())
+        .expect("poll");
+    let mapped = buffer.slice(..).get_mapped_range().expect("mapped range");
+    assert_eq!(&mapped[..], &[7u8; 16]);
+}
+
+#[test]
+fn a_device_too_limited_for_the_shader_is_an_error() {
+    if gpu().is_none() {
+        return;
+    }
+    // WebGL2's limits: no storage buffers in compute shaders.
+    let (device, queue) = application_device(wgpu::Limits::downlevel_webgl2_defaults());
+    match GpuRaycaster::from_device(&device, &queue) {
+        Err(e @ GpuError::UnsuitableDevice(_)) => {
+            let msg = e.to_string();
+            assert!(
+                msg.contains("storage buffers per shader stage") && msg.contains("needs 7"),
+                "{msg}"
+            );
+        }
+        other => panic!("expected UnsuitableDevice, got {other:?}"),
+    }
+}
+
+#[test]
+fn raycasters_and_worlds_go_to_other_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<GpuRaycaster>();
+    send_sync::<GpuWorld>();
+    send_sync::<VoxelWorld>();
+}
+
+/// The documented way to keep a frame loop running while a batch is out: call from worker
+/// threads. Three threads cast and test sight at once on one raycaster, each answer checked.
+#[test]
+fn batches_from_several_threads_at_once() {
+    let Some(gpu) = gpu() else { return };
+    let (t, world) = terrain();
+    let gw = GpuWorld::from_world(gpu, world).expect("upload");
+    std::thread::scope(|scope| {
+        for seed in 0..3u64 {
+            let gw = &gw;
+            scope.spawn(move || {
+                for round in 0..3 {
+                    let rays = t.reach_rays(30_000, seed * 10 + round);
+                    let what = format!("thread {seed}, round {round}");
+                    check(gpu, &what, world, gw, &rays, &RaycastOptions::default());
+                    let segs = t.sight_segments(10_000, 64.0, seed * 10 + round);
+                    let opts = voxcast::LineOfSightOptions::default();
+                    let g = gpu.line_of_sight(gw, &segs, &opts).expect("gpu los");
+                    let c = line_of_sight_batch(&segs, world, &opts);
+                    assert_eq!(g.len(), c.len(), "{what}");
+                    assert!(
+                        g.iter().zip(&c).all(|(g, c)| g.matches(c)),
+                        "{what}: line of sight differs"
+                    );
+                }
+            });
+        }
+    });
+}
