@@ -1,7 +1,7 @@
 //! Voxel ids, chunks and the sparse world of chunks.
 
 use rayon::prelude::*;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::coords::{CHUNK_VOLUME, ChunkPos, LocalPos, VoxelBox, WorldPos};
 use crate::packed_ids::PackedIds;
@@ -65,6 +65,10 @@ pub struct VoxelWorld {
     air: (u64, u64),
     /// [`VoxelWorld::set_skip_empty_bricks`]: `None` lets ray length and `air` decide.
     skip_bricks_set: Option<bool>,
+    /// Chunks changed since the last [`VoxelWorld::take_changed_chunks`].
+    changed: FxHashSet<ChunkPos>,
+    /// The chunk last put in `changed`, so that a run of edits in one chunk hashes it once.
+    last_changed: Option<ChunkPos>,
 }
 
 /// Whether long rays should skip empty bricks whole in chunks whose air voxels number `air`,
@@ -107,7 +111,8 @@ impl VoxelWorld {
     /// first, filled with air (so the previous id is then [`VoxelId::AIR`]).
     pub fn set_voxel(&mut self, pos: WorldPos, id: VoxelId) -> VoxelId {
         let cp = pos.chunk();
-        if !self.chunks.contains_key(&cp) {
+        let created = !self.chunks.contains_key(&cp);
+        if created {
             // The chunk of a voxel is always in the world.
             self.summarise(cp, true, false);
             self.chunks.insert(cp, Chunk::default());
@@ -118,13 +123,47 @@ impl VoxelWorld {
         let before = chunk.air_and_brick_air();
         let old = chunk.set(pos.local(), id);
         let after = chunk.air_and_brick_air();
+        let occupied = !chunk.is_empty();
         self.air = (
             self.air.0 - before.0 + after.0,
             self.air.1 - before.1 + after.1,
         );
-        let occupied = !chunk.is_empty();
         self.summarise(cp, true, occupied);
+        if old != id || created {
+            self.mark_changed(cp);
+        }
         old
+    }
+
+    /// Notes that chunk `pos` changed (see [`VoxelWorld::take_changed_chunks`]).
+    #[inline]
+    fn mark_changed(&mut self, pos: ChunkPos) {
+        if self.last_changed != Some(pos) {
+            self.changed.insert(pos);
+            self.last_changed = Some(pos);
+        }
+    }
+
+    /// The chunks changed since the last call (or since the world was made), in ascending
+    /// order, and forgets them: what to pass to [`crate::gpu::GpuWorld::update_chunks`] (or
+    /// `update_or_rebuild`) to bring an uploaded copy up to date, or to re-mesh. A chunk counts
+    /// as changed when [`VoxelWorld::set_voxel`] gave one of its voxels another id or created
+    /// it, when [`VoxelWorld::insert_chunk`] loaded or replaced it, or when
+    /// [`VoxelWorld::remove_chunk`] unloaded it (so the list may name chunks no longer
+    /// loaded). Setting a voxel to the id it has changes nothing. One list serves one
+    /// consumer: with several (two `GpuWorld`s, a mesher), hand each its copy. Should the
+    /// update fail, pass the same list again; nothing is kept here.
+    pub fn take_changed_chunks(&mut self) -> Vec<ChunkPos> {
+        let mut changed: Vec<ChunkPos> = self.changed.drain().collect();
+        changed.sort_unstable();
+        self.last_changed = None;
+        changed
+    }
+
+    /// How many chunks [`VoxelWorld::take_changed_chunks`] would return now.
+    #[must_use]
+    pub fn changed_chunk_count(&self) -> usize {
+        self.changed.len()
     }
 
     /// Records in the region summary whether chunk `pos` is loaded and whether it is occupied
@@ -220,6 +259,7 @@ impl VoxelWorld {
             return Err(WorldError::ChunkOutsideWorld(pos));
         }
         self.summarise(pos, true, !chunk.is_empty());
+        self.mark_changed(pos);
         self.count_air(&chunk, true);
         let old = self.chunks.insert(pos, chunk);
         if let Some(c) = &old {
@@ -284,6 +324,7 @@ impl VoxelWorld {
     pub fn remove_chunk(&mut self, pos: ChunkPos) -> Option<Chunk> {
         let removed = self.chunks.remove(&pos)?;
         self.summarise(pos, false, false);
+        self.mark_changed(pos);
         self.count_air(&removed, false);
         Some(removed)
     }
@@ -308,8 +349,8 @@ impl VoxelWorld {
     }
 
     /// Approximate bytes of memory the world holds, in bytes: the chunks' per-voxel storage
-    /// plus the tables of chunks and region summaries (at their allocated capacity). A chunk
-    /// of one id costs only its table entry.
+    /// plus the tables of chunks, region summaries and changed chunks (at their allocated
+    /// capacity). A chunk of one id costs only its table entry.
     #[must_use]
     pub fn memory_bytes(&self) -> u64 {
         let chunks: usize = self.chunks.values().map(Chunk::heap_bytes).sum();
@@ -319,7 +360,8 @@ impl VoxelWorld {
             + table(
                 self.regions.capacity(),
                 size_of::<((i128, i128, i128), RegionSummary)>(),
-            );
+            )
+            + table(self.changed.capacity(), size_of::<ChunkPos>());
         (size_of::<Self>() + chunks + tables) as u64
     }
 

@@ -268,7 +268,8 @@ impl GpuWorld {
 
     /// Re-uploads the listed chunks from `world` after edits (set, insert or remove). Only
     /// these chunks are written; the GPU keeps what it has of every other chunk, even one
-    /// edited in `world` since. New stored chunks that outgrow the slot buffers make them grow
+    /// edited in `world` since. [`VoxelWorld::take_changed_chunks`] gives the list of chunks
+    /// edited since it was last taken. New stored chunks that outgrow the slot buffers make them grow
     /// (doubling, the old contents copied on the GPU).
     ///
     /// The chunks that may be loaded are those within the world's loaded bounds when the

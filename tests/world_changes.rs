@@ -1,0 +1,125 @@
+//! Change tracking: `VoxelWorld::take_changed_chunks` names exactly the chunks edits touched,
+//! and feeding it to `GpuWorld::update_or_rebuild` keeps the GPU's copy equal to the world.
+
+mod common;
+mod gpu_common;
+
+use gpu_common::*;
+
+use voxcast::gpu::GpuWorld;
+use voxcast::scene::SplitMix64;
+use voxcast::{Chunk, ChunkPos, RaycastOptions, VoxelId, VoxelWorld, WorldPos};
+
+const STONE: VoxelId = VoxelId(1);
+const DIRT: VoxelId = VoxelId(2);
+
+#[test]
+fn changed_chunks_name_exactly_the_edited_chunks() {
+    let mut world = VoxelWorld::new();
+    assert!(world.take_changed_chunks().is_empty());
+    // A new chunk, two edits in another (one id twice), one across a negative chunk edge.
+    world.set_voxel(WorldPos::new(5, 5, 5), STONE);
+    world.set_voxel(WorldPos::new(40, 0, 0), STONE);
+    world.set_voxel(WorldPos::new(41, 0, 0), DIRT);
+    world.set_voxel(WorldPos::new(-1, 0, 0), STONE);
+    assert_eq!(world.changed_chunk_count(), 3);
+    assert_eq!(
+        world.take_changed_chunks(),
+        vec![
+            ChunkPos::new(-1, 0, 0),
+            ChunkPos::new(0, 0, 0),
+            ChunkPos::new(1, 0, 0)
+        ]
+    );
+    assert!(world.take_changed_chunks().is_empty());
+    // Setting a voxel to the id it has changes nothing; changing it back does.
+    world.set_voxel(WorldPos::new(40, 0, 0), STONE);
+    assert_eq!(world.changed_chunk_count(), 0);
+    world.set_voxel(WorldPos::new(40, 0, 0), VoxelId::AIR);
+    // Edits alternating between two chunks still name each once.
+    for i in 0..10 {
+        world.set_voxel(
+            WorldPos::new(i % 2 * 32, 1, 1),
+            if i < 5 { DIRT } else { STONE },
+        );
+    }
+    assert_eq!(
+        world.take_changed_chunks(),
+        vec![ChunkPos::new(0, 0, 0), ChunkPos::new(1, 0, 0)]
+    );
+    // Loading, replacing and unloading chunks; a rejected insert changes nothing.
+    world
+        .insert_chunk(ChunkPos::new(7, 7, 7), Chunk::default())
+        .expect("in the world");
+    world.remove_chunk(ChunkPos::new(-1, 0, 0));
+    assert!(world.remove_chunk(ChunkPos::new(99, 0, 0)).is_none());
+    assert!(
+        world
+            .insert_chunk(ChunkPos::new(i128::MAX, 0, 0), Chunk::default())
+            .is_err()
+    );
+    assert_eq!(
+        world.take_changed_chunks(),
+        vec![ChunkPos::new(-1, 0, 0), ChunkPos::new(7, 7, 7)]
+    );
+    // The same chunk edited again after a take is named again.
+    world.set_voxel(WorldPos::new(5, 5, 5), DIRT);
+    assert_eq!(world.take_changed_chunks(), vec![ChunkPos::new(0, 0, 0)]);
+}
+
+/// A world edited at random (voxels set, chunks loaded and unloaded, also outside the
+/// uploaded window) and brought up to date on the GPU each round from `take_changed_chunks`
+/// alone: every round the GPU answers as the CPU does.
+#[test]
+fn gpu_copy_follows_the_changed_chunks() {
+    let Some(gpu) = gpu() else { return };
+    let (s, base) = sparse();
+    let mut world = base.clone();
+    let mut gw = GpuWorld::from_world(gpu, &world).expect("upload");
+    world.take_changed_chunks();
+    let mut rng = SplitMix64::new(0xED17);
+    let mut rebuilds = 0;
+    for round in 0..6 {
+        for _ in 0..400 {
+            let p = WorldPos::new(
+                rng.below(160) as i128 - 16,
+                rng.below(128) as i128,
+                rng.below(128) as i128,
+            );
+            let id = if rng.below(3) == 0 {
+                VoxelId::AIR
+            } else {
+                STONE
+            };
+            world.set_voxel(p, id);
+        }
+        let c = ChunkPos::new(
+            rng.below(4) as i128,
+            rng.below(4) as i128,
+            rng.below(4) as i128,
+        );
+        if round % 2 == 0 {
+            world.remove_chunk(c);
+        } else {
+            world
+                .insert_chunk(c, Chunk::default())
+                .expect("in the world");
+        }
+        let changed = world.take_changed_chunks();
+        assert!(!changed.is_empty());
+        if gw.update_or_rebuild(gpu, &world, &changed).expect("update") {
+            rebuilds += 1;
+        }
+        let rays = s.rays(5_000, round);
+        check(
+            gpu,
+            &format!("after round {round} of edits"),
+            &world,
+            &gw,
+            &rays,
+            &RaycastOptions::default(),
+        );
+    }
+    // Voxels at x = -16..-1 lie outside the first window: the first round rebuilt it.
+    assert!(rebuilds >= 1);
+}
