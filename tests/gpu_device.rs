@@ -44,28 +44,22 @@ fn a_raycaster_on_the_applications_device() {
     assert_eq!(shared.adapter_info().name, device.adapter_info().name);
 
     // It casts with the CPU reference's answers, on the terrain and the sparse world.
-    let (t, world) = terrain();
-    let gw = GpuWorld::from_world(&shared, world).expect("terrain upload");
-    let rays = t.reach_rays(20_000, 3);
-    check(
-        &shared,
-        "terrain on the application's device",
-        world,
-        &gw,
-        &rays,
-        &RaycastOptions::default(),
-    );
-    let (s, world) = sparse();
-    let gw = GpuWorld::from_world(&shared, world).expect("sparse upload");
-    let rays = s.rays(20_000, 4);
-    check(
-        &shared,
-        "sparse on the application's device",
-        world,
-        &gw,
-        &rays,
-        &RaycastOptions::default(),
-    );
+    let ((t, terrain_world), (s, sparse_world)) = (terrain(), sparse());
+    for (what, world, rays) in [
+        ("terrain", terrain_world, t.reach_rays(20_000, 3)),
+        ("sparse", sparse_world, s.rays(20_000, 4)),
+    ] {
+        let gw = GpuWorld::from_world(&shared, world).expect("upload");
+        let what = format!("{what} on the application's device");
+        check(
+            &shared,
+            &what,
+            world,
+            &gw,
+            &rays,
+            &RaycastOptions::default(),
+        );
+    }
     // Without TIMESTAMP_QUERY on the device there is no kernel time, as documented.
     assert_eq!(shared.last_batch_stats().kernel_seconds, None);
     assert_eq!(shared.last_batch_stats().gpu_rays, 20_000);
