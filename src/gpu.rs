@@ -112,7 +112,9 @@ pub enum GpuError {
     #[error(
         "{what} needs {needed} but the limit is {limit}: the GPU window covers the whole box \
          around the loaded chunks, so unload chunks far from the rest, or keep far-apart \
-         regions in separate VoxelWorlds, one GpuWorld each"
+         regions in separate VoxelWorlds, one GpuWorld each; a device given to \
+         GpuRaycaster::from_device has the limits it was created with, so request it with the \
+         adapter's own (adapter.limits())"
     )]
     LimitExceeded {
         /// Which resource.
@@ -347,7 +349,11 @@ impl GpuRaycaster {
     /// A batch running on another thread is waited for; results never depend on it. Created
     /// pipelines and uploaded [`GpuWorld`]s are kept.
     pub fn release_buffers(&self) {
+        // On a lost device the next batch call reports the error; none goes to the device's
+        // uncaptured-error handler from here.
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let fresh = Self::batch_buffers(&self.device, 1, self.timer.is_some());
+        drop(pollster::block_on(scope.pop()));
         replace_locked(&self.batch, fresh);
         replace_locked(&self.staging, HostStaging::default());
     }

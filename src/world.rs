@@ -65,7 +65,9 @@ pub struct VoxelWorld {
     air: (u64, u64),
     /// [`VoxelWorld::set_skip_empty_bricks`]: `None` lets ray length and `air` decide.
     skip_bricks_set: Option<bool>,
-    /// Chunks changed since the last [`VoxelWorld::take_changed_chunks`].
+    /// [`VoxelWorld::set_track_changes`].
+    track_changes: bool,
+    /// Chunks changed since the last [`VoxelWorld::take_changed_chunks`], while tracking.
     changed: FxHashSet<ChunkPos>,
     /// The chunk last put in `changed`, so that a run of edits in one chunk hashes it once.
     last_changed: Option<ChunkPos>,
@@ -138,21 +140,39 @@ impl VoxelWorld {
     /// Notes that chunk `pos` changed (see [`VoxelWorld::take_changed_chunks`]).
     #[inline]
     fn mark_changed(&mut self, pos: ChunkPos) {
-        if self.last_changed != Some(pos) {
+        if self.track_changes && self.last_changed != Some(pos) {
             self.changed.insert(pos);
             self.last_changed = Some(pos);
         }
     }
 
-    /// The chunks changed since the last call (or since the world was made), in ascending
+    /// Starts (`true`) or stops keeping the list of changed chunks that
+    /// [`VoxelWorld::take_changed_chunks`] returns. Off by default, so that a world nobody
+    /// takes the list from does not grow it. Starting begins with an empty list (changes
+    /// before it are not known: upload the whole world then); stopping drops the list.
+    pub fn set_track_changes(&mut self, on: bool) {
+        self.track_changes = on;
+        self.changed = FxHashSet::default();
+        self.last_changed = None;
+    }
+
+    /// Whether the world keeps the list of changed chunks ([`VoxelWorld::set_track_changes`]).
+    #[must_use]
+    pub fn tracks_changes(&self) -> bool {
+        self.track_changes
+    }
+
+    /// The chunks changed since tracking started or the list was last taken, in ascending
     /// order, and forgets them: what to pass to [`crate::gpu::GpuWorld::update_chunks`] (or
-    /// `update_or_rebuild`) to bring an uploaded copy up to date, or to re-mesh. A chunk counts
+    /// `update_or_rebuild`) to bring an uploaded copy up to date, or to re-mesh. Always empty
+    /// unless [`VoxelWorld::set_track_changes`] turned tracking on. A chunk counts
     /// as changed when [`VoxelWorld::set_voxel`] gave one of its voxels another id or created
     /// it, when [`VoxelWorld::insert_chunk`] loaded or replaced it, or when
     /// [`VoxelWorld::remove_chunk`] unloaded it (so the list may name chunks no longer
     /// loaded). Setting a voxel to the id it has changes nothing. One list serves one
     /// consumer: with several (two `GpuWorld`s, a mesher), hand each its copy. Should the
-    /// update fail, pass the same list again; nothing is kept here.
+    /// update fail, pass the same list again; nothing is kept here. A clone of the world gets
+    /// a copy of the list and of the tracking setting.
     pub fn take_changed_chunks(&mut self) -> Vec<ChunkPos> {
         let mut changed: Vec<ChunkPos> = self.changed.drain().collect();
         changed.sort_unstable();
@@ -375,6 +395,7 @@ impl VoxelWorld {
         chunks.par_iter_mut().for_each(|c| c.shrink_to_fit());
         self.chunks.shrink_to_fit();
         self.regions.shrink_to_fit();
+        self.changed.shrink_to_fit();
     }
 
     /// Number of loaded chunks.

@@ -139,3 +139,35 @@ fn batches_from_several_threads_at_once() {
         }
     });
 }
+
+/// On the application's device voxcast must not trigger its uncaptured-error handler (by
+/// default a panic): once the device is destroyed, every call returns an error instead.
+#[test]
+fn a_destroyed_application_device_gives_errors_not_panics() {
+    if gpu().is_none() {
+        return;
+    }
+    let (device, queue) = application_device(wgpu::Limits::default());
+    let shared = GpuRaycaster::from_device(&device, &queue).expect("a raycaster on that device");
+    let (s, world) = sparse();
+    let mut gw = GpuWorld::from_world(&shared, world).expect("upload");
+    let rays = s.rays(1_000, 5);
+    device.destroy();
+    assert!(matches!(
+        GpuWorld::from_world(&shared, world),
+        Err(GpuError::Device(_))
+    ));
+    let chunk = world.chunks().next().expect("a chunk").0;
+    // Rewriting a stored chunk only queues writes, which a destroyed device drops: `Ok` or an
+    // error, but no panic.
+    let updated = gw.update_chunks(world, &[chunk]);
+    assert!(
+        matches!(updated, Ok(()) | Err(GpuError::Device(_))),
+        "{updated:?}"
+    );
+    assert!(matches!(
+        shared.raycast(&gw, &rays, &RaycastOptions::default()),
+        Err(GpuError::Device(_))
+    ));
+    shared.release_buffers();
+}

@@ -232,10 +232,14 @@ fn parity_after_edit_and_update_chunks() {
             ..Default::default()
         },
     );
-    assert!(matches!(
-        gw.update_chunks(&world, &[ChunkPos::new(100, 0, 0)]),
-        Err(voxcast::gpu::GpuError::ChunkOutsideWindow(_))
-    ));
+    // A chunk outside the window: skipped while unloaded, refused once loaded.
+    let far = ChunkPos::new(100, 0, 0);
+    assert_eq!(gw.update_chunks(&world, &[far]), Ok(()));
+    world.set_voxel(far.origin(), VoxelId(1));
+    assert_eq!(
+        gw.update_chunks(&world, &[far]),
+        Err(GpuError::ChunkOutsideWindow(far))
+    );
 }
 
 #[test]

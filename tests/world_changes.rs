@@ -15,7 +15,12 @@ const DIRT: VoxelId = VoxelId(2);
 
 #[test]
 fn changed_chunks_name_exactly_the_edited_chunks() {
+    // Off by default: nothing is kept.
     let mut world = VoxelWorld::new();
+    world.set_voxel(WorldPos::new(5, 5, 5), DIRT);
+    assert!(!world.tracks_changes());
+    assert!(world.take_changed_chunks().is_empty());
+    world.set_track_changes(true);
     assert!(world.take_changed_chunks().is_empty());
     // A new chunk, two edits in another (one id twice), one across a negative chunk edge.
     world.set_voxel(WorldPos::new(5, 5, 5), STONE);
@@ -63,8 +68,14 @@ fn changed_chunks_name_exactly_the_edited_chunks() {
         vec![ChunkPos::new(-1, 0, 0), ChunkPos::new(7, 7, 7)]
     );
     // The same chunk edited again after a take is named again.
-    world.set_voxel(WorldPos::new(5, 5, 5), DIRT);
+    world.set_voxel(WorldPos::new(5, 5, 5), VoxelId(3));
     assert_eq!(world.take_changed_chunks(), vec![ChunkPos::new(0, 0, 0)]);
+    // Stopping drops the list and keeps nothing more.
+    world.set_voxel(WorldPos::new(5, 5, 5), DIRT);
+    world.set_track_changes(false);
+    world.set_voxel(WorldPos::new(6, 5, 5), DIRT);
+    assert_eq!(world.changed_chunk_count(), 0);
+    assert!(world.take_changed_chunks().is_empty());
 }
 
 /// A world edited at random (voxels set, chunks loaded and unloaded, also outside the
@@ -75,8 +86,8 @@ fn gpu_copy_follows_the_changed_chunks() {
     let Some(gpu) = gpu() else { return };
     let (s, base) = sparse();
     let mut world = base.clone();
+    world.set_track_changes(true);
     let mut gw = GpuWorld::from_world(gpu, &world).expect("upload");
-    world.take_changed_chunks();
     let mut rng = SplitMix64::new(0xED17);
     let mut rebuilds = 0;
     for round in 0..6 {
@@ -122,4 +133,13 @@ fn gpu_copy_follows_the_changed_chunks() {
     }
     // Voxels at x = -16..-1 lie outside the first window: the first round rebuilt it.
     assert!(rebuilds >= 1);
+    // A chunk loaded and unloaded again outside the window between two takes needs nothing:
+    // no error, no rebuild.
+    let far = WorldPos::new(5000, 0, 0);
+    world.set_voxel(far, STONE);
+    world.remove_chunk(far.chunk());
+    let changed = world.take_changed_chunks();
+    assert_eq!(changed, vec![far.chunk()]);
+    assert_eq!(gw.update_chunks(&world, &changed), Ok(()));
+    assert!(!gw.update_or_rebuild(gpu, &world, &changed).expect("update"));
 }

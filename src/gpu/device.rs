@@ -80,9 +80,12 @@ impl GpuRaycaster {
     /// A raycaster on a device the application already has (a game engine's own wgpu device),
     /// so that [`GpuWorld`]s and batches share its memory and queue instead of a second device.
     /// Both handles are cloned (wgpu handles are shared references). The device's own limits
-    /// and features apply: with [`wgpu::Limits::default()`] the standard 512×128×512 terrain
-    /// and batches of the default dispatch size fit; a world or dispatch that needs more gets
-    /// [`GpuError::LimitExceeded`]. Kernel times (`BatchStats::kernel_seconds`) need the
+    /// and features apply. With [`wgpu::Limits::default()`] (128 MiB storage bindings) about
+    /// 2,000 chunks stored voxel by voxel fit (64 KiB of ids each; the standard 512×128×512
+    /// terrain stores 604), and batches of the default dispatch size; a world that needs more
+    /// gets [`GpuError::LimitExceeded`], so a game with a large view distance requests its
+    /// device with the adapter's own limits (`adapter.limits()`), as [`GpuRaycaster::new`]
+    /// does. Kernel times (`BatchStats::kernel_seconds`) need the
     /// device to have been created with [`wgpu::Features::TIMESTAMP_QUERY`]; without it they
     /// are `None`.
     ///
@@ -264,6 +267,16 @@ fn check_limits(limits: &wgpu::Limits) -> Result<(), GpuError> {
         (
             "compute workgroups per dimension",
             limits.max_compute_workgroups_per_dimension,
+            1,
+        ),
+        (
+            "bindings per bind group",
+            limits.max_bindings_per_bind_group,
+            STORAGE_BUFFERS + 1,
+        ),
+        (
+            "uniform buffers per shader stage",
+            limits.max_uniform_buffers_per_shader_stage,
             1,
         ),
     ];

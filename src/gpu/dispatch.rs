@@ -320,6 +320,10 @@ impl GpuRaycaster {
             self.batch.clear_poison();
             *batch = Self::batch_buffers(&self.device, 1, self.timer.is_some());
         }
+        // From here every error of the device is returned, none goes to its uncaptured-error
+        // handler (on an application's device, the application's, which may panic).
+        let scope_oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let scope_val = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let want = total.min(u64::from(per_dispatch)) as u32;
         if batch.capacity < want || batch.capacity > per_dispatch {
             // Grow to the next power of two so repeated batches of similar size reuse buffers
@@ -360,8 +364,6 @@ impl GpuRaycaster {
         self.queue
             .write_buffer(&batch.filter, 0, bytemuck::cast_slice(opts.blocks.words()));
 
-        let scope_oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let scope_val = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("voxcast batch"),
             layout: &self.layout,

@@ -124,6 +124,10 @@ impl GpuWorld {
             }
         }
         let slot_capacity = (slots.len() as u32).max(1);
+        // Validation errors (a lost or destroyed device) come back as errors instead of going
+        // to the device's uncaptured-error handler, which on an application's device is the
+        // application's and may panic.
+        let validation = gpu.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let mut gw = Self {
             device: gpu.device.clone(),
             owner: gpu.token,
@@ -158,6 +162,9 @@ impl GpuWorld {
         }
         gw.choose_walk();
         if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(device_error(e));
+        }
+        if let Some(e) = pollster::block_on(validation.pop()) {
             return Err(device_error(e));
         }
         gw.entries = table;
@@ -278,14 +285,19 @@ impl GpuWorld {
     /// is exact there only while the margin is empty). Listing a margin chunk that is still
     /// unloaded is fine.
     ///
-    /// Nothing changes when an error is returned: the update is checked and planned in full
-    /// before anything is written.
+    /// A listed chunk outside the window that `world` does not hold (loaded and unloaded
+    /// again, as [`VoxelWorld::take_changed_chunks`] may list it) is skipped: outside the
+    /// window everything is unloaded already.
+    ///
+    /// Nothing changes when an error is returned, but for a device lost while writing: the
+    /// update is checked and planned in full before anything is written.
     ///
     /// # Errors
-    /// [`GpuError::ChunkOutsideWindow`] for a chunk outside the window, or a loaded chunk in its
+    /// [`GpuError::ChunkOutsideWindow`] for a loaded chunk outside the window or in its
     /// margin (rebuild with [`GpuWorld::from_world`]); [`GpuError::LimitExceeded`] when the
     /// stored chunks outgrow a device limit; [`GpuError::Device`] when growing the slot
-    /// buffers runs out of GPU memory.
+    /// buffers runs out of GPU memory, or the device is lost (then rebuild this `GpuWorld` on
+    /// a new raycaster).
     pub fn update_chunks(
         &mut self,
         world: &VoxelWorld,
@@ -296,8 +308,15 @@ impl GpuWorld {
         let mut free_slots = self.free_slots.clone();
         let mut planned = Vec::with_capacity(chunks.len());
         for &pos in chunks {
-            let i = window_index(&self.window, pos).ok_or(GpuError::ChunkOutsideWindow(pos))?;
             let view = world.chunk(pos).map(|c| c.view());
+            let Some(i) = window_index(&self.window, pos) else {
+                // Outside the window everything is unloaded already: an unloaded chunk there
+                // (loaded and unloaded again since the last update) needs nothing.
+                if view.is_none() {
+                    continue;
+                }
+                return Err(GpuError::ChunkOutsideWindow(pos));
+            };
             if view.is_some() && !self.window.may_load(pos) {
                 return Err(GpuError::ChunkOutsideWindow(pos));
             }
@@ -340,6 +359,8 @@ impl GpuWorld {
         // A chunk listed twice was planned twice: its last plan is the one that counts, and
         // writing a slot twice with the same chunk is harmless.
         let needed = slots.values().max().map_or(0, |&s| s + 1);
+        // As in `from_world`: a lost device's validation errors come back as errors.
+        let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let grown = if needed > self.slot_capacity {
             // Doubling, but never past what the device allows (then `slot_buffers` reports
@@ -393,7 +414,10 @@ impl GpuWorld {
         self.slots = slots;
         self.free_slots = free_slots;
         self.choose_walk();
-        Ok(())
+        match pollster::block_on(validation.pop()) {
+            Some(e) => Err(device_error(e)),
+            None => Ok(()),
+        }
     }
 
     /// [`GpuWorld::update_chunks`] for a world that grows: when a listed chunk lies outside

@@ -112,8 +112,9 @@ pub enum LineOfSight {
     /// whether the end can be seen is unknown until that space is loaded. As
     /// [`RaycastOutcome::Unloaded`].
     Unknown {
-        /// The first unloaded voxel on the segment: the chunk to load to know more is
-        /// `at.chunk()`.
+        /// The first unloaded voxel the segment reaches (under conservative line of sight
+        /// possibly one beside it, across an edge, corner or face plane it passes): the chunk
+        /// to load to know more is `at.chunk()`.
         at: WorldPos,
         /// Distance from the segment's start to the point where it entered `at`, in voxels.
         distance: f32,
