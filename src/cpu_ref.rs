@@ -17,6 +17,14 @@
 //! (`empty_cell`); a chunk that holds nothing that stops the ray, whole; and around an empty
 //! or (under [`UnloadedPolicy::Air`]) unloaded chunk, runs of such chunks inside its region of
 //! `4×4×4` chunks (`RegionCache::run`, from the region summaries `VoxelWorld` keeps).
+//!
+//! The CPU also skips the air above the ground: `VoxelWorld` keeps, per region, how high the
+//! non-air voxels of each column of bricks reach (`ColumnTops`), and where a voxel lies above
+//! its column's top, the box from the top of its brick column, chunk column or whole region up
+//! to the region's top is skipped whole (`column_cell`), before the cells above are tried. A
+//! ray over terrain crosses a chunk column per skip there instead of walking down its empty
+//! bricks. Under `Stop` only in regions where every chunk is loaded. The GPU keeps no tops and
+//! reaches the same states by the cells above (as it does without the occupied bounds).
 
 use glam::{IVec3, Vec2};
 use rayon::prelude::*;
@@ -28,8 +36,8 @@ use crate::ray::{
     RaycastOutcome, UnloadedPolicy, VoxelRay, VoxelRaycastHit,
 };
 use crate::world::{
-    BRICK_EDGE, ChunkView, DenseChunk, REGION_SHIFT, RegionSummary, VoxelId, VoxelWorld,
-    empty_block, empty_cell, region_of,
+    BRICK_EDGE, ChunkView, ColumnTops, DenseChunk, REGION_SHIFT, RegionSummary, VoxelId,
+    VoxelWorld, empty_block, empty_cell, region_of,
 };
 
 mod dda;
@@ -305,11 +313,12 @@ pub(crate) fn cast_ray(
             {
                 let blocks = &opts.blocks;
                 let walk = if skip_bricks {
-                    d.walk_dense::<true, false>(c, every_non_air, blocks)
+                    let tops = regions.tops(world, d.chunk, opts.unloaded);
+                    d.walk_dense::<true, false>(c, every_non_air, blocks, tops)
                 } else if short && c.ids.has_occupancy() {
-                    d.walk_dense::<false, true>(c, every_non_air, blocks)
+                    d.walk_dense::<false, true>(c, every_non_air, blocks, None)
                 } else {
-                    d.walk_dense::<false, false>(c, every_non_air, blocks)
+                    d.walk_dense::<false, false>(c, every_non_air, blocks, None)
                 };
                 match walk {
                     Walk::Hit(id) => return RaycastOutcome::Hit(d.hit(id)),
@@ -372,7 +381,13 @@ pub(crate) fn cast_ray(
                 // A whole chunk that holds nothing that stops the ray: cross the run of such
                 // chunks around it (as the shader does, after classifying the chunk).
                 if !matches!(kind, ChunkKind::Dense(_)) {
-                    (lo, hi) = regions.run(world, d.chunk, opts.unloaded);
+                    (lo, hi) = match regions
+                        .tops(world, d.chunk, opts.unloaded)
+                        .and_then(|t| column_cell(t, &d))
+                    {
+                        Some(cell) => cell,
+                        None => regions.run(world, d.chunk, opts.unloaded),
+                    };
                 }
                 let skipped = if conservative {
                     d.skip_cell::<true>(lo, hi)
@@ -401,28 +416,61 @@ pub(crate) fn cast_ray(
     }
 }
 
-/// The region summary (see `RegionSummary`) of the region a ray is in, looked up once per
-/// region entered rather than once per chunk.
+/// What the world keeps of the region a ray is in (its summary, see `RegionSummary`, and its
+/// column tops), looked up once per region entered rather than once per chunk.
 #[derive(Default)]
-struct RegionCache(Option<([i128; 3], RegionSummary)>);
+struct RegionCache<'w>(Option<([i128; 3], RegionSummary, Option<&'w ColumnTops>)>);
 
-impl RegionCache {
+impl<'w> RegionCache<'w> {
+    /// The summary and column tops of the region holding chunk `c`.
+    #[inline]
+    fn get(
+        &mut self,
+        world: &'w VoxelWorld,
+        c: [i128; 3],
+    ) -> (RegionSummary, Option<&'w ColumnTops>) {
+        let (region, _) = region_of(c);
+        match self.0 {
+            // Compared field by field: `==` on `[i128; 3]` calls `memcmp`.
+            Some((r, s, t)) if r[0] == region[0] && r[1] == region[1] && r[2] == region[2] => {
+                (s, t)
+            }
+            _ => {
+                let (s, t) = world
+                    .region_entry(region)
+                    .map_or((RegionSummary::default(), None), |r| {
+                        (r.summary, Some(&*r.tops))
+                    });
+                self.0 = Some((region, s, t));
+                (s, t)
+            }
+        }
+    }
+
+    /// The column tops of the region holding chunk `c`, where the boxes above them hold
+    /// nothing that stops the ray: always under `UnloadedPolicy::Air`, and under `Stop` when
+    /// every chunk of the region is loaded.
+    #[inline]
+    fn tops(
+        &mut self,
+        world: &'w VoxelWorld,
+        c: [i128; 3],
+        unloaded: UnloadedPolicy,
+    ) -> Option<&'w ColumnTops> {
+        let (s, t) = self.get(world, c);
+        match unloaded {
+            UnloadedPolicy::Air => t,
+            UnloadedPolicy::Stop => t.filter(|_| s.loaded == u64::MAX),
+        }
+    }
+
     /// The cell to skip from chunk `c`, which holds nothing that stops the ray: the largest
     /// run of chunks around it that hold nothing but air (or, under `UnloadedPolicy::Air`, are
     /// not loaded) in its region (see `empty_block`), or `c` alone. In local coordinates of
     /// `c`, so corners may lie outside `0..32`. Twin of `region_run` in `shaders/dda.wgsl`,
     /// which reads the same bits from the region records `GpuWorld` uploads.
-    fn run(&mut self, world: &VoxelWorld, c: [i128; 3], unloaded: UnloadedPolicy) -> Cell {
-        let (region, _) = region_of(c);
-        let s = match self.0 {
-            // Compared field by field: `==` on `[i128; 3]` calls `memcmp`.
-            Some((r, s)) if r[0] == region[0] && r[1] == region[1] && r[2] == region[2] => s,
-            _ => {
-                let s = world.region(region);
-                self.0 = Some((region, s));
-                s
-            }
-        };
+    fn run(&mut self, world: &'w VoxelWorld, c: [i128; 3], unloaded: UnloadedPolicy) -> Cell {
+        let (s, _) = self.get(world, c);
         let blocked = match unloaded {
             UnloadedPolicy::Air => s.occupied,
             UnloadedPolicy::Stop => s.occupied | !s.loaded,
@@ -436,6 +484,29 @@ impl RegionCache {
             None => ([0; 3], [31; 3]),
         }
     }
+}
+
+/// The empty box above the column tops `tops` of its region (see `ColumnTops::cell`) that holds
+/// the current voxel of `d`, in local coordinates of its chunk (corners may lie outside
+/// `0..32`); `None` where the voxel lies below its brick column's top.
+#[inline]
+fn column_cell(tops: &ColumnTops, d: &Dda<'_>) -> Option<Cell> {
+    let at = region_offset(d.chunk);
+    let (lo, hi) = tops.cell(
+        at[0] + d.local[0] as u32,
+        at[1] + d.local[1] as u32,
+        at[2] + d.local[2] as u32,
+    )?;
+    Some((
+        std::array::from_fn(|a| lo[a] as i32 - at[a] as i32),
+        std::array::from_fn(|a| hi[a] as i32 - at[a] as i32),
+    ))
+}
+
+/// Region-local voxel coordinates of the lowest voxel of chunk `c`.
+#[inline]
+fn region_offset(c: [i128; 3]) -> [u32; 3] {
+    c.map(|v| ((v & ((1 << REGION_SHIFT) - 1)) as u32) << CHUNK_SHIFT)
 }
 
 /// Conservative line of sight from the start voxel `d` of a ray under [`UnloadedPolicy::Stop`]

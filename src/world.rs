@@ -9,6 +9,7 @@ use crate::ray::VoxelRaycastHit;
 
 mod chunk;
 mod summary;
+mod tops;
 
 pub use chunk::Chunk;
 pub(crate) use chunk::{ChunkView, DenseChunk};
@@ -17,6 +18,7 @@ pub(crate) use summary::{
     BRICKS_PER_CHUNK, OCCUPANCY_WORDS, REGION_SHIFT, RegionSummary, brick_index, empty_block,
     empty_cell, region_of,
 };
+pub(crate) use tops::ColumnTops;
 
 /// The type of a voxel. `VoxelId(0)` is [`VoxelId::AIR`]; every other id is a material whose
 /// meaning belongs to the application (stone, glass, water, ...).
@@ -51,10 +53,10 @@ pub enum WorldError {
 #[derive(Clone, Debug, Default)]
 pub struct VoxelWorld {
     chunks: FxHashMap<ChunkPos, Chunk>,
-    /// Summary of every region (`4×4×4` chunks) with a loaded chunk; absent regions have
-    /// nothing loaded.
+    /// Summary and column tops of every region (`4×4×4` chunks) with a loaded chunk; absent
+    /// regions have nothing loaded.
     /// Keyed by a tuple, not an array: `==` on `[i128; 3]` calls `memcmp`.
-    regions: FxHashMap<(i128, i128, i128), RegionSummary>,
+    regions: FxHashMap<(i128, i128, i128), Region>,
     /// Inclusive chunk range covering every loaded chunk; kept current by every edit.
     loaded: Option<ChunkRange>,
     /// Inclusive chunk range covering every occupied chunk (loaded and not all air); kept
@@ -73,12 +75,26 @@ pub struct VoxelWorld {
     last_changed: Option<ChunkPos>,
 }
 
+/// What the world keeps of one region: which chunks are loaded and occupied, and how high
+/// their non-air voxels reach in each column.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Region {
+    pub(crate) summary: RegionSummary,
+    pub(crate) tops: Box<ColumnTops>,
+}
+
 /// Whether long rays should skip empty bricks whole in chunks whose air voxels number `air`,
 /// `brick_air` of them in bricks that hold only air: when at least a quarter of the air lies
 /// in empty bricks. Otherwise the brick test that every air voxel stepped through costs more
 /// than the skips save (the CPU and the GPU both measured so).
 pub(crate) const fn bricks_worth_skipping(air: u64, brick_air: u64) -> bool {
     brick_air * 4 >= air
+}
+
+/// The position of chunk `pos` inside its region, each coordinate in `0..4`.
+fn region_cell(pos: ChunkPos) -> [u32; 3] {
+    let m = (1 << REGION_SHIFT) - 1;
+    [pos.x, pos.y, pos.z].map(|v| (v & m) as u32)
 }
 
 /// An inclusive range of chunks, `(lowest, highest)`.
@@ -123,8 +139,35 @@ impl VoxelWorld {
             return VoxelId::AIR;
         };
         let before = chunk.air_and_brick_air();
-        let old = chunk.set(pos.local(), id);
+        let local = pos.local();
+        let old = chunk.set(local, id);
         let after = chunk.air_and_brick_air();
+        // The voxel's brick column: its top rises to a non-air voxel above it, and is looked
+        // for again below when its top voxel becomes air.
+        if old.is_air() != id.is_air()
+            && let (region, _) = region_of([cp.x, cp.y, cp.z])
+            && let Some(r) = self.regions.get_mut(&(region[0], region[1], region[2]))
+        {
+            let at = region_cell(cp);
+            let (bx, bz, y) = (
+                u32::from(local.x) >> 3,
+                u32::from(local.z) >> 3,
+                u32::from(local.y),
+            );
+            let top = r.tops.top(at, bx, bz);
+            let new = if id.is_air() {
+                if u32::from(top) == y + 1 {
+                    chunk.column_top(bx, bz, y + 1)
+                } else {
+                    top
+                }
+            } else {
+                top.max(y as u8 + 1)
+            };
+            if new != top {
+                r.tops.set_top(at, bx, bz, new);
+            }
+        }
         let occupied = !chunk.is_empty();
         self.air = (
             self.air.0 - before.0 + after.0,
@@ -193,7 +236,7 @@ impl VoxelWorld {
     fn summarise(&mut self, pos: ChunkPos, loaded: bool, occupied: bool) {
         let (region, bit) = region_of([pos.x, pos.y, pos.z]);
         let key = (region[0], region[1], region[2]);
-        let s = self.regions.entry(key).or_default();
+        let s = &mut self.regions.entry(key).or_default().summary;
         let (was_loaded, was_occupied) = (s.loaded & bit != 0, s.occupied & bit != 0);
         s.loaded = if loaded {
             s.loaded | bit
@@ -236,8 +279,8 @@ impl VoxelWorld {
     /// The chunk range covering every chunk whose bit `pick` sets, from the region summaries.
     fn region_range(&self, pick: fn(&RegionSummary) -> u64) -> Option<ChunkRange> {
         let mut range = None;
-        for (&(rx, ry, rz), s) in &self.regions {
-            let mut bits = pick(s);
+        for (&(rx, ry, rz), r) in &self.regions {
+            let mut bits = pick(&r.summary);
             while bits != 0 {
                 let i = bits.trailing_zeros();
                 bits &= bits - 1;
@@ -255,14 +298,19 @@ impl VoxelWorld {
         range
     }
 
-    /// The summary of region `region` (chunk coordinates `>> REGION_SHIFT`): all zero when
-    /// nothing in it is loaded.
+    /// What the world keeps of region `region` (chunk coordinates `>> REGION_SHIFT`); `None`
+    /// when nothing in it is loaded.
     #[inline]
-    pub(crate) fn region(&self, region: [i128; 3]) -> RegionSummary {
-        self.regions
-            .get(&(region[0], region[1], region[2]))
-            .copied()
-            .unwrap_or_default()
+    pub(crate) fn region_entry(&self, region: [i128; 3]) -> Option<&Region> {
+        self.regions.get(&(region[0], region[1], region[2]))
+    }
+
+    /// Records the column tops of the loaded chunk at `pos`.
+    fn set_tops(&mut self, pos: ChunkPos, tops: [u8; 16]) {
+        let (region, _) = region_of([pos.x, pos.y, pos.z]);
+        if let Some(r) = self.regions.get_mut(&(region[0], region[1], region[2])) {
+            r.tops.set_chunk(region_cell(pos), tops);
+        }
     }
 
     /// Loads `chunk` at `pos`, returning the chunk it replaces, if any.
@@ -279,6 +327,7 @@ impl VoxelWorld {
             return Err(WorldError::ChunkOutsideWorld(pos));
         }
         self.summarise(pos, true, !chunk.is_empty());
+        self.set_tops(pos, chunk.column_tops());
         self.mark_changed(pos);
         self.count_air(&chunk, true);
         let old = self.chunks.insert(pos, chunk);
@@ -343,6 +392,7 @@ impl VoxelWorld {
     /// the removed chunk was on the edge of the loaded or occupied bounds.
     pub fn remove_chunk(&mut self, pos: ChunkPos) -> Option<Chunk> {
         let removed = self.chunks.remove(&pos)?;
+        self.set_tops(pos, [0; 16]);
         self.summarise(pos, false, false);
         self.mark_changed(pos);
         self.count_air(&removed, false);
@@ -369,8 +419,8 @@ impl VoxelWorld {
     }
 
     /// Approximate bytes of memory the world holds, in bytes: the chunks' per-voxel storage
-    /// plus the tables of chunks, region summaries and changed chunks (at their allocated
-    /// capacity). A chunk of one id costs only its table entry.
+    /// plus the tables of chunks, region summaries (with their column tops, about 1.3 KiB a
+    /// region of `4×4×4` chunks) and changed chunks (at their allocated capacity). A chunk of one id costs only its table entry.
     #[must_use]
     pub fn memory_bytes(&self) -> u64 {
         let chunks: usize = self.chunks.values().map(Chunk::heap_bytes).sum();
@@ -379,8 +429,9 @@ impl VoxelWorld {
         let tables = table(self.chunks.capacity(), size_of::<(ChunkPos, Chunk)>())
             + table(
                 self.regions.capacity(),
-                size_of::<((i128, i128, i128), RegionSummary)>(),
+                size_of::<((i128, i128, i128), Region)>(),
             )
+            + self.regions.len() * size_of::<ColumnTops>()
             + table(self.changed.capacity(), size_of::<ChunkPos>());
         (size_of::<Self>() + chunks + tables) as u64
     }
@@ -468,7 +519,10 @@ mod tests {
         let (region, bit) = region_of([c.x, c.y, c.z]);
         assert_eq!(region, [-1, 1, 1]);
         assert_eq!(bit, 1 << (3 | 1 << 4));
-        let summary = |w: &VoxelWorld| w.region(region);
+        let summary = |w: &VoxelWorld| {
+            w.region_entry(region)
+                .map_or_else(RegionSummary::default, |r| r.summary)
+        };
         assert_eq!(summary(&w), RegionSummary::default());
         w.insert_chunk(c, Chunk::default()).expect("in the world");
         assert_eq!(
@@ -550,6 +604,98 @@ mod tests {
     }
 
     /// The world's air counts, recomputed from its chunks.
+    /// The column tops of every region, recomputed voxel by voxel from the chunks.
+    fn brute_tops(w: &VoxelWorld) -> FxHashMap<(i128, i128, i128), ColumnTops> {
+        let mut out: FxHashMap<_, ColumnTops> = FxHashMap::default();
+        for (pos, chunk) in w.chunks() {
+            let tops: [u8; 16] = std::array::from_fn(|i| {
+                let (bx, bz) = (i as u8 & 3, i as u8 >> 2);
+                (0..32u8)
+                    .rev()
+                    .find(|&y| {
+                        (0..64u8).any(|k| {
+                            let l = LocalPos::new(bx * 8 + k % 8, y, bz * 8 + k / 8);
+                            !chunk.get(l).is_air()
+                        })
+                    })
+                    .map_or(0, |y| y + 1)
+            });
+            let (r, _) = region_of([pos.x, pos.y, pos.z]);
+            out.entry((r[0], r[1], r[2]))
+                .or_default()
+                .set_chunk(region_cell(pos), tops);
+        }
+        out
+    }
+
+    #[test]
+    fn column_tops_follow_every_edit() {
+        let check = |w: &VoxelWorld| {
+            let stored: FxHashMap<_, _> = w
+                .regions
+                .iter()
+                .map(|(k, r)| (*k, (*r.tops).clone()))
+                .collect();
+            assert_eq!(stored, brute_tops(w));
+        };
+        let mut w = VoxelWorld::new();
+        let mut rng = crate::scene::SplitMix64::new(7);
+        // Voxels in two chunk columns across a region edge (x -1 and 0), y over two regions.
+        let pos = |rng: &mut crate::scene::SplitMix64| {
+            WorldPos::new(
+                rng.below(48) as i128 - 24,
+                rng.below(160) as i128 - 16,
+                rng.below(20) as i128,
+            )
+        };
+        for round in 0..40 {
+            for _ in 0..60 {
+                let p = pos(&mut rng);
+                let id = VoxelId(rng.below(3) as u16);
+                w.set_voxel(p, id);
+                // Stacks built and torn down from the top: tops found again below.
+                if round % 3 == 0 {
+                    for dy in 0..5 {
+                        let q = WorldPos::new(p.x, p.y - dy, p.z);
+                        w.set_voxel(
+                            q,
+                            if round % 2 == 0 {
+                                VoxelId(1)
+                            } else {
+                                VoxelId::AIR
+                            },
+                        );
+                    }
+                }
+            }
+            match round % 5 {
+                1 => {
+                    let c = pos(&mut rng).chunk();
+                    w.insert_chunk(c, Chunk::filled(VoxelId(2)))
+                        .expect("in the world");
+                }
+                2 => {
+                    let c = pos(&mut rng).chunk();
+                    w.remove_chunk(c);
+                }
+                3 => {
+                    let mut dense = Chunk::default();
+                    dense.set(LocalPos::new(3, 30, 17), VoxelId(1));
+                    w.insert_chunk(pos(&mut rng).chunk(), dense)
+                        .expect("in the world");
+                }
+                _ => {}
+            }
+            check(&w);
+        }
+        // Everything torn down again.
+        let loaded: Vec<_> = w.chunks().map(|(p, _)| p).collect();
+        for p in loaded {
+            w.remove_chunk(p);
+        }
+        assert!(w.regions.is_empty());
+    }
+
     fn recount(w: &VoxelWorld) -> (u64, u64) {
         w.chunks().fold((0, 0), |(a, b), (_, c)| {
             let (ca, cb) = c.air_and_brick_air();

@@ -703,6 +703,68 @@ fn skipping_is_exact() {
     assert!(total >= 200_000, "only {total} rays compared");
 }
 
+/// The skips above the column tops (the air over the highest non-air voxel of each column of
+/// bricks, per region of 4x4x4 chunks) on a terrain that fills one region: under both unloaded
+/// policies (`Stop` uses them only in fully loaded regions), after edits that raise and lower
+/// the tops, and with a chunk of the region unloaded.
+#[test]
+fn column_skips_are_exact() {
+    let terrain = scene::Terrain {
+        size: [128, 128, 128],
+        seed: 0xC01,
+    };
+    let mut world = terrain.build();
+    let mut rays = terrain.camera(96, 54).rays().expect("camera rays");
+    rays.extend(terrain.sight_segments(6_000, 128.0, 1));
+    rays.extend(terrain.reach_rays(6_000, 2).into_iter().map(|r| VoxelRay {
+        max_distance: 300.0,
+        ..r
+    }));
+    let mut total = 0;
+    let mut compare = |name: &str, world: &VoxelWorld| {
+        for unloaded in [UnloadedPolicy::Air, UnloadedPolicy::Stop] {
+            for origin in common::ORIGIN_POLICIES {
+                let opts = RaycastOptions {
+                    origin,
+                    unloaded,
+                    ..RaycastOptions::default()
+                };
+                total += compare_skip_vs_per_voxel(
+                    &format!("{name} {unloaded:?} {origin:?}"),
+                    world,
+                    &rays,
+                    &opts,
+                );
+            }
+        }
+    };
+    compare("terrain", &world);
+    // Towers that raise column tops, then torn down to below where they started.
+    let mut rng = SplitMix64::new(9);
+    for _ in 0..40 {
+        let (x, z) = (rng.below(128) as i128, rng.below(128) as i128);
+        for y in 60..110 {
+            world.set_voxel(WorldPos::new(x, y, z), VoxelId(1));
+        }
+    }
+    compare("towers", &world);
+    for x in 0..128 {
+        for z in (0..128).step_by(3) {
+            for y in (50..110).rev() {
+                world.set_voxel(WorldPos::new(x, y, z), VoxelId::AIR);
+            }
+        }
+    }
+    compare("torn down", &world);
+    // One in the air above the ground, which the boxes above the tops span (`Stop` must not
+    // skip it), and one below.
+    for c in [ChunkPos::new(1, 3, 2), ChunkPos::new(2, 1, 1)] {
+        assert!(world.remove_chunk(c).is_some());
+    }
+    compare("chunks unloaded", &world);
+    assert!(total >= 200_000, "only {total} rays compared");
+}
+
 #[test]
 fn region_runs_are_exact() {
     let mut total = 0;

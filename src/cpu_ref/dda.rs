@@ -137,7 +137,10 @@ impl<'r> Dda<'r> {
     /// comparisons without branches and leaves empty bricks to its caller (faster there).
     ///
     /// `SKIP_BRICKS`: whether empty bricks are skipped whole or stepped through voxel by voxel
-    /// (faster for short rays, and in worlds with few empty bricks: see [`LONG_RAY`]).
+    /// (faster for short rays, and in worlds with few empty bricks: see [`LONG_RAY`]). When
+    /// skipping, a voxel above its region's column tops (`tops`, where the caller's unloaded
+    /// policy allows them) skips the box above the tops instead, cut to this chunk (see
+    /// `ColumnTops::cell`); the shader has no tops and skips the bricks.
     /// `ROWS`: whether occupancy words are read from the id records (`PackedIds`), where the
     /// hit voxel's id shares a cache line with its occupancy word (faster for short rays), or
     /// from the compact occupancy bits (faster for long rays, which cross many rows). Only for
@@ -150,8 +153,10 @@ impl<'r> Dda<'r> {
         c: &DenseChunk,
         every_non_air: bool,
         blocks: &MaterialFilter,
+        tops: Option<&ColumnTops>,
     ) -> Walk {
         let r = self.ray;
+        let at = region_offset(self.chunk);
         let occupancy = &*c.occupancy;
         let (records, shift) = (c.ids.words(), c.ids.record_shift());
         let load = |y: u32, z: u32| {
@@ -179,10 +184,23 @@ impl<'r> Dda<'r> {
                 if every_non_air || blocks.contains(id) {
                     break Walk::Hit(id);
                 }
-            } else if SKIP_BRICKS && let Some((lo, hi)) = empty_cell(bricks, x, y, z) {
-                // An empty cell of whole bricks (see `empty_cell`): `skip_cell` to its last
-                // voxel on the ray, then step out of it below, as `cast_ray` does, without
-                // leaving this loop.
+            } else if SKIP_BRICKS
+                && let Some((lo, hi)) = tops
+                    .and_then(|t| t.cell(at[0] + x, at[1] + y, at[2] + z))
+                    .map(|(lo, hi)| {
+                        // The part of the box above the column tops inside this chunk.
+                        let clip = |v: u32, a: usize| v.saturating_sub(at[a]).min(31);
+                        (
+                            std::array::from_fn(|a| clip(lo[a], a)),
+                            std::array::from_fn(|a| clip(hi[a], a)),
+                        )
+                    })
+                    .or_else(|| empty_cell(bricks, x, y, z))
+            {
+                // An empty box above the column tops of the region (see `ColumnTops::cell`),
+                // else an empty cell of whole bricks (see `empty_cell`): `skip_cell` to its
+                // last voxel on the ray, then step out of it below, as `cast_ray` does,
+                // without leaving this loop.
                 self.local = [x, y, z].map(|v| v as i32);
                 self.n = [nx, ny, nz];
                 self.t_next = [tx, ty, tz];

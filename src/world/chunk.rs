@@ -200,6 +200,29 @@ impl Chunk {
         }
     }
 
+    /// One more than the highest local y holding a non-air voxel in each column of `8×8`
+    /// bricks (index `bx + 4·bz`), 0 where the column is all air.
+    pub(crate) fn column_tops(&self) -> [u8; 16] {
+        match &self.repr {
+            ChunkRepr::Uniform(id) => [if id.is_air() { 0 } else { 32 }; 16],
+            ChunkRepr::Dense(d) => super::tops::column_tops(&d.occupancy),
+        }
+    }
+
+    /// [`Chunk::column_tops`] of brick column `(bx, bz)` alone, counting rows `y < below` only.
+    pub(crate) fn column_top(&self, bx: u32, bz: u32, below: u32) -> u8 {
+        match &self.repr {
+            ChunkRepr::Uniform(id) => {
+                if id.is_air() {
+                    0
+                } else {
+                    below.min(32) as u8
+                }
+            }
+            ChunkRepr::Dense(d) => super::tops::column_top(&d.occupancy, bx, bz, below),
+        }
+    }
+
     /// `Some(id)` when every voxel of the chunk is `id`.
     #[inline]
     #[must_use]

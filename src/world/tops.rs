@@ -1,0 +1,196 @@
+//! Column tops: how high the non-air voxels of each column of bricks reach inside a region.
+//! Above a column's top, up to the region's top, there is only air (or unloaded space): an
+//! empty box the DDA crosses in one skip. Rays over terrain (a camera's, sight lines) cross
+//! whole chunk columns this way instead of walking the air above the ground brick by brick.
+
+use super::summary::BRICK_SHIFT;
+
+/// Columns of bricks along a region's edge (`128 / 8`).
+const COLUMNS_PER_EDGE: u32 = 16;
+/// Region-local y of a region's highest voxel.
+const REGION_TOP: u32 = 127;
+
+/// Index of the brick column at region-local voxel column `(x, z)` (each in `0..128`).
+#[inline]
+const fn column_index(x: u32, z: u32) -> usize {
+    ((x >> BRICK_SHIFT) + COLUMNS_PER_EDGE * (z >> BRICK_SHIFT)) as usize
+}
+
+/// Index of brick column `(bx, bz)` (each in `0..4`) of the chunk at region-local chunk
+/// position `c`.
+#[inline]
+const fn brick_column(c: [u32; 3], bx: u32, bz: u32) -> usize {
+    column_index(
+        (c[0] * 4 + bx) << BRICK_SHIFT,
+        (c[2] * 4 + bz) << BRICK_SHIFT,
+    )
+}
+
+/// Column tops of one region (`4×4×4` chunks, `128³` voxels). Every value is one more than the
+/// highest y holding a non-air voxel in its footprint (0 when it holds none), so that the
+/// voxels from the value up to the top are air.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ColumnTops {
+    /// Per chunk layer of the region, per brick column ([`column_index`]): the top inside that
+    /// layer's chunk, in chunk-local y (`0..=32`).
+    layers: [[u8; 256]; 4],
+    /// Per brick column: the top over the four layers, in region-local y (`0..=128`).
+    bricks: [u8; 256],
+    /// Per chunk column (`cx + 4·cz`): the highest of its 16 brick columns.
+    chunks: [u8; 16],
+    /// The highest of the region.
+    all: u8,
+}
+
+impl Default for ColumnTops {
+    fn default() -> Self {
+        Self {
+            layers: [[0; 256]; 4],
+            bricks: [0; 256],
+            chunks: [0; 16],
+            all: 0,
+        }
+    }
+}
+
+impl ColumnTops {
+    /// The top of brick column `(bx, bz)` (each in `0..4`) recorded for the chunk at
+    /// region-local chunk position `c`, chunk-local.
+    #[inline]
+    pub(crate) fn top(&self, c: [u32; 3], bx: u32, bz: u32) -> u8 {
+        self.layers[c[1] as usize][brick_column(c, bx, bz)]
+    }
+
+    /// Records `tops` (as [`Chunk::column_tops`](super::Chunk) gives them) for the chunk at
+    /// region-local chunk position `c` (each in `0..4`), and updates the maxima over them.
+    pub(crate) fn set_chunk(&mut self, c: [u32; 3], tops: [u8; 16]) {
+        for (i, &top) in tops.iter().enumerate() {
+            self.record(c, i as u32 & 3, i as u32 >> 2, top);
+        }
+        self.update_maxima(c);
+    }
+
+    /// Records the top of one brick column `(bx, bz)` of the chunk at `c`, and updates the
+    /// maxima over it.
+    pub(crate) fn set_top(&mut self, c: [u32; 3], bx: u32, bz: u32, top: u8) {
+        self.record(c, bx, bz, top);
+        self.update_maxima(c);
+    }
+
+    /// Records one brick column's top in its layer and takes the highest over the layers.
+    fn record(&mut self, c: [u32; 3], bx: u32, bz: u32, top: u8) {
+        let col = brick_column(c, bx, bz);
+        self.layers[c[1] as usize][col] = top;
+        self.bricks[col] = (0..4)
+            .rev()
+            .find(|&l| self.layers[l][col] != 0)
+            .map_or(0, |l| l as u8 * 32 + self.layers[l][col]);
+    }
+
+    /// The maxima over the chunk column of chunk `c` and over the region.
+    fn update_maxima(&mut self, c: [u32; 3]) {
+        let [cx, _, cz] = c;
+        self.chunks[(cx + 4 * cz) as usize] = (0..16)
+            .map(|i| self.bricks[brick_column(c, i & 3, i >> 2)])
+            .max()
+            .unwrap_or(0);
+        self.all = self.chunks.iter().copied().max().unwrap_or(0);
+    }
+
+    /// The largest empty box above the tops that holds region-local voxel `(x, y, z)` (each in
+    /// `0..128`): the region's, its chunk column's or its brick column's footprint, from that
+    /// footprint's top up to the region's top, as inclusive region-local corners. `None` when
+    /// `y` is below the top of its brick column.
+    #[inline]
+    pub(crate) fn cell(&self, x: u32, y: u32, z: u32) -> Option<([u32; 3], [u32; 3])> {
+        let all = u32::from(self.all);
+        if all <= y {
+            return Some(([0, all, 0], [REGION_TOP; 3]));
+        }
+        let c = u32::from(self.chunks[((x >> 5) + 4 * (z >> 5)) as usize]);
+        if c <= y {
+            let (x0, z0) = (x & !31, z & !31);
+            return Some(([x0, c, z0], [x0 + 31, REGION_TOP, z0 + 31]));
+        }
+        let b = u32::from(self.bricks[column_index(x, z)]);
+        if b <= y {
+            let (x0, z0) = (x & !7, z & !7);
+            return Some(([x0, b, z0], [x0 + 7, REGION_TOP, z0 + 7]));
+        }
+        None
+    }
+}
+
+/// The top (chunk-local y + 1, 0 when empty) of brick column `(bx, bz)` (each in `0..4`) of
+/// the occupancy bits of a chunk (word `y + 32·z`, bit `x`), looking at rows `y < below` only.
+pub(crate) fn column_top(occupancy: &[u32; 1024], bx: u32, bz: u32, below: u32) -> u8 {
+    let byte = 0xFF << (bx << BRICK_SHIFT);
+    (0..below.min(32))
+        .rev()
+        .find(|&y| {
+            (bz << BRICK_SHIFT..(bz + 1) << BRICK_SHIFT)
+                .any(|z| occupancy[(y + 32 * z) as usize] & byte != 0)
+        })
+        .map_or(0, |y| y as u8 + 1)
+}
+
+/// The tops of all 16 brick columns of a chunk's occupancy bits (index `bx + 4·bz`).
+pub(crate) fn column_tops(occupancy: &[u32; 1024]) -> [u8; 16] {
+    let mut tops = [0u8; 16];
+    let mut open = 16;
+    for y in (0..32u32).rev() {
+        for bz in 0..4u32 {
+            let rows = (bz << BRICK_SHIFT..(bz + 1) << BRICK_SHIFT)
+                .fold(0, |w, z| w | occupancy[(y + 32 * z) as usize]);
+            for bx in 0..4u32 {
+                let top = &mut tops[(bx + 4 * bz) as usize];
+                if *top == 0 && rows >> (bx << BRICK_SHIFT) & 0xFF != 0 {
+                    *top = y as u8 + 1;
+                    open -= 1;
+                }
+            }
+        }
+        if open == 0 {
+            break;
+        }
+    }
+    tops
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tops_and_cells() {
+        let mut occ = [0u32; 1024];
+        // Voxel (9, 5, 2): brick column (1, 0); voxel (31, 20, 31): brick column (3, 3).
+        occ[5 + 32 * 2] |= 1 << 9;
+        occ[20 + 32 * 31] |= 1 << 31;
+        let tops = column_tops(&occ);
+        assert_eq!(tops[1], 6);
+        assert_eq!(tops[15], 21);
+        assert_eq!(tops.iter().filter(|&&t| t != 0).count(), 2);
+        assert_eq!(column_top(&occ, 3, 3, 32), 21);
+        assert_eq!(column_top(&occ, 3, 3, 20), 0);
+        let mut t = ColumnTops::default();
+        // The chunk sits at region-local chunk (1, 2, 0): y 64..96, x 32..64.
+        t.set_chunk([1, 2, 0], tops);
+        assert_eq!(t.top([1, 2, 0], 1, 0), 6);
+        assert_eq!(t.top([1, 2, 0], 3, 3), 21);
+        assert_eq!(t.all, 64 + 21);
+        // Above everything: the whole region above its top.
+        assert_eq!(t.cell(0, 100, 0), Some(([0, 85, 0], [127, 127, 127])));
+        // Below the region's top but above the chunk column's (another chunk column).
+        assert_eq!(t.cell(0, 0, 0), Some(([0, 0, 0], [31, 127, 31])));
+        // In the chunk column, above brick column (1, 0)'s top but below (3, 3)'s.
+        assert_eq!(t.cell(32 + 9, 71, 2), Some(([40, 70, 0], [47, 127, 7])));
+        assert_eq!(t.cell(32 + 9, 69, 2), None);
+        // One column lowered, then the chunk removed: its columns cleared.
+        t.set_top([1, 2, 0], 3, 3, 2);
+        assert_eq!(t.all, 64 + 6);
+        assert_eq!(t.cell(32 + 31, 80, 31), Some(([0, 70, 0], [127, 127, 127])));
+        t.set_chunk([1, 2, 0], [0; 16]);
+        assert_eq!(t, ColumnTops::default());
+    }
+}
