@@ -37,7 +37,7 @@ use crate::ray::{
 };
 use crate::world::{
     BRICK_EDGE, ChunkView, ColumnTops, DenseChunk, REGION_SHIFT, RegionSummary, VoxelId,
-    VoxelWorld, empty_block, empty_cell, region_of,
+    VoxelWorld, empty_block, empty_cell, region_cell, region_of,
 };
 
 mod dda;
@@ -506,7 +506,7 @@ fn column_cell(tops: &ColumnTops, d: &Dda<'_>) -> Option<Cell> {
 /// Region-local voxel coordinates of the lowest voxel of chunk `c`.
 #[inline]
 fn region_offset(c: [i128; 3]) -> [u32; 3] {
-    c.map(|v| ((v & ((1 << REGION_SHIFT) - 1)) as u32) << CHUNK_SHIFT)
+    region_cell(c).map(|v| v << CHUNK_SHIFT)
 }
 
 /// Conservative line of sight from the start voxel `d` of a ray under [`UnloadedPolicy::Stop`]

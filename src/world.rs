@@ -16,7 +16,7 @@ pub(crate) use chunk::{ChunkView, DenseChunk};
 pub use summary::BRICK_EDGE;
 pub(crate) use summary::{
     BRICKS_PER_CHUNK, OCCUPANCY_WORDS, REGION_SHIFT, RegionSummary, brick_index, empty_block,
-    empty_cell, region_of,
+    empty_cell, region_cell, region_of,
 };
 pub(crate) use tops::ColumnTops;
 
@@ -91,12 +91,6 @@ pub(crate) const fn bricks_worth_skipping(air: u64, brick_air: u64) -> bool {
     brick_air * 4 >= air
 }
 
-/// The position of chunk `pos` inside its region, each coordinate in `0..4`.
-fn region_cell(pos: ChunkPos) -> [u32; 3] {
-    let m = (1 << REGION_SHIFT) - 1;
-    [pos.x, pos.y, pos.z].map(|v| (v & m) as u32)
-}
-
 /// An inclusive range of chunks, `(lowest, highest)`.
 type ChunkRange = (ChunkPos, ChunkPos);
 
@@ -148,7 +142,7 @@ impl VoxelWorld {
             && let (region, _) = region_of([cp.x, cp.y, cp.z])
             && let Some(r) = self.regions.get_mut(&(region[0], region[1], region[2]))
         {
-            let at = region_cell(cp);
+            let at = region_cell([cp.x, cp.y, cp.z]);
             let (bx, bz, y) = (
                 u32::from(local.x) >> 3,
                 u32::from(local.z) >> 3,
@@ -309,7 +303,7 @@ impl VoxelWorld {
     fn set_tops(&mut self, pos: ChunkPos, tops: [u8; 16]) {
         let (region, _) = region_of([pos.x, pos.y, pos.z]);
         if let Some(r) = self.regions.get_mut(&(region[0], region[1], region[2])) {
-            r.tops.set_chunk(region_cell(pos), tops);
+            r.tops.set_chunk(region_cell([pos.x, pos.y, pos.z]), tops);
         }
     }
 
@@ -420,7 +414,8 @@ impl VoxelWorld {
 
     /// Approximate bytes of memory the world holds, in bytes: the chunks' per-voxel storage
     /// plus the tables of chunks, region summaries (with their column tops, about 1.3 KiB a
-    /// region of `4×4×4` chunks) and changed chunks (at their allocated capacity). A chunk of one id costs only its table entry.
+    /// region of `4×4×4` chunks) and changed chunks (at their allocated capacity). A chunk of
+    /// one id costs only its table entry.
     #[must_use]
     pub fn memory_bytes(&self) -> u64 {
         let chunks: usize = self.chunks.values().map(Chunk::heap_bytes).sum();
@@ -623,7 +618,7 @@ mod tests {
             let (r, _) = region_of([pos.x, pos.y, pos.z]);
             out.entry((r[0], r[1], r[2]))
                 .or_default()
-                .set_chunk(region_cell(pos), tops);
+                .set_chunk(region_cell([pos.x, pos.y, pos.z]), tops);
         }
         out
     }

@@ -99,12 +99,18 @@ pub(crate) struct RegionSummary {
     pub(crate) occupied: u64,
 }
 
+/// The position of chunk `c` inside its region, each coordinate in `0..4`.
+#[inline]
+pub(crate) fn region_cell(c: [i128; 3]) -> [u32; 3] {
+    let m = (1 << REGION_SHIFT) - 1;
+    c.map(|v| (v & m) as u32)
+}
+
 /// The region holding chunk `c` (`c >> REGION_SHIFT` per axis) and the chunk's bit in its
 /// [`RegionSummary`].
 #[inline]
 pub(crate) fn region_of(c: [i128; 3]) -> ([i128; 3], u64) {
-    let m = (1 << REGION_SHIFT) - 1;
-    let [x, y, z] = c.map(|v| (v & m) as u32);
+    let [x, y, z] = region_cell(c);
     (c.map(|v| v >> REGION_SHIFT), 1 << cell_index(x, y, z))
 }
 
