@@ -1,16 +1,17 @@
 //! The exact reference DDA: the definition of a correct answer.
 //!
-//! Every function here (and in the modules `dda` and `traversal`) that the GPU also runs has a
-//! twin of the same name in `shaders/dda.wgsl`, with the same constants and the same
+//! Every function here (and in the modules `dda`, `ties` and `traversal`) that the GPU also
+//! runs has a twin of the same name in `shaders/dda.wgsl`, with the same constants and the same
 //! comparisons in the same order, so the two can be read side by side: [`crossing_t`],
 //! [`next_axis`], [`crossings_before`] (written out inside the shader's `skip_cell`),
-//! `RegionCache::run` (`region_run` there), `tied_axes`, `tie_ranks`, `tie_extra` and
-//! `cast_ray` here; `dda_step`, `walk_dense`, `skip_cell` and `face_uv` in `dda.rs`;
-//! `empty_block` and `empty_cell` in `world/summary.rs`. The host-only parts (validation in
-//! [`VoxelRay::prepare`], clipping to a box in `enter_box`) produce the state the GPU starts
-//! from. Under [`UnloadedPolicy::Air`] a ray ends where it leaves the
-//! occupied bounds; the GPU, which keeps no such bounds, walks on to its window's edge (the
-//! loaded bounds at upload, grown by a chunk).
+//! `RegionCache::run` (`region_run` there) and `cast_ray` here; `tied_axes`, `tie_ranks` and
+//! `tie_extra` in `ties.rs`; `dda_step`, `walk_dense`, `skip_cell` and `face_uv` in `dda.rs`;
+//! `empty_block` and `empty_cell` in `world/summary.rs`. The public queries built on
+//! `cast_ray` (one ray, line of sight, the batches) are in `queries.rs`. The host-only parts
+//! (validation in [`VoxelRay::prepare`], clipping to a box in `enter_box`) produce the state
+//! the GPU starts from. Under [`UnloadedPolicy::Air`] a ray ends where it leaves the occupied
+//! bounds; the GPU, which keeps no such bounds, walks on to its window's edge (the loaded
+//! bounds at upload, grown by a chunk).
 //!
 //! Empty space is skipped at three levels, each landing on exactly the state that stepping
 //! voxel by voxel reaches (`skip_cell`): inside a dense chunk, runs of empty `8³` bricks
@@ -41,10 +42,18 @@ use crate::world::{
 };
 
 mod dda;
+mod queries;
+mod ties;
 mod traversal;
 
 use dda::Walk;
 pub(crate) use dda::{Dda, Halt, face_uv};
+pub use queries::{
+    line_of_sight, line_of_sight_batch, line_of_sight_batch_into, raycast_batch,
+    raycast_batch_into, voxel_raycast, voxel_raycast_with,
+};
+use ties::next_tie_extras;
+pub(crate) use ties::unloaded_tie_extra;
 pub use traversal::{TraversalStep, VoxelTraversal};
 
 /// `entry_axis` of the origin voxel: no face was crossed.
@@ -163,48 +172,6 @@ fn chunk_kind(world: &VoxelWorld, chunk: [i128; 3]) -> ChunkKind<'_> {
         Some(ChunkView::Uniform(id)) => ChunkKind::Uniform(id),
         Some(ChunkView::Dense(d)) => ChunkKind::Dense(d),
     }
-}
-
-/// The axes whose next crossing is at `t` (bit `a` for axis `a`), the first crossing, or
-/// near-tied with it (within [`NEAR_TIE`]): a tie group, an edge or corner that the ray passes
-/// through, when two or three bits are set. Twin of `tied_axes` in `shaders/dda.wgsl`.
-#[inline]
-fn tied_axes(t_next: [f32; 3], t: f32) -> u32 {
-    let near = t * NEAR_TIE;
-    u32::from(t_next[0] <= near)
-        | u32::from(t_next[1] <= near) << 1
-        | u32::from(t_next[2] <= near) << 2
-}
-
-/// Each axis's place (0 first) in the order stepping crosses the tie group `tied`: by crossing
-/// distance, equal distances x, then y, then z (as [`next_axis`] picks them). Axes outside the
-/// group are not counted. Twin of `tie_ranks` in `shaders/dda.wgsl`.
-#[inline]
-fn tie_ranks(t: [f32; 3], tied: u32) -> [u32; 3] {
-    let g = |a: usize| tied >> a & 1 != 0;
-    [
-        u32::from(g(1) && t[1] < t[0]) + u32::from(g(2) && t[2] < t[0]),
-        u32::from(g(0) && t[0] <= t[1]) + u32::from(g(2) && t[2] < t[1]),
-        u32::from(g(0) && t[0] <= t[2]) + u32::from(g(1) && t[1] <= t[2]),
-    ]
-}
-
-/// Whether `mask` (a subset of the tie group `tied`, whose axes stepping crosses in the order
-/// `ranks`) names a voxel that the tie touches but stepping does not visit. Stepping visits the
-/// "prefixes" of the group in that order (the first axis, then the first two, ...): a mask is a
-/// prefix exactly when its last axis in that order has rank `popcount - 1`. Every other
-/// non-empty subset is an extra voxel touching the same edge or corner. Twin of `tie_extra` in
-/// `shaders/dda.wgsl`.
-#[inline]
-fn tie_extra(tied: u32, ranks: [u32; 3], mask: u32) -> bool {
-    let m = |a: usize| mask >> a & 1 != 0;
-    // One more than the highest rank in the mask (0 for an empty mask).
-    let last = [0, 1, 2]
-        .map(|a| if m(a) { ranks[a] + 1 } else { 0 })
-        .into_iter()
-        .max()
-        .unwrap_or(0);
-    mask & tied == mask && last > mask.count_ones()
 }
 
 /// Casts one prepared ray: the whole reference algorithm. Twin of `cast_ray` in
@@ -509,265 +476,6 @@ fn region_offset(c: [i128; 3]) -> [u32; 3] {
     region_cell(c).map(|v| v << CHUNK_SHIFT)
 }
 
-/// Conservative line of sight from the start voxel `d` of a ray under [`UnloadedPolicy::Stop`]
-/// when the voxels beside it are unloaded (nothing is loaded, or on the GPU the ray starts
-/// outside the window): `Unloaded` at the first voxel that touches the first crossing's edge or
-/// corner but that stepping does not visit, as [`cast_ray`] answers there; `None` when the first
-/// crossing is no tie (or beyond max distance), or every such voxel lies beyond the i128 world.
-pub(crate) fn unloaded_tie_extra(d: &Dda<'_>, opts: &RaycastOptions) -> Option<RaycastOutcome> {
-    next_tie_extras(d, &|_| None, opts, true, &|_| false)
-}
-
-/// [`check_tie_extras`] at the next crossing, where that is the first crossing of a tie group
-/// (not one the current voxel was entered by) within max distance; `None` elsewhere.
-fn next_tie_extras(
-    d: &Dda<'_>,
-    voxel_at: &dyn Fn(&WorldPos) -> Option<VoxelId>,
-    opts: &RaycastOptions,
-    air_seen: bool,
-    stops: &dyn Fn(VoxelId) -> bool,
-) -> Option<RaycastOutcome> {
-    let t_cross = d.t_next[next_axis(d.t_next)];
-    (t_cross > d.t && t_cross <= d.ray.max_distance)
-        .then(|| check_tie_extras(d, voxel_at, opts, t_cross, air_seen, stops))
-        .flatten()
-}
-
-/// Conservative line of sight: at the first crossing of a tie group, test the voxels that
-/// touch the crossed edge or corner but that stepping will not visit.
-fn check_tie_extras(
-    d: &Dda<'_>,
-    voxel_at: &dyn Fn(&WorldPos) -> Option<VoxelId>,
-    opts: &RaycastOptions,
-    t_cross: f32,
-    air_seen: bool,
-    stops: &dyn Fn(VoxelId) -> bool,
-) -> Option<RaycastOutcome> {
-    let r = d.ray;
-    let base = d.voxel();
-    let tied = tied_axes(d.t_next, t_cross);
-    if tied.count_ones() < 2 {
-        return None;
-    }
-    let ranks = tie_ranks(d.t_next, tied);
-    for mask in (1..8).filter(|&m| tie_extra(tied, ranks, m)) {
-        let mut off = IVec3::ZERO;
-        let mut n = d.n;
-        // The mask's axis crossed last in stepping order: the face the voxel is entered by.
-        let (mut last_axis, mut last_rank) = (0, 0);
-        for a in 0..3 {
-            if mask >> a & 1 != 0 {
-                off[a] = i32::from(r.step[a]);
-                n[a] += 1;
-                if ranks[a] + 1 > last_rank {
-                    (last_axis, last_rank) = (a, ranks[a] + 1);
-                }
-            }
-        }
-        let Some(p) = base.checked_offset(off) else {
-            continue;
-        };
-        match voxel_at(&p) {
-            None if opts.unloaded == UnloadedPolicy::Stop => {
-                return Some(RaycastOutcome::Unloaded {
-                    at: p,
-                    distance: t_cross,
-                });
-            }
-            Some(id) if stops(id) && air_seen => {
-                let mut normal = IVec3::ZERO;
-                normal[last_axis] = -i32::from(r.step[last_axis]);
-                return Some(RaycastOutcome::Hit(VoxelRaycastHit {
-                    voxel_pos: p,
-                    face_normal: normal,
-                    distance: t_cross,
-                    voxel_type: id,
-                    hit_uv: face_uv(r, n, t_cross, last_axis as u32),
-                }));
-            }
-            _ => {}
-        }
-    }
-    None
-}
-
-/// Casts `ray` with the default [`RaycastOptions`] and returns the first stopping voxel.
-///
-/// Returns `None` on a miss and also for an invalid ray; use [`voxel_raycast_with`] to tell
-/// those apart and to choose the origin, material and unloaded policies.
-///
-/// # Example
-/// ```
-/// use voxcast::{voxel_raycast, VoxelId, VoxelRay, VoxelWorld, WorldPos, glam::{IVec3, Vec3}};
-/// let mut world = VoxelWorld::new();
-/// world.set_voxel(WorldPos::new(5, 0, 0), VoxelId(1));
-/// let ray = VoxelRay::new(WorldPos::ZERO, Vec3::splat(0.5), Vec3::X, 10.0)?;
-/// let hit = voxel_raycast(&ray, &world).expect("hit");
-/// assert_eq!(hit.voxel_pos, WorldPos::new(5, 0, 0));
-/// assert_eq!(hit.face_normal, IVec3::NEG_X);
-/// assert_eq!(hit.distance, 4.5);
-/// # Ok::<(), voxcast::RayError>(())
-/// ```
-#[must_use]
-pub fn voxel_raycast(ray: &VoxelRay, world: &VoxelWorld) -> Option<VoxelRaycastHit> {
-    voxel_raycast_with(ray, world, &RaycastOptions::default())
-        .hit()
-        .copied()
-}
-
-/// Casts `ray` through `world` with `opts`: the exact reference every other engine matches.
-///
-/// Never panics: an invalid ray gives [`RaycastOutcome::Invalid`], and a ray reaching the edge
-/// of the i128 world ends as [`RaycastOutcome::Miss`].
-#[must_use]
-pub fn voxel_raycast_with(
-    ray: &VoxelRay,
-    world: &VoxelWorld,
-    opts: &RaycastOptions,
-) -> RaycastOutcome {
-    match ray.prepare() {
-        Err(e) => RaycastOutcome::Invalid(e),
-        Ok(None) => RaycastOutcome::Miss,
-        Ok(Some(p)) => cast_ray(&p, world, opts, false),
-    }
-}
-
-/// Whether the segment `ray` (typically from [`VoxelRay::between`]) is free of stopping
-/// voxels up to and including its max distance. See [`LineOfSightOptions::conservative`] for
-/// segments through voxel edges and corners, and along voxel face planes, and
-/// [`VoxelRay::between`] for an end point on a voxel face (aim off the face).
-#[must_use]
-pub fn line_of_sight(ray: &VoxelRay, world: &VoxelWorld, opts: &LineOfSightOptions) -> LineOfSight {
-    match ray.prepare() {
-        Err(e) => LineOfSight::Invalid(e),
-        Ok(None) => LineOfSight::Clear,
-        Ok(Some(p)) => cast_segment(&p, world, &opts.raycast, opts.conservative).into(),
-    }
-}
-
-/// Line of sight for one prepared segment: [`cast_ray`], and under the conservative rule on a
-/// segment that lies in a voxel face plane ([`PreparedRay::plane_axes`]) also the layers of
-/// voxels on the other side of each such plane, each walked as the segment shifted one voxel
-/// down on those axes. The nearest answer wins; at equal distances the first layer in the
-/// order of `layer` (the segment's own, then shifted on x, y, x and y, z, ...). Twin of
-/// `cast_segment` in `shaders/dda.wgsl`.
-pub(crate) fn cast_segment(
-    r: &PreparedRay,
-    world: &VoxelWorld,
-    opts: &RaycastOptions,
-    conservative: bool,
-) -> RaycastOutcome {
-    let mut best = cast_ray(r, world, opts, conservative);
-    let planes = if conservative { r.plane_axes() } else { 0 };
-    if planes == 0 {
-        return best;
-    }
-    for layer in (1..8).filter(|&m| m & planes == m) {
-        // A layer beyond the edge of the i128 world holds nothing.
-        if let Some(shifted) = r.shifted_down(layer) {
-            let o = on_high_faces(cast_ray(&shifted, world, opts, true), layer);
-            if nearer(&o, &best) {
-                best = o;
-            }
-        }
-    }
-    best
-}
-
-/// A hit in the layer moved down on the axes of `layer` lies at its voxel's high face on those
-/// axes: its UV there is 1, where the moved segment gives 0. Twin of `on_high_faces` in
-/// `shaders/dda.wgsl`.
-fn on_high_faces(o: RaycastOutcome, layer: u32) -> RaycastOutcome {
-    match o {
-        RaycastOutcome::Hit(mut h) if h.face_normal != IVec3::ZERO => {
-            let (u, v) = if h.face_normal.x != 0 {
-                (1, 2)
-            } else if h.face_normal.y != 0 {
-                (0, 2)
-            } else {
-                (0, 1)
-            };
-            if layer >> u & 1 != 0 {
-                h.hit_uv.x = 1.0;
-            }
-            if layer >> v & 1 != 0 {
-                h.hit_uv.y = 1.0;
-            }
-            RaycastOutcome::Hit(h)
-        }
-        o => o,
-    }
-}
-
-/// Whether outcome `a` lies strictly nearer than `b` along the ray: a miss is never nearer,
-/// and anything else is nearer than a miss. Twin of `nearer` in `shaders/dda.wgsl`.
-fn nearer(a: &RaycastOutcome, b: &RaycastOutcome) -> bool {
-    let distance = |o: &RaycastOutcome| match *o {
-        RaycastOutcome::Hit(h) => Some(h.distance),
-        RaycastOutcome::Unloaded { distance, .. } => Some(distance),
-        RaycastOutcome::Miss | RaycastOutcome::Invalid(_) => None,
-    };
-    match (distance(a), distance(b)) {
-        (Some(ta), Some(tb)) => ta < tb,
-        (Some(_), None) => true,
-        (None, _) => false,
-    }
-}
-
-/// Casts every ray on all threads (rayon) and returns the outcomes in the input order. A bad
-/// ray gets [`RaycastOutcome::Invalid`]; the others are still answered.
-#[must_use]
-pub fn raycast_batch(
-    rays: &[VoxelRay],
-    world: &VoxelWorld,
-    opts: &RaycastOptions,
-) -> Vec<RaycastOutcome> {
-    let mut out = Vec::new();
-    raycast_batch_into(rays, world, opts, &mut out);
-    out
-}
-
-/// [`raycast_batch`] into `out`, which is cleared and refilled in input order. Its allocation
-/// is reused: a caller that keeps `out` between frames saves allocating (and the operating
-/// system zeroing) `size_of::<RaycastOutcome>()` bytes per ray on every call.
-pub fn raycast_batch_into(
-    rays: &[VoxelRay],
-    world: &VoxelWorld,
-    opts: &RaycastOptions,
-    out: &mut Vec<RaycastOutcome>,
-) {
-    rays.par_iter()
-        .with_min_len(256)
-        .map(|r| voxel_raycast_with(r, world, opts))
-        .collect_into_vec(out);
-}
-
-/// [`line_of_sight`] for many segments on all threads, in input order.
-#[must_use]
-pub fn line_of_sight_batch(
-    rays: &[VoxelRay],
-    world: &VoxelWorld,
-    opts: &LineOfSightOptions,
-) -> Vec<LineOfSight> {
-    let mut out = Vec::new();
-    line_of_sight_batch_into(rays, world, opts, &mut out);
-    out
-}
-
-/// [`line_of_sight_batch`] into `out`, cleared and refilled in input order, its allocation
-/// reused (see [`raycast_batch_into`]).
-pub fn line_of_sight_batch_into(
-    rays: &[VoxelRay],
-    world: &VoxelWorld,
-    opts: &LineOfSightOptions,
-    out: &mut Vec<LineOfSight>,
-) {
-    rays.par_iter()
-        .with_min_len(256)
-        .map(|r| line_of_sight(r, world, opts))
-        .collect_into_vec(out);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -786,21 +494,5 @@ mod tests {
         assert_eq!(crossings_before(0.5, 1.0, 0, 2.5), 2);
         assert_eq!(crossings_before(0.5, 1.0, 1, 2.6), 2);
         assert_eq!(crossings_before(0.5, 1.0, 0, 0.5), 0);
-    }
-
-    #[test]
-    fn tie_extras_cover_edge_and_corner() {
-        let t = [1.0; 3];
-        let extras = |tied| {
-            (1..8)
-                .filter(|&m| tie_extra(tied, tie_ranks(t, tied), m))
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(tied_axes([1.0, 1.0, 2.0], 1.0), 0b011);
-        assert_eq!(extras(0b011), [0b010]);
-        assert_eq!(extras(0b101), [0b100]);
-        assert_eq!(extras(0b110), [0b100]);
-        assert_eq!(extras(0b111), [0b010, 0b100, 0b101, 0b110]);
-        assert!(extras(0b001).is_empty());
     }
 }

@@ -1,0 +1,181 @@
+//! The public queries on the CPU reference: one raycast, line of sight (also conservative, along
+//! voxel face planes) and batches on rayon, all built on `cast_ray`.
+
+use super::*;
+
+/// Casts `ray` with the default [`RaycastOptions`] and returns the first stopping voxel.
+///
+/// Returns `None` on a miss and also for an invalid ray; use [`voxel_raycast_with`] to tell
+/// those apart and to choose the origin, material and unloaded policies.
+///
+/// # Example
+/// ```
+/// use voxcast::{voxel_raycast, VoxelId, VoxelRay, VoxelWorld, WorldPos, glam::{IVec3, Vec3}};
+/// let mut world = VoxelWorld::new();
+/// world.set_voxel(WorldPos::new(5, 0, 0), VoxelId(1));
+/// let ray = VoxelRay::new(WorldPos::ZERO, Vec3::splat(0.5), Vec3::X, 10.0)?;
+/// let hit = voxel_raycast(&ray, &world).expect("hit");
+/// assert_eq!(hit.voxel_pos, WorldPos::new(5, 0, 0));
+/// assert_eq!(hit.face_normal, IVec3::NEG_X);
+/// assert_eq!(hit.distance, 4.5);
+/// # Ok::<(), voxcast::RayError>(())
+/// ```
+#[must_use]
+pub fn voxel_raycast(ray: &VoxelRay, world: &VoxelWorld) -> Option<VoxelRaycastHit> {
+    voxel_raycast_with(ray, world, &RaycastOptions::default())
+        .hit()
+        .copied()
+}
+
+/// Casts `ray` through `world` with `opts`: the exact reference every other engine matches.
+///
+/// Never panics: an invalid ray gives [`RaycastOutcome::Invalid`], and a ray reaching the edge
+/// of the i128 world ends as [`RaycastOutcome::Miss`].
+#[must_use]
+pub fn voxel_raycast_with(
+    ray: &VoxelRay,
+    world: &VoxelWorld,
+    opts: &RaycastOptions,
+) -> RaycastOutcome {
+    match ray.prepare() {
+        Err(e) => RaycastOutcome::Invalid(e),
+        Ok(None) => RaycastOutcome::Miss,
+        Ok(Some(p)) => cast_ray(&p, world, opts, false),
+    }
+}
+
+/// Whether the segment `ray` (typically from [`VoxelRay::between`]) is free of stopping
+/// voxels up to and including its max distance. See [`LineOfSightOptions::conservative`] for
+/// segments through voxel edges and corners, and along voxel face planes, and
+/// [`VoxelRay::between`] for an end point on a voxel face (aim off the face).
+#[must_use]
+pub fn line_of_sight(ray: &VoxelRay, world: &VoxelWorld, opts: &LineOfSightOptions) -> LineOfSight {
+    match ray.prepare() {
+        Err(e) => LineOfSight::Invalid(e),
+        Ok(None) => LineOfSight::Clear,
+        Ok(Some(p)) => cast_segment(&p, world, &opts.raycast, opts.conservative).into(),
+    }
+}
+
+/// Line of sight for one prepared segment: [`cast_ray`], and under the conservative rule on a
+/// segment that lies in a voxel face plane ([`PreparedRay::plane_axes`]) also the layers of
+/// voxels on the other side of each such plane, each walked as the segment shifted one voxel
+/// down on those axes. The nearest answer wins; at equal distances the first layer in the
+/// order of `layer` (the segment's own, then shifted on x, y, x and y, z, ...). Twin of
+/// `cast_segment` in `shaders/dda.wgsl`.
+pub(crate) fn cast_segment(
+    r: &PreparedRay,
+    world: &VoxelWorld,
+    opts: &RaycastOptions,
+    conservative: bool,
+) -> RaycastOutcome {
+    let mut best = cast_ray(r, world, opts, conservative);
+    let planes = if conservative { r.plane_axes() } else { 0 };
+    if planes == 0 {
+        return best;
+    }
+    for layer in (1..8).filter(|&m| m & planes == m) {
+        // A layer beyond the edge of the i128 world holds nothing.
+        if let Some(shifted) = r.shifted_down(layer) {
+            let o = on_high_faces(cast_ray(&shifted, world, opts, true), layer);
+            if nearer(&o, &best) {
+                best = o;
+            }
+        }
+    }
+    best
+}
+
+/// A hit in the layer moved down on the axes of `layer` lies at its voxel's high face on those
+/// axes: its UV there is 1, where the moved segment gives 0. Twin of `on_high_faces` in
+/// `shaders/dda.wgsl`.
+fn on_high_faces(o: RaycastOutcome, layer: u32) -> RaycastOutcome {
+    match o {
+        RaycastOutcome::Hit(mut h) if h.face_normal != IVec3::ZERO => {
+            let (u, v) = if h.face_normal.x != 0 {
+                (1, 2)
+            } else if h.face_normal.y != 0 {
+                (0, 2)
+            } else {
+                (0, 1)
+            };
+            if layer >> u & 1 != 0 {
+                h.hit_uv.x = 1.0;
+            }
+            if layer >> v & 1 != 0 {
+                h.hit_uv.y = 1.0;
+            }
+            RaycastOutcome::Hit(h)
+        }
+        o => o,
+    }
+}
+
+/// Whether outcome `a` lies strictly nearer than `b` along the ray: a miss is never nearer,
+/// and anything else is nearer than a miss. Twin of `nearer` in `shaders/dda.wgsl`.
+fn nearer(a: &RaycastOutcome, b: &RaycastOutcome) -> bool {
+    let distance = |o: &RaycastOutcome| match *o {
+        RaycastOutcome::Hit(h) => Some(h.distance),
+        RaycastOutcome::Unloaded { distance, .. } => Some(distance),
+        RaycastOutcome::Miss | RaycastOutcome::Invalid(_) => None,
+    };
+    match (distance(a), distance(b)) {
+        (Some(ta), Some(tb)) => ta < tb,
+        (Some(_), None) => true,
+        (None, _) => false,
+    }
+}
+
+/// Casts every ray on all threads (rayon) and returns the outcomes in the input order. A bad
+/// ray gets [`RaycastOutcome::Invalid`]; the others are still answered.
+#[must_use]
+pub fn raycast_batch(
+    rays: &[VoxelRay],
+    world: &VoxelWorld,
+    opts: &RaycastOptions,
+) -> Vec<RaycastOutcome> {
+    let mut out = Vec::new();
+    raycast_batch_into(rays, world, opts, &mut out);
+    out
+}
+
+/// [`raycast_batch`] into `out`, which is cleared and refilled in input order. Its allocation
+/// is reused: a caller that keeps `out` between frames saves allocating (and the operating
+/// system zeroing) `size_of::<RaycastOutcome>()` bytes per ray on every call.
+pub fn raycast_batch_into(
+    rays: &[VoxelRay],
+    world: &VoxelWorld,
+    opts: &RaycastOptions,
+    out: &mut Vec<RaycastOutcome>,
+) {
+    rays.par_iter()
+        .with_min_len(256)
+        .map(|r| voxel_raycast_with(r, world, opts))
+        .collect_into_vec(out);
+}
+
+/// [`line_of_sight`] for many segments on all threads, in input order.
+#[must_use]
+pub fn line_of_sight_batch(
+    rays: &[VoxelRay],
+    world: &VoxelWorld,
+    opts: &LineOfSightOptions,
+) -> Vec<LineOfSight> {
+    let mut out = Vec::new();
+    line_of_sight_batch_into(rays, world, opts, &mut out);
+    out
+}
+
+/// [`line_of_sight_batch`] into `out`, cleared and refilled in input order, its allocation
+/// reused (see [`raycast_batch_into`]).
+pub fn line_of_sight_batch_into(
+    rays: &[VoxelRay],
+    world: &VoxelWorld,
+    opts: &LineOfSightOptions,
+    out: &mut Vec<LineOfSight>,
+) {
+    rays.par_iter()
+        .with_min_len(256)
+        .map(|r| line_of_sight(r, world, opts))
+        .collect_into_vec(out);
+}
