@@ -1,6 +1,7 @@
 //! The GPU API beyond parity: kept buffers and `_into` forms, bad rays in a batch, dispatch and
-//! host band limits, `update_chunks` and its errors, cameras, batch statistics, worlds from
-//! another raycaster and windows too large. Runs on lavapipe in CI; see `gpu_common`.
+//! host band limits, cameras, batch statistics, worlds from another raycaster and windows too
+//! large (`update_chunks` and its errors are in `gpu_updates.rs`). Runs on lavapipe in CI; see
+//! `gpu_common`.
 
 mod common;
 mod gpu_common;
@@ -9,9 +10,8 @@ use gpu_common::*;
 
 use voxcast::gpu::{GpuError, GpuWorld, MAX_DISPATCH_RAYS};
 use voxcast::{
-    Camera, ChunkPos, LineOfSight, LineOfSightOptions, RaycastOptions, RaycastOutcome,
-    UnloadedPolicy, VoxelId, VoxelRay, VoxelWorld, WorldPos, glam::Vec3, line_of_sight_batch,
-    raycast_batch,
+    Camera, ChunkPos, LineOfSight, LineOfSightOptions, RaycastOptions, RaycastOutcome, VoxelId,
+    VoxelRay, VoxelWorld, WorldPos, glam::Vec3, line_of_sight_batch, raycast_batch,
 };
 
 #[test]
@@ -167,118 +167,6 @@ fn many_small_dispatches_in_flight() {
         &RaycastOptions::default(),
     );
     assert_eq!(gpu.last_batch_stats().dispatches, 1);
-}
-
-/// The window's margin must stay unloaded (rays from outside are clipped to the window without
-/// the conservative tie test at that crossing): `update_chunks` refuses a loaded margin chunk,
-/// and a refused update changes nothing, even when the list also holds good chunks.
-#[test]
-fn update_chunks_refuses_margin_chunks_and_changes_nothing_on_error() {
-    let Some(gpu) = gpu() else { return };
-    let mut world = VoxelWorld::new();
-    world.set_voxel(WorldPos::new(5, 5, 5), VoxelId(1));
-    world.set_voxel(WorldPos::new(40, 5, 5), VoxelId(2));
-    let before = world.clone();
-    let mut gw = GpuWorld::from_world(gpu, &world).expect("upload");
-    assert_eq!(gw.anchor(), ChunkPos::new(-1, -1, -1));
-    assert_eq!(gw.dims(), [4, 3, 3]);
-    // Rays through chunks (0,0,0), (1,0,0) and the margins around them, from inside and outside.
-    let rays = adversarial_rays(WorldPos::new(30, 10, 10), 4000, 60);
-    let stays_as_before = |gw: &GpuWorld, when: &str| {
-        for opts in [
-            RaycastOptions::default(),
-            RaycastOptions {
-                unloaded: UnloadedPolicy::Stop,
-                ..Default::default()
-            },
-        ] {
-            check(gpu, &format!("{when} {opts:?}"), &before, gw, &rays, &opts);
-            sight_parity_with(gpu, gw, &before, &rays, when, &opts);
-        }
-    };
-    // A margin chunk loaded in the world: refused, and the GpuWorld is untouched.
-    world.set_voxel(WorldPos::new(70, 5, 5), VoxelId(3));
-    let margin = ChunkPos::new(2, 0, 0);
-    assert_eq!(
-        gw.update_chunks(&world, &[ChunkPos::new(0, 0, 0), margin]),
-        Err(GpuError::ChunkOutsideWindow(margin))
-    );
-    // Good chunks (one removed, one edited) before a loaded one outside the window: nothing
-    // of the list is applied. (An unloaded chunk outside the window is skipped.)
-    world.remove_chunk(ChunkPos::new(1, 0, 0));
-    world.set_voxel(WorldPos::new(10, 10, 10), VoxelId(3));
-    let outside = ChunkPos::new(9, 0, 0);
-    world.set_voxel(outside.origin(), VoxelId(3));
-    assert_eq!(
-        gw.update_chunks(
-            &world,
-            &[ChunkPos::new(1, 0, 0), ChunkPos::new(0, 0, 0), outside]
-        ),
-        Err(GpuError::ChunkOutsideWindow(outside))
-    );
-    world.remove_chunk(outside);
-    stays_as_before(&gw, "after refused updates");
-    // A margin chunk that is still unloaded may be listed.
-    world.remove_chunk(margin);
-    gw.update_chunks(
-        &world,
-        &[ChunkPos::new(1, 0, 0), ChunkPos::new(0, 0, 0), margin],
-    )
-    .expect("unloaded margin chunk");
-    check_every_option(gpu, "after the update", &world, &gw, &rays);
-}
-
-/// `update_chunks` writes only the chunks it is given: when new stored chunks make the slot
-/// buffers grow, the GPU keeps what it had of every other chunk (copied on the GPU), even of
-/// a chunk edited in the world but not listed; listing it later brings it up to date.
-#[test]
-fn update_chunks_keeps_unlisted_chunks_when_slots_grow() {
-    let Some(gpu) = gpu() else { return };
-    let mut world = VoxelWorld::new();
-    world.set_voxel(WorldPos::new(5, 5, 5), VoxelId(1));
-    world.set_voxel(WorldPos::new(40, 5, 5), VoxelId(2));
-    // Chunk (-1,0,0) is loaded (all air), so it is no margin chunk and may become dense.
-    world
-        .insert_chunk(ChunkPos::new(-1, 0, 0), voxcast::Chunk::default())
-        .expect("in the world");
-    let mut gw = GpuWorld::from_world(gpu, &world).expect("upload");
-    assert_eq!(gw.stored_chunks(), 2);
-    let as_uploaded = world.clone();
-    // Chunk (0,0,0) edited but not listed; chunk (-1,0,0) gets dense, so the slots grow.
-    world
-        .insert_chunk(ChunkPos::new(0, 0, 0), voxcast::Chunk::filled(VoxelId(4)))
-        .expect("in the world");
-    world.set_voxel(WorldPos::new(-5, 5, 5), VoxelId(1));
-    for x in -32..0 {
-        world.set_voxel(WorldPos::new(x, 9, 9), VoxelId(3));
-    }
-    gw.update_chunks(&world, &[ChunkPos::new(-1, 0, 0)])
-        .expect("update");
-    assert_eq!(gw.stored_chunks(), 3);
-    // What the GPU should hold: the world as uploaded, with chunk (-1,0,0) as it is now.
-    let mut expected = as_uploaded.clone();
-    expected
-        .insert_chunk(
-            ChunkPos::new(-1, 0, 0),
-            world
-                .chunk(ChunkPos::new(-1, 0, 0))
-                .expect("loaded")
-                .clone(),
-        )
-        .expect("in the world");
-    let rays = adversarial_rays(WorldPos::new(5, 10, 10), 4000, 61);
-    for opts in [
-        RaycastOptions::default(),
-        RaycastOptions {
-            unloaded: UnloadedPolicy::Stop,
-            ..Default::default()
-        },
-    ] {
-        check(gpu, "unlisted chunk kept", &expected, &gw, &rays, &opts);
-    }
-    gw.update_chunks(&world, &[ChunkPos::new(0, 0, 0)])
-        .expect("update");
-    check_every_option(gpu, "all listed", &world, &gw, &rays);
 }
 
 /// A `GpuWorld` belongs to the raycaster (device) that uploaded it: another one refuses it
@@ -537,54 +425,6 @@ fn a_window_across_the_whole_world_names_its_size() {
     }
 }
 
-/// Chunks that stop being stored give their slots back before new ones take slots, whatever
-/// the order of the list: swapping a stored chunk for another does not grow the buffers.
-#[test]
-fn update_chunks_frees_slots_before_taking_new_ones() {
-    let Some(gpu) = gpu() else { return };
-    let mut world = VoxelWorld::new();
-    for x in 0..4 {
-        world
-            .insert_chunk(ChunkPos::new(x, 0, 0), voxcast::Chunk::default())
-            .expect("in the world");
-    }
-    for x in 0..3 {
-        world.set_voxel(WorldPos::new(32 * x + 5, 5, 5), VoxelId(1));
-    }
-    let mut gw = GpuWorld::from_world(gpu, &world).expect("upload");
-    let memory = gw.memory_bytes();
-    let rays = adversarial_rays(WorldPos::new(60, 10, 10), 3000, 62);
-    for (step, (new, gone)) in [(3, 0), (0, 1), (1, 2)].into_iter().enumerate() {
-        world.set_voxel(WorldPos::new(32 * new + 9, 9, 9), VoxelId(2));
-        world.remove_chunk(ChunkPos::new(gone, 0, 0));
-        // The new stored chunk first in the list, the removed one after it.
-        gw.update_chunks(
-            &world,
-            &[ChunkPos::new(new, 0, 0), ChunkPos::new(gone, 0, 0)],
-        )
-        .expect("update");
-        assert_eq!(gw.stored_chunks(), 3, "step {step}");
-        assert_eq!(
-            gw.memory_bytes(),
-            memory,
-            "step {step}: the slot buffers grew"
-        );
-        check(
-            gpu,
-            &format!("swap {step}"),
-            &world,
-            &gw,
-            &rays,
-            &RaycastOptions::default(),
-        );
-        world
-            .insert_chunk(ChunkPos::new(gone, 0, 0), voxcast::Chunk::default())
-            .expect("in the world");
-        gw.update_chunks(&world, &[ChunkPos::new(gone, 0, 0)])
-            .expect("update");
-    }
-}
-
 /// Batches of more than a million rays are prepared on the host in bands (bounded working
 /// memory): rays, line of sight and a camera rendered from host-built rays (eye outside the
 /// window), each over more than one band, ray by ray against the CPU.
@@ -625,46 +465,6 @@ fn batches_larger_than_a_host_band() {
     assert_parity("camera from host rays over two bands", &cam_rays, &g, &c);
     let stats = gpu.last_batch_stats();
     assert!(stats.gpu_rays > 0 && stats.total_seconds > 0.0, "{stats:?}");
-}
-
-/// A world that grows past what its `GpuWorld` can hold: `update_or_rebuild` uploads it again,
-/// and the answers follow the world (chunks streamed in around a moving player).
-#[test]
-fn a_growing_world_is_uploaded_again() {
-    let Some(gpu) = gpu() else { return };
-    let mut world = VoxelWorld::new();
-    world.set_voxel(WorldPos::new(5, 5, 5), VoxelId(1));
-    let mut gw = GpuWorld::from_world(gpu, &world).expect("upload");
-    let rays = adversarial_rays(WorldPos::new(40, 10, 10), 3000, 90);
-    // Inside the loaded bounds: an update.
-    world.set_voxel(WorldPos::new(9, 9, 9), VoxelId(2));
-    assert_eq!(
-        gw.update_or_rebuild(gpu, &world, &[ChunkPos::new(0, 0, 0)]),
-        Ok(false)
-    );
-    check_every_option(gpu, "updated", &world, &gw, &rays);
-    // Streaming east, one chunk at a time: the margin chunk, then one past the window.
-    for (x, rebuilt) in [(1, true), (2, true), (3, true)] {
-        let chunk = ChunkPos::new(x, 0, 0);
-        world.set_voxel(WorldPos::new(32 * x + 3, 4, 4), VoxelId(3));
-        assert_eq!(
-            gw.update_or_rebuild(gpu, &world, &[chunk]),
-            Ok(rebuilt),
-            "chunk {chunk:?}"
-        );
-        assert_eq!(gw.dims()[0], x as u32 + 3);
-        check_every_option(gpu, &format!("streamed to x = {x}"), &world, &gw, &rays);
-    }
-    // A rebuild that fails (a chunk 2^100 voxels away makes the window too large) leaves the
-    // GpuWorld as it was.
-    let before = world.clone();
-    let far = WorldPos::new(1 << 100, 4, 4);
-    world.set_voxel(far, VoxelId(1));
-    assert!(matches!(
-        gw.update_or_rebuild(gpu, &world, &[far.chunk()]),
-        Err(GpuError::LimitExceeded { .. })
-    ));
-    check_every_option(gpu, "after a failed rebuild", &before, &gw, &rays);
 }
 
 /// `{:?}` of a `GpuWorld` is a summary, not its chunk table (megabytes for a large window).

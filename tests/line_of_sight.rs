@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{describe, ray_at, world_with};
+use common::{describe, opts, ray_at, world_with};
 use voxcast::glam::{IVec3, Vec2, Vec3};
 use voxcast::{
     ChunkPos, LineOfSight, LineOfSightOptions, OriginPolicy, RayError, RaycastOptions,
@@ -12,14 +12,6 @@ use voxcast::{
 };
 
 const STONE: VoxelId = VoxelId(1);
-
-fn opts(origin: OriginPolicy, unloaded: UnloadedPolicy) -> RaycastOptions {
-    RaycastOptions {
-        origin,
-        unloaded,
-        ..RaycastOptions::default()
-    }
-}
 
 #[test]
 fn line_of_sight_answers() {

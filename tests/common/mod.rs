@@ -9,7 +9,10 @@
 
 use voxcast::glam::{DVec3, IVec3, Vec3};
 use voxcast::scene::SplitMix64;
-use voxcast::{Chunk, ChunkPos, OriginPolicy, VoxelId, VoxelRay, VoxelWorld, WorldPos};
+use voxcast::{
+    Chunk, ChunkPos, OriginPolicy, RaycastOptions, UnloadedPolicy, VoxelId, VoxelRay,
+    VoxelRaycastHit, VoxelWorld, WorldPos, voxel_raycast_with,
+};
 
 /// Every origin policy, for tests that run each.
 pub(crate) const ORIGIN_POLICIES: [OriginPolicy; 3] = [
@@ -17,6 +20,23 @@ pub(crate) const ORIGIN_POLICIES: [OriginPolicy; 3] = [
     OriginPolicy::SkipOriginVoxel,
     OriginPolicy::ExitSolid,
 ];
+
+/// The default options with the given origin and unloaded policies.
+pub(crate) fn opts(origin: OriginPolicy, unloaded: UnloadedPolicy) -> RaycastOptions {
+    RaycastOptions {
+        origin,
+        unloaded,
+        ..RaycastOptions::default()
+    }
+}
+
+/// The hit of `r` under `o`, or a panic that names the ray and what came back instead.
+#[track_caller]
+pub(crate) fn expect_hit(r: &VoxelRay, world: &VoxelWorld, o: &RaycastOptions) -> VoxelRaycastHit {
+    let out = voxel_raycast_with(r, world, o);
+    *out.hit()
+        .unwrap_or_else(|| panic!("expected a hit, got {out:?} for {}", describe(r)))
+}
 
 /// A valid ray, or a panic that names the bad input.
 #[track_caller]
