@@ -262,7 +262,7 @@ fn parity_camera_rays_made_in_the_shader() {
 
 /// Issue 5's exactness claim on the GPU: skipping empty chunks and bricks lands on exactly the
 /// state voxel-by-voxel stepping reaches, over more than a million rays from every workload and
-/// the adversarial set. (The CPU side of the same claim is in tests/oracle.rs.)
+/// the adversarial set. (The CPU side of the same claim is in tests/skipping.rs.)
 #[test]
 fn gpu_skipping_equals_per_voxel_stepping() {
     let Some(gpu) = gpu() else { return };

@@ -234,7 +234,7 @@ fn air_counts_follow_every_edit() {
     assert_eq!(w.air, recount(&w));
 }
 
-/// `tests/oracle.rs`'s `skipping_is_exact` relies on these worlds taking both walks: the
+/// `tests/skipping.rs`'s `skipping_is_exact` relies on these worlds taking both walks: the
 /// terrain's long rays skip empty bricks, its short ones and the sparse world's step.
 #[test]
 fn terrain_skips_empty_bricks_and_scattered_voxels_do_not() {
