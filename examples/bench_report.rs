@@ -29,17 +29,20 @@
 //!   best is reported. World building (and parry's `Voxels` build, the occupancy grid, the GPU
 //!   upload) is timed separately and not part of rays/s.
 
+#[path = "bench_report/output.rs"]
+mod output;
 #[path = "peers/mod.rs"]
 mod peers;
 
-use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
 use rayon::prelude::*;
+use serde::Serialize;
 use voxcast::{VoxelRay, VoxelTraversal, WorldPos};
 
 use peers::gpu::GpuEngine;
+use output::{print_json, print_table};
 use peers::{Answer, Bounds, OccupancyGrid, ParryScene, Workload, WorkloadId};
 
 /// Command line.
@@ -76,13 +79,14 @@ struct Args {
 }
 
 /// Run sizes after flags.
-#[derive(Debug)]
+#[derive(Debug, Serialize)]
 struct Config {
     rays: usize,
     camera: (u32, u32),
     repeats: usize,
     sample: usize,
     parry_sample: usize,
+    #[serde(skip)]
     show: usize,
     mode: &'static str,
 }
@@ -504,145 +508,6 @@ fn print_crossover(machine: &[(&str, String)], repeats: usize, gpu: Option<&GpuE
     }
     println!();
     println!("GPU / CPU above 1 means the GPU call answered the batch faster.");
-}
-
-fn fmt_rate(v: Option<f64>) -> String {
-    match v {
-        None => "-".into(),
-        Some(v) if v >= 1e9 => format!("{:.2} G", v / 1e9),
-        Some(v) if v >= 1e6 => format!("{:.2} M", v / 1e6),
-        Some(v) if v >= 1e3 => format!("{:.1} k", v / 1e3),
-        Some(v) => format!("{v:.0}"),
-    }
-}
-
-fn print_table(machine: &[(&str, String)], cfg: &Config, reports: &[WorkloadReport]) {
-    for (k, v) in machine {
-        println!("{k:<10} {v}");
-    }
-    println!(
-        "mode       {} (best of {} timed runs after a warm-up; one-thread engines on a strided sample)",
-        cfg.mode, cfg.repeats
-    );
-    println!();
-    println!(
-        "| {:<17} | {:<25} | {:>10} | {:>11} | {:>9} | {:>17} | note |",
-        "workload", "engine", "rays/s", "steps/s", "vs CPU-1T", "agreement"
-    );
-    println!(
-        "|-------------------|---------------------------|-----------:|------------:|----------:|------------------:|------|"
-    );
-    for r in reports {
-        for row in &r.rows {
-            let agree = row
-                .agreement
-                .map_or("-".into(), |(a, n)| format!("{:.2}% of {n}", a * 100.0));
-            let ratio = row.ratio.map_or("-".into(), |x| format!("{x:.2}x"));
-            println!(
-                "| {:<17} | {:<25} | {:>10} | {:>11} | {:>9} | {:>17} | {} |",
-                r.id.label(),
-                row.engine,
-                fmt_rate(row.rays_per_s),
-                fmt_rate(row.steps_per_s),
-                ratio,
-                agree,
-                row.note
-            );
-        }
-    }
-    println!();
-    for r in reports {
-        let prep: Vec<String> = r
-            .prep
-            .iter()
-            .map(|(k, v)| format!("{k} {v:.2} s"))
-            .collect();
-        println!(
-            "{}: {} rays, {:.1} reference voxel steps/ray, {:.1}% hit; prep: {}",
-            r.id.label(),
-            r.rays,
-            r.mean_steps,
-            r.hit_rate * 100.0,
-            prep.join(", ")
-        );
-    }
-}
-
-fn json_str(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-fn json_num(v: Option<f64>) -> String {
-    v.filter(|x| x.is_finite())
-        .map_or("null".into(), |x| format!("{x}"))
-}
-
-fn print_json(machine: &[(&str, String)], cfg: &Config, reports: &[WorkloadReport]) {
-    let mut s = String::from("{\n  \"machine\": {");
-    let m: Vec<String> = machine
-        .iter()
-        .map(|(k, v)| format!("{}: {}", json_str(k), json_str(v)))
-        .collect();
-    s.push_str(&m.join(", "));
-    let _ = write!(
-        s,
-        "}},\n  \"config\": {{\"mode\": {}, \"repeats\": {}, \"rays\": {}, \"camera\": [{}, {}], \"sample\": {}, \"parry_sample\": {}}},\n  \"workloads\": [",
-        json_str(cfg.mode),
-        cfg.repeats,
-        cfg.rays,
-        cfg.camera.0,
-        cfg.camera.1,
-        cfg.sample,
-        cfg.parry_sample
-    );
-    for (i, r) in reports.iter().enumerate() {
-        let prep: Vec<String> = r
-            .prep
-            .iter()
-            .map(|(k, v)| format!("{}: {v}", json_str(k)))
-            .collect();
-        let _ = write!(
-            s,
-            "{}\n    {{\"key\": {}, \"label\": {}, \"rays\": {}, \"mean_steps_per_ray\": {}, \"hit_rate\": {}, \"prep_s\": {{{}}}, \"engines\": [",
-            if i == 0 { "" } else { "," },
-            json_str(r.id.key()),
-            json_str(r.id.label()),
-            r.rays,
-            r.mean_steps,
-            r.hit_rate,
-            prep.join(", ")
-        );
-        for (j, row) in r.rows.iter().enumerate() {
-            let _ = write!(
-                s,
-                "{}\n      {{\"engine\": {}, \"rays_timed\": {}, \"rays_per_s\": {}, \"steps_per_s\": {}, \"ratio_vs_cpu_1t\": {}, \"agreement\": {}, \"agreement_compared\": {}, \"note\": {}}}",
-                if j == 0 { "" } else { "," },
-                json_str(&row.engine),
-                row.rays_timed,
-                json_num(row.rays_per_s),
-                json_num(row.steps_per_s),
-                json_num(row.ratio),
-                json_num(row.agreement.map(|a| a.0)),
-                row.agreement.map_or(0, |a| a.1),
-                json_str(&row.note)
-            );
-        }
-        s.push_str("\n    ]}");
-    }
-    s.push_str("\n  ]\n}");
-    println!("{s}");
 }
 
 fn main() {

@@ -1,0 +1,149 @@
+//! The bench report's output: the Markdown table (default) and the `--json` report.
+
+use serde::Serialize;
+
+use super::{Config, WorkloadReport};
+
+fn fmt_rate(v: Option<f64>) -> String {
+    match v {
+        None => "-".into(),
+        Some(v) if v >= 1e9 => format!("{:.2} G", v / 1e9),
+        Some(v) if v >= 1e6 => format!("{:.2} M", v / 1e6),
+        Some(v) if v >= 1e3 => format!("{:.1} k", v / 1e3),
+        Some(v) => format!("{v:.0}"),
+    }
+}
+
+pub(crate) fn print_table(machine: &[(&str, String)], cfg: &Config, reports: &[WorkloadReport]) {
+    for (k, v) in machine {
+        println!("{k:<10} {v}");
+    }
+    println!(
+        "mode       {} (best of {} timed runs after a warm-up; one-thread engines on a strided sample)",
+        cfg.mode, cfg.repeats
+    );
+    println!();
+    println!(
+        "| {:<17} | {:<25} | {:>10} | {:>11} | {:>9} | {:>17} | note |",
+        "workload", "engine", "rays/s", "steps/s", "vs CPU-1T", "agreement"
+    );
+    println!(
+        "|-------------------|---------------------------|-----------:|------------:|----------:|------------------:|------|"
+    );
+    for r in reports {
+        for row in &r.rows {
+            let agree = row
+                .agreement
+                .map_or("-".into(), |(a, n)| format!("{:.2}% of {n}", a * 100.0));
+            let ratio = row.ratio.map_or("-".into(), |x| format!("{x:.2}x"));
+            println!(
+                "| {:<17} | {:<25} | {:>10} | {:>11} | {:>9} | {:>17} | {} |",
+                r.id.label(),
+                row.engine,
+                fmt_rate(row.rays_per_s),
+                fmt_rate(row.steps_per_s),
+                ratio,
+                agree,
+                row.note
+            );
+        }
+    }
+    println!();
+    for r in reports {
+        let prep: Vec<String> = r
+            .prep
+            .iter()
+            .map(|(k, v)| format!("{k} {v:.2} s"))
+            .collect();
+        println!(
+            "{}: {} rays, {:.1} reference voxel steps/ray, {:.1}% hit; prep: {}",
+            r.id.label(),
+            r.rays,
+            r.mean_steps,
+            r.hit_rate * 100.0,
+            prep.join(", ")
+        );
+    }
+}
+
+/// Writes `pairs` as a JSON object, in their order.
+fn as_map<S: serde::Serializer, K: Serialize, V: Serialize>(
+    pairs: &&[(K, V)],
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    s.collect_map(pairs.iter().map(|(k, v)| (k, v)))
+}
+
+/// The `--json` report: what the table shows, with the machine and the run sizes.
+#[derive(Serialize)]
+struct JsonReport<'a> {
+    #[serde(serialize_with = "as_map")]
+    machine: &'a [(&'a str, String)],
+    config: &'a Config,
+    workloads: Vec<JsonWorkload<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonWorkload<'a> {
+    key: &'static str,
+    label: &'static str,
+    rays: usize,
+    mean_steps_per_ray: f64,
+    hit_rate: f64,
+    /// Seconds of each preparation step.
+    #[serde(serialize_with = "as_map")]
+    prep_s: &'a [(String, f64)],
+    engines: Vec<JsonEngine<'a>>,
+}
+
+/// One row; `None` (an engine that did not run) is written as `null`.
+#[derive(Serialize)]
+struct JsonEngine<'a> {
+    engine: &'a str,
+    rays_timed: usize,
+    rays_per_s: Option<f64>,
+    steps_per_s: Option<f64>,
+    ratio_vs_cpu_1t: Option<f64>,
+    agreement: Option<f64>,
+    agreement_compared: usize,
+    note: &'a str,
+}
+
+pub(crate) fn print_json(machine: &[(&str, String)], cfg: &Config, reports: &[WorkloadReport]) {
+    let report = JsonReport {
+        machine,
+        config: cfg,
+        workloads: reports
+            .iter()
+            .map(|r| JsonWorkload {
+                key: r.id.key(),
+                label: r.id.label(),
+                rays: r.rays,
+                mean_steps_per_ray: r.mean_steps,
+                hit_rate: r.hit_rate,
+                prep_s: &r.prep,
+                engines: r
+                    .rows
+                    .iter()
+                    .map(|row| JsonEngine {
+                        engine: &row.engine,
+                        rays_timed: row.rays_timed,
+                        rays_per_s: row.rays_per_s,
+                        steps_per_s: row.steps_per_s,
+                        ratio_vs_cpu_1t: row.ratio,
+                        agreement: row.agreement.map(|a| a.0),
+                        agreement_compared: row.agreement.map_or(0, |a| a.1),
+                        note: &row.note,
+                    })
+                    .collect(),
+            })
+            .collect(),
+    };
+    match serde_json::to_string_pretty(&report) {
+        Ok(s) => println!("{s}"),
+        Err(e) => {
+            eprintln!("cannot write the report as JSON: {e}");
+            std::process::exit(1)
+        }
+    }
+}
