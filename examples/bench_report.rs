@@ -41,8 +41,8 @@ use rayon::prelude::*;
 use serde::Serialize;
 use voxcast::{VoxelRay, VoxelTraversal, WorldPos};
 
-use peers::gpu::GpuEngine;
 use output::{print_json, print_table};
+use peers::gpu::GpuEngine;
 use peers::{Answer, Bounds, OccupancyGrid, ParryScene, Workload, WorkloadId};
 
 /// Command line.

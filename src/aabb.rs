@@ -14,8 +14,10 @@ use glam::{DVec3, Vec3};
 /// hits only if its origin lies within it (bounds inclusive); no NaN is produced for an origin
 /// on the slab plane. A NaN anywhere in the input gives `None`, and so do an infinite `origin`
 /// or `dir` component, an empty box (`min > max` on some axis) and a box the ray could only
-/// reach at infinity. Infinite bounds are allowed (a slab or half-space). The test runs in f64; a `t` beyond the f32 range comes
-/// back as infinity (a `far` only: a `near` that large is `None`).
+/// reach at infinity. Infinite bounds are allowed (a slab or half-space). A zero `dir` whose
+/// origin lies in the box gives `Some((-inf, inf))`: every `t` is inside. The test runs in
+/// f64; a `t` beyond the f32 range comes back as infinity (a `far` only: a `near` that large
+/// is `None`).
 ///
 /// # Example
 /// ```
@@ -23,6 +25,8 @@ use glam::{DVec3, Vec3};
 /// let (near, far) = ray_aabb(Vec3::splat(-2.0), Vec3::splat(1.0), Vec3::splat(0.5), Vec3::splat(2.0)).unwrap();
 /// assert_eq!((near, far), (2.5, 4.0));
 /// assert_eq!(ray_aabb(Vec3::ZERO, Vec3::Y, Vec3::splat(0.5), Vec3::splat(2.0)), None);
+/// let inside = ray_aabb(Vec3::ONE, Vec3::ZERO, Vec3::ZERO, Vec3::splat(2.0));
+/// assert_eq!(inside, Some((f32::NEG_INFINITY, f32::INFINITY)));
 /// ```
 #[must_use]
 pub fn ray_aabb(origin: Vec3, dir: Vec3, min: Vec3, max: Vec3) -> Option<(f32, f32)> {

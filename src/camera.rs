@@ -193,8 +193,10 @@ impl Camera {
         )
     }
 
-    /// The unit direction through the centre of pixel `(px, py)`. Twin of `camera_dir` in
-    /// `shaders/dda.wgsl`: same operations, same order.
+    /// The unit direction through the centre of pixel `(px, py)`, counted from the top left.
+    /// A pixel outside the image (`px >= width` or `py >= height`) continues the image plane
+    /// past its edge (for guard bands); far outside, the direction tends to `right` or `-up`.
+    /// Twin of `camera_dir` in `shaders/dda.wgsl`: same operations, same order.
     #[must_use]
     pub fn pixel_dir(&self, px: u32, py: u32) -> Vec3 {
         let inv_w = 2.0 / self.width as f32;
@@ -211,7 +213,8 @@ impl Camera {
         Vec3::new(v.x * r, v.y * r, v.z * r)
     }
 
-    /// The ray through the centre of pixel `(px, py)`.
+    /// The ray through the centre of pixel `(px, py)` (see [`Camera::pixel_dir`], also for
+    /// pixels outside the image).
     ///
     /// # Errors
     /// Never for a camera built by [`Camera::new`]; a hand-edited camera may yield a

@@ -40,7 +40,8 @@ pub struct ChunkPos {
 /// A voxel position inside its chunk, each component in `0..32`. [`LocalPos::new`] masks
 /// its arguments into that range; a value built with larger fields is read modulo 32
 /// everywhere it is used ([`crate::Chunk::get`], [`crate::Chunk::set`], [`ChunkPos::world`],
-/// [`LocalPos::index`]), never out of bounds.
+/// [`LocalPos::index`]), never out of bounds. Comparison and hashing see the fields as they
+/// are: such a value is not equal to its masked form, so build keys with [`LocalPos::new`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct LocalPos {
     /// X within the chunk, `0..32`.

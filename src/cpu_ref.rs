@@ -95,15 +95,37 @@ pub fn next_axis(t: [f32; 3]) -> usize {
 }
 
 /// How many crossings on one axis, counting from crossing `n`, come strictly before distance
-/// `t_end`. Used to land a skip on exactly the state that stepping voxel by voxel reaches.
-/// Runs at most one chunk edge of iterations when the caller skips within a chunk. Counts
-/// within a brick are small, so a linear count is the fastest there; `skip_cell` starts long
-/// (chunk) skips from a checked estimate instead. The shader runs it on all three axes at once
-/// inside `skip_cell` in `shaders/dda.wgsl`.
-#[inline]
+/// `t_end`: the first `c` with `crossing_t(b, inv, n + c) >= t_end`. Used to land a skip on
+/// exactly the state that stepping voxel by voxel reaches. The DDA counts linearly (counts
+/// within a brick are small; `skip_cell` starts long skips from a checked estimate), and the
+/// shader runs the same count on all three axes at once inside `skip_cell` in
+/// `shaders/dda.wgsl`; this public form searches, so that any input returns at once.
+///
+/// At the edges: 0 when crossing `n` is not before `t_end` (also for a NaN `b`, `inv` or
+/// `t_end`); `u32::MAX - n` when every crossing up to `u32::MAX` is (no finite count: `inv` of
+/// 0 or below, `t_end` of +∞). Crossings never decrease with the count for `inv > 0` (f32
+/// rounding is monotonic), which makes the search's answer the linear count's.
 #[must_use]
 pub fn crossings_before(b: f32, inv: f32, n: u32, t_end: f32) -> u32 {
-    count_before::<false>(b, inv, n, crossing_t(b, inv, n), t_end).0
+    let before = |c: u32| crossing_t(b, inv, n + c) < t_end;
+    let limit = u32::MAX - n;
+    if !before(0) {
+        return 0;
+    }
+    if before(limit) {
+        return limit;
+    }
+    // `before(lo)` and not `before(hi)`.
+    let (mut lo, mut hi) = (0, limit);
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if before(mid) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    hi
 }
 
 /// [`crossings_before`] given `t_n = crossing_t(b, inv, n)` (the DDA keeps it cached), also
@@ -494,5 +516,41 @@ mod tests {
         assert_eq!(crossings_before(0.5, 1.0, 0, 2.5), 2);
         assert_eq!(crossings_before(0.5, 1.0, 1, 2.6), 2);
         assert_eq!(crossings_before(0.5, 1.0, 0, 0.5), 0);
+        // No finite count, or nothing to count: at once, without overflow.
+        assert_eq!(crossings_before(0.5, 0.0, 0, 1.0), u32::MAX);
+        assert_eq!(crossings_before(0.5, 1.0, 7, f32::INFINITY), u32::MAX - 7);
+        assert_eq!(crossings_before(0.5, -1.0, 0, 1.0), u32::MAX);
+        assert_eq!(crossings_before(0.5, 1.0, u32::MAX, 1e30), 0);
+        for nan in [
+            (f32::NAN, 1.0, 1.0),
+            (0.5, f32::NAN, 1.0),
+            (0.5, 1.0, f32::NAN),
+        ] {
+            assert_eq!(crossings_before(nan.0, nan.1, 0, nan.2), 0, "{nan:?}");
+        }
+    }
+
+    /// The search gives the DDA's linear count, also where f32 rounding makes neighbouring
+    /// crossings equal (large counts).
+    #[test]
+    fn crossings_before_equals_the_linear_count() {
+        let mut rng = crate::scene::SplitMix64::new(3);
+        for i in 0..20_000 {
+            let b = (rng.below(1 << 24) as f32 / (1 << 24) as f32).min(1.0);
+            let inv = 1.0 + rng.below(1 << 20) as f32 / 1024.0;
+            let n = if i % 2 == 0 {
+                rng.below(64)
+            } else {
+                rng.below(1 << 26)
+            } as u32;
+            let t_n = crossing_t(b, inv, n);
+            let t_end = t_n + rng.below(200) as f32 * inv * 0.37;
+            let linear = count_before::<false>(b, inv, n, t_n, t_end).0;
+            assert_eq!(
+                crossings_before(b, inv, n, t_end),
+                linear,
+                "{b} {inv} {n} {t_end}"
+            );
+        }
     }
 }

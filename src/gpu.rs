@@ -110,16 +110,18 @@ pub enum GpuError {
     /// i32 window-relative coordinates hold. The window is dense: it spans the box around every
     /// loaded chunk, so chunks far apart make it huge even when few are loaded.
     #[error(
-        "{what} needs {needed} but the limit is {limit}: the GPU window covers the whole box \
+        "{what} needs {} but the limit is {limit}: the GPU window covers the whole box \
          around the loaded chunks, so unload chunks far from the rest, or keep far-apart \
          regions in separate VoxelWorlds, one GpuWorld each; a device given to \
          GpuRaycaster::from_device has the limits it was created with, so request it with the \
-         adapter's own (adapter.limits())"
+         adapter's own (adapter.limits())",
+        needed_text(*.needed)
     )]
     LimitExceeded {
         /// Which resource.
         what: &'static str,
-        /// How much it needs.
+        /// How much it needs; `u64::MAX` stands for that much or more (a window across most
+        /// of the i128 world spans up to 2^123 chunks).
         needed: u64,
         /// The limit: the device's, or for the window extent voxcast's own.
         limit: u64,
@@ -290,6 +292,15 @@ pub struct KeptMemory {
 fn replace_locked<T>(m: &Mutex<T>, value: T) {
     *m.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = value;
     m.clear_poison();
+}
+
+/// [`GpuError::LimitExceeded`]'s `needed` as its message says it.
+fn needed_text(needed: u64) -> String {
+    if needed == u64::MAX {
+        format!("{needed} or more")
+    } else {
+        needed.to_string()
+    }
 }
 
 fn device_error(e: impl std::fmt::Display) -> GpuError {

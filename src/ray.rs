@@ -15,7 +15,11 @@ pub use options::{
 pub use outcome::{LineOfSight, RaycastOutcome, UV_TOLERANCE, VoxelRaycastHit};
 
 /// Largest accepted [`VoxelRay::max_distance`], in voxels. Far beyond sight distances, and small
-/// enough that every crossing count and distance stays exact in f32 (`n < 2^24`).
+/// enough that every crossing count stays exact in f32 (`n < 2^24`), so that every path to a
+/// crossing (stepping, skipping, the GPU) computes its distance with the same bits. Distances
+/// are f32 values all the same: near the cap they lie up to about 0.01 voxel from those of the
+/// exact line (the voxels visited follow the f32 values where the line passes that close to an
+/// edge).
 pub const MAX_DISTANCE_CAP: f32 = 65_536.0;
 
 /// A ray through the voxel world: an i128 voxel `origin` plus a `sub_offset` inside it, a
@@ -42,7 +46,8 @@ pub struct VoxelRay {
 /// Why a ray was rejected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum RayError {
-    /// The direction has length zero (or every component is so small that it underflows).
+    /// The direction is zero (every component +0.0 or -0.0). Any other finite direction,
+    /// however short, is normalised (in f64, so that it cannot underflow).
     #[error("ray direction is zero: give a non-zero direction")]
     ZeroDirection,
     /// A direction component is NaN.
@@ -489,6 +494,76 @@ impl PreparedRay {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The parity contract's comparison: UV within the tolerance in each component, a NaN
+    /// in either component a mismatch, distances bit for bit (so -0.0 is not 0.0).
+    #[test]
+    fn matches_follows_the_parity_contract() {
+        let hit = VoxelRaycastHit {
+            voxel_pos: WorldPos::new(1, 2, 3),
+            face_normal: IVec3::NEG_X,
+            distance: 0.0,
+            voxel_type: VoxelId(1),
+            hit_uv: Vec2::new(0.25, 0.75),
+        };
+        let with_uv = |u: f32, v: f32| VoxelRaycastHit {
+            hit_uv: Vec2::new(u, v),
+            ..hit
+        };
+        assert!(hit.matches(&hit));
+        assert!(hit.matches(&with_uv(
+            0.25 + UV_TOLERANCE / 2.0,
+            0.75 - UV_TOLERANCE / 2.0
+        )));
+        for other in [
+            with_uv(f32::NAN, 0.75),
+            with_uv(0.25, f32::NAN),
+            with_uv(0.25 + 4.0 * UV_TOLERANCE, 0.75),
+            with_uv(0.25, 0.75 - 4.0 * UV_TOLERANCE),
+            VoxelRaycastHit {
+                distance: -0.0,
+                ..hit
+            },
+            VoxelRaycastHit {
+                voxel_type: VoxelId(2),
+                ..hit
+            },
+        ] {
+            assert!(!hit.matches(&other), "{hit:?} matched {other:?}");
+            assert!(!other.matches(&hit), "{other:?} matched {hit:?}");
+            assert!(!RaycastOutcome::Hit(hit).matches(&RaycastOutcome::Hit(other)));
+        }
+    }
+
+    /// `previous_pos` (and so `place_block`) only moves through one of the six faces.
+    #[test]
+    fn previous_pos_needs_a_unit_face_normal() {
+        let at = |face_normal: IVec3| VoxelRaycastHit {
+            voxel_pos: WorldPos::new(-1, 5, i128::MAX),
+            face_normal,
+            distance: 1.0,
+            voxel_type: VoxelId(1),
+            hit_uv: Vec2::ZERO,
+        };
+        assert_eq!(
+            at(IVec3::NEG_X).previous_pos(),
+            Some(WorldPos::new(-2, 5, i128::MAX))
+        );
+        assert_eq!(
+            at(IVec3::Y).previous_pos(),
+            Some(WorldPos::new(-1, 6, i128::MAX))
+        );
+        for bad in [
+            IVec3::ZERO,
+            IVec3::Z,
+            IVec3::new(i32::MAX, 0, 0),
+            IVec3::new(i32::MIN, 0, 0),
+            IVec3::new(1, 1, 0),
+            IVec3::new(2, 0, 0),
+        ] {
+            assert_eq!(at(bad).previous_pos(), None, "{bad}");
+        }
+    }
 
     /// `Camera::rays` documents its memory as 80 bytes a ray.
     #[test]

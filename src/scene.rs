@@ -122,7 +122,8 @@ impl Terrain {
         (self.size[1] as f32 * 0.38) as i32
     }
 
-    /// Height of the ground's top voxel at column `(x, z)` (the grass or sand voxel).
+    /// Height of the ground's top voxel at column `(x, z)` (the grass or sand voxel), in
+    /// `1..=size[1] - 2` (1 for a terrain less than 3 voxels high).
     #[must_use]
     pub fn height(&self, x: i64, z: i64) -> i32 {
         let (fx, fz) = (x as f32, z as f32);
@@ -135,7 +136,12 @@ impl Terrain {
             freq *= 2.0;
         }
         let h = self.size[1] as f32 * (0.12 + 0.62 * n / 0.9375);
-        (h as i32).clamp(1, self.size[1] as i32 - 2)
+        (h as i32).clamp(1, (self.top_y() - 1).max(1))
+    }
+
+    /// The highest voxel row inside the terrain's box (-1 for a box 0 voxels high).
+    fn top_y(&self) -> i32 {
+        i32::try_from(self.size[1]).map_or(i32::MAX, |h| h - 1)
     }
 
     fn voxel(&self, x: i64, y: i32, z: i64, h: i32) -> VoxelId {
@@ -182,7 +188,7 @@ impl Terrain {
                         );
                         let inside = x < i64::from(self.size[0]) && z < i64::from(self.size[2]);
                         let h = self.height(x, z);
-                        let top = h.max(self.sea_level()).min(self.size[1] as i32 - 1);
+                        let top = h.max(self.sea_level()).min(self.top_y());
                         if !inside {
                             continue;
                         }
@@ -239,12 +245,17 @@ impl Terrain {
     }
 
     /// W2 line of sight: `n` segments between random eye points (1.6 above ground or water) at
-    /// most `max_len` voxels apart (64 in the standard workload).
+    /// most `max_len` voxels apart (64 in the standard workload). At most `64·n + 1024`
+    /// candidates are drawn, so that a `max_len` too short for any segment (under about a
+    /// voxel, or NaN) or a terrain with no columns returns fewer than `n` (none) instead of
+    /// looping forever.
     #[must_use]
     pub fn sight_segments(&self, n: usize, max_len: f32, seed: u64) -> Vec<VoxelRay> {
         let mut rng = SplitMix64::new(seed);
         let mut out = Vec::with_capacity(n);
-        while out.len() < n {
+        let mut candidates = n.saturating_mul(64).saturating_add(1024);
+        while out.len() < n && candidates > 0 {
+            candidates -= 1;
             let (a, sa) = self.eye(&mut rng);
             let ang = rng.next_f32() * std::f32::consts::TAU;
             let r = rng.next_f32() * max_len * 0.95;
@@ -353,5 +364,56 @@ impl Sparse {
                     .unwrap_or_else(|e| unreachable!("valid ray: {e}"))
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Terrains too low for the standard heights, and segment requests no segment can meet,
+    /// return instead of panicking or looping forever.
+    #[test]
+    fn degenerate_terrains_and_requests_return() {
+        for h in [0, 1, 2, 3, u32::MAX] {
+            let t = Terrain {
+                size: [8, h, 8],
+                seed: 1,
+            };
+            let top = t.height(3, 4);
+            let highest = i32::try_from(h)
+                .unwrap_or(i32::MAX)
+                .saturating_sub(2)
+                .max(1);
+            assert!((1..=highest).contains(&top), "{h}: {top}");
+            let _ = t.camera(4, 4);
+        }
+        for h in [0, 1, 2, 3] {
+            let world = Terrain {
+                size: [8, h, 8],
+                seed: 1,
+            }
+            .build();
+            let above_empty = (0..8)
+                .flat_map(|x| (0..8).map(move |z| (x, z)))
+                .all(|(x, z)| {
+                    (i128::from(h)..40).all(|y| {
+                        world
+                            .get_voxel(&WorldPos::new(x, y, z))
+                            .is_none_or(VoxelId::is_air)
+                    })
+                });
+            assert!(above_empty, "terrain {h} high has voxels above its box");
+        }
+        let t = Terrain::STANDARD;
+        for max_len in [0.0, -1.0, f32::NAN] {
+            assert!(t.sight_segments(10, max_len, 1).is_empty(), "{max_len}");
+        }
+        let empty = Terrain {
+            size: [0, 64, 0],
+            seed: 1,
+        };
+        assert!(empty.sight_segments(10, 64.0, 1).is_empty());
+        assert_eq!(t.sight_segments(1000, 64.0, 1).len(), 1000);
     }
 }

@@ -464,7 +464,12 @@ fn world_and_ray_2_to_the_127_apart() {
                             None => RaycastOutcome::Miss,
                         },
                     };
-                    if unloaded == UnloadedPolicy::Air || dir == Vec3::X || dir == Vec3::NEG_X {
+                    // Skipping the origin voxel under `Stop`, an oblique ray's next voxel is
+                    // not computed here; every other case is checked.
+                    let oblique = dir != Vec3::X && dir != Vec3::NEG_X;
+                    let steps_first = unloaded == UnloadedPolicy::Stop
+                        && origin_policy == OriginPolicy::SkipOriginVoxel;
+                    if !(oblique && steps_first) {
                         assert_eq!(out, expected, "{} under {o:?}", describe(&r));
                     }
                 }

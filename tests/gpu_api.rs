@@ -43,7 +43,12 @@ fn into_forms_refill_kept_buffers() {
     let mut kept_los = vec![LineOfSight::Clear; 3];
     gpu.line_of_sight_into(&gw, &segs, &los_opts, &mut kept_los)
         .expect("line_of_sight_into");
-    assert_eq!(kept_los, line_of_sight_batch(&segs, tw, &los_opts));
+    assert_sight_parity(
+        "line_of_sight_into, kept buffer",
+        &segs,
+        &kept_los,
+        &line_of_sight_batch(&segs, tw, &los_opts),
+    );
 }
 
 #[test]
@@ -405,8 +410,8 @@ fn release_buffers_frees_kept_memory() {
     assert!(regrown.host_bytes >= 96 * 5_000 && regrown.host_bytes < grown.host_bytes);
 }
 
-/// A window wider than the window limit (i32 window-relative coordinates) is refused with the size it needs (saturated, not
-/// truncated).
+/// A window wider than the window limit (i32 window-relative coordinates) is refused with the
+/// size it needs (saturated, not truncated, and said to be so).
 #[test]
 fn a_window_across_the_whole_world_names_its_size() {
     let Some(gpu) = gpu() else { return };
@@ -417,9 +422,14 @@ fn a_window_across_the_whole_world_names_its_size() {
             .expect("in the world");
     }
     match GpuWorld::from_world(gpu, &world) {
-        Err(GpuError::LimitExceeded { needed, limit, .. }) => {
+        Err(e @ GpuError::LimitExceeded { needed, limit, .. }) => {
             assert_eq!(needed, u64::MAX);
             assert!(needed > limit);
+            let text = e.to_string();
+            assert!(
+                text.contains("needs 18446744073709551615 or more"),
+                "{text}"
+            );
         }
         other => panic!("expected LimitExceeded, got {other:?}"),
     }

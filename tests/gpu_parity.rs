@@ -95,6 +95,36 @@ fn parity_every_option() {
     }
 }
 
+/// Every option and both kinds of line of sight are answered by the shader, not on the host:
+/// rays that start inside the window all go to the GPU (only rays that cannot reach it are
+/// answered on the host, with the CPU reference's own code, which the parity tests above
+/// could not tell from the shader's). A raycaster of the test's own, so that no other test's
+/// batch is counted in its stats.
+#[test]
+fn every_option_is_answered_by_the_shader() {
+    let Some(gpu) = own_gpu() else { return };
+    let (t, tw) = terrain();
+    let gw = GpuWorld::from_world(&gpu, tw).expect("upload terrain");
+    let mut rays = t.reach_rays(1_000, 14);
+    rays.extend(adversarial_rays(WorldPos::new(100, 40, 90), 1_000, 15));
+    let expected = rays.len() as u64;
+    for opts in every_option() {
+        check(&gpu, &format!("{opts:?}"), tw, &gw, &rays, &opts);
+        assert_eq!(gpu.last_batch_stats().gpu_rays, expected, "{opts:?}");
+        for conservative in [false, true] {
+            let sight = voxcast::LineOfSightOptions {
+                conservative,
+                raycast: opts.clone(),
+            };
+            let what = format!("line of sight conservative={conservative} {opts:?}");
+            let g = gpu.line_of_sight(&gw, &rays, &sight).expect("gpu los");
+            assert_eq!(gpu.last_batch_stats().gpu_rays, expected, "{what}");
+            let c = voxcast::line_of_sight_batch(&rays, tw, &sight);
+            assert_sight_parity(&what, &rays, &g, &c);
+        }
+    }
+}
+
 #[test]
 fn parity_line_of_sight_both_modes() {
     let Some(gpu) = gpu() else { return };

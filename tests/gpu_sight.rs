@@ -233,15 +233,11 @@ fn parity_of_conservative_sight_ending_on_a_corner() {
         let g = gpu
             .line_of_sight(&gw, &segs, &opts(per_voxel))
             .expect("gpu los");
-        let differ: Vec<usize> = (0..segs.len()).filter(|&i| g[i] != walked[i]).collect();
-        assert!(
-            differ.is_empty(),
-            "per_voxel {per_voxel}: {} of {} segments differ from the CPU walking voxel by voxel; first: {} gpu {:?} cpu {:?}",
-            differ.len(),
-            segs.len(),
-            common::describe(&segs[differ[0]]),
-            g[differ[0]],
-            walked[differ[0]]
+        assert_sight_parity(
+            &format!("per_voxel {per_voxel} against the CPU walking voxel by voxel"),
+            &segs,
+            &g,
+            &walked,
         );
     }
     let blocked = walked
@@ -290,7 +286,7 @@ fn conservative_sight_from_outside_the_window_tests_the_first_tie() {
         };
         let g = gpu.line_of_sight(&gw, &segs, &opts).expect("gpu los");
         let c = line_of_sight_batch(&segs, &world, &opts);
-        assert_eq!(g, c, "conservative {conservative}");
+        assert_sight_parity(&format!("conservative {conservative}"), &segs, &g, &c);
         // The first crossing ties x and z at 0.25 · √3: the x step leaves the i128 world, and
         // conservatively the voxel across z alone, unloaded, makes the answer unknown.
         let tie = 0.25 * 3f32.sqrt();

@@ -19,9 +19,18 @@ fn parity_after_edit_and_update_chunks() {
     let Some(gpu) = gpu() else { return };
     let (s, sw) = sparse();
     let mut world = sw.clone();
+    // A uniform chunk on the GPU, made dense below.
+    let was_uniform = ChunkPos::new(3, 0, 3);
+    world
+        .insert_chunk(was_uniform, voxcast::Chunk::filled(VoxelId(2)))
+        .expect("in the world");
     let mut gw = GpuWorld::from_world(gpu, &world).expect("upload");
     let mut rng = SplitMix64::new(40);
-    let mut touched = Vec::new();
+    let mut touched = vec![was_uniform];
+    // Its top layer cleared: rays from above now hit a voxel lower.
+    for (x, z) in (96..128).flat_map(|x| (96..128).map(move |z| (x, z))) {
+        world.set_voxel(WorldPos::new(x, 31, z), VoxelId::AIR);
+    }
     for _ in 0..2000 {
         let p = WorldPos::new(
             rng.below(128) as i128,

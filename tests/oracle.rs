@@ -166,7 +166,7 @@ fn judge(r: &VoxelRay, outcome: &RaycastOutcome, cands: &[Candidate]) -> Result<
                     _ => (0, 1),
                 };
                 let uv = Vec2::new(c.entry[u] as f32, c.entry[v] as f32);
-                if (h.hit_uv - uv).abs().max_element() > 1e-3 {
+                if !h.hit_uv.abs_diff_eq(uv, 1e-3) {
                     return Err(format!("hit {h:?} has uv {:?}, oracle {uv:?}", h.hit_uv));
                 }
             }

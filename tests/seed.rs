@@ -274,7 +274,7 @@ fn test_diagonal_ray_crosses_voxels_correctly() {
     );
     assert_eq!(hit.face_normal, IVec3::NEG_Y, "{}", describe(&r));
     assert!(
-        (hit.hit_uv - Vec2::new(0.0, 0.5)).abs().max_element() < 1e-5,
+        hit.hit_uv.abs_diff_eq(Vec2::new(0.0, 0.5), 1e-5),
         "uv {:?}",
         hit.hit_uv
     );
@@ -479,7 +479,7 @@ fn hit_uv_on_every_face() {
         describe(&r)
     );
     assert!(
-        (hit.hit_uv - Vec2::new(0.7, 0.4)).abs().max_element() < 1e-5,
+        hit.hit_uv.abs_diff_eq(Vec2::new(0.7, 0.4), 1e-5),
         "uv {:?} for {}",
         hit.hit_uv,
         describe(&r)

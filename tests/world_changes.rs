@@ -41,6 +41,7 @@ fn changed_chunks_name_exactly_the_edited_chunks() {
     world.set_voxel(WorldPos::new(40, 0, 0), STONE);
     assert_eq!(world.changed_chunk_count(), 0);
     world.set_voxel(WorldPos::new(40, 0, 0), VoxelId::AIR);
+    assert_eq!(world.take_changed_chunks(), vec![ChunkPos::new(1, 0, 0)]);
     // Edits alternating between two chunks still name each once.
     for i in 0..10 {
         world.set_voxel(

@@ -245,4 +245,80 @@ mod tests {
         // Only 17 bits of each chunk coordinate count: -1 is 0x1FFFF.
         assert_eq!(key([-1, 0, 0], 0), 0x1249_2492_4924_9249 & ((1 << 51) - 1));
     }
+
+    /// Cameras made by `Camera::new` and `Camera::with_up` go to the shader (`render_camera`
+    /// would otherwise build every pixel's ray on the host, with the same outcomes, so the
+    /// parity tests alone cannot tell); cameras edited into ones the shader may not reproduce
+    /// stay on the host.
+    #[test]
+    fn shader_camera_takes_made_cameras_and_refuses_edited_ones() {
+        let eye = WorldPos::new(-5, i128::MAX - 40, 1 << 100);
+        let mut made = Vec::new();
+        for fov in [0.01, 1.0, 60.0, 120.0, 179.0, 179.99] {
+            // What the docs promise: up to about 179.99° at 16:9; wider images at narrower
+            // fields of view.
+            let sizes: &[(u32, u32)] = if fov <= 120.0 {
+                &[(1, 1), (16, 9), (1920, 1080), (9, 16), (4000, 1)]
+            } else {
+                &[(1, 1), (16, 9), (1920, 1080), (9, 16)]
+            };
+            for &(w, h) in sizes {
+                for (forward, up) in [
+                    (glam::Vec3::new(0.15, -0.28, 1.0), glam::Vec3::Y),
+                    (glam::Vec3::NEG_Y, glam::Vec3::Z),
+                    (
+                        glam::Vec3::new(-3.0, 1e-3, 2.0),
+                        glam::Vec3::new(0.3, 1.0, -0.2),
+                    ),
+                ] {
+                    let sub = glam::Vec3::new(0.0, 0.999_999_9, 0.5);
+                    made.push(Camera::with_up(eye, sub, forward, up, fov, w, h, 1024.0));
+                }
+            }
+        }
+        made.push(Camera::new(
+            eye,
+            glam::Vec3::splat(7.25),
+            glam::Vec3::X,
+            60.0,
+            8,
+            8,
+            0.0,
+        ));
+        for cam in made {
+            let cam = cam.expect("a valid camera");
+            let shader = shader_camera(&cam);
+            assert_eq!(
+                shader,
+                Some(cam),
+                "fov scale {} x {}",
+                cam.scale_x,
+                cam.scale_y
+            );
+        }
+        let good = Camera::new(
+            eye,
+            glam::Vec3::splat(0.5),
+            glam::Vec3::Z,
+            60.0,
+            64,
+            36,
+            256.0,
+        )
+        .expect("a valid camera");
+        type Edit = (&'static str, fn(&mut Camera));
+        let edits: [Edit; 6] = [
+            ("eye offset outside [0, 1)", |c| c.sub_offset.x = 1.5),
+            ("negative max distance", |c| c.max_distance = -1.0),
+            ("NaN forward", |c| c.forward.y = f32::NAN),
+            ("forward not unit", |c| c.forward *= 2.0),
+            ("spread too wide", |c| c.scale_x = 1e6),
+            ("right along forward", |c| c.right = c.forward),
+        ];
+        for (what, edit) in edits {
+            let mut cam = good;
+            edit(&mut cam);
+            assert_eq!(shader_camera(&cam), None, "{what}");
+        }
+    }
 }

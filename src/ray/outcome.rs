@@ -22,10 +22,20 @@ pub struct VoxelRaycastHit {
 
 impl VoxelRaycastHit {
     /// The voxel in front of the hit face, where a block placed against it goes. `None` for a
-    /// hit in the origin voxel (no face was crossed) or at the edge of the i128 world.
+    /// hit in the origin voxel (no face was crossed), for a `face_normal` that is not one of
+    /// the six unit axis vectors (only a hand-built hit has one), or at the edge of the i128
+    /// world.
     #[must_use]
     pub fn previous_pos(&self) -> Option<WorldPos> {
-        if self.face_normal == IVec3::ZERO {
+        const FACES: [IVec3; 6] = [
+            IVec3::X,
+            IVec3::NEG_X,
+            IVec3::Y,
+            IVec3::NEG_Y,
+            IVec3::Z,
+            IVec3::NEG_Z,
+        ];
+        if !FACES.contains(&self.face_normal) {
             return None;
         }
         self.voxel_pos.checked_offset(self.face_normal)
@@ -58,14 +68,14 @@ pub const UV_TOLERANCE: f32 = 1e-5;
 
 impl VoxelRaycastHit {
     /// Equal under the parity contract: same voxel, face and id, the same distance bit for bit,
-    /// and UV within [`UV_TOLERANCE`].
+    /// and UV within [`UV_TOLERANCE`] in each component (a NaN component matches nothing).
     #[must_use]
     pub fn matches(&self, other: &Self) -> bool {
         self.voxel_pos == other.voxel_pos
             && self.face_normal == other.face_normal
             && self.voxel_type == other.voxel_type
             && self.distance.to_bits() == other.distance.to_bits()
-            && (self.hit_uv - other.hit_uv).abs().max_element() <= UV_TOLERANCE
+            && self.hit_uv.abs_diff_eq(other.hit_uv, UV_TOLERANCE)
     }
 }
 

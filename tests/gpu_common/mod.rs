@@ -184,16 +184,27 @@ pub(crate) fn sight_parity_with(
         };
         let g = gpu.line_of_sight(gw, segs, &opts).expect("gpu los");
         let c = line_of_sight_batch(segs, world, &opts);
-        let to_outcome = |l: &LineOfSight| RaycastOutcome::from(*l);
-        let g: Vec<_> = g.iter().map(to_outcome).collect();
-        let c: Vec<_> = c.iter().map(to_outcome).collect();
-        assert_parity(
+        assert_sight_parity(
             &format!("{what}: line of sight conservative={conservative}"),
             segs,
             &g,
             &c,
         );
     }
+}
+
+/// [`assert_parity`] for line of sight: the blocking hit or the unloaded location compared as
+/// the parity contract compares outcomes.
+pub(crate) fn assert_sight_parity(
+    what: &str,
+    segs: &[VoxelRay],
+    gpu: &[LineOfSight],
+    cpu: &[LineOfSight],
+) {
+    let to_outcome = |l: &LineOfSight| RaycastOutcome::from(*l);
+    let g: Vec<_> = gpu.iter().map(to_outcome).collect();
+    let c: Vec<_> = cpu.iter().map(to_outcome).collect();
+    assert_parity(what, segs, &g, &c);
 }
 
 /// Every option (origin policy, unloaded policy, material filter, per-voxel mode) as raycast
