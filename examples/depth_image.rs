@@ -32,8 +32,8 @@ use voxcast::glam::{IVec3, Vec3};
 
 use voxcast::scene::{DIRT, GRASS, ORE, SAND, STONE, Terrain, WATER};
 use voxcast::{
-    Camera, CameraError, RayError, RaycastOptions, RaycastOutcome, VoxelWorld, WorldPos,
-    raycast_batch,
+    Camera, CameraError, RaycastOptions, RaycastOutcome, VoxelWorld, WorldPos,
+    raycast_camera_rows_into,
 };
 
 /// Command line.
@@ -346,15 +346,17 @@ fn render_gpu(
     }
 }
 
-/// The CPU reference on all threads, in bands of rows so that a progress bar can advance.
+/// The CPU reference on all threads (`raycast_camera`, whose tiles of pixels cross the air
+/// together), in bands of rows so that a progress bar can advance.
 fn render_cpu(
     world: &VoxelWorld,
     camera: &Camera,
     opts: &RaycastOptions,
-) -> Result<Vec<RaycastOutcome>, RayError> {
+) -> Result<Vec<RaycastOutcome>, CameraError> {
     let started = Instant::now();
     let width = camera.width as usize;
-    let rows_per_band = (32_768 / width).max(1) as u32;
+    // Whole tiles of `raycast_camera` (8 rows) in each band.
+    let rows_per_band = ((32_768 / width).max(1) as u32).next_multiple_of(8);
     let bar =
         ProgressBar::with_draw_target(Some(u64::from(camera.height)), ProgressDrawTarget::hidden())
             .with_style(
@@ -366,13 +368,8 @@ fn render_cpu(
     let mut band = Vec::new();
     for first in (0..camera.height).step_by(rows_per_band as usize) {
         let rows = first..camera.height.min(first + rows_per_band);
-        band.clear();
-        for py in rows.clone() {
-            for px in 0..camera.width {
-                band.push(camera.ray(px, py)?);
-            }
-        }
-        image.extend(raycast_batch(&band, world, opts));
+        raycast_camera_rows_into(camera, rows.clone(), world, opts, &mut band)?;
+        image.extend_from_slice(&band);
         bar.inc(rows.len() as u64);
         // Only a render that takes more than a moment gets a bar.
         if !shown && started.elapsed() > Duration::from_millis(500) {

@@ -31,6 +31,10 @@ pub enum CameraError {
     /// `look_at` was given the eye itself as the target.
     #[error("the look-at target is the eye")]
     TargetIsEye,
+    /// The outcomes of the image's pixels (the number given) do not fit in host memory, for
+    /// [`crate::raycast_camera`].
+    #[error("the outcomes of {0} pixels do not fit in host memory")]
+    ImageTooLarge(u64),
 }
 
 /// A pinhole camera at an i128 position. Pixel `(px, py)` looks through its centre; `py = 0`

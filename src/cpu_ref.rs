@@ -41,11 +41,13 @@ use crate::world::{
     VoxelWorld, empty_block, empty_cell, region_cell, region_of,
 };
 
+mod camera;
 mod dda;
 mod queries;
 mod ties;
 mod traversal;
 
+pub use camera::{raycast_camera, raycast_camera_into, raycast_camera_rows_into};
 use dda::Walk;
 pub(crate) use dda::{Dda, Halt, face_uv};
 pub use queries::{
@@ -203,6 +205,7 @@ pub(crate) fn cast_ray(
     world: &VoxelWorld,
     opts: &RaycastOptions,
     conservative: bool,
+    t_air: f32,
 ) -> RaycastOutcome {
     // Under `Air` nothing outside the occupied bounds stops the ray, and the DDA's chunk
     // coordinates only move away from a box once they have left it: a ray outside is a miss.
@@ -277,6 +280,14 @@ pub(crate) fn cast_ray(
             return RaycastOutcome::Miss;
         }
         // The voxels before the box were air or unloaded: the origin voxel has been passed.
+        in_origin = false;
+        air_seen = true;
+    }
+    // Known air up to `t_air` (see `camera::air_before`): land just before it in one move.
+    if t_air > d.t && !conservative && !opts.per_voxel {
+        if !d.advance_to(t_air.min(r.max_distance)) {
+            return RaycastOutcome::Miss;
+        }
         in_origin = false;
         air_seen = true;
     }

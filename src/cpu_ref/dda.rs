@@ -310,18 +310,7 @@ impl<'r> Dda<'r> {
                 } else if k[a] <= BRICK_EDGE as u32 {
                     count_before::<NEAR>(r.b[a], r.inv[a], self.n[a], self.t_next[a], t_end)
                 } else {
-                    // A long skip: start counting from an estimate that lies just below the
-                    // count (checked, so the count stays exact whatever its rounding).
-                    let n = self.n[a];
-                    let est = ((t_end * r.dir[a].abs() - r.b[a]) as i64 - i64::from(n) - 1)
-                        .clamp(0, i64::from(k[a])) as u32;
-                    let t_est = crossing_t(r.b[a], r.inv[a], n + est);
-                    if est > 0 && tie_scaled::<NEAR>(t_est) < t_end {
-                        let (c, t) = count_before::<NEAR>(r.b[a], r.inv[a], n + est, t_est, t_end);
-                        (est + c, t)
-                    } else {
-                        count_before::<NEAR>(r.b[a], r.inv[a], n, self.t_next[a], t_end)
-                    }
+                    count_from_estimate::<NEAR>(r, a, self.n[a], self.t_next[a], t_end, k[a])
                 };
                 self.n[a] += c;
                 self.local[a] += i32::from(r.step[a]) * c as i32;
@@ -332,6 +321,44 @@ impl<'r> Dda<'r> {
             return Err(Halt::Miss);
         }
         Ok(())
+    }
+
+    /// Moves the state to where voxel-by-voxel stepping is just before its first crossing at or
+    /// after distance `t_end` (at most max distance): every crossing strictly before it done,
+    /// on all three axes. The caller has made sure that no voxel the ray visits before `t_end`
+    /// stops it. `false` when the ray leaves the i128 world on the way (a miss, as stepping
+    /// would end there).
+    pub(crate) fn advance_to(&mut self, t_end: f32) -> bool {
+        let r = self.ray;
+        let mut last: Option<(f32, usize)> = None;
+        for a in 0..3 {
+            if !r.enabled[a] {
+                continue;
+            }
+            let (c, t_next) =
+                count_from_estimate::<false>(r, a, self.n[a], self.t_next[a], t_end, u32::MAX >> 1);
+            self.t_next[a] = t_next;
+            if c == 0 {
+                continue;
+            }
+            self.n[a] += c;
+            let t = crossing_t(r.b[a], r.inv[a], self.n[a] - 1);
+            if last.is_none_or(|(tl, al)| crossing_before(tl, al, t, a)) {
+                last = Some((t, a));
+            }
+            let v = ((self.chunk[a] << CHUNK_SHIFT) | i128::from(self.local[a]))
+                .checked_add(i128::from(r.step[a]) * i128::from(c));
+            let Some(v) = v else {
+                return false;
+            };
+            self.chunk[a] = v >> CHUNK_SHIFT;
+            self.local[a] = (v & 31) as i32;
+        }
+        if let Some((t, a)) = last {
+            self.t = t;
+            self.entry_axis = a as u32;
+        }
+        true
     }
 
     /// Host-only clipping: when the start voxel lies outside `bounds`, advance to the first
@@ -446,6 +473,42 @@ impl<'r> Dda<'r> {
             voxel_type: id,
             hit_uv: face_uv(self.ray, self.n, self.t, self.entry_axis),
         }
+    }
+}
+
+/// [`count_before`] on axis `a` of `r` from crossing `n` (at `t_n`), for long distances:
+/// counting starts from an estimate that lies just below the count (checked, so the count stays
+/// exact whatever its rounding), at most `most`.
+#[inline]
+fn count_from_estimate<const NEAR: bool>(
+    r: &PreparedRay,
+    a: usize,
+    n: u32,
+    t_n: f32,
+    t_end: f32,
+    most: u32,
+) -> (u32, f32) {
+    // Usually the estimate is the count itself: check it and the crossing before it at once.
+    // The first crossing index at or beyond `t_end`, rounded up (without a call to `ceil`).
+    let x = t_end * r.dir[a].abs() - r.b[a];
+    let whole = x as i64;
+    let guess = whole + i64::from((whole as f32) < x) - i64::from(n);
+    if (1..=i64::from(most)).contains(&guess) {
+        let c = guess as u32;
+        let t_c = crossing_t(r.b[a], r.inv[a], n + c);
+        let before = crossing_t(r.b[a], r.inv[a], n + c - 1);
+        if tie_scaled::<NEAR>(before) < t_end && tie_scaled::<NEAR>(t_c) >= t_end {
+            return (c, t_c);
+        }
+    }
+    let est = ((t_end * r.dir[a].abs() - r.b[a]) as i64 - i64::from(n) - 1)
+        .clamp(0, i64::from(most)) as u32;
+    let t_est = crossing_t(r.b[a], r.inv[a], n + est);
+    if est > 0 && tie_scaled::<NEAR>(t_est) < t_end {
+        let (c, t) = count_before::<NEAR>(r.b[a], r.inv[a], n + est, t_est, t_end);
+        (est + c, t)
+    } else {
+        count_before::<NEAR>(r.b[a], r.inv[a], n, t_n, t_end)
     }
 }
 

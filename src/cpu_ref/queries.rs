@@ -40,7 +40,7 @@ pub fn voxel_raycast_with(
     match ray.prepare() {
         Err(e) => RaycastOutcome::Invalid(e),
         Ok(None) => RaycastOutcome::Miss,
-        Ok(Some(p)) => cast_ray(&p, world, opts, false),
+        Ok(Some(p)) => cast_ray(&p, world, opts, false, 0.0),
     }
 }
 
@@ -69,7 +69,7 @@ pub(crate) fn cast_segment(
     opts: &RaycastOptions,
     conservative: bool,
 ) -> RaycastOutcome {
-    let mut best = cast_ray(r, world, opts, conservative);
+    let mut best = cast_ray(r, world, opts, conservative, 0.0);
     let planes = if conservative { r.plane_axes() } else { 0 };
     if planes == 0 {
         return best;
@@ -77,7 +77,7 @@ pub(crate) fn cast_segment(
     for layer in (1..8).filter(|&m| m & planes == m) {
         // A layer beyond the edge of the i128 world holds nothing.
         if let Some(shifted) = r.shifted_down(layer) {
-            let o = on_high_faces(cast_ray(&shifted, world, opts, true), layer);
+            let o = on_high_faces(cast_ray(&shifted, world, opts, true, 0.0), layer);
             if nearer(&o, &best) {
                 best = o;
             }

@@ -121,6 +121,95 @@ impl ColumnTops {
     }
 }
 
+impl ColumnTops {
+    /// Whether every voxel of the region-local box `x0..=x1`, `y0..`, `z0..=z1` (each in
+    /// `0..128`) lies at or above its brick column's top: air, or not loaded. Looks at the
+    /// region's top, then the chunk columns' and then the brick columns' only where needed.
+    pub(crate) fn air_above(&self, [x0, x1]: [u32; 2], y0: u32, [z0, z1]: [u32; 2]) -> bool {
+        if u32::from(self.all) <= y0 {
+            return true;
+        }
+        for cz in z0 >> 5..=z1 >> 5 {
+            for cx in x0 >> 5..=x1 >> 5 {
+                if u32::from(self.chunks[(cx + 4 * cz) as usize]) <= y0 {
+                    continue;
+                }
+                let (bx0, bx1) = (
+                    x0.max(cx << 5) >> BRICK_SHIFT,
+                    x1.min(cx << 5 | 31) >> BRICK_SHIFT,
+                );
+                let (bz0, bz1) = (
+                    z0.max(cz << 5) >> BRICK_SHIFT,
+                    z1.min(cz << 5 | 31) >> BRICK_SHIFT,
+                );
+                for bz in bz0..=bz1 {
+                    for bx in bx0..=bx1 {
+                        if u32::from(self.bricks[(bx + COLUMNS_PER_EDGE * bz) as usize]) > y0 {
+                            return false;
+                        }
+                    }
+                }
+            }
+        }
+        true
+    }
+}
+
+impl super::VoxelWorld {
+    /// Whether every voxel of the inclusive box `lo..=hi` (world voxel coordinates) lies above
+    /// the column tops of its region: air, or not loaded (so air under
+    /// `UnloadedPolicy::Air`). Conservative: `false` can also mean that the brick columns the
+    /// box touches hold a non-air voxel somewhere above its bottom. Costs a region lookup per
+    /// region the box touches, so keep boxes small.
+    pub(crate) fn air_above_tops(&self, lo: [i128; 3], hi: [i128; 3]) -> bool {
+        const SHIFT: u32 = crate::coords::CHUNK_SHIFT + super::REGION_SHIFT;
+        const MASK: i128 = (1 << SHIFT) - 1;
+        let (r_lo, r_hi) = (lo.map(|v| v >> SHIFT), hi.map(|v| v >> SHIFT));
+        // Within a region, the box's extent in region-local voxels.
+        let local = |r: i128, a: usize| -> [u32; 2] {
+            let from = if r == r_lo[a] {
+                (lo[a] & MASK) as u32
+            } else {
+                0
+            };
+            let to = if r == r_hi[a] {
+                (hi[a] & MASK) as u32
+            } else {
+                MASK as u32
+            };
+            [from, to]
+        };
+        let mut ry = r_lo[1];
+        loop {
+            let y0 = local(ry, 1)[0];
+            let mut rz = r_lo[2];
+            loop {
+                let mut rx = r_lo[0];
+                loop {
+                    if let Some(r) = self.regions.get(&(rx, ry, rz))
+                        && !r.tops.air_above(local(rx, 0), y0, local(rz, 2))
+                    {
+                        return false;
+                    }
+                    if rx == r_hi[0] {
+                        break;
+                    }
+                    rx += 1;
+                }
+                if rz == r_hi[2] {
+                    break;
+                }
+                rz += 1;
+            }
+            if ry == r_hi[1] {
+                break;
+            }
+            ry += 1;
+        }
+        true
+    }
+}
+
 /// The top (chunk-local y + 1, 0 when empty) of brick column `(bx, bz)` (each in `0..4`) of
 /// the occupancy bits of a chunk (word `y + 32·z`, bit `x`), looking at rows `y < below` only.
 pub(crate) fn column_top(occupancy: &[u32; 1024], bx: u32, bz: u32, below: u32) -> u8 {

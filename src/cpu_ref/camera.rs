@@ -1,0 +1,220 @@
+//! Camera images on the CPU, tile by tile: before its rays are cast, a tile of pixels finds how
+//! far all of its rays certainly travel through air (`air_before`), and each ray then starts
+//! there in one exact move instead of skipping the air above the ground box by box. The
+//! answers are those of [`voxel_raycast_with`] for each pixel's ray, bit for bit.
+
+use super::*;
+use crate::camera::{Camera, CameraError};
+
+/// Tile edge in pixels: the rays of an `8×8` tile stay within a few voxels of each other for
+/// hundreds of voxels with any usual field of view.
+const TILE: u32 = 8;
+/// Steps of the air search along the tile's rays, in voxels: the first, the longest, and the
+/// shortest before it gives up.
+const FIRST_STEP: f64 = 8.0;
+const LONGEST_STEP: f64 = 64.0;
+const SHORTEST_STEP: f64 = 1.0;
+
+/// Casts the ray of every pixel of `camera` (see [`Camera::ray`]), row by row from the top:
+/// `width × height` outcomes, each exactly what [`voxel_raycast_with`] answers for that pixel's
+/// ray, on rayon's threads. Faster than casting [`Camera::rays`] one by one where rays cross
+/// open air before they reach anything (a camera over terrain: about 2x on one thread for the
+/// standard W3 camera, see `BENCHMARKS.md`): the rays of each `8×8` tile of pixels first cross
+/// the air above the ground's column tops together (under [`UnloadedPolicy::Air`]; under
+/// `Stop`, and for `per_voxel`, each ray walks alone). A pixel whose ray is invalid (only
+/// possible for a hand-edited camera) gets [`RaycastOutcome::Invalid`]; the others are
+/// unaffected.
+///
+/// # Errors
+/// [`CameraError::ImageTooLarge`] when `width × height` outcomes do not fit in host memory
+/// (only possible for a hand-edited camera; nothing is cast then).
+pub fn raycast_camera(
+    camera: &Camera,
+    world: &VoxelWorld,
+    opts: &RaycastOptions,
+) -> Result<Vec<RaycastOutcome>, CameraError> {
+    let mut out = Vec::new();
+    raycast_camera_rows_into(camera, 0..camera.height, world, opts, &mut out)?;
+    Ok(out)
+}
+
+/// [`raycast_camera`] into `out`, which is cleared and refilled (its capacity reused from one
+/// frame to the next).
+///
+/// # Errors
+/// As [`raycast_camera`]; `out` is left empty.
+pub fn raycast_camera_into(
+    camera: &Camera,
+    world: &VoxelWorld,
+    opts: &RaycastOptions,
+    out: &mut Vec<RaycastOutcome>,
+) -> Result<(), CameraError> {
+    raycast_camera_rows_into(camera, 0..camera.height, world, opts, out)
+}
+
+/// [`raycast_camera`] for the image rows `rows` only (row 0 at the top; rows past the image's
+/// height continue the image plane, as [`Camera::pixel_dir`] does): `rows.len() × width`
+/// outcomes into `out`, cleared first. For rendering in bands (a progress bar, a frame budget).
+/// Tiles start at `rows.start`, so bands whose heights are multiples of 8 rows cast as fast as
+/// the whole image; an empty range gives no outcomes.
+///
+/// # Errors
+/// As [`raycast_camera`]; `out` is left empty.
+pub fn raycast_camera_rows_into(
+    camera: &Camera,
+    rows: std::ops::Range<u32>,
+    world: &VoxelWorld,
+    opts: &RaycastOptions,
+    out: &mut Vec<RaycastOutcome>,
+) -> Result<(), CameraError> {
+    out.clear();
+    let width = camera.width as usize;
+    let pixels = u64::from(camera.width) * u64::from(rows.end.saturating_sub(rows.start));
+    let len = usize::try_from(pixels).map_err(|_| CameraError::ImageTooLarge(pixels))?;
+    out.try_reserve(len)
+        .map_err(|_| CameraError::ImageTooLarge(pixels))?;
+    out.resize(len, RaycastOutcome::Miss);
+    if len == 0 {
+        return Ok(());
+    }
+    out.par_chunks_mut(width * TILE as usize)
+        .enumerate()
+        .for_each(|(band, band_rows)| {
+            let y0 = rows.start + band as u32 * TILE;
+            for x0 in (0..camera.width).step_by(TILE as usize) {
+                cast_tile(camera, world, opts, [x0, y0], band_rows);
+            }
+        });
+    Ok(())
+}
+
+/// Casts the tile of pixels from `corner` (at most `TILE × TILE`, cut at the image's edges)
+/// into `rows`, the image rows from the tile's first.
+fn cast_tile(
+    camera: &Camera,
+    world: &VoxelWorld,
+    opts: &RaycastOptions,
+    corner: [u32; 2],
+    rows: &mut [RaycastOutcome],
+) {
+    let width = camera.width as usize;
+    let w = TILE.min(camera.width - corner[0]);
+    let h = (rows.len() / width) as u32;
+    let mut rays: Vec<(usize, PreparedRay)> = Vec::with_capacity((TILE * TILE) as usize);
+    for dy in 0..h {
+        for dx in 0..w {
+            let i = dy as usize * width + (corner[0] + dx) as usize;
+            let ray = VoxelRay {
+                origin: camera.position,
+                sub_offset: camera.sub_offset,
+                direction: camera.pixel_dir(corner[0] + dx, corner[1] + dy),
+                max_distance: camera.max_distance,
+            };
+            match ray.prepare() {
+                Err(e) => rows[i] = RaycastOutcome::Invalid(e),
+                Ok(None) => rows[i] = RaycastOutcome::Miss,
+                Ok(Some(p)) => rays.push((i, p)),
+            }
+        }
+    }
+    let t_air = if opts.unloaded == UnloadedPolicy::Air && !opts.per_voxel {
+        air_before(world, rays.iter().map(|(_, r)| r))
+    } else {
+        0.0
+    };
+    for (i, r) in &rays {
+        rows[*i] = cast_ray(r, world, opts, false, t_air);
+    }
+}
+
+/// A distance up to which every voxel that any of `rays` visits lies above its region's column
+/// tops (air, or not loaded): 0 when none is found, or when the rays do not all start at the
+/// same point. Walks the rays' bounding box forward in steps of up to `LONGEST_STEP` voxels,
+/// halving the step where a box reaches below the tops. The boxes are widened by a margin far
+/// larger than the difference between a ray's exact line and the voxels its DDA visits.
+fn air_before<'r>(world: &VoxelWorld, rays: impl Iterator<Item = &'r PreparedRay> + Clone) -> f32 {
+    let mut all = rays.clone();
+    let Some(first) = all.next() else {
+        return 0.0;
+    };
+    if all.any(|r| r.origin != first.origin || r.sub != first.sub) {
+        return 0.0;
+    }
+    let (mut d_lo, mut d_hi) = (first.dir.as_dvec3(), first.dir.as_dvec3());
+    let mut t_max = 0.0f64;
+    for r in rays {
+        d_lo = d_lo.min(r.dir.as_dvec3());
+        d_hi = d_hi.max(r.dir.as_dvec3());
+        t_max = t_max.max(f64::from(r.max_distance));
+    }
+    let sub = first.sub.as_dvec3();
+    let origin = first.origin.to_array();
+    let (mut t0, mut step) = (0.0f64, FIRST_STEP);
+    while t0 < t_max {
+        let t1 = (t0 + step).min(t_max);
+        let slack = 0.01 + t1 * 1e-4;
+        let lo = (sub + (d_lo * t0).min(d_lo * t1) - slack).floor();
+        let hi = (sub + (d_hi * t0).max(d_hi * t1) + slack).floor();
+        let corner = |v: glam::DVec3| {
+            std::array::from_fn(|a| origin[a].saturating_add(i128::from(v[a] as i64)))
+        };
+        if world.air_above_tops(corner(lo), corner(hi)) {
+            t0 = t1;
+            step = (step * 2.0).min(LONGEST_STEP);
+        } else if step > SHORTEST_STEP {
+            step /= 2.0;
+        } else {
+            break;
+        }
+    }
+    // The largest f32 not above `t0`.
+    let t = t0 as f32;
+    if f64::from(t) > t0 { t.next_down() } else { t }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scene::Terrain;
+
+    /// The tiles must actually find air to cross, or `raycast_camera` would be correct but no
+    /// faster than casting ray by ray (the parity tests could not tell).
+    #[test]
+    fn tiles_over_terrain_cross_air_together() {
+        let t = Terrain {
+            size: [256, 128, 256],
+            seed: 7,
+        };
+        let world = t.build();
+        let cam = t.camera(64, 36);
+        let tile = |x: u32, y: u32| -> Vec<PreparedRay> {
+            (y..y + TILE)
+                .flat_map(|py| (x..x + TILE).map(move |px| (px, py)))
+                .filter_map(|(px, py)| cam.ray(px, py).ok()?.prepare().ok()?)
+                .collect()
+        };
+        // The centre tile looks at the ground tens of voxels away.
+        let centre = tile(28, 16);
+        let t_air = air_before(&world, centre.iter());
+        let nearest = centre
+            .iter()
+            .filter_map(|r| {
+                let o = cast_ray(r, &world, &RaycastOptions::default(), false, 0.0);
+                o.hit().map(|h| h.distance)
+            })
+            .fold(f32::INFINITY, f32::min);
+        assert!(nearest.is_finite(), "the centre tile sees the ground");
+        assert!(
+            t_air > 20.0 && t_air <= nearest,
+            "air crossed together up to {t_air}, nearest hit {nearest}"
+        );
+        // Rays from different points share nothing; a tile in a solid voxel has no air.
+        let mut apart = centre.clone();
+        apart[1].origin.x += 1;
+        assert_eq!(air_before(&world, apart.iter()), 0.0);
+        let mut buried = world.clone();
+        buried.set_voxel(cam.position, VoxelId(1));
+        assert_eq!(air_before(&buried, centre.iter()), 0.0);
+        assert_eq!(air_before(&world, [].iter()), 0.0);
+    }
+}
