@@ -65,6 +65,11 @@ fn bench_workload(c: &mut Criterion, w: &Workload, gpu: Option<&GpuEngine>) {
     group.bench_function("cpu_batch", |b| {
         b.iter(|| peers::voxcast_batch(w, black_box(rays)))
     });
+    if let Some(cam) = &w.camera {
+        group.bench_function("cpu_camera_1t", |b| {
+            b.iter(|| peers::voxcast_camera_one_thread(w, black_box(cam)))
+        });
+    }
     if let Some(gpu) = gpu {
         match gpu.upload(w) {
             Ok(scene) => {

@@ -9,14 +9,17 @@
 //! cargo run --release --example bench_report -- --crossover  # GPU against CPU by batch size
 //! ```
 //!
-//! Engines: voxcast CPU one thread (`voxel_raycast_with` / `line_of_sight` in a loop), voxcast
-//! CPU batch (`raycast_batch` / `line_of_sight_batch`, rayon), voxcast GPU (when available),
+//! Engines: voxcast CPU one thread (`voxel_raycast_with` / `line_of_sight` in a loop), for W3
+//! also `raycast_camera` on one thread, voxcast CPU batch (`raycast_batch` /
+//! `line_of_sight_batch`, rayon), voxcast GPU (when available),
 //! parry3d's `Voxels` shape and the `voxel-traversal` crate (both one thread). See
 //! `examples/peers/mod.rs` for the adapters and `BENCHMARKS.md` for results.
 //!
 //! Definitions:
-//! - One-thread engines run on an evenly strided sample of the rays (every k-th ray); their
-//!   rays/s is measured on that sample, which is said in the output. Batch engines run on all
+//! - One-thread engines run on an evenly spread sample of the rays: every k-th ray, or for the
+//!   camera (W3) every k-th 8×8 tile of pixels, whole, since a camera's rays are cast image by
+//!   image and neighbours share cache lines. Their rays/s is measured on that sample, which is
+//!   said in the output. Batch engines, and `raycast_camera` on one thread (W3), run on all
 //!   rays.
 //! - Voxel steps per ray: voxels visited by voxcast's `VoxelTraversal` (the reference walk)
 //!   from the ray's start up to and including the voxel hit, or for a miss up to max distance
@@ -181,10 +184,106 @@ fn time_best<'a>(
     (answers, best)
 }
 
-/// Every `stride`-th ray and the stride.
-fn strided(rays: &[VoxelRay], n: usize) -> (Vec<VoxelRay>, usize) {
-    let stride = rays.len().div_ceil(n.max(1)).max(1);
-    (rays.iter().step_by(stride).copied().collect(), stride)
+/// The rays the one-thread engines time: `idx` indexes the workload's rays, in groups that are
+/// timed whole (single rays, or a camera's tiles of pixels).
+struct Sample {
+    idx: Vec<usize>,
+    rays: Vec<VoxelRay>,
+    /// Ranges of positions in `idx`.
+    groups: Vec<std::ops::Range<usize>>,
+    /// How the sample was taken, for the output.
+    how: String,
+}
+
+/// Edge of the camera tiles sampled, in pixels (that of `raycast_camera`'s tiles).
+const TILE: u32 = 8;
+
+impl Sample {
+    /// About `n` of `w`'s rays: every k-th ray, or for a camera every k-th tile of pixels.
+    fn of(w: &Workload, n: usize) -> Self {
+        let groups: Vec<Vec<usize>> = match &w.camera {
+            Some(cam) => {
+                let (width, height) = (cam.width, cam.height);
+                let tiles_x = width.div_ceil(TILE);
+                (0..tiles_x * height.div_ceil(TILE))
+                    .map(|t| {
+                        let (x0, y0) = (t % tiles_x * TILE, t / tiles_x * TILE);
+                        (y0..(y0 + TILE).min(height))
+                            .flat_map(|y| {
+                                (x0..(x0 + TILE).min(width)).map(move |x| (y * width + x) as usize)
+                            })
+                            .collect()
+                    })
+                    .collect()
+            }
+            None => (0..w.rays.len()).map(|i| vec![i]).collect(),
+        };
+        let per_group = w.rays.len() as f64 / groups.len().max(1) as f64;
+        Self::every_kth(
+            &groups,
+            n,
+            per_group,
+            &w.rays,
+            if w.camera.is_some() { "tile" } else { "" },
+        )
+    }
+
+    /// Every k-th of `groups`, k chosen to give about `n` rays.
+    fn every_kth(
+        groups: &[Vec<usize>],
+        n: usize,
+        per_group: f64,
+        rays: &[VoxelRay],
+        unit: &str,
+    ) -> Self {
+        let stride = ((groups.len() as f64 * per_group / n.max(1) as f64).ceil() as usize).max(1);
+        let mut sample = Self {
+            idx: Vec::new(),
+            rays: Vec::new(),
+            groups: Vec::new(),
+            how: String::new(),
+        };
+        for g in groups.iter().step_by(stride) {
+            let from = sample.idx.len();
+            sample.idx.extend(g);
+            sample.rays.extend(g.iter().map(|&i| rays[i]));
+            sample.groups.push(from..sample.idx.len());
+        }
+        let k = sample.idx.len();
+        sample.how = match (stride, unit) {
+            (1, _) => format!("all {k} rays, 1 thread"),
+            (_, "") => format!("sample: {k} rays (stride {stride}), 1 thread"),
+            _ => format!("sample: {k} rays (1 {TILE}x{TILE} {unit} in {stride}), 1 thread"),
+        };
+        sample
+    }
+
+    /// About `n` rays of this sample, whole groups: positions in this sample, and the sample.
+    fn sub(&self, n: usize, whole: &[VoxelRay], tiles: bool) -> (Vec<usize>, Self) {
+        let groups: Vec<Vec<usize>> = self.groups.iter().map(|g| g.clone().collect()).collect();
+        let per_group = self.idx.len() as f64 / groups.len().max(1) as f64;
+        let mut sub = Self::every_kth(&groups, n, per_group, &self.rays, "");
+        let positions = std::mem::take(&mut sub.idx);
+        sub.idx = positions.iter().map(|&p| self.idx[p]).collect();
+        let stride = whole.len() as f64 / sub.idx.len().max(1) as f64;
+        sub.how = if tiles {
+            format!(
+                "sample: {} rays (about 1 in {stride:.0}, whole {TILE}x{TILE} tiles), 1 thread",
+                sub.idx.len()
+            )
+        } else {
+            format!(
+                "sample: {} rays (stride {stride:.0}), 1 thread",
+                sub.idx.len()
+            )
+        };
+        (positions, sub)
+    }
+
+    /// `answers` to all the workload's rays, taken at this sample's rays.
+    fn pick(&self, answers: &[Answer]) -> Vec<Answer> {
+        self.idx.iter().map(|&i| answers[i]).collect()
+    }
 }
 
 fn i32_voxel(p: WorldPos) -> [i32; 3] {
@@ -217,23 +316,18 @@ fn reference_steps(ray: &VoxelRay, answer: Answer, bounds: &Bounds) -> u64 {
     n
 }
 
-/// Share of `answers` (taken every `stride`-th when `stride > 1`) equal to `reference`.
+/// Share of `answers` (to the same rays) equal to `reference`.
 /// Prints the first `show` disagreements (ray, voxcast's answer, the engine's) to stderr.
 fn agreement(
     reference: &[Answer],
     answers: &[Answer],
-    stride: usize,
     rays: &[VoxelRay],
     engine: &str,
     show: usize,
 ) -> (f64, usize) {
     let mut same = 0;
     let mut shown = 0;
-    for ((want, got), ray) in reference
-        .iter()
-        .zip(answers.iter().step_by(stride))
-        .zip(rays)
-    {
+    for ((want, got), ray) in reference.iter().zip(answers).zip(rays) {
         if want == got {
             same += 1;
         } else if shown < show {
@@ -265,19 +359,13 @@ fn run_workload(id: WorkloadId, cfg: &Config, gpu: Option<&GpuEngine>) -> Worklo
     ));
     let mut prep = vec![("world + rays".to_owned(), build_s)];
 
-    let (sample, stride) = strided(&w.rays, cfg.sample);
-    let (parry_sample, parry_stride) = strided(&sample, cfg.parry_sample);
+    let sampled = Sample::of(&w, cfg.sample);
+    let sample = &sampled.rays;
+    let (parry_at, parry_sample) = sampled.sub(cfg.parry_sample, &w.rays, w.camera.is_some());
     let warm = |s: &[VoxelRay]| s.len().div_ceil(10);
-    let sample_note = |k: usize, stride: usize| {
-        if stride == 1 {
-            format!("all {k} rays, 1 thread")
-        } else {
-            format!("sample: {k} rays (stride {stride}), 1 thread")
-        }
-    };
 
     // a. voxcast CPU, one thread: the reference answers for the agreement column.
-    let (reference, d) = time_best(cfg.repeats, &sample[..warm(&sample)], &sample, |r| {
+    let (reference, d) = time_best(cfg.repeats, &sample[..warm(sample)], sample, |r| {
         peers::voxcast_one_thread(&w, r)
     });
     let base = sample.len() as f64 / secs(d);
@@ -315,7 +403,7 @@ fn run_workload(id: WorkloadId, cfg: &Config, gpu: Option<&GpuEngine>) -> Worklo
         sample.len(),
         d,
         (1.0, reference.len()),
-        sample_note(sample.len(), stride),
+        sampled.how.clone(),
     )];
 
     // b. voxcast CPU batch on all threads, all rays.
@@ -327,7 +415,13 @@ fn run_workload(id: WorkloadId, cfg: &Config, gpu: Option<&GpuEngine>) -> Worklo
         format!("voxcast cpu batch ({threads} thr)"),
         n,
         d,
-        agreement(&reference, &answers, stride, &sample, "cpu batch", cfg.show),
+        agreement(
+            &reference,
+            &sampled.pick(&answers),
+            sample,
+            "cpu batch",
+            cfg.show,
+        ),
         format!("all {n} rays, rayon"),
     ));
     progress(&format!(
@@ -336,6 +430,31 @@ fn run_workload(id: WorkloadId, cfg: &Config, gpu: Option<&GpuEngine>) -> Worklo
         n as f64 / secs(d)
     ));
     drop(answers);
+
+    // b′. W3: voxcast's `raycast_camera` on one thread, the whole image.
+    if let Some(cam) = &w.camera {
+        let (answers, d) = time_best(cfg.repeats, &[], &[], |_| {
+            peers::voxcast_camera_one_thread(&w, cam)
+        });
+        rows.push(row(
+            "voxcast cpu camera 1T".into(),
+            n,
+            d,
+            agreement(
+                &reference,
+                &sampled.pick(&answers),
+                sample,
+                "cpu camera",
+                cfg.show,
+            ),
+            format!("all {n} rays, raycast_camera, 1 thread"),
+        ));
+        progress(&format!(
+            "{}: voxcast cpu camera 1T {:.0} rays/s",
+            id.label(),
+            n as f64 / secs(d)
+        ));
+    }
 
     // c. voxcast GPU, all rays, end to end (ray upload, dispatch, readback); world upload apart.
     match gpu {
@@ -377,7 +496,7 @@ fn run_workload(id: WorkloadId, cfg: &Config, gpu: Option<&GpuEngine>) -> Worklo
                         "voxcast gpu".into(),
                         n,
                         d,
-                        agreement(&reference, &answers, stride, &sample, "gpu", cfg.show),
+                        agreement(&reference, &sampled.pick(&answers), sample, "gpu", cfg.show),
                         format!("all {n} rays, {how}, incl. readback{kernel}"),
                     ));
                 }
@@ -398,19 +517,19 @@ fn run_workload(id: WorkloadId, cfg: &Config, gpu: Option<&GpuEngine>) -> Worklo
         "{}: parry Voxels built in {parry_build:.2} s",
         id.label()
     ));
-    let parry_ref: Vec<Answer> = reference.iter().step_by(parry_stride).copied().collect();
+    let parry_ref: Vec<Answer> = parry_at.iter().map(|&p| reference[p]).collect();
     let (answers, d) = time_best(
         cfg.repeats,
-        &parry_sample[..warm(&parry_sample)],
-        &parry_sample,
+        &parry_sample.rays[..warm(&parry_sample.rays)],
+        &parry_sample.rays,
         |r| parry.cast_all(r),
     );
     rows.push(row(
         "parry3d Voxels".into(),
-        parry_sample.len(),
+        parry_sample.rays.len(),
         d,
-        agreement(&parry_ref, &answers, 1, &parry_sample, "parry", cfg.show),
-        sample_note(parry_sample.len(), stride * parry_stride),
+        agreement(&parry_ref, &answers, &parry_sample.rays, "parry", cfg.show),
+        parry_sample.how.clone(),
     ));
     drop(parry);
 
@@ -418,22 +537,15 @@ fn run_workload(id: WorkloadId, cfg: &Config, gpu: Option<&GpuEngine>) -> Worklo
     let t = Instant::now();
     let grid = OccupancyGrid::new(&w.world);
     prep.push(("occupancy bitmap".into(), secs(t.elapsed())));
-    let (answers, d) = time_best(cfg.repeats, &sample[..warm(&sample)], &sample, |r| {
+    let (answers, d) = time_best(cfg.repeats, &sample[..warm(sample)], sample, |r| {
         grid.cast_all(r)
     });
     rows.push(row(
         "voxel-traversal".into(),
         sample.len(),
         d,
-        agreement(
-            &reference,
-            &answers,
-            1,
-            &sample,
-            "voxel-traversal",
-            cfg.show,
-        ),
-        sample_note(sample.len(), stride),
+        agreement(&reference, &answers, sample, "voxel-traversal", cfg.show),
+        sampled.how.clone(),
     ));
 
     WorkloadReport {

@@ -19,7 +19,7 @@ pub(crate) fn print_table(machine: &[(&str, String)], cfg: &Config, reports: &[W
         println!("{k:<10} {v}");
     }
     println!(
-        "mode       {} (best of {} timed runs after a warm-up; one-thread engines on a strided sample)",
+        "mode       {} (best of {} timed runs after a warm-up; one-thread engines on an evenly spread sample)",
         cfg.mode, cfg.repeats
     );
     println!();

@@ -15,7 +15,7 @@ use voxcast::scene::{Sparse, Terrain};
 use voxcast::{
     Camera, LineOfSight, LineOfSightOptions, LocalPos, RaycastOptions, RaycastOutcome, VoxelRay,
     VoxelWorld, WorldPos, line_of_sight, line_of_sight_batch_into, raycast_batch_into,
-    voxel_raycast_with,
+    raycast_camera_into, voxel_raycast_with,
 };
 
 /// Seed of the W1 reach rays.
@@ -234,6 +234,26 @@ pub(crate) fn voxcast_batch(w: &Workload, rays: &[VoxelRay]) -> Vec<Answer> {
             line_of_sight_batch_into(rays, &w.world, &LineOfSightOptions::default(), sights);
             sights.iter().map(answer_of_sight).collect()
         }
+    })
+}
+
+/// Engine a′ (W3 only): voxcast's `raycast_camera` on one thread (a rayon pool of one), the
+/// whole image of `camera`, into a buffer kept from one image to the next.
+pub(crate) fn voxcast_camera_one_thread(w: &Workload, camera: &Camera) -> Vec<Answer> {
+    thread_local! {
+        static POOL: rayon::ThreadPool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap_or_else(|e| panic!("a one-thread rayon pool: {e}"));
+    }
+    POOL.with(|pool| {
+        BATCH_OUT.with_borrow_mut(|(outcomes, _)| {
+            pool.install(|| {
+                raycast_camera_into(camera, &w.world, &RaycastOptions::default(), outcomes)
+                    .unwrap_or_else(|e| panic!("the standard camera's image fits: {e}"));
+            });
+            outcomes.iter().map(answer_of_outcome).collect()
+        })
     })
 }
 
