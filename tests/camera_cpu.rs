@@ -299,6 +299,20 @@ fn hand_edited_cameras_give_errors_not_panics() {
         ..good
     };
     assert_camera_parity(&wide, &world, &o);
+    // A tiny image with a field of view of almost 180 degrees and the longest rays: its tile
+    // spans nearly a half space of empty regions, and the air search must not ask about
+    // millions of them.
+    let fisheye = Camera::new(
+        WorldPos::new(-300, 0, 0),
+        Vec3::splat(0.5),
+        Vec3::NEG_X,
+        179.0,
+        8,
+        8,
+        voxcast::MAX_DISTANCE_CAP,
+    )
+    .expect("valid camera");
+    assert_camera_parity(&fisheye, &world, &o);
     // Empty images give no outcomes; an image too large for memory is an error.
     for (w, h) in [(0, 9), (16, 0)] {
         let empty = Camera {

@@ -14,6 +14,10 @@ const TILE: u32 = 8;
 const FIRST_STEP: f64 = 8.0;
 const LONGEST_STEP: f64 = 64.0;
 const SHORTEST_STEP: f64 = 1.0;
+/// The widest box, in voxels on any axis, that the air search asks about: a box costs a region
+/// lookup per region it touches, and a wide-angle tile far out would touch thousands. Wider
+/// boxes end the search (the rays then walk alone from there).
+const WIDEST_BOX: f64 = 512.0;
 
 /// Casts the ray of every pixel of `camera` (see [`Camera::ray`]), row by row from the top:
 /// `width × height` outcomes, each exactly what [`voxel_raycast_with`] answers for that pixel's
@@ -155,6 +159,9 @@ fn air_before<'r>(world: &VoxelWorld, rays: impl Iterator<Item = &'r PreparedRay
         let slack = 0.01 + t1 * 1e-4;
         let lo = (sub + (d_lo * t0).min(d_lo * t1) - slack).floor();
         let hi = (sub + (d_hi * t0).max(d_hi * t1) + slack).floor();
+        if (hi - lo).max_element() > WIDEST_BOX {
+            break;
+        }
         let corner = |v: glam::DVec3| {
             std::array::from_fn(|a| origin[a].saturating_add(i128::from(v[a] as i64)))
         };
