@@ -219,23 +219,14 @@ impl Sample {
             None => (0..w.rays.len()).map(|i| vec![i]).collect(),
         };
         let per_group = w.rays.len() as f64 / groups.len().max(1) as f64;
-        Self::every_kth(
-            &groups,
-            n,
-            per_group,
-            &w.rays,
-            if w.camera.is_some() { "tile" } else { "" },
-        )
+        let mut sample = Self::every_kth(&groups, n, per_group, &w.rays);
+        sample.describe(w.rays.len(), w.camera.is_some());
+        sample
     }
 
-    /// Every k-th of `groups`, k chosen to give about `n` rays.
-    fn every_kth(
-        groups: &[Vec<usize>],
-        n: usize,
-        per_group: f64,
-        rays: &[VoxelRay],
-        unit: &str,
-    ) -> Self {
+    /// Every k-th of `groups` (indices into `rays`), k chosen to give about `n` rays; `how`
+    /// left for the caller.
+    fn every_kth(groups: &[Vec<usize>], n: usize, per_group: f64, rays: &[VoxelRay]) -> Self {
         let stride = ((groups.len() as f64 * per_group / n.max(1) as f64).ceil() as usize).max(1);
         let mut sample = Self {
             idx: Vec::new(),
@@ -249,34 +240,31 @@ impl Sample {
             sample.rays.extend(g.iter().map(|&i| rays[i]));
             sample.groups.push(from..sample.idx.len());
         }
-        let k = sample.idx.len();
-        sample.how = match (stride, unit) {
-            (1, _) => format!("all {k} rays, 1 thread"),
-            (_, "") => format!("sample: {k} rays (stride {stride}), 1 thread"),
-            _ => format!("sample: {k} rays (1 {TILE}x{TILE} {unit} in {stride}), 1 thread"),
-        };
         sample
     }
 
-    /// About `n` rays of this sample, whole groups: positions in this sample, and the sample.
+    /// Says in `how` what this sample is, taken from `total` rays, in tiles or not.
+    fn describe(&mut self, total: usize, tiles: bool) {
+        let k = self.idx.len();
+        let one_in = (total as f64 / k.max(1) as f64).round();
+        self.how = if k == total {
+            format!("all {k} rays, 1 thread")
+        } else if tiles {
+            format!("sample: {k} rays (whole {TILE}x{TILE} tiles, 1 ray in {one_in}), 1 thread")
+        } else {
+            format!("sample: {k} rays (stride {one_in}), 1 thread")
+        };
+    }
+
+    /// About `n` rays of this sample, whole groups: positions in this sample, and the sample
+    /// (its indices into `whole`, the workload's rays).
     fn sub(&self, n: usize, whole: &[VoxelRay], tiles: bool) -> (Vec<usize>, Self) {
         let groups: Vec<Vec<usize>> = self.groups.iter().map(|g| g.clone().collect()).collect();
         let per_group = self.idx.len() as f64 / groups.len().max(1) as f64;
-        let mut sub = Self::every_kth(&groups, n, per_group, &self.rays, "");
+        let mut sub = Self::every_kth(&groups, n, per_group, &self.rays);
         let positions = std::mem::take(&mut sub.idx);
         sub.idx = positions.iter().map(|&p| self.idx[p]).collect();
-        let stride = whole.len() as f64 / sub.idx.len().max(1) as f64;
-        sub.how = if tiles {
-            format!(
-                "sample: {} rays (about 1 in {stride:.0}, whole {TILE}x{TILE} tiles), 1 thread",
-                sub.idx.len()
-            )
-        } else {
-            format!(
-                "sample: {} rays (stride {stride:.0}), 1 thread",
-                sub.idx.len()
-            )
-        };
+        sub.describe(whole.len(), tiles);
         (positions, sub)
     }
 
