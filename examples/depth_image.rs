@@ -31,6 +31,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use voxcast::glam::{IVec3, Vec3};
 
 use voxcast::scene::{DIRT, GRASS, ORE, SAND, STONE, Terrain, WATER};
+use voxcast::spec_variants::Freedom;
 use voxcast::{
     Camera, CameraError, RaycastOptions, RaycastOutcome, VoxelWorld, WorldPos,
     raycast_camera_rows_into,
@@ -76,6 +77,19 @@ struct Args {
     /// Skip the pixel-by-pixel comparison with the CPU reference.
     #[arg(long)]
     no_check: bool,
+    /// Render with the shader rewritten to take one of the WGSL spec's floating-point
+    /// freedoms, as a GPU may (see `voxcast::spec_variants`): inexact-up-1, inexact-down-1,
+    /// inexact-up-3, inexact-down-3, fused, reassociated or flush-subnormals. Every pixel must
+    /// still match the CPU reference.
+    #[arg(long, value_parser = parse_freedom)]
+    shader_variant: Option<Freedom>,
+}
+
+fn parse_freedom(s: &str) -> Result<Freedom, String> {
+    Freedom::from_name(s).ok_or_else(|| {
+        let names: Vec<String> = Freedom::ALL.iter().map(|f| f.name()).collect();
+        format!("{s:?} is not one of {}", names.join(", "))
+    })
 }
 
 /// A point given on the command line: a voxel and the offset inside it (not yet normalised
@@ -243,7 +257,7 @@ fn main() -> ExitCode {
         println!("adapter: none (--cpu): rendering with the CPU reference");
         None
     } else {
-        render_gpu(&world, &camera, &opts)
+        render_gpu(&world, &camera, &opts, args.shader_variant)
     };
     let rendered_on_gpu = gpu_image.is_some();
     let image = match gpu_image {
@@ -320,8 +334,9 @@ fn render_gpu(
     world: &VoxelWorld,
     camera: &Camera,
     opts: &RaycastOptions,
+    freedom: Option<Freedom>,
 ) -> Option<Vec<RaycastOutcome>> {
-    let (gpu, gpu_world) = common::gpu_setup(world)?;
+    let (gpu, gpu_world) = common::gpu_setup(world, freedom)?;
     let started = Instant::now();
     match gpu.render_camera(&gpu_world, camera, opts) {
         Ok(image) => {

@@ -164,7 +164,7 @@ fn main() -> ExitCode {
         println!("adapter: none (--cpu): using the CPU reference");
         None
     } else {
-        common::gpu_setup(&world)
+        common::gpu_setup(&world, None)
     };
     let threads = rayon::current_num_threads();
     let los_opts = LineOfSightOptions {

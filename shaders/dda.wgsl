@@ -10,7 +10,8 @@
 // order. The DDA definition and the parity contract are in the crate docs (src/lib.rs).
 //
 // Coordinates here are i32 voxels relative to the window's lowest voxel (anchor chunk * 32);
-// the host adds the i128 anchor back.
+// the host adds the i128 anchor back. Every f32 operation follows the rules at the top of
+// shaders/exact.wgsl (joined after this file), so that any conforming GPU gives these bits.
 
 const AXIS_NONE: u32 = 3u;
 // f32::MAX: the next crossing of a disabled axis. Finite, because WGSL lets an implementation
@@ -85,6 +86,10 @@ struct Params {
     cam_scale_y: f32,
     cam_up: vec3<f32>,
     cam_max_distance: f32,
+    cam_inv_w: f32,         // 2 / cam_width and 2 / cam_height, from the host (Camera::pixel_steps)
+    cam_inv_h: f32,
+    zero: u32,              // 0: the value behind `pin` (shaders/exact.wgsl), unknown when compiling
+    _pad1: u32,
 }
 
 struct GpuRay {
@@ -116,6 +121,11 @@ struct GpuHit {
 @group(0) @binding(5) var<storage, read> filter_bits: array<u32>;
 @group(0) @binding(6) var<storage, read> rays: array<GpuRay>;
 @group(0) @binding(7) var<storage, read_write> hits: array<GpuHit>;
+
+// 0, read from a uniform: `pin` (shaders/exact.wgsl) hides values behind it.
+fn opaque_zero() -> u32 {
+    return params.zero;
+}
 
 // Per-invocation DDA state; twin of `Dda` in src/cpu_ref/dda.rs.
 struct Dda {
@@ -193,7 +203,6 @@ fn dda_step(ray: GpuRay, d: ptr<function, Dda>) -> bool {
 // that crossing lies beyond max distance.
 fn skip_cell(ray: GpuRay, d: ptr<function, Dda>, lo: vec3<i32>, hi: vec3<i32>) -> bool {
     let conservative = (OPTIONS & FLAG_CONSERVATIVE) != 0u;
-    let near = select(1.0, NEAR_TIE, conservative);
     // Written per lane with vectors and selects (same arithmetic as the Rust twin's per-axis
     // loops) because dynamic vector indexing and branches are slow on some drivers.
     let enabled = vec3<bool>(axis_enabled(ray, 0u), axis_enabled(ray, 1u), axis_enabled(ray, 2u));
@@ -212,13 +221,12 @@ fn skip_cell(ray: GpuRay, d: ptr<function, Dda>, lo: vec3<i32>, hi: vec3<i32>) -
     // crossings_before (src/cpu_ref.rs) on the other enabled axes, all lanes at once.
     let counting = enabled & !exit_mask;
     // Start from an estimate just below the count, kept only where its crossing lies before
-    // t_end (then so do all earlier ones), so the count stays exact; long (chunk) skips then
-    // take a step or two instead of up to 32.
-    let estimate = t_end * abs(ray.dir) - ray.b - vec3<f32>(n) - vec3<f32>(1.0);
-    var c = vec3<u32>(clamp(estimate, vec3<f32>(0.0), vec3<f32>(k)));
-    c = select(vec3<u32>(0u), c, counting & ((ray.b + vec3<f32>(n + c)) * ray.inv * near < vec3<f32>(t_end)));
+    // t_end (then so do all earlier ones), so the count stays exact whatever the estimate;
+    // long (chunk) skips then take a step or two instead of up to 32.
+    var c = crossings_hint(ray, t_end, n, k);
+    c = select(vec3<u32>(0u), c, counting & (tie_scaled((ray.b + vec3<f32>(n + c)) * ray.inv) < vec3<f32>(t_end)));
     loop {
-        let more = counting & ((ray.b + vec3<f32>(n + c)) * ray.inv * near < vec3<f32>(t_end));
+        let more = counting & (tie_scaled((ray.b + vec3<f32>(n + c)) * ray.inv) < vec3<f32>(t_end));
         if (!any(more)) {
             break;
         }
@@ -233,6 +241,23 @@ fn skip_cell(ray: GpuRay, d: ptr<function, Dda>, lo: vec3<i32>, hi: vec3<i32>) -
         return false;
     }
     return true;
+}
+
+// Crossings as skip_cell compares them with the one that leaves the cell: for conservative
+// line of sight scaled by NEAR_TIE, so that a skip also stops before every crossing near-tied
+// with that exit. Twin of `tie_scaled` in src/cpu_ref.rs.
+fn tie_scaled(t: vec3<f32>) -> vec3<f32> {
+    if ((OPTIONS & FLAG_CONSERVATIVE) != 0u) {
+        return pin3(t) * NEAR_TIE;
+    }
+    return t;
+}
+
+// An estimate from below of the crossings before t_end on each axis, at most k: where
+// skip_cell's exact count starts (it checks the estimate, so any value gives the same count).
+fn crossings_hint(ray: GpuRay, t_end: f32, n: vec3<u32>, k: vec3<u32>) -> vec3<u32> {
+    let estimate = t_end * abs(ray.dir) - ray.b - vec3<f32>(n) - vec3<f32>(1.0);
+    return vec3<u32>(clamp(estimate, vec3<f32>(0.0), vec3<f32>(k)));
 }
 
 // How walk_dense left its loop.
@@ -344,12 +369,12 @@ fn face_frac(ray: GpuRay, n: vec3<u32>, t: f32, b: u32) -> f32 {
     if (n[b] == 0u) {
         var start = ray.b[b];
         if (axis_step(ray, b) > 0) {
-            start = 1.0 - ray.b[b];
+            start = pin(1.0 - ray.b[b]);
         }
-        f = start + ray.dir[b] * t;
+        f = start + pin(ray.dir[b] * pin(t));
     } else {
-        let along = abs(ray.dir[b]) * (t - crossing_t(ray.b[b], ray.inv[b], n[b] - 1u));
-        f = select(1.0 - along, along, axis_step(ray, b) > 0);
+        let along = abs(ray.dir[b]) * (pin(t) - pin(crossing_t(ray.b[b], ray.inv[b], n[b] - 1u)));
+        f = select(1.0 - pin(along), along, axis_step(ray, b) > 0);
     }
     return clamp(f, 0.0, 1.0);
 }
@@ -357,7 +382,7 @@ fn face_frac(ray: GpuRay, n: vec3<u32>, t: f32, b: u32) -> f32 {
 // The axes whose next crossing is t (the first) or near-tied with it: an edge or corner when
 // two or three bits are set.
 fn tied_axes(t_next: vec3<f32>, t: f32) -> u32 {
-    let near = t * NEAR_TIE;
+    let near = pin(t) * NEAR_TIE;
     return select(0u, 1u, t_next.x <= near) | select(0u, 2u, t_next.y <= near) | select(0u, 4u, t_next.z <= near);
 }
 
@@ -774,19 +799,22 @@ fn cast_rays(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgro
 }
 
 // The unit direction through the centre of pixel (px, py); twin of `Camera::pixel_dir` in
-// src/camera.rs: same operations in the same order.
+// src/camera.rs: same operations in the same order, each rounded once (`pin` keeps products
+// from being fused into the sums they feed and sums from being regrouped; `div_rn` and
+// `sqrt_rn` round as the CPU does). px and py are below 2^24, so f32(px) is exact.
 fn camera_dir(px: u32, py: u32) -> vec3<f32> {
-    let inv_w = 2.0 / f32(params.cam_width);
-    let inv_h = 2.0 / f32(params.cam_height);
-    let sx = ((f32(px) + 0.5) * inv_w - 1.0) * params.cam_scale_x;
-    let sy = (1.0 - (f32(py) + 0.5) * inv_h) * params.cam_scale_y;
+    let sx = pin(pin(pin(f32(px) + 0.5) * params.cam_inv_w) - 1.0) * params.cam_scale_x;
+    let sy = pin(1.0 - pin(pin(f32(py) + 0.5) * params.cam_inv_h)) * params.cam_scale_y;
     let f = params.cam_forward;
     let r = params.cam_right;
     let u = params.cam_up;
-    let v = vec3<f32>((f.x + r.x * sx) + u.x * sy, (f.y + r.y * sx) + u.y * sy, (f.z + r.z * sx) + u.z * sy);
-    let len = sqrt((v.x * v.x + v.y * v.y) + v.z * v.z);
-    let rl = 1.0 / len;
-    return vec3<f32>(v.x * rl, v.y * rl, v.z * rl);
+    let across = pin3(r * pin(sx));
+    let down = pin3(u * pin(sy));
+    let v = pin3(f + across) + down;
+    let squares = pin3(v * v);
+    let len = sqrt_rn(pin(squares.x + squares.y) + squares.z);
+    let rl = div_rn(1.0, len);
+    return v * rl;
 }
 
 // One axis of VoxelRay::prepare (src/ray.rs): flush a denormal component, apply the start-voxel
@@ -794,7 +822,7 @@ fn camera_dir(px: u32, py: u32) -> vec3<f32> {
 fn prepare_axis(ray_in: GpuRay, a: u32, d_raw: f32, sub: f32) -> GpuRay {
     var ray = ray_in;
     let d = select(d_raw, 0.0, abs(d_raw) < MIN_NORMAL);
-    ray.dir[a] = d;
+    ray.dir[a] = pin(d);
     if (d < 0.0) {
         ray.flags |= 1u << (RAY_NEGATIVE_SHIFT + a);
         if (sub == 0.0) {
@@ -804,11 +832,11 @@ fn prepare_axis(ray_in: GpuRay, a: u32, d_raw: f32, sub: f32) -> GpuRay {
             ray.b[a] = sub;
         }
     } else {
-        ray.b[a] = 1.0 - sub;
+        ray.b[a] = pin(1.0 - sub);
     }
     ray.inv[a] = 1.0;
     if (d != 0.0) {
-        let inv = 1.0 / abs(d);
+        let inv = div_rn(1.0, abs(d));
         if (ray.b[a] * inv <= ray.max_distance) {
             ray.flags |= 1u << (RAY_ENABLED_SHIFT + a);
             ray.inv[a] = inv;

@@ -203,8 +203,7 @@ impl Camera {
     /// Twin of `camera_dir` in `shaders/dda.wgsl`: same operations, same order.
     #[must_use]
     pub fn pixel_dir(&self, px: u32, py: u32) -> Vec3 {
-        let inv_w = 2.0 / self.width as f32;
-        let inv_h = 2.0 / self.height as f32;
+        let [inv_w, inv_h] = self.pixel_steps();
         let sx = ((px as f32 + 0.5) * inv_w - 1.0) * self.scale_x;
         let sy = (1.0 - (py as f32 + 0.5) * inv_h) * self.scale_y;
         let v = Vec3::new(
@@ -215,6 +214,15 @@ impl Camera {
         let len = ((v.x * v.x + v.y * v.y) + v.z * v.z).sqrt();
         let r = 1.0 / len;
         Vec3::new(v.x * r, v.y * r, v.z * r)
+    }
+
+    /// `2 / width` and `2 / height` in f32: the width and height of one pixel on the image
+    /// plane at distance 1, in units of `scale_x` and `scale_y` (what [`Camera::pixel_dir`]
+    /// steps by; the GPU receives them from the host). Infinite for a hand-edited camera of
+    /// width or height 0.
+    #[must_use]
+    pub fn pixel_steps(&self) -> [f32; 2] {
+        [2.0 / self.width as f32, 2.0 / self.height as f32]
     }
 
     /// The ray through the centre of pixel `(px, py)` (see [`Camera::pixel_dir`], also for

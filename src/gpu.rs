@@ -36,17 +36,24 @@ pub use wgpu::AdapterInfo;
 mod device;
 mod dispatch;
 mod host;
+mod probe;
 mod window;
 mod world;
 
 use device::option_flags;
 use dispatch::{BatchBuffers, Kernel, KernelTimer};
 use host::{HostStaging, shader_camera};
+pub use probe::{GpuConfig, SelfCheck, SelfCheckReport};
 use window::{Upload, Window, window_index};
 pub use world::GpuWorld;
 
-/// The WGSL source of the compute shader (`shaders/dda.wgsl`).
-pub const SHADER_SOURCE: &str = include_str!("../shaders/dda.wgsl");
+/// The WGSL source of the compute shader: `shaders/dda.wgsl` followed by `shaders/exact.wgsl`
+/// (the exact arithmetic it uses), joined in that order so that naga's line numbers in
+/// `dda.wgsl` are its own.
+pub const SHADER_SOURCE: &str = concat!(
+    include_str!("../shaders/dda.wgsl"),
+    include_str!("../shaders/exact.wgsl")
+);
 
 const WORKGROUP_SIZE: u32 = 64;
 /// Default for the most rays in one dispatch (and so the size the batch buffers grow to); see
@@ -160,6 +167,14 @@ pub enum GpuError {
          GpuRaycaster)"
     )]
     Device(String),
+    /// The device's answers to the self-check at creation differ from the CPU reference (the
+    /// first difference is given): voxcast's answers on it would not be exact.
+    #[error(
+        "this GPU's answers differ from the CPU reference, so voxcast's would not be exact on it: \
+         {0}. Please report it with the adapter (GpuRaycaster::adapter_info); to use the GPU \
+         anyway, create the raycaster with GpuConfig {{ self_check: SelfCheck::AllowUnverified }}"
+    )]
+    SelfCheckFailed(String),
     /// The GPU returned a result the host cannot decode (a bug: please report it).
     #[error("internal GPU error (a bug in voxcast: please report it): {0}")]
     Internal(String),
@@ -212,11 +227,17 @@ pub(crate) struct GpuParams {
     cam_scale_y: f32,
     cam_up: [f32; 3],
     cam_max_distance: f32,
+    cam_inv_w: f32,
+    cam_inv_h: f32,
+    /// Always 0: the shader's `pin` hides values behind it (see `shaders/exact.wgsl`).
+    zero: u32,
+    _pad1: u32,
 }
 
 /// A wgpu device with the raycasting pipelines: its own ([`GpuRaycaster::new`]) or the
 /// application's ([`GpuRaycaster::from_device`]). Create one and reuse it: creation compiles the
-/// shader for the default options, with both walks through empty bricks. The shader is
+/// shader for the default options, with both walks through empty bricks, and checks the device
+/// against the CPU reference ([`GpuRaycaster::self_check`]). The shader is
 /// specialised per combination of options (origin policy, unloaded policy, whether the
 /// material filter is the default, conservative line of sight, per-voxel mode) and walk
 /// (skipping empty bricks or stepping through them, see [`GpuWorld::skips_empty_bricks`]): the
@@ -255,6 +276,7 @@ pub struct GpuRaycaster {
     /// Tells this raycaster's [`GpuWorld`]s from those of another: `wgpu::Device`s of separate
     /// instances can compare equal (their ids are per instance).
     token: u64,
+    self_check: SelfCheckReport,
 }
 
 /// The next [`GpuRaycaster`]'s `token`.
@@ -322,13 +344,30 @@ impl GpuRaycaster {
         &self.info
     }
 
-    /// A one-line description of the adapter, e.g. `llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan, Mesa 22.3.6)`.
+    /// A one-line description of the adapter and of the self-check's outcome, e.g.
+    /// `llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan, llvmpipe Mesa 22.3.6); exact: 2998 rays and
+    /// 1296 camera pixels match the CPU reference`.
     #[must_use]
     pub fn adapter_summary(&self) -> String {
         format!(
-            "{} ({:?}, {} {})",
-            self.info.name, self.info.backend, self.info.driver, self.info.driver_info
+            "{} ({:?}, {} {}); {}",
+            self.info.name,
+            self.info.backend,
+            self.info.driver,
+            self.info.driver_info,
+            self.self_check
         )
+    }
+
+    /// What the self-check found when this raycaster was created: a few thousand rays and a
+    /// small camera image cast on the device over a small terrain, every answer compared with
+    /// the CPU reference. The shader's arithmetic is exact on every GPU whose f32 `+ - *`
+    /// round to nearest even (see the crate docs); the check catches a device or driver where
+    /// that does not hold. A raycaster exists with a failed check only where
+    /// [`SelfCheck::AllowUnverified`] allowed it.
+    #[must_use]
+    pub fn self_check(&self) -> &SelfCheckReport {
+        &self.self_check
     }
 
     /// Sets the most rays (or pixels) one dispatch takes; larger batches are split into several

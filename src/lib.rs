@@ -48,8 +48,36 @@
 //!
 //! ## Parity contract
 //! For every valid ray the GPU gives the CPU reference's outcome, voxel, face normal and id,
-//! and the same distance bit for bit; UV may differ by `1e-5`. The parity tests check this on
-//! Mesa's lavapipe, ray by ray.
+//! and the same distance bit for bit; UV may differ by `1e-5`.
+//!
+//! This holds on every GPU that follows the WGSL spec and rounds f32 `+ - *` to nearest even
+//! (every current desktop and mobile GPU does). Nothing else is assumed: the spec lets a GPU
+//! divide and take roots a few ulps off, flush subnormals to zero, fuse `a * b + c` into one
+//! rounding and regroup sums and products, and the shader gives those freedoms nothing to
+//! change. It uses no f32 division or root (camera rays made in the shader divide and take the
+//! root with integer arithmetic, correctly rounded as the CPU's IEEE operations are), keeps
+//! every product that feeds a sum, and every sum that feeds a sum, behind a barrier no compiler
+//! can see through, and never makes a subnormal value. `shaders/exact.wgsl` states the rules.
+//!
+//! How it is tested, on Mesa's lavapipe in CI (which takes none of those freedoms itself):
+//! - the parity suite compares the GPU with the CPU ray by ray: over a million random rays
+//!   and an adversarial set (integer and half-integer origins, axis-aligned and 45° rays, zero
+//!   components, chunk faces, negative coordinates, the edges of `i128`, max distance 0, rays
+//!   starting in solid), camera images, line of sight under every option;
+//! - the same suite runs against shader variants that take each freedom the spec gives
+//!   (divisions and roots one and three ulps off either way, fused multiply-adds, regrouped
+//!   sums and products, flushed subnormals), generated from the shader's own IR by
+//!   `spec_variants` (cargo feature `spec-variants`); they must give the same answers;
+//! - `spec_variants::check_exact` follows every f32 value of the shader through variables,
+//!   fields and calls and fails on any operation a freedom could change;
+//! - the correctly rounded division and root are checked on every significand, from hints up
+//!   to 40 ulps off.
+//!
+//! On a real device, creating a [`gpu::GpuRaycaster`] runs a self-check: a few thousand rays
+//! and a small camera image against the CPU reference. A device that differs (one whose
+//! arithmetic breaks the assumption above, or a driver bug) fails creation with
+//! [`gpu::GpuError::SelfCheckFailed`], unless the caller allows it with
+//! [`gpu::SelfCheck::AllowUnverified`]; [`gpu::GpuRaycaster::self_check`] says what it found.
 
 pub mod aabb;
 pub mod camera;
@@ -60,6 +88,8 @@ pub mod grid;
 mod packed_ids;
 pub mod ray;
 pub mod scene;
+#[cfg(feature = "spec-variants")]
+pub mod spec_variants;
 pub mod world;
 
 pub use glam;

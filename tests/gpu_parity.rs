@@ -8,91 +8,22 @@ mod gpu_common;
 use gpu_common::*;
 
 use voxcast::gpu::{GpuError, GpuWorld};
-use voxcast::scene::{SplitMix64, WATER};
+use voxcast::scene::SplitMix64;
 use voxcast::{
-    Camera, ChunkPos, MaterialFilter, RaycastOptions, UnloadedPolicy, VoxelId, VoxelRay,
-    VoxelWorld, WorldPos, glam::Vec3, raycast_batch,
+    Camera, ChunkPos, RaycastOptions, UnloadedPolicy, VoxelId, VoxelRay, VoxelWorld, WorldPos,
+    glam::Vec3, raycast_batch,
 };
 
 #[test]
 fn parity_terrain_and_sparse_million_rays() {
     let Some(gpu) = gpu() else { return };
-    let (t, tw) = terrain();
-    let gw = GpuWorld::from_world(gpu, tw).expect("upload terrain");
-    let opts = RaycastOptions::default();
-    check(
-        gpu,
-        "terrain reach",
-        tw,
-        &gw,
-        &t.reach_rays(300_000, 1),
-        &opts,
-    );
-    let mut rng = SplitMix64::new(2);
-    let long: Vec<VoxelRay> = t
-        .reach_rays(200_000, 3)
-        .into_iter()
-        .map(|r| VoxelRay {
-            max_distance: 32.0 + rng.next_f32() * 400.0,
-            ..r
-        })
-        .collect();
-    check(gpu, "terrain long rays", tw, &gw, &long, &opts);
-    let (s, sw) = sparse();
-    let sg = GpuWorld::from_world(gpu, sw).expect("upload sparse");
-    check(gpu, "sparse", sw, &sg, &s.rays(400_000, 4), &opts);
-    check(
-        gpu,
-        "sparse per-voxel",
-        sw,
-        &sg,
-        &s.rays(100_000, 5),
-        &RaycastOptions {
-            per_voxel: true,
-            ..opts.clone()
-        },
-    );
-    check(
-        gpu,
-        "terrain adversarial",
-        tw,
-        &gw,
-        &adversarial_rays(WorldPos::new(128, 48, 128), 60_000, 6),
-        &opts,
-    );
+    million_rays(gpu);
 }
 
 #[test]
 fn parity_every_option() {
     let Some(gpu) = gpu() else { return };
-    let (t, tw) = terrain();
-    let gw = GpuWorld::from_world(gpu, tw).expect("upload terrain");
-    let mut rays = t.reach_rays(20_000, 10);
-    rays.extend(adversarial_rays(WorldPos::new(100, 40, 90), 20_000, 11));
-    // Rays from outside the window (clipped on the host) and from far away.
-    rays.extend(adversarial_rays(WorldPos::new(-40, 120, -40), 5_000, 12));
-    rays.extend(adversarial_rays(
-        WorldPos::new(1 << 100, 0, -(1 << 90)),
-        500,
-        13,
-    ));
-    for origin in common::ORIGIN_POLICIES {
-        for unloaded in [UnloadedPolicy::Air, UnloadedPolicy::Stop] {
-            for blocks in [
-                MaterialFilter::default(),
-                MaterialFilter::all_solid().without(WATER),
-                MaterialFilter::only(&[VoxelId(1)]),
-            ] {
-                let opts = RaycastOptions {
-                    origin,
-                    unloaded,
-                    blocks,
-                    per_voxel: false,
-                };
-                check(gpu, &format!("{opts:?}"), tw, &gw, &rays, &opts);
-            }
-        }
-    }
+    every_option_with_clipped_rays(gpu);
 }
 
 /// Every option and both kinds of line of sight are answered by the shader, not on the host:
@@ -128,50 +59,7 @@ fn every_option_is_answered_by_the_shader() {
 #[test]
 fn parity_line_of_sight_both_modes() {
     let Some(gpu) = gpu() else { return };
-    let (t, tw) = terrain();
-    let gw = GpuWorld::from_world(gpu, tw).expect("upload terrain");
-    let mut segs = t.sight_segments(100_000, 64.0, 20);
-    // Segments through edges and corners: axis-aligned and 45 degree from integer points.
-    segs.extend(adversarial_rays(WorldPos::new(128, 40, 128), 20_000, 21));
-    sight_parity(gpu, &gw, tw, &segs, "terrain");
-    // Diagonals from outside the loaded chunk, clipped to the window, often inside a tie
-    // group or touching the chunk only at an edge.
-    let base = [-(1i128 << 100), 7, 3];
-    let (edge_world, mut edge_segs) = common::tie_entry_world(base, false);
-    // Diagonals from just outside the window (the loaded chunk and a margin of one chunk) whose
-    // first crossing is a tie: under `Stop` the voxel beside the first step is unloaded.
-    let o = ChunkPos::new(base[0], base[1], base[2]).origin();
-    for y in 0..32 {
-        for z in 0..32 {
-            for dir in [[1.0, -1.0, 0.0], [1.0, -1.0, 1.0], [1.0, 1.0, -1.0]] {
-                let start = common::offset(o, [-33, y, z]);
-                edge_segs.push(common::ray(
-                    start,
-                    Vec3::splat(0.5),
-                    Vec3::from_array(dir),
-                    80.0,
-                ));
-            }
-        }
-    }
-    let edge_gw = GpuWorld::from_world(gpu, &edge_world).expect("upload");
-    for origin in common::ORIGIN_POLICIES {
-        for unloaded in [UnloadedPolicy::Air, UnloadedPolicy::Stop] {
-            let raycast = RaycastOptions {
-                origin,
-                unloaded,
-                ..Default::default()
-            };
-            sight_parity_with(
-                gpu,
-                &edge_gw,
-                &edge_world,
-                &edge_segs,
-                &format!("clipped diagonals, {origin:?}, {unloaded:?}"),
-                &raycast,
-            );
-        }
-    }
+    sight_through_ties_and_clipping(gpu);
 }
 
 #[test]
@@ -219,36 +107,9 @@ fn parity_near_i128_edges_and_negative_coordinates() {
 #[test]
 fn parity_camera_rays_made_in_the_shader() {
     let Some(gpu) = gpu() else { return };
-    let (t, tw) = terrain();
+    camera_images(gpu);
+    let (_, tw) = terrain();
     let gw = GpuWorld::from_world(gpu, tw).expect("upload");
-    let cam = t.camera(320, 180);
-    let rays = cam.rays().expect("camera rays");
-    let from_shader = gpu
-        .render_camera(&gw, &cam, &RaycastOptions::default())
-        .expect("render");
-    let cpu = raycast_batch(&rays, tw, &RaycastOptions::default());
-    assert_parity("camera (shader-made rays)", &rays, &from_shader, &cpu);
-    // Straight down and rolled (`Camera::with_up`): the shader takes the same basis.
-    for (forward, up) in [(Vec3::NEG_Y, Vec3::Z), (Vec3::new(0.3, -0.2, 1.0), Vec3::X)] {
-        let cam = Camera::with_up(
-            t.camera(8, 8).position,
-            Vec3::splat(0.25),
-            forward,
-            up,
-            80.0,
-            96,
-            64,
-            512.0,
-        )
-        .expect("camera");
-        let rays = cam.rays().expect("camera rays");
-        let from_shader = gpu
-            .render_camera(&gw, &cam, &RaycastOptions::default())
-            .expect("render");
-        let cpu = raycast_batch(&rays, tw, &RaycastOptions::default());
-        assert!(cpu.iter().filter(|o| o.hit().is_some()).count() > rays.len() / 4);
-        assert_parity("camera with another up", &rays, &from_shader, &cpu);
-    }
     // More pixels than one batch holds: a clear error before anything is allocated, and the
     // raycaster goes on working (the camera below).
     let (w, h) = (65_536_u32, 65_537_u32);

@@ -3,13 +3,30 @@
 use std::time::{Duration, Instant};
 
 use voxcast::VoxelWorld;
-use voxcast::gpu::{GpuRaycaster, GpuWorld};
+use voxcast::gpu::{GpuConfig, GpuRaycaster, GpuWorld, SHADER_SOURCE};
+use voxcast::spec_variants::{Freedom, variant};
 
-/// The GPU and the world on it, or `None` after one line saying why not.
-pub(crate) fn gpu_setup(world: &VoxelWorld) -> Option<(GpuRaycaster, GpuWorld)> {
+/// The GPU and the world on it, or `None` after one line saying why not. With `freedom`, the
+/// raycaster runs the shader rewritten to take that freedom of the WGSL spec
+/// (`voxcast::spec_variants`).
+pub(crate) fn gpu_setup(
+    world: &VoxelWorld,
+    freedom: Option<Freedom>,
+) -> Option<(GpuRaycaster, GpuWorld)> {
     let threads = rayon::current_num_threads();
     let started = Instant::now();
-    let gpu = match GpuRaycaster::new_blocking() {
+    let made = match freedom {
+        None => GpuRaycaster::new_blocking(),
+        Some(f) => {
+            let v = variant(SHADER_SOURCE, f).unwrap_or_else(|e| panic!("variant {f}: {e}"));
+            println!(
+                "shader: the spec variant {f} ({} operations rewritten)",
+                v.sites
+            );
+            GpuRaycaster::new_blocking_with_shader(v.source, GpuConfig::default())
+        }
+    };
+    let gpu = match made {
         Ok(g) => g,
         Err(e) => {
             println!("adapter: no usable GPU ({e}); using the CPU reference on {threads} threads");
@@ -20,6 +37,11 @@ pub(crate) fn gpu_setup(world: &VoxelWorld) -> Option<(GpuRaycaster, GpuWorld)> 
         "adapter: {} (device and shader ready in {})",
         gpu.adapter_summary(),
         secs(started.elapsed())
+    );
+    println!(
+        "self-check: {} ({})",
+        gpu.self_check(),
+        secs(Duration::from_secs_f64(gpu.self_check().seconds))
     );
     let started = Instant::now();
     match GpuWorld::from_world(&gpu, world) {

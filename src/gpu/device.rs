@@ -4,7 +4,37 @@
 use super::*;
 
 impl GpuRaycaster {
-    /// Picks an adapter and creates the device and pipelines.
+    /// Picks an adapter, creates the device and pipelines, and runs the self-check (see
+    /// [`GpuRaycaster::self_check`]): [`GpuRaycaster::new_with`] with the default
+    /// [`GpuConfig`].
+    ///
+    /// # Errors
+    /// As [`GpuRaycaster::new_with`].
+    pub async fn new() -> Result<Self, GpuError> {
+        Self::new_with(GpuConfig::default()).await
+    }
+
+    /// [`GpuRaycaster::new_with`], blocking on the future with pollster.
+    ///
+    /// # Errors
+    /// As [`GpuRaycaster::new_with`].
+    pub fn new_blocking_with(config: GpuConfig) -> Result<Self, GpuError> {
+        pollster::block_on(Self::new_with(config))
+    }
+
+    /// A raycaster whose shader is `wgsl` instead of [`SHADER_SOURCE`]: for testing the
+    /// parity contract against a variant of the shader ([`crate::spec_variants::variant`]).
+    /// The self-check runs as for [`GpuRaycaster::new`]. `wgsl` must keep the shader's entry
+    /// points, bindings and structs.
+    ///
+    /// # Errors
+    /// As [`GpuRaycaster::new`]; [`GpuError::Device`] when the device rejects `wgsl`.
+    #[cfg(feature = "spec-variants")]
+    pub fn new_blocking_with_shader(wgsl: String, config: GpuConfig) -> Result<Self, GpuError> {
+        pollster::block_on(Self::create(config, wgsl.into()))
+    }
+
+    /// Picks an adapter, creates the device and pipelines, and runs the self-check.
     ///
     /// The adapter honours `WGPU_BACKEND` (default: the primary backends, Vulkan, Metal and
     /// DX12), `WGPU_ADAPTER_NAME` (a case-insensitive substring of the adapter name, such as
@@ -12,8 +42,17 @@ impl GpuRaycaster {
     ///
     /// # Errors
     /// [`GpuError::NoAdapter`] when no adapter exists, [`GpuError::AdapterNotFound`] when
-    /// `WGPU_ADAPTER_NAME` matches none, [`GpuError::RequestDevice`] when the device fails.
-    pub async fn new() -> Result<Self, GpuError> {
+    /// `WGPU_ADAPTER_NAME` matches none, [`GpuError::RequestDevice`] when the device fails,
+    /// [`GpuError::SelfCheckFailed`] when the device's answers differ from the CPU reference
+    /// (unless `config` allows that).
+    pub async fn new_with(config: GpuConfig) -> Result<Self, GpuError> {
+        Self::create(config, SHADER_SOURCE.into()).await
+    }
+
+    async fn create(
+        config: GpuConfig,
+        shader: std::borrow::Cow<'static, str>,
+    ) -> Result<Self, GpuError> {
         // Instance: primary backends unless WGPU_BACKEND says otherwise.
         let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
         desc.backends = wgpu::Backends::PRIMARY;
@@ -74,7 +113,7 @@ impl GpuRaycaster {
                 *l = Some(format!("device lost ({reason:?}): {message}"));
             }
         });
-        Self::on_device(device, queue, lost)
+        Self::on_device(device, queue, lost, shader, config)
     }
 
     /// A raycaster on a device the application already has (a game engine's own wgpu device),
@@ -94,12 +133,34 @@ impl GpuRaycaster {
     /// It leaves the device's lost callback alone (it belongs to the application): on a lost
     /// device voxcast's calls fail with [`GpuError::Device`].
     ///
+    /// Creation runs the self-check (see [`GpuRaycaster::self_check`]) on the device: it
+    /// uploads a small world and casts a few thousand rays (a few milliseconds of GPU time).
+    ///
     /// # Errors
     /// [`GpuError::UnsuitableDevice`] when the device's limits are below what the shader needs
     /// (downlevel devices such as WebGL2 have no storage buffers in compute shaders),
-    /// [`GpuError::Device`] when the device rejects the shader.
+    /// [`GpuError::Device`] when the device rejects the shader,
+    /// [`GpuError::SelfCheckFailed`] when the device's answers differ from the CPU reference.
     pub fn from_device(device: &wgpu::Device, queue: &wgpu::Queue) -> Result<Self, GpuError> {
-        Self::on_device(device.clone(), queue.clone(), Arc::new(Mutex::new(None)))
+        Self::from_device_with(device, queue, GpuConfig::default())
+    }
+
+    /// [`GpuRaycaster::from_device`] with a [`GpuConfig`] (to allow a failed self-check).
+    ///
+    /// # Errors
+    /// As [`GpuRaycaster::from_device`]; a failed self-check only where `config` requires it.
+    pub fn from_device_with(
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        config: GpuConfig,
+    ) -> Result<Self, GpuError> {
+        Self::on_device(
+            device.clone(),
+            queue.clone(),
+            Arc::new(Mutex::new(None)),
+            SHADER_SOURCE.into(),
+            config,
+        )
     }
 
     /// The device and queue this raycaster submits to: the ones given to
@@ -110,12 +171,14 @@ impl GpuRaycaster {
         (&self.device, &self.queue)
     }
 
-    /// Checks the device, compiles the shader and the default pipelines, and makes the
-    /// raycaster. `lost` is set by the device-lost callback, if voxcast owns one.
+    /// Checks the device, compiles `shader` and the default pipelines, makes the raycaster and
+    /// runs the self-check. `lost` is set by the device-lost callback, if voxcast owns one.
     fn on_device(
         device: wgpu::Device,
         queue: wgpu::Queue,
         lost: Arc<Mutex<Option<String>>>,
+        shader: std::borrow::Cow<'static, str>,
+        config: GpuConfig,
     ) -> Result<Self, GpuError> {
         let info = device.adapter_info();
         let limits = device.limits();
@@ -126,7 +189,7 @@ impl GpuRaycaster {
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("dda.wgsl"),
-            source: wgpu::ShaderSource::Wgsl(SHADER_SOURCE.into()),
+            source: wgpu::ShaderSource::Wgsl(shader),
         });
         let storage = |binding: u32, read_only: bool| wgpu::BindGroupLayoutEntry {
             binding,
@@ -193,7 +256,7 @@ impl GpuRaycaster {
             }),
             period_ns: f64::from(queue.get_timestamp_period()),
         });
-        Ok(Self {
+        let mut raycaster = Self {
             device,
             queue,
             info,
@@ -209,7 +272,19 @@ impl GpuRaycaster {
             max_dispatch_rays: MAX_DISPATCH_RAYS,
             token: NEXT_TOKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             stats: Mutex::new(BatchStats::default()),
-        })
+            self_check: SelfCheckReport::default(),
+        };
+        let report = probe::run(&raycaster)?;
+        if let Some(difference) = &report.difference
+            && config.self_check == SelfCheck::Required
+        {
+            return Err(GpuError::SelfCheckFailed(difference.clone()));
+        }
+        raycaster.self_check = report;
+        // A new raycaster keeps no buffers for batches it has not been asked to cast.
+        raycaster.release_buffers();
+        replace_locked(&raycaster.stats, BatchStats::default());
+        Ok(raycaster)
     }
 
     /// The pipeline of the rays (`camera == false`) or camera entry point specialised for

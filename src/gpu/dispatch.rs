@@ -360,6 +360,7 @@ impl GpuRaycaster {
             params.cam_scale_x = cam.scale_x;
             params.cam_scale_y = cam.scale_y;
             params.cam_max_distance = cam.max_distance;
+            [params.cam_inv_w, params.cam_inv_h] = cam.pixel_steps();
         }
         self.queue
             .write_buffer(&batch.filter, 0, bytemuck::cast_slice(opts.blocks.words()));

@@ -147,10 +147,11 @@ impl GpuRaycaster {
 
 /// `camera` as the shader gets it (the eye and max distance as [`VoxelRay::new`] stores them),
 /// when the shader's ray for every pixel (`cast_camera` in `shaders/dda.wgsl`) is exactly
-/// [`Camera::ray`] of that pixel: for every camera [`Camera::new`] makes with a field of view
-/// up to about 179.99° at 16:9. `None` for a wider one, and for a camera edited into one where
-/// that may fail: an eye offset outside `[0, 1)`, an invalid max distance, or vectors that
-/// could make a pixel direction zero, non-finite or not unit.
+/// [`Camera::ray`] of that pixel on every conforming GPU: for every camera [`Camera::new`] makes
+/// with a field of view from about 0.0001° up to about 179.99° at 16:9 and no vector component
+/// below 2^-56 other than 0. `None` for others, and for a camera edited into one where that
+/// may fail: an eye offset outside `[0, 1)`, an invalid max distance, or vectors that could
+/// make a pixel direction zero, non-finite or not unit.
 pub(super) fn shader_camera(c: &Camera) -> Option<Camera> {
     let probe = VoxelRay::new(c.position, c.sub_offset, glam::Vec3::X, c.max_distance).ok()?;
     if probe.origin != c.position || probe.sub_offset != c.sub_offset {
@@ -171,6 +172,7 @@ pub(super) fn shader_camera(c: &Camera) -> Option<Camera> {
     let off_axis = sx * f.dot(r).abs() + sy * f.dot(u).abs();
     let spread = sx * r.length() + sy * u.length();
     (finite
+        && no_subnormal_steps(c)
         && (c.forward.length_squared() - 1.0).abs() <= 1e-3
         && off_axis <= 0.25
         && spread <= 1e5)
@@ -179,6 +181,27 @@ pub(super) fn shader_camera(c: &Camera) -> Option<Camera> {
             max_distance: probe.max_distance,
             ..*c
         })
+}
+
+/// Whether no f32 value `camera_dir` computes can be subnormal (a GPU may flush those to
+/// zero, the CPU keeps them) except squares too small to change the squared length, and
+/// pixel indices convert to f32 exactly. With `px < 2^24`, `(px + 0.5) · 2/width - 1` is 0 or
+/// at least 2^-24 in size, so `sx` and `sy` are 0 or at least 2^-44 for scales of at least
+/// 2^-20; with every vector component 0 or at least 2^-56, each product is 0 or at least
+/// 2^-100 and every sum a multiple of 2^-123, so 0 or normal. A subnormal square is absorbed
+/// by the squared length (at least 0.49, `shader_camera`), and a subnormal unit component is
+/// flushed to 0 on both sides (`VoxelRay::new`, `prepare_axis`).
+fn no_subnormal_steps(c: &Camera) -> bool {
+    const MIN_COMPONENT: f32 = 1.0 / (1u64 << 56) as f32;
+    const SCALE: std::ops::RangeInclusive<f32> = 1.0 / (1 << 20) as f32..=(1 << 20) as f32;
+    let component_ok = |x: f32| x == 0.0 || x.abs() >= MIN_COMPONENT;
+    [c.forward, c.right, c.up]
+        .iter()
+        .all(|v| v.to_array().into_iter().all(component_ok))
+        && SCALE.contains(&c.scale_x.abs())
+        && SCALE.contains(&c.scale_y.abs())
+        && c.width <= 1 << 24
+        && c.height <= 1 << 24
 }
 
 /// Rays (or host-built camera pixels) prepared on the host at a time: a batch is cast in

@@ -12,11 +12,11 @@ use std::sync::OnceLock;
 
 use crate::common;
 use voxcast::gpu::{GpuRaycaster, GpuWorld};
-use voxcast::scene::{Sparse, SplitMix64, Terrain};
+use voxcast::scene::{Sparse, SplitMix64, Terrain, WATER};
 use voxcast::{
-    LineOfSight, LineOfSightOptions, MaterialFilter, RaycastOptions, RaycastOutcome,
-    UnloadedPolicy, VoxelId, VoxelRay, VoxelWorld, WorldPos, glam::Vec3, line_of_sight_batch,
-    raycast_batch,
+    Camera, ChunkPos, LineOfSight, LineOfSightOptions, MaterialFilter, RaycastOptions,
+    RaycastOutcome, UnloadedPolicy, VoxelId, VoxelRay, VoxelWorld, WorldPos, glam::Vec3,
+    line_of_sight_batch, raycast_batch, raycast_camera,
 };
 
 pub(crate) fn gpu() -> Option<&'static GpuRaycaster> {
@@ -244,5 +244,207 @@ pub(crate) fn check_every_option(
         let what = format!("{what} {opts:?}");
         check(gpu, &what, world, gw, rays, &opts);
         sight_parity_with(gpu, gw, world, rays, &what, &opts);
+    }
+}
+
+// The parity battery: `tests/gpu_parity.rs` runs it on the shared raycaster, and
+// `tests/spec_variants.rs` on every spec variant of the shader.
+
+/// Over a million rays on the terrain and the sparse world: reach, long, per-voxel and
+/// adversarial rays.
+pub(crate) fn million_rays(gpu: &GpuRaycaster) {
+    let (t, tw) = terrain();
+    let gw = GpuWorld::from_world(gpu, tw).expect("upload terrain");
+    let opts = RaycastOptions::default();
+    check(
+        gpu,
+        "terrain reach",
+        tw,
+        &gw,
+        &t.reach_rays(300_000, 1),
+        &opts,
+    );
+    let mut rng = SplitMix64::new(2);
+    let long: Vec<VoxelRay> = t
+        .reach_rays(200_000, 3)
+        .into_iter()
+        .map(|r| VoxelRay {
+            max_distance: 32.0 + rng.next_f32() * 400.0,
+            ..r
+        })
+        .collect();
+    check(gpu, "terrain long rays", tw, &gw, &long, &opts);
+    let (s, sw) = sparse();
+    let sg = GpuWorld::from_world(gpu, sw).expect("upload sparse");
+    check(gpu, "sparse", sw, &sg, &s.rays(400_000, 4), &opts);
+    check(
+        gpu,
+        "sparse per-voxel",
+        sw,
+        &sg,
+        &s.rays(100_000, 5),
+        &RaycastOptions {
+            per_voxel: true,
+            ..opts.clone()
+        },
+    );
+    check(
+        gpu,
+        "terrain adversarial",
+        tw,
+        &gw,
+        &adversarial_rays(WorldPos::new(128, 48, 128), 60_000, 6),
+        &opts,
+    );
+}
+
+/// Raycasts under every origin policy, unloaded policy and material filter, with rays clipped
+/// into the window from outside it and from far away.
+pub(crate) fn every_option_with_clipped_rays(gpu: &GpuRaycaster) {
+    let (t, tw) = terrain();
+    let gw = GpuWorld::from_world(gpu, tw).expect("upload terrain");
+    let mut rays = t.reach_rays(20_000, 10);
+    rays.extend(adversarial_rays(WorldPos::new(100, 40, 90), 20_000, 11));
+    // Rays from outside the window (clipped on the host) and from far away.
+    rays.extend(adversarial_rays(WorldPos::new(-40, 120, -40), 5_000, 12));
+    rays.extend(adversarial_rays(
+        WorldPos::new(1 << 100, 0, -(1 << 90)),
+        500,
+        13,
+    ));
+    for origin in common::ORIGIN_POLICIES {
+        for unloaded in [UnloadedPolicy::Air, UnloadedPolicy::Stop] {
+            for blocks in [
+                MaterialFilter::default(),
+                MaterialFilter::all_solid().without(WATER),
+                MaterialFilter::only(&[VoxelId(1)]),
+            ] {
+                let opts = RaycastOptions {
+                    origin,
+                    unloaded,
+                    blocks,
+                    per_voxel: false,
+                };
+                check(gpu, &format!("{opts:?}"), tw, &gw, &rays, &opts);
+            }
+        }
+    }
+}
+
+/// Line of sight, plain and conservative, on terrain segments and through edges and corners,
+/// also of diagonals clipped into the window, under every origin and unloaded policy.
+pub(crate) fn sight_through_ties_and_clipping(gpu: &GpuRaycaster) {
+    let (t, tw) = terrain();
+    let gw = GpuWorld::from_world(gpu, tw).expect("upload terrain");
+    let mut segs = t.sight_segments(100_000, 64.0, 20);
+    // Segments through edges and corners: axis-aligned and 45 degree from integer points.
+    segs.extend(adversarial_rays(WorldPos::new(128, 40, 128), 20_000, 21));
+    sight_parity(gpu, &gw, tw, &segs, "terrain");
+    // Diagonals from outside the loaded chunk, clipped to the window, often inside a tie
+    // group or touching the chunk only at an edge.
+    let base = [-(1i128 << 100), 7, 3];
+    let (edge_world, mut edge_segs) = common::tie_entry_world(base, false);
+    // Diagonals from just outside the window (the loaded chunk and a margin of one chunk) whose
+    // first crossing is a tie: under `Stop` the voxel beside the first step is unloaded.
+    let o = ChunkPos::new(base[0], base[1], base[2]).origin();
+    for y in 0..32 {
+        for z in 0..32 {
+            for dir in [[1.0, -1.0, 0.0], [1.0, -1.0, 1.0], [1.0, 1.0, -1.0]] {
+                let start = common::offset(o, [-33, y, z]);
+                edge_segs.push(common::ray(
+                    start,
+                    Vec3::splat(0.5),
+                    Vec3::from_array(dir),
+                    80.0,
+                ));
+            }
+        }
+    }
+    let edge_gw = GpuWorld::from_world(gpu, &edge_world).expect("upload");
+    for origin in common::ORIGIN_POLICIES {
+        for unloaded in [UnloadedPolicy::Air, UnloadedPolicy::Stop] {
+            let raycast = RaycastOptions {
+                origin,
+                unloaded,
+                ..Default::default()
+            };
+            sight_parity_with(
+                gpu,
+                &edge_gw,
+                &edge_world,
+                &edge_segs,
+                &format!("clipped diagonals, {origin:?}, {unloaded:?}"),
+                &raycast,
+            );
+        }
+    }
+}
+
+/// Camera images against the CPU pixel by pixel: the terrain camera, cameras looking straight
+/// down and rolled (`Camera::with_up`), and cameras edited by hand, some of them still made in
+/// the shader (a forward vector a little off unit length, odd scales, a mirrored basis, another
+/// size: pixel directions that are far from round numbers), some answered from host rays (an
+/// eye offset outside `[0, 1)`, a NaN forward: invalid pixels).
+pub(crate) fn camera_images(gpu: &GpuRaycaster) {
+    let (t, tw) = terrain();
+    let gw = GpuWorld::from_world(gpu, tw).expect("upload");
+    let opts = RaycastOptions::default();
+    let render = |what: &str, cam: &Camera| {
+        let g = gpu
+            .render_camera(&gw, cam, &opts)
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        let rays: Vec<VoxelRay> = (0..cam.width * cam.height)
+            .filter_map(|i| cam.ray(i % cam.width, i / cam.width).ok())
+            .collect();
+        let cpu = raycast_camera(cam, tw, &opts).expect("cpu camera");
+        if rays.len() == g.len() {
+            assert_parity(what, &rays, &g, &cpu);
+        } else {
+            // Invalid pixels: compared as outcomes, without their rays.
+            let bad = g.iter().zip(&cpu).filter(|(a, b)| !a.matches(b)).count();
+            assert_eq!(bad, 0, "{what}: {bad} pixels differ");
+        }
+        cpu
+    };
+    let cam = t.camera(320, 180);
+    render("camera (shader-made rays)", &cam);
+    for (forward, up) in [(Vec3::NEG_Y, Vec3::Z), (Vec3::new(0.3, -0.2, 1.0), Vec3::X)] {
+        let cam = Camera::with_up(
+            t.camera(8, 8).position,
+            Vec3::splat(0.25),
+            forward,
+            up,
+            80.0,
+            96,
+            64,
+            512.0,
+        )
+        .expect("camera");
+        let cpu = render("camera with another up", &cam);
+        assert!(cpu.iter().filter(|o| o.hit().is_some()).count() > cpu.len() / 4);
+    }
+    let base = t.camera(120, 68);
+    type Edit = (&'static str, fn(&mut Camera));
+    let edits: [Edit; 6] = [
+        ("forward 0.04% long", |c| c.forward *= 1.0004),
+        ("odd scales", |c| {
+            c.scale_x = 0.777_7;
+            c.scale_y = 0.313_1;
+        }),
+        ("mirrored basis", |c| {
+            c.right = -c.right;
+            c.up = -c.up;
+        }),
+        ("another size", |c| {
+            c.width = 77;
+            c.height = 33;
+        }),
+        ("eye offset outside [0, 1)", |c| c.sub_offset.x = 1.5),
+        ("NaN forward", |c| c.forward.y = f32::NAN),
+    ];
+    for (what, edit) in edits {
+        let mut cam = base;
+        edit(&mut cam);
+        render(what, &cam);
     }
 }
