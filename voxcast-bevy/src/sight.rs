@@ -162,14 +162,16 @@ pub(crate) fn answer_sight_requests(
     voxels: Res<Voxels>,
     mut queue: ResMut<SightQueue>,
     positions: Query<&VoxelPosition>,
-    gpu: Option<Res<VoxelGpu>>,
+    mut gpu: Option<ResMut<VoxelGpu>>,
     mut gpu_world: ResMut<GpuSightWorld>,
     mut status: ResMut<SightStatus>,
     mut answers: MessageWriter<SightAnswer>,
     mut scratch: Local<(Vec<VoxelRay>, Vec<LineOfSight>)>,
 ) {
     // Before anything else, so that no frame misses it: a new raycaster needs a new upload.
-    if gpu.as_ref().is_some_and(|gpu| gpu.is_added()) {
+    if let Some(gpu) = &mut gpu
+        && gpu.bypass_change_detection().take_new()
+    {
         gpu_world.reset();
     }
     if queue.is_empty() {

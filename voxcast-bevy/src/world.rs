@@ -25,6 +25,9 @@ use crate::sight::GpuSightWorld;
 #[derive(Resource, Debug)]
 pub struct Voxels {
     world: VoxelWorld,
+    /// Not yet published: the next [`ChunksChanged`] says `replaced`. A flag of the value
+    /// rather than Bevy's "added" tick, which a resource inserted over another keeps.
+    new: bool,
 }
 
 impl Default for Voxels {
@@ -57,7 +60,7 @@ impl Voxels {
         if !world.tracks_changes() {
             world.set_track_changes(true);
         }
-        Self { world }
+        Self { world, new: true }
     }
 
     /// Gives the world back (with tracking on and any changes not yet published in its list).
@@ -136,10 +139,11 @@ pub(crate) fn publish_changed_chunks(
     mut gpu_world: ResMut<GpuSightWorld>,
     mut published: MessageWriter<ChunksChanged>,
 ) {
-    let replaced = voxels.is_added();
-    // Read through `bypass_change_detection` so that a frame without edits does not mark the
+    // Through `bypass_change_detection`, so that a frame without edits does not mark the
     // resource changed.
-    let world = &mut voxels.bypass_change_detection().world;
+    let voxels = voxels.bypass_change_detection();
+    let replaced = std::mem::take(&mut voxels.new);
+    let world = &mut voxels.world;
     let chunks = if world.changed_chunk_count() > 0 {
         world.take_changed_chunks()
     } else {

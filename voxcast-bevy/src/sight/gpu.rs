@@ -35,7 +35,7 @@ use voxcast::{ChunkPos, LineOfSight, LineOfSightOptions, VoxelRay, VoxelWorld};
 /// ) {
 ///     // `RenderQueue` derefs to `wgpu::Queue`.
 ///     match GpuRaycaster::from_device(device.wgpu_device(), &queue) {
-///         Ok(gpu) => commands.insert_resource(VoxelGpu(gpu)),
+///         Ok(gpu) => commands.insert_resource(VoxelGpu::new(gpu)),
 ///         Err(e) => warn!("line of sight stays on the CPU: {e}"),
 ///     }
 /// }
@@ -52,13 +52,47 @@ use voxcast::{ChunkPos, LineOfSight, LineOfSightOptions, VoxelRay, VoxelWorld};
 /// [`GpuError::LimitExceeded`] in [`SightStatus::gpu_error`](crate::SightStatus) while the
 /// CPU answers.
 #[derive(Resource, Debug)]
-pub struct VoxelGpu(pub GpuRaycaster);
+pub struct VoxelGpu {
+    raycaster: GpuRaycaster,
+    /// No sight batch has seen it yet: the world must be uploaded to it. A flag of the value
+    /// rather than Bevy's "added" tick, which a resource inserted over another keeps.
+    new: bool,
+}
+
+impl VoxelGpu {
+    /// Sight batches on `raycaster` from the next one on.
+    #[must_use]
+    pub fn new(raycaster: GpuRaycaster) -> Self {
+        Self {
+            raycaster,
+            new: true,
+        }
+    }
+
+    /// Gives the raycaster back.
+    #[must_use]
+    pub fn into_inner(self) -> GpuRaycaster {
+        self.raycaster
+    }
+
+    /// Whether the raycaster is new to the plugin (and forgets it).
+    pub(crate) fn take_new(&mut self) -> bool {
+        std::mem::take(&mut self.new)
+    }
+}
 
 impl std::ops::Deref for VoxelGpu {
     type Target = GpuRaycaster;
 
     fn deref(&self) -> &GpuRaycaster {
-        &self.0
+        &self.raycaster
+    }
+}
+
+/// For the raycaster's settings (`set_max_dispatch_rays`); the plugin keeps its upload.
+impl std::ops::DerefMut for VoxelGpu {
+    fn deref_mut(&mut self) -> &mut GpuRaycaster {
+        &mut self.raycaster
     }
 }
 
