@@ -20,7 +20,7 @@ use voxcast::{
 };
 use voxcast_bevy::{
     BlockEdit, BlockEdited, BlockTarget, BlockTargeter, ChunksChanged, MineBlock, VoxcastSystems,
-    VoxelPosition,
+    VoxelPosition, Voxels,
 };
 
 const STONE: VoxelId = VoxelId(1);
@@ -153,9 +153,37 @@ fn targets_use_the_targeters_options() {
         "{:?}",
         target(3)
     );
-    // The origin voxel has no face to build on; glass in front of the stone is not air.
+    // The origin voxel has no face to build on.
     assert_eq!(target(0).place_at, None);
     assert_eq!(target(2).place_at, Some(WorldPos::new(1, 0, 0)));
+
+    // Seen through glass, the stone's face has the glass in front: no place for a block.
+    app.world_mut()
+        .resource_mut::<Voxels>()
+        .set_voxel(WorldPos::new(4, 2, 0), GLASS);
+    app.world_mut()
+        .resource_mut::<Voxels>()
+        .set_voxel(WorldPos::new(5, 2, 0), STONE);
+    let through_glass = spawn_targeter(
+        &mut app,
+        VoxelPosition::new(WorldPos::new(0, 2, 0), Vec3::splat(0.5)),
+        Vec3::X,
+        BlockTargeter {
+            reach: 8.0,
+            options: options[1].clone(),
+        },
+    );
+    app.update();
+    check_targets(&mut app);
+    let target = app
+        .world()
+        .get::<BlockTarget>(through_glass)
+        .expect("required");
+    assert_eq!(
+        target.hit().map(|h| h.voxel_pos),
+        Some(WorldPos::new(5, 2, 0))
+    );
+    assert_eq!(target.place_at, None);
 }
 
 /// Targets work the same far from the origin: positions are i128, never floats.
