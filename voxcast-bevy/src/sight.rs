@@ -126,8 +126,8 @@ pub struct SightStatus {
     pub answered: usize,
     /// The last GPU failure (upload or batch), when the GPU was asked and failed: that batch
     /// was answered on the CPU instead, with the same answers. Cleared by the next GPU batch
-    /// that succeeds. The upload is not tried again until the world or the [`VoxelGpu`]
-    /// changes.
+    /// that succeeds. After a failure the GPU is not asked again until the world or the
+    /// [`VoxelGpu`] changes; until then the CPU answers and this error stays.
     pub gpu_error: Option<GpuError>,
 }
 

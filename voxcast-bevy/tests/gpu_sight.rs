@@ -15,7 +15,6 @@ use bevy_ecs::prelude::*;
 use support::{app_with, check_answers, read, voxels};
 use voxcast::glam::{IVec3, Vec3};
 use voxcast::gpu::GpuError;
-use voxcast::scene::{SplitMix64, Terrain};
 use voxcast::{LineOfSight, VoxelId, VoxelWorld, WorldPos};
 use voxcast_bevy::{
     MineBlock, PlaceBlock, SightAnswer, SightEngine, SightQueue, SightStatus, VoxcastSystems,
@@ -65,19 +64,7 @@ fn answer(
 /// answers equal the CPU reference's on each frame's world.
 #[test]
 fn gpu_sight_matches_line_of_sight_through_edits() {
-    let terrain = Terrain {
-        size: [96, 64, 96],
-        seed: 12,
-    };
-    let mut world = terrain.build();
-    let mut rng = SplitMix64::new(4);
-    for _ in 0..400 {
-        let (x, z) = (rng.below(96) as i64, rng.below(96) as i64);
-        let top = terrain.height(x, z).max(terrain.sea_level());
-        for y in 1..=6 {
-            world.set_voxel(WorldPos::new(x.into(), (top + y).into(), z.into()), STONE);
-        }
-    }
+    let (terrain, world) = support::pillared_terrain(4);
     let Some(mut app) = gpu_app(world) else {
         return;
     };

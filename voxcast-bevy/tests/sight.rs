@@ -21,24 +21,7 @@ use voxcast_bevy::{
 };
 
 fn terrain() -> (Terrain, voxcast::VoxelWorld) {
-    let terrain = Terrain {
-        size: [96, 64, 96],
-        seed: 12,
-    };
-    let mut world = terrain.build();
-    // Pillars 6 voxels high on random columns: this terrain is too gentle to hide much.
-    let mut rng = SplitMix64::new(12);
-    for _ in 0..400 {
-        let (x, z) = (rng.below(96) as i64, rng.below(96) as i64);
-        for y in 1..=6 {
-            let top = terrain.height(x, z).max(terrain.sea_level());
-            world.set_voxel(
-                WorldPos::new(x.into(), (top + y).into(), z.into()),
-                VoxelId(1),
-            );
-        }
-    }
-    (terrain, world)
+    support::pillared_terrain(12)
 }
 
 /// NPCs at eye height on the terrain.

@@ -433,23 +433,20 @@ fn seed_crosshair_reach_8_mine_then_target_the_block_behind() {
         next.hit().map(|h| h.voxel_pos),
         Some(WorldPos::new(12, 1, 0))
     );
-    let far = expected_target(
-        voxels(&app),
-        &eye,
-        &looking(Vec3::X),
-        30.0,
-        &RaycastOptions::default(),
-    );
+    let along_x = |reach: f32| {
+        let target = expected_target(
+            voxels(&app),
+            &eye,
+            &looking(Vec3::X),
+            reach,
+            &RaycastOptions::default(),
+        );
+        target.hit().map(|h| h.voxel_pos)
+    };
+    assert_eq!(along_x(30.0), Some(WorldPos::new(12, 1, 0)));
     assert_eq!(
-        far.hit().map(|h| h.voxel_pos),
-        Some(WorldPos::new(12, 1, 0))
+        along_x(BlockTargeter::DEFAULT_REACH),
+        None,
+        "reach 8 stops short of x = 12"
     );
-    let near = expected_target(
-        voxels(&app),
-        &eye,
-        &looking(Vec3::X),
-        BlockTargeter::DEFAULT_REACH,
-        &RaycastOptions::default(),
-    );
-    assert_eq!(near.hit(), None, "reach 8 stops short of x = 12");
 }

@@ -12,9 +12,10 @@ use bevy_ecs::prelude::*;
 use bevy_math::Quat;
 use bevy_transform::components::Transform;
 use voxcast::glam::Vec3;
+use voxcast::scene::{SplitMix64, Terrain};
 use voxcast::{
-    LineOfSight, LineOfSightOptions, RaycastOptions, VoxelRay, VoxelWorld, line_of_sight,
-    voxel_raycast_with,
+    LineOfSight, LineOfSightOptions, RaycastOptions, VoxelId, VoxelRay, VoxelWorld, WorldPos,
+    line_of_sight, voxel_raycast_with,
 };
 use voxcast_bevy::{
     BlockTarget, BlockTargeter, SightAnswer, SightRequest, VoxcastPlugin, VoxelPosition, Voxels,
@@ -26,6 +27,28 @@ pub(crate) fn app_with(world: VoxelWorld) -> App {
     app.add_plugins(VoxcastPlugin)
         .insert_resource(Voxels::new(world));
     app
+}
+
+/// A 96 × 64 × 96 terrain with 400 stone pillars, 6 voxels high, on random columns (the
+/// terrain alone is too gentle to hide much from sight), pillars placed by `seed`.
+pub(crate) fn pillared_terrain(seed: u64) -> (Terrain, VoxelWorld) {
+    let terrain = Terrain {
+        size: [96, 64, 96],
+        seed: 12,
+    };
+    let mut world = terrain.build();
+    let mut rng = SplitMix64::new(seed);
+    for _ in 0..400 {
+        let (x, z) = (rng.below(96) as i64, rng.below(96) as i64);
+        let top = terrain.height(x, z).max(terrain.sea_level());
+        for y in 1..=6 {
+            world.set_voxel(
+                WorldPos::new(x.into(), (top + y).into(), z.into()),
+                VoxelId(1),
+            );
+        }
+    }
+    (terrain, world)
 }
 
 /// A rotation that turns Bevy's forward (`-Z`) to `dir` (voxcast's vector).
