@@ -20,9 +20,9 @@ use voxcast::{ChunkPos, LineOfSight, LineOfSightOptions, VoxelRay, VoxelWorld};
 /// make the raycaster:
 ///
 /// ```ignore
-/// // Not compiled here: this crate builds with Rust 1.95, and `bevy_render` 0.20 (like the
-/// // `bevy` crate that re-exports it) needs Rust 1.97.1, so it cannot be a dependency, not
-/// // even of a doctest.
+/// // Not compiled here: this crate builds with Rust 1.95 (Bevy 0.20's ECS crates need no
+/// // more), while `bevy_render` 0.20 and the `bevy` crate pull in crates that need Rust
+/// // 1.97.1, so neither can be a dependency here, not even of a doctest.
 /// use bevy::prelude::*;
 /// use bevy::render::renderer::{RenderDevice, RenderQueue};
 /// use voxcast::gpu::GpuRaycaster;
