@@ -21,6 +21,9 @@
 
 mod common;
 use common::secs;
+#[path = "common/shading.rs"]
+mod shading;
+use shading::{shade, write_png};
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -28,9 +31,9 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use voxcast::glam::{IVec3, Vec3};
+use voxcast::glam::Vec3;
 
-use voxcast::scene::{DIRT, GRASS, ORE, SAND, STONE, Terrain, WATER};
+use voxcast::scene::Terrain;
 use voxcast::spec_variants::Freedom;
 use voxcast::{
     Camera, CameraError, RaycastOptions, RaycastOutcome, VoxelWorld, WorldPos,
@@ -454,63 +457,6 @@ fn write_images(
         &shaded,
     )?;
     Ok((depth_path, shaded_path))
-}
-
-const SKY: Vec3 = Vec3::new(0.62, 0.78, 0.95);
-
-/// One pixel of the shaded image.
-fn shade(outcome: &RaycastOutcome, max: f32) -> [u8; 3] {
-    let Some(hit) = outcome.hit() else {
-        return to_rgb(SKY);
-    };
-    let base = match hit.voxel_type {
-        GRASS => Vec3::new(0.36, 0.62, 0.24),
-        DIRT => Vec3::new(0.52, 0.37, 0.24),
-        STONE => Vec3::new(0.55, 0.55, 0.57),
-        SAND => Vec3::new(0.86, 0.80, 0.56),
-        WATER => Vec3::new(0.16, 0.38, 0.78),
-        ORE => Vec3::new(0.80, 0.55, 0.20),
-        _ => Vec3::new(1.0, 0.0, 1.0),
-    };
-    let light = match hit.face_normal {
-        IVec3 { y: 1, .. } | IVec3::ZERO => 1.0,
-        IVec3 { x: 1 | -1, .. } => 0.8,
-        IVec3 { z: 1 | -1, .. } => 0.65,
-        _ => 0.5,
-    };
-    // Block outlines up close, fading out before they would alias into noise.
-    let edge = hit.hit_uv.min(1.0 - hit.hit_uv).min_element();
-    let outline = if edge < 0.05 && hit.face_normal != IVec3::ZERO {
-        1.0 - 0.25 * (1.0 - hit.distance / 96.0).max(0.0)
-    } else {
-        1.0
-    };
-    let fog = 1.0 - (-2.5 * hit.distance / max).exp();
-    to_rgb((base * light * outline).lerp(SKY, fog))
-}
-
-fn to_rgb(c: Vec3) -> [u8; 3] {
-    let c = (c.clamp(Vec3::ZERO, Vec3::ONE) * 255.0).round();
-    [c.x as u8, c.y as u8, c.z as u8]
-}
-
-fn write_png(
-    path: &Path,
-    width: u32,
-    height: u32,
-    color: png::ColorType,
-    depth: png::BitDepth,
-    data: &[u8],
-) -> Result<(), String> {
-    let fail = |e: &dyn std::fmt::Display| format!("cannot write {}: {e}", path.display());
-    let file = std::fs::File::create(path).map_err(|e| fail(&e))?;
-    let mut encoder = png::Encoder::new(std::io::BufWriter::new(file), width, height);
-    encoder.set_color(color);
-    encoder.set_depth(depth);
-    encoder.set_compression(png::Compression::High);
-    let mut writer = encoder.write_header().map_err(|e| fail(&e))?;
-    writer.write_image_data(data).map_err(|e| fail(&e))?;
-    writer.finish().map_err(|e| fail(&e))
 }
 
 fn show_point(p: WorldPos, sub: Vec3) -> String {

@@ -54,11 +54,12 @@ if [[ -z "${WGPU_ADAPTER_NAME:-}" && "${CI:-}" == "true" ]]; then
 fi
 echo "test.sh: VOXCAST_REQUIRE_GPU=$VOXCAST_REQUIRE_GPU WGPU_BACKEND=$WGPU_BACKEND WGPU_ADAPTER_NAME=${WGPU_ADAPTER_NAME:-<unset>}"
 
+# Every crate of the workspace: voxcast and the Bevy plugin, voxcast-bevy.
 # The `checked` profile is release with overflow checks (see Cargo.toml).
 # --all-targets: lib, bins, tests, examples, and benches (built in test mode, run quickly); no doctests
-cargo test --profile checked --all-targets
+cargo test --workspace --profile checked --all-targets
 # doctests are not part of --all-targets
-cargo test --profile checked --doc
+cargo test --workspace --profile checked --doc
 
 elapsed=$((SECONDS - start))
 printf 'test.sh: all tests passed in %dm%02ds\n' $((elapsed / 60)) $((elapsed % 60))

@@ -1,0 +1,190 @@
+//! The GPU side of sight batches: the app's raycaster as a resource, and the plugin's own
+//! copy of the world on it, kept current from the world's change list.
+
+use bevy_ecs::prelude::*;
+use voxcast::gpu::{GpuError, GpuRaycaster, GpuWorld};
+use voxcast::{ChunkPos, LineOfSight, LineOfSightOptions, VoxelRay, VoxelWorld};
+
+/// The app's [`GpuRaycaster`], as a resource: while it exists, sight batches run on it (see
+/// [`SightStatus`](crate::SightStatus) for how that went). Without it, the CPU answers; the
+/// answers are the same either way.
+///
+/// The plugin uploads [`Voxels`](crate::Voxels) to it on the first batch and then re-uploads
+/// only the chunks that changed. Inserting another `VoxelGpu` uploads the world again.
+///
+/// # Sharing Bevy's device
+/// An app that renders with Bevy gives the raycaster Bevy's own wgpu device and queue, so
+/// that the world and the batches live beside the renderer's buffers instead of on a second
+/// device. Bevy 0.20 renders with wgpu 30, the wgpu of voxcast, and puts both handles in the
+/// main world as resources when its `RenderPlugin` finishes, so a `Startup` system can
+/// make the raycaster:
+///
+/// ```ignore
+/// // Not compiled here: this crate builds with Rust 1.95 (Bevy 0.20's ECS crates need no
+/// // more), while `bevy_render` 0.20 and the `bevy` crate pull in crates that need Rust
+/// // 1.97.1, so neither can be a dependency here, not even of a doctest.
+/// use bevy::prelude::*;
+/// use bevy::render::renderer::{RenderDevice, RenderQueue};
+/// use voxcast::gpu::GpuRaycaster;
+/// use voxcast_bevy::VoxelGpu;
+///
+/// fn share_bevys_device(
+///     mut commands: Commands,
+///     device: Res<RenderDevice>,
+///     queue: Res<RenderQueue>,
+/// ) {
+///     // `RenderQueue` derefs to `wgpu::Queue`.
+///     match GpuRaycaster::from_device(device.wgpu_device(), &queue) {
+///         Ok(gpu) => commands.insert_resource(VoxelGpu::new(gpu)),
+///         Err(e) => warn!("line of sight stays on the CPU: {e}"),
+///     }
+/// }
+///
+/// App::new()
+///     .add_plugins((DefaultPlugins, voxcast_bevy::VoxcastPlugin))
+///     .add_systems(Startup, share_bevys_device)
+///     .run();
+/// ```
+///
+/// The device keeps the limits Bevy requested for it (`WgpuSettings::limits`); with wgpu's
+/// defaults about 2,000 chunks stored voxel by voxel fit (see
+/// [`GpuRaycaster::from_device`]), and a larger world gets
+/// [`GpuError::LimitExceeded`] in [`SightStatus::gpu_error`](crate::SightStatus) while the
+/// CPU answers.
+#[derive(Resource, Debug)]
+pub struct VoxelGpu {
+    raycaster: GpuRaycaster,
+    /// No sight batch has seen it yet: the world must be uploaded to it. A flag of the value
+    /// rather than Bevy's "added" tick, which a resource inserted over another keeps.
+    new: bool,
+}
+
+impl VoxelGpu {
+    /// Sight batches on `raycaster` from the next one on.
+    #[must_use]
+    pub fn new(raycaster: GpuRaycaster) -> Self {
+        Self {
+            raycaster,
+            new: true,
+        }
+    }
+
+    /// Gives the raycaster back.
+    #[must_use]
+    pub fn into_inner(self) -> GpuRaycaster {
+        self.raycaster
+    }
+
+    /// Whether the raycaster is new to the plugin (and forgets it).
+    pub(crate) fn take_new(&mut self) -> bool {
+        std::mem::take(&mut self.new)
+    }
+}
+
+impl std::ops::Deref for VoxelGpu {
+    type Target = GpuRaycaster;
+
+    fn deref(&self) -> &GpuRaycaster {
+        &self.raycaster
+    }
+}
+
+/// For the raycaster's settings (`set_max_dispatch_rays`); the plugin keeps its upload.
+impl std::ops::DerefMut for VoxelGpu {
+    fn deref_mut(&mut self) -> &mut GpuRaycaster {
+        &mut self.raycaster
+    }
+}
+
+/// The world as uploaded to the [`VoxelGpu`], with the chunks changed since.
+#[derive(Resource, Debug, Default)]
+pub(crate) struct GpuSightWorld {
+    /// The upload; `None` before the first GPU batch and after a failure or a new world.
+    world: Option<GpuWorld>,
+    /// Chunks changed since `world` was last brought up to date.
+    pending: Vec<ChunkPos>,
+    /// The last failure: the GPU is not asked again until the world or the raycaster changes.
+    failed: Option<GpuError>,
+}
+
+impl GpuSightWorld {
+    /// Forgets the upload (the world resource or the raycaster was replaced): the next batch
+    /// uploads the world whole.
+    pub(crate) fn reset(&mut self) {
+        *self = Self::default();
+    }
+
+    /// `chunks` changed in the world (from its change list, which only the plugin takes).
+    pub(crate) fn chunks_changed(&mut self, chunks: &[ChunkPos]) {
+        if chunks.is_empty() {
+            return;
+        }
+        // Without an upload there is nothing to update: the next upload takes the world whole.
+        if self.world.is_some() {
+            self.pending.extend_from_slice(chunks);
+        }
+        self.failed = None;
+    }
+
+    /// Line of sight for `rays` on `gpu` into `out`, after bringing the upload up to date.
+    ///
+    /// # Errors
+    /// The upload's or the batch's [`GpuError`], or the last one again while neither the world
+    /// nor the raycaster changed since.
+    pub(crate) fn line_of_sight(
+        &mut self,
+        gpu: &GpuRaycaster,
+        world: &VoxelWorld,
+        rays: &[VoxelRay],
+        opts: &LineOfSightOptions,
+        out: &mut Vec<LineOfSight>,
+    ) -> Result<(), GpuError> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        let result = self
+            .synced(gpu, world)
+            .and_then(|gpu_world| cast_on_gpu(gpu, gpu_world, rays, opts, out));
+        if let Err(e) = &result {
+            *self = Self {
+                failed: Some(e.clone()),
+                ..Self::default()
+            };
+        }
+        result
+    }
+
+    /// The upload, made or brought up to date with the pending chunks.
+    fn synced(&mut self, gpu: &GpuRaycaster, world: &VoxelWorld) -> Result<&GpuWorld, GpuError> {
+        let gpu_world = match self.world.take() {
+            Some(mut gpu_world) => {
+                if !self.pending.is_empty() {
+                    self.pending.sort_unstable();
+                    self.pending.dedup();
+                    // A chunk loaded outside the uploaded window makes this a whole upload.
+                    gpu_world.update_or_rebuild(gpu, world, &self.pending)?;
+                    self.pending.clear();
+                }
+                gpu_world
+            }
+            None => {
+                self.pending.clear();
+                GpuWorld::from_world(gpu, world)?
+            }
+        };
+        Ok(self.world.insert(gpu_world))
+    }
+}
+
+/// The GPU batch itself: blocking, answered before it returns. The one place where the
+/// non-blocking form goes (submit this frame, collect in a later one) once the core crate has
+/// it.
+fn cast_on_gpu(
+    gpu: &GpuRaycaster,
+    gpu_world: &GpuWorld,
+    rays: &[VoxelRay],
+    opts: &LineOfSightOptions,
+    out: &mut Vec<LineOfSight>,
+) -> Result<(), GpuError> {
+    gpu.line_of_sight_into(gpu_world, rays, opts, out)
+}

@@ -1,0 +1,176 @@
+//! Block targeting: the i128 position of an entity, what it aims with, and what it aims at.
+
+use bevy_ecs::prelude::*;
+use bevy_transform::components::Transform;
+use voxcast::glam::Vec3;
+use voxcast::{
+    RayError, RaycastOptions, RaycastOutcome, VoxelRay, VoxelRaycastHit, WorldPos,
+    voxel_raycast_with,
+};
+
+use crate::Voxels;
+
+/// Where an entity is in the i128 world: the voxel that holds it and the point inside that
+/// voxel, as a ray's `origin` and `sub_offset` ([`VoxelRay`]). For a [`BlockTargeter`] this is
+/// the eye: rays start here.
+///
+/// Bevy's [`Transform`] is f32, which holds a position to a voxel only within about 2^24
+/// voxels of the origin, so the game keeps positions here and uses `Transform` for rendering
+/// and rotation: render relative to a floating origin (the camera's voxel), with an entity's
+/// `Transform::translation` set to `(voxel - origin_voxel) + offset` each frame (small
+/// numbers near the camera, exact wherever the camera is), and its rotation shared by both.
+/// Movement changes `offset` (and carries whole voxels into `voxel` when it likes; any finite
+/// `offset` is accepted, and rays move its whole units into the voxel exactly).
+#[derive(Component, Clone, Copy, Debug, Default, PartialEq)]
+pub struct VoxelPosition {
+    /// The voxel holding the point.
+    pub voxel: WorldPos,
+    /// The point inside `voxel`, in voxels, normally in `[0, 1)` per axis. Other finite values
+    /// are moved into `voxel` when a ray is built; a NaN or infinite one, or one that moves
+    /// the point out of the i128 world, makes that ray invalid (a [`RayError`] in
+    /// [`BlockTarget`] or in a sight answer, never a panic).
+    pub offset: Vec3,
+}
+
+impl VoxelPosition {
+    /// The point `voxel + offset`.
+    #[must_use]
+    pub const fn new(voxel: WorldPos, offset: Vec3) -> Self {
+        Self { voxel, offset }
+    }
+}
+
+/// Makes an entity target blocks: each frame [`VoxcastSystems::Target`](crate::VoxcastSystems)
+/// casts a ray from its [`VoxelPosition`] along its [`Transform`]'s forward direction (`-Z`
+/// rotated by `Transform::rotation`), `reach` voxels far, with `options`, and writes the
+/// answer to its [`BlockTarget`]. Adding it adds `VoxelPosition`, `Transform` and
+/// `BlockTarget` where the entity lacks them.
+///
+/// Only the rotation of `Transform` is read (not `GlobalTransform`): put the targeter on an
+/// entity whose own rotation is where it looks, such as a camera that is not the child of a
+/// rotated parent.
+#[derive(Component, Clone, Debug, PartialEq)]
+#[require(VoxelPosition, Transform, BlockTarget)]
+pub struct BlockTargeter {
+    /// How far the entity reaches, in voxels: `0..=`[`voxcast::MAX_DISTANCE_CAP`]. A block
+    /// whose face lies exactly at `reach` is in reach. NaN, negative or larger values give
+    /// the entity no target and an error in [`BlockTarget`].
+    pub reach: f32,
+    /// Which voxels stop the ray, what happens when it starts in one, and what unloaded
+    /// chunks do.
+    pub options: RaycastOptions,
+}
+
+impl BlockTargeter {
+    /// The reach of a player in the source material, in voxels.
+    pub const DEFAULT_REACH: f32 = 8.0;
+}
+
+impl Default for BlockTargeter {
+    /// [`BlockTargeter::DEFAULT_REACH`] and the default [`RaycastOptions`].
+    fn default() -> Self {
+        Self {
+            reach: Self::DEFAULT_REACH,
+            options: RaycastOptions::default(),
+        }
+    }
+}
+
+/// What a [`BlockTargeter`] aims at, as of the last run of
+/// [`VoxcastSystems::Target`](crate::VoxcastSystems::Target): the seed's `BlockTarget`.
+///
+/// It is only written when the answer changes, so `Changed<BlockTarget>` finds the entities
+/// whose target changed. Before the first run it is a miss.
+#[derive(Component, Clone, Copy, Debug, PartialEq)]
+pub struct BlockTarget {
+    /// The answer of [`voxel_raycast_with`] for the entity's ray: a hit (voxel, entry face,
+    /// distance in voxels, id, UV); a miss (nothing within reach); under
+    /// [`voxcast::UnloadedPolicy::Stop`] the unloaded voxel the ray reached first; or
+    /// [`RaycastOutcome::Invalid`] with the reason the ray could not be cast (a NaN or zero
+    /// rotation, a position outside the i128 world, a bad reach).
+    pub outcome: RaycastOutcome,
+    /// Where a block placed against the hit face would go now: the voxel in front of that
+    /// face ([`VoxelRaycastHit::previous_pos`]), when it is air or unloaded. `None` without
+    /// a hit, for a hit in the voxel the ray starts in (no face), at the edge of the i128
+    /// world, and when that voxel holds something (a material the options let the ray pass).
+    pub place_at: Option<WorldPos>,
+}
+
+impl Default for BlockTarget {
+    /// No target: a miss.
+    fn default() -> Self {
+        Self {
+            outcome: RaycastOutcome::Miss,
+            place_at: None,
+        }
+    }
+}
+
+impl BlockTarget {
+    /// The targeted block, if there is one.
+    #[must_use]
+    pub fn hit(&self) -> Option<&VoxelRaycastHit> {
+        self.outcome.hit()
+    }
+
+    /// Why the entity has no target, when its ray could not be cast.
+    #[must_use]
+    pub fn error(&self) -> Option<RayError> {
+        match self.outcome {
+            RaycastOutcome::Invalid(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The target of a ray from `position` along `direction`, `reach` voxels far: the
+    /// [`BlockTarget`] that [`VoxcastSystems::Target`](crate::VoxcastSystems::Target) writes.
+    #[must_use]
+    pub fn cast(
+        world: &voxcast::VoxelWorld,
+        position: &VoxelPosition,
+        direction: Vec3,
+        reach: f32,
+        options: &RaycastOptions,
+    ) -> Self {
+        // The fields as given: `voxel_raycast_with` validates and normalises them, and answers
+        // a bad one with `Invalid`.
+        let ray = VoxelRay {
+            origin: position.voxel,
+            sub_offset: position.offset,
+            direction,
+            max_distance: reach,
+        };
+        let outcome = voxel_raycast_with(&ray, world, options);
+        let place_at = outcome
+            .hit()
+            .and_then(VoxelRaycastHit::previous_pos)
+            .filter(|p| world.get_voxel(p).is_none_or(|id| id.is_air()));
+        Self { outcome, place_at }
+    }
+}
+
+/// The forward direction of `transform`: `-Z` rotated by its rotation, as voxcast's vector.
+/// The same as `Transform::forward()` for a unit rotation, but that one asserts (in debug
+/// builds) that the rotation is a unit quaternion and panics on a NaN one; here a NaN or zero
+/// rotation gives a NaN or zero vector, which the ray rejects with an error instead.
+#[must_use]
+pub(crate) fn forward(transform: &Transform) -> Vec3 {
+    Vec3::from_array((transform.rotation * bevy_math::Vec3::NEG_Z).to_array())
+}
+
+/// Writes every [`BlockTargeter`]'s [`BlockTarget`].
+pub(crate) fn update_block_targets(
+    voxels: Res<Voxels>,
+    mut targeters: Query<(&VoxelPosition, &Transform, &BlockTargeter, &mut BlockTarget)>,
+) {
+    for (position, transform, targeter, mut target) in &mut targeters {
+        let new = BlockTarget::cast(
+            &voxels,
+            position,
+            forward(transform),
+            targeter.reach,
+            &targeter.options,
+        );
+        target.set_if_neq(new);
+    }
+}

@@ -1,0 +1,448 @@
+//! Mining and placement through messages: applied with `break_block` / `place_block` when they
+//! still fit the world, refused with the reason when not, and published as changed chunks.
+
+#[path = "../../tests/common/mod.rs"]
+mod common;
+mod support;
+
+use bevy_app::App;
+use bevy_ecs::message::MessageCursor;
+use bevy_ecs::prelude::*;
+use common::world_with;
+use support::{app_with, check_targets, read, spawn_targeter, voxels};
+use voxcast::glam::{IVec3, Vec2, Vec3};
+use voxcast::scene::{SplitMix64, Terrain};
+use voxcast::{
+    CHUNK_VOLUME, ChunkPos, LocalPos, VoxelId, VoxelRaycastHit, VoxelWorld, WorldPos, break_block,
+    place_block,
+};
+use voxcast_bevy::{
+    BlockEdit, BlockEdited, BlockTarget, BlockTargeter, ChunksChanged, EditError, MineBlock,
+    PlaceBlock, VoxelPosition, Voxels,
+};
+
+const STONE: VoxelId = VoxelId(1);
+const DIRT: VoxelId = VoxelId(2);
+const PLANK: VoxelId = VoxelId(9);
+
+fn hit(voxel_pos: WorldPos, face_normal: IVec3, voxel_type: VoxelId) -> VoxelRaycastHit {
+    VoxelRaycastHit {
+        voxel_pos,
+        face_normal,
+        distance: 2.0,
+        voxel_type,
+        hit_uv: Vec2::splat(0.5),
+    }
+}
+
+/// Every message's result, in order.
+fn results(
+    app: &App,
+    cursor: &mut MessageCursor<BlockEdited>,
+) -> Vec<Result<BlockEdit, EditError>> {
+    read(app, cursor).into_iter().map(|m| m.result).collect()
+}
+
+/// Each refusal, with the world left as it was.
+#[test]
+fn stale_or_impossible_edits_change_nothing_and_say_why() {
+    let stone = WorldPos::new(4, 0, 0);
+    let dirt = WorldPos::new(4, 1, 0);
+    let edge = WorldPos::new(i128::MAX, 0, 0);
+    let mut app = app_with(world_with(&[(stone, STONE), (dirt, DIRT), (edge, STONE)]));
+    let player = app.world_mut().spawn_empty().id();
+    let mut edited = app.world().resource::<Messages<BlockEdited>>().get_cursor();
+    app.update();
+    let before = voxels(&app).clone();
+    let unloaded = WorldPos::new(-100, 0, 0);
+    let cases: Vec<(PlaceBlock, EditError)> = vec![
+        // The block to build against is not what the player saw.
+        (
+            PlaceBlock {
+                entity: player,
+                aimed: hit(stone, IVec3::NEG_X, DIRT),
+                id: PLANK,
+            },
+            EditError::TargetChanged {
+                voxel: stone,
+                expected: DIRT,
+                found: Some(STONE),
+            },
+        ),
+        (
+            PlaceBlock {
+                entity: player,
+                aimed: hit(unloaded, IVec3::NEG_X, DIRT),
+                id: PLANK,
+            },
+            EditError::TargetChanged {
+                voxel: unloaded,
+                expected: DIRT,
+                found: None,
+            },
+        ),
+        (
+            PlaceBlock {
+                entity: player,
+                aimed: hit(stone, IVec3::NEG_X, STONE),
+                id: VoxelId::AIR,
+            },
+            EditError::PlaceAir,
+        ),
+        // The ray started inside the block: no face.
+        (
+            PlaceBlock {
+                entity: player,
+                aimed: hit(stone, IVec3::ZERO, STONE),
+                id: PLANK,
+            },
+            EditError::NoFace(stone),
+        ),
+        // In front of the +x face of the block at the edge of the i128 world: outside it.
+        (
+            PlaceBlock {
+                entity: player,
+                aimed: hit(edge, IVec3::X, STONE),
+                id: PLANK,
+            },
+            EditError::NoFace(edge),
+        ),
+        // Above the stone is the dirt.
+        (
+            PlaceBlock {
+                entity: player,
+                aimed: hit(stone, IVec3::Y, STONE),
+                id: PLANK,
+            },
+            EditError::Occupied {
+                voxel: dirt,
+                found: DIRT,
+            },
+        ),
+        (
+            PlaceBlock {
+                entity: player,
+                aimed: hit(WorldPos::new(9, 0, 0), IVec3::Y, VoxelId::AIR),
+                id: PLANK,
+            },
+            EditError::AimedAtAir(WorldPos::new(9, 0, 0)),
+        ),
+    ];
+    for (request, _) in &cases {
+        app.world_mut().write_message(*request);
+    }
+    app.world_mut().write_message(MineBlock {
+        entity: player,
+        aimed: hit(dirt, IVec3::NEG_X, STONE),
+    });
+    app.world_mut().write_message(MineBlock {
+        entity: player,
+        aimed: hit(unloaded, IVec3::NEG_X, STONE),
+    });
+    app.world_mut().write_message(MineBlock {
+        entity: player,
+        aimed: hit(dirt, IVec3::NEG_X, VoxelId::AIR),
+    });
+    app.update();
+    let mut want: Vec<Result<BlockEdit, EditError>> = vec![
+        // Mining comes first.
+        Err(EditError::TargetChanged {
+            voxel: dirt,
+            expected: STONE,
+            found: Some(DIRT),
+        }),
+        Err(EditError::TargetChanged {
+            voxel: unloaded,
+            expected: STONE,
+            found: None,
+        }),
+        Err(EditError::AimedAtAir(dirt)),
+    ];
+    want.extend(cases.iter().map(|(_, e)| Err(*e)));
+    assert_eq!(results(&app, &mut edited), want);
+    // Nothing changed: every loaded voxel as before, and no chunk published.
+    assert_same_world(voxels(&app), &before);
+    let mut published = app
+        .world()
+        .resource::<Messages<ChunksChanged>>()
+        .get_cursor_current();
+    app.update();
+    assert!(read(&app, &mut published).is_empty());
+}
+
+/// Two players mine the same block in one frame: the first breaks it, the second finds air.
+/// A placement against a block mined earlier in the same frame is refused too.
+#[test]
+fn edits_are_checked_against_the_world_as_the_earlier_ones_left_it() {
+    let block = WorldPos::new(3, 0, 0);
+    let mut app = app_with(world_with(&[(block, STONE)]));
+    let (a, b) = (
+        app.world_mut().spawn_empty().id(),
+        app.world_mut().spawn_empty().id(),
+    );
+    let mut edited = app.world().resource::<Messages<BlockEdited>>().get_cursor();
+    let aimed = hit(block, IVec3::NEG_X, STONE);
+    app.world_mut()
+        .write_message(MineBlock { entity: a, aimed });
+    app.world_mut()
+        .write_message(MineBlock { entity: b, aimed });
+    app.world_mut().write_message(PlaceBlock {
+        entity: b,
+        aimed,
+        id: PLANK,
+    });
+    app.update();
+    let got = read(&app, &mut edited);
+    let stale = Err(EditError::TargetChanged {
+        voxel: block,
+        expected: STONE,
+        found: Some(VoxelId::AIR),
+    });
+    assert_eq!(
+        got,
+        vec![
+            BlockEdited {
+                entity: a,
+                result: Ok(BlockEdit::Mined {
+                    voxel: block,
+                    id: STONE
+                })
+            },
+            BlockEdited {
+                entity: b,
+                result: stale
+            },
+            BlockEdited {
+                entity: b,
+                result: stale
+            },
+        ]
+    );
+    assert_eq!(voxels(&app).get_voxel(&block), Some(VoxelId::AIR));
+    assert_eq!(
+        voxels(&app).get_voxel(&WorldPos::new(2, 0, 0)),
+        Some(VoxelId::AIR)
+    );
+}
+
+/// Players on the terrain mine and build at what they target, frame after frame. The app's
+/// world stays equal to a copy edited with the core crate's `break_block` / `place_block` at
+/// the same targets, every target matches `voxel_raycast_with` on it, and `ChunksChanged`
+/// names exactly the chunks of the edits.
+#[test]
+fn mining_and_building_at_targets_match_the_core_crate() {
+    let terrain = Terrain {
+        size: [64, 48, 64],
+        seed: 3,
+    };
+    let world = terrain.build();
+    let mut copy = world.clone();
+    let mut app = app_with(world);
+    let eyes = terrain.reach_rays(64, 9);
+    let players: Vec<Entity> = eyes
+        .iter()
+        .take(12)
+        .map(|eye| {
+            // Down-facing aims, so that most players have a block in reach.
+            let aim = Vec3::new(
+                eye.direction.x,
+                -eye.direction.y.abs() - 0.3,
+                eye.direction.z,
+            );
+            spawn_targeter(
+                &mut app,
+                VoxelPosition::new(eye.origin, eye.sub_offset),
+                aim,
+                BlockTargeter::default(),
+            )
+        })
+        .collect();
+    let mut edited = app.world().resource::<Messages<BlockEdited>>().get_cursor();
+    let mut published = app
+        .world()
+        .resource::<Messages<ChunksChanged>>()
+        .get_cursor();
+    let mut rng = SplitMix64::new(77);
+    app.update();
+    read(&app, &mut published);
+    let (mut mined, mut placed) = (0, 0);
+    for _ in 0..10 {
+        check_targets(&mut app);
+        let mut want = Vec::new();
+        let mut chunks = Vec::new();
+        // Mining is applied before placement, so the copy is edited in that order too.
+        let mut mines = Vec::new();
+        let mut places = Vec::new();
+        for &player in &players {
+            let Some(&aimed) = app.world().get::<BlockTarget>(player).and_then(|t| t.hit()) else {
+                continue;
+            };
+            if rng.below(2) == 0 {
+                mines.push(MineBlock {
+                    entity: player,
+                    aimed,
+                });
+            } else {
+                places.push(PlaceBlock {
+                    entity: player,
+                    aimed,
+                    id: PLANK,
+                });
+            }
+        }
+        for m in &mines {
+            let result = match copy.get_voxel(&m.aimed.voxel_pos) {
+                Some(id) if id == m.aimed.voxel_type => {
+                    chunks.push(m.aimed.voxel_pos.chunk());
+                    Ok(BlockEdit::Mined {
+                        voxel: m.aimed.voxel_pos,
+                        id: break_block(&mut copy, &m.aimed).expect("loaded"),
+                    })
+                }
+                found => Err(EditError::TargetChanged {
+                    voxel: m.aimed.voxel_pos,
+                    expected: m.aimed.voxel_type,
+                    found,
+                }),
+            };
+            want.push(BlockEdited {
+                entity: m.entity,
+                result,
+            });
+            app.world_mut().write_message(*m);
+        }
+        for p in &places {
+            let result = match copy.get_voxel(&p.aimed.voxel_pos) {
+                Some(id) if id == p.aimed.voxel_type => {
+                    match place_block(&mut copy, &p.aimed, p.id) {
+                        Some(voxel) => {
+                            chunks.push(voxel.chunk());
+                            Ok(BlockEdit::Placed { voxel, id: p.id })
+                        }
+                        // A plank placed into a player's eye voxel leaves it a target with no face.
+                        None => Err(match p.aimed.previous_pos() {
+                            None => EditError::NoFace(p.aimed.voxel_pos),
+                            Some(voxel) => EditError::Occupied {
+                                voxel,
+                                found: copy.get_voxel(&voxel).unwrap_or_default(),
+                            },
+                        }),
+                    }
+                }
+                found => Err(EditError::TargetChanged {
+                    voxel: p.aimed.voxel_pos,
+                    expected: p.aimed.voxel_type,
+                    found,
+                }),
+            };
+            want.push(BlockEdited {
+                entity: p.entity,
+                result,
+            });
+            app.world_mut().write_message(*p);
+        }
+        app.update();
+        let got = read(&app, &mut edited);
+        assert_eq!(got, want);
+        mined += got
+            .iter()
+            .filter(|m| matches!(m.result, Ok(BlockEdit::Mined { .. })))
+            .count();
+        placed += got
+            .iter()
+            .filter(|m| matches!(m.result, Ok(BlockEdit::Placed { .. })))
+            .count();
+        chunks.sort_unstable();
+        chunks.dedup();
+        let changes = read(&app, &mut published);
+        if chunks.is_empty() {
+            assert!(changes.is_empty(), "{changes:?}");
+        } else {
+            assert_eq!(
+                changes,
+                vec![ChunksChanged {
+                    chunks,
+                    replaced: false
+                }]
+            );
+        }
+        assert_same_world(voxels(&app), &copy);
+    }
+    assert!(
+        mined >= 10 && placed >= 10,
+        "{mined} mined, {placed} placed"
+    );
+}
+
+/// Whether two worlds have the same chunks loaded, holding the same ids voxel by voxel.
+#[track_caller]
+fn assert_same_world(got: &VoxelWorld, want: &VoxelWorld) {
+    assert_eq!(got.chunk_count(), want.chunk_count());
+    for (pos, chunk) in want.chunks() {
+        let other = got
+            .chunk(pos)
+            .unwrap_or_else(|| panic!("chunk {pos:?} not loaded"));
+        for i in 0..CHUNK_VOLUME {
+            let local = LocalPos::new((i & 31) as u8, (i >> 5 & 31) as u8, (i >> 10) as u8);
+            assert_eq!(
+                other.get(local),
+                chunk.get(local),
+                "chunk {pos:?}, voxel {local:?}"
+            );
+        }
+    }
+}
+
+/// A block placed across a chunk border into an unloaded chunk loads that chunk, and the
+/// message names it; a new `Voxels` resource is published as `replaced`.
+#[test]
+fn placing_into_unloaded_space_and_replacing_the_world() {
+    let block = WorldPos::new(31, 0, 0);
+    let mut app = app_with(world_with(&[(block, STONE)]));
+    let player = app.world_mut().spawn_empty().id();
+    let mut published = app
+        .world()
+        .resource::<Messages<ChunksChanged>>()
+        .get_cursor();
+    app.update();
+    assert_eq!(
+        read(&app, &mut published),
+        vec![ChunksChanged {
+            chunks: vec![],
+            replaced: true
+        }]
+    );
+    app.world_mut().write_message(PlaceBlock {
+        entity: player,
+        aimed: hit(block, IVec3::X, STONE),
+        id: PLANK,
+    });
+    app.update();
+    assert_eq!(
+        voxels(&app).get_voxel(&WorldPos::new(32, 0, 0)),
+        Some(PLANK)
+    );
+    assert_eq!(
+        read(&app, &mut published),
+        vec![ChunksChanged {
+            chunks: vec![ChunkPos::new(1, 0, 0)],
+            replaced: false
+        }]
+    );
+
+    // A world edited before it became the resource, with tracking on: its list is published
+    // with the replacement.
+    let mut next = VoxelWorld::new();
+    next.set_track_changes(true);
+    next.set_voxel(WorldPos::new(-1, 0, 0), DIRT);
+    app.insert_resource(Voxels::new(next));
+    app.update();
+    assert_eq!(
+        read(&app, &mut published),
+        vec![ChunksChanged {
+            chunks: vec![ChunkPos::new(-1, 0, 0)],
+            replaced: true
+        }]
+    );
+    assert_eq!(voxels(&app).get_voxel(&WorldPos::new(32, 0, 0)), None);
+}

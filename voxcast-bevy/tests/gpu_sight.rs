@@ -1,0 +1,265 @@
+//! AI sight on the GPU through the `VoxelGpu` resource: every answer checked against
+//! `line_of_sight` on the same world, through edits by messages, edits the upload cannot hold,
+//! a replaced world and raycaster, and a failing upload (answered on the CPU). With
+//! `VOXCAST_REQUIRE_GPU=1` a missing adapter fails these tests; without it they skip loudly.
+
+#[path = "../../tests/common/mod.rs"]
+mod common;
+#[path = "../../tests/gpu_common/mod.rs"]
+mod gpu_common;
+mod support;
+
+use bevy_app::{App, PostUpdate};
+use bevy_ecs::message::MessageCursor;
+use bevy_ecs::prelude::*;
+use support::{app_with, check_answers, read, voxels};
+use voxcast::glam::{IVec3, Vec3};
+use voxcast::gpu::GpuError;
+use voxcast::{LineOfSight, VoxelId, VoxelWorld, WorldPos};
+use voxcast_bevy::{
+    MineBlock, PlaceBlock, SightAnswer, SightEngine, SightQueue, SightStatus, VoxcastSystems,
+    VoxelGpu, VoxelPosition, Voxels,
+};
+
+const STONE: VoxelId = VoxelId(1);
+const PLANK: VoxelId = VoxelId(9);
+
+/// An app with the plugin, `world`, and a raycaster of its own; `None` where GPU tests skip.
+fn gpu_app(world: VoxelWorld) -> Option<App> {
+    let gpu = gpu_common::own_gpu()?;
+    let mut app = app_with(world);
+    app.insert_resource(VoxelGpu::new(gpu));
+    Some(app)
+}
+
+fn eye(x: i128, y: i128, z: i128) -> VoxelPosition {
+    VoxelPosition::new(WorldPos::new(x, y, z), Vec3::new(0.5, 0.6, 0.5))
+}
+
+/// Answers the queued requests in one frame; checks each against the CPU reference on the
+/// world as it is after the frame, and that `engine` answered. Returns the answers.
+#[track_caller]
+fn answer(
+    app: &mut App,
+    cursor: &mut MessageCursor<SightAnswer>,
+    engine: SightEngine,
+) -> Vec<SightAnswer> {
+    let queued = app.world().resource::<SightQueue>().len();
+    app.update();
+    let got = read(app, cursor);
+    assert_eq!(got.len(), queued);
+    let world = voxels(app).clone();
+    let opts = app.world().resource::<SightQueue>().options.clone();
+    check_answers(app, &world, &got, &opts);
+    let status = app.world().resource::<SightStatus>().clone();
+    assert_eq!(status.engine, Some(engine), "{status:?}");
+    if engine == SightEngine::Gpu {
+        assert_eq!(status.gpu_error, None);
+    }
+    got
+}
+
+/// NPCs on terrain with pillars, segments and pairs over frames of mining and building by
+/// message, plus a block set outside the uploaded window (the upload is rebuilt): the GPU's
+/// answers equal the CPU reference's on each frame's world.
+#[test]
+fn gpu_sight_matches_line_of_sight_through_edits() {
+    let (terrain, world) = support::pillared_terrain(4);
+    let Some(mut app) = gpu_app(world) else {
+        return;
+    };
+    let npcs: Vec<Entity> = terrain
+        .reach_rays(40, 8)
+        .iter()
+        .map(|e| {
+            app.world_mut()
+                .spawn(VoxelPosition::new(e.origin, e.sub_offset))
+                .id()
+        })
+        .collect();
+    let segments = terrain.sight_segments(240, 64.0, 9);
+    let mut cursor = app.world().resource::<Messages<SightAnswer>>().get_cursor();
+    let (mut total, mut blocked) = (0, 0);
+    for frame in 0..6 {
+        {
+            let mut queue = app.world_mut().resource_mut::<SightQueue>();
+            for i in 0..40 {
+                queue.push_entities(npcs[i], npcs[(i * 11 + frame + 1) % npcs.len()]);
+            }
+            for s in segments.iter().skip(frame * 40).take(40) {
+                let (to, to_sub) = s.point_at(s.max_distance).expect("inside the world");
+                queue.push_segment(
+                    VoxelPosition::new(s.origin, s.sub_offset),
+                    VoxelPosition::new(to, to_sub),
+                );
+            }
+        }
+        let got = answer(&mut app, &mut cursor, SightEngine::Gpu);
+        total += got.len();
+        let hits: Vec<_> = got
+            .iter()
+            .filter_map(|a| match a.result {
+                Ok(LineOfSight::Blocked(hit)) => Some(hit),
+                _ => None,
+            })
+            .collect();
+        blocked += hits.len();
+        // Break a few blockers and build against others, by message.
+        for hit in hits.iter().take(5) {
+            app.world_mut().write_message(MineBlock {
+                entity: npcs[0],
+                aimed: *hit,
+            });
+        }
+        for hit in hits
+            .iter()
+            .skip(5)
+            .take(5)
+            .filter(|h| h.face_normal != IVec3::ZERO)
+        {
+            app.world_mut().write_message(PlaceBlock {
+                entity: npcs[1],
+                aimed: *hit,
+                id: PLANK,
+            });
+        }
+        if frame == 3 {
+            // Outside the loaded bounds the upload was made for: the next batch rebuilds it.
+            app.world_mut()
+                .resource_mut::<Voxels>()
+                .set_voxel(WorldPos::new(200, 10, 40), STONE);
+        }
+    }
+    assert!(
+        blocked >= total / 10 && total - blocked >= total / 10,
+        "{blocked} of {total} blocked"
+    );
+}
+
+/// A segment blocked by one block: mined by message, the next frame's GPU answer is clear;
+/// a block set in `PostUpdate` after the changes were published is not on the GPU yet, so
+/// that frame is answered on the CPU (blocked), and the next one on the GPU (still blocked).
+#[test]
+fn the_gpu_sees_every_edit() {
+    let wall = WorldPos::new(5, 0, 0);
+    let Some(mut app) = gpu_app(common::world_with(&[
+        (wall, STONE),
+        (WorldPos::new(0, -1, 0), STONE),
+    ])) else {
+        return;
+    };
+    let (from, to) = (eye(0, 0, 0), eye(9, 0, 0));
+    let mut cursor = app.world().resource::<Messages<SightAnswer>>().get_cursor();
+    let ask = |app: &mut App| {
+        app.world_mut()
+            .resource_mut::<SightQueue>()
+            .push_segment(from, to);
+    };
+    ask(&mut app);
+    let got = answer(&mut app, &mut cursor, SightEngine::Gpu);
+    let Ok(LineOfSight::Blocked(hit)) = got[0].result else {
+        panic!("the wall blocks: {got:?}");
+    };
+    assert_eq!(hit.voxel_pos, wall);
+
+    let player = app.world_mut().spawn_empty().id();
+    app.world_mut().write_message(MineBlock {
+        entity: player,
+        aimed: hit,
+    });
+    ask(&mut app);
+    let got = answer(&mut app, &mut cursor, SightEngine::Gpu);
+    assert_eq!(got[0].result, Ok(LineOfSight::Clear));
+
+    #[derive(Resource)]
+    struct Late(bool);
+    fn late_edit(mut late: ResMut<Late>, mut voxels: ResMut<Voxels>) {
+        if std::mem::take(&mut late.0) {
+            voxels.set_voxel(WorldPos::new(7, 0, 0), STONE);
+        }
+    }
+    app.insert_resource(Late(true)).add_systems(
+        PostUpdate,
+        late_edit
+            .after(VoxcastSystems::PublishChanges)
+            .before(VoxcastSystems::Sight),
+    );
+    ask(&mut app);
+    let got = answer(&mut app, &mut cursor, SightEngine::Cpu);
+    assert!(
+        matches!(got[0].result, Ok(LineOfSight::Blocked(h)) if h.voxel_pos == WorldPos::new(7, 0, 0))
+    );
+    ask(&mut app);
+    let got = answer(&mut app, &mut cursor, SightEngine::Gpu);
+    assert!(
+        matches!(got[0].result, Ok(LineOfSight::Blocked(h)) if h.voxel_pos == WorldPos::new(7, 0, 0))
+    );
+}
+
+/// A new world, and a new raycaster, are uploaded whole.
+#[test]
+fn a_replaced_world_or_raycaster_is_uploaded_again() {
+    let Some(mut app) = gpu_app(common::world_with(&[(WorldPos::new(5, 0, 0), STONE)])) else {
+        return;
+    };
+    let (from, to) = (eye(0, 0, 0), eye(9, 0, 0));
+    let mut cursor = app.world().resource::<Messages<SightAnswer>>().get_cursor();
+    let mut blocker = |app: &mut App, engine| {
+        app.world_mut()
+            .resource_mut::<SightQueue>()
+            .push_segment(from, to);
+        match answer(app, &mut cursor, engine)[0].result {
+            Ok(LineOfSight::Blocked(h)) => Some(h.voxel_pos.x),
+            _ => None,
+        }
+    };
+    assert_eq!(blocker(&mut app, SightEngine::Gpu), Some(5));
+    app.insert_resource(Voxels::new(common::world_with(&[(
+        WorldPos::new(3, 0, 0),
+        STONE,
+    )])));
+    assert_eq!(blocker(&mut app, SightEngine::Gpu), Some(3));
+    let gpu = gpu_common::own_gpu().expect("a GPU, as above");
+    app.insert_resource(VoxelGpu::new(gpu));
+    assert_eq!(blocker(&mut app, SightEngine::Gpu), Some(3));
+    app.world_mut()
+        .resource_mut::<Voxels>()
+        .set_voxel(WorldPos::new(2, 0, 0), STONE);
+    assert_eq!(blocker(&mut app, SightEngine::Gpu), Some(2));
+}
+
+/// A world the GPU cannot hold (two chunks 2^100 voxels apart make a window too wide): the
+/// error is reported and the CPU answers, frame after frame; once the far chunk is gone the
+/// GPU answers again.
+#[test]
+fn a_failing_upload_is_answered_on_the_cpu() {
+    let far = WorldPos::new(1 << 100, 0, 0);
+    let Some(mut app) = gpu_app(common::world_with(&[
+        (WorldPos::new(5, 0, 0), STONE),
+        (far, STONE),
+    ])) else {
+        return;
+    };
+    let (from, to) = (eye(0, 0, 0), eye(9, 0, 0));
+    let mut cursor = app.world().resource::<Messages<SightAnswer>>().get_cursor();
+    for _ in 0..2 {
+        app.world_mut()
+            .resource_mut::<SightQueue>()
+            .push_segment(from, to);
+        let got = answer(&mut app, &mut cursor, SightEngine::Cpu);
+        assert!(matches!(got[0].result, Ok(LineOfSight::Blocked(_))));
+        let status = app.world().resource::<SightStatus>();
+        assert!(
+            matches!(status.gpu_error, Some(GpuError::LimitExceeded { .. })),
+            "{status:?}"
+        );
+    }
+    app.world_mut()
+        .resource_mut::<Voxels>()
+        .remove_chunk(far.chunk());
+    app.world_mut()
+        .resource_mut::<SightQueue>()
+        .push_segment(from, to);
+    let got = answer(&mut app, &mut cursor, SightEngine::Gpu);
+    assert!(matches!(got[0].result, Ok(LineOfSight::Blocked(_))));
+}
