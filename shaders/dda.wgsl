@@ -55,14 +55,18 @@ const FLAG_CONSERVATIVE: u32 = 16u;
 const FLAG_PER_VOXEL: u32 = 32u;
 const FLAG_STEP_EMPTY_BRICKS: u32 = 64u; // walk_dense steps through empty bricks (GpuWorld::skips_empty_bricks)
 
-// GpuRay.flags
+// Ray.flags (GpuRay.flags bits 0..11)
 const RAY_ENABLED_SHIFT: u32 = 0u;     // bits 0..2: axis crosses within max distance
 const RAY_NEGATIVE_SHIFT: u32 = 3u;    // bits 3..5: axis steps down
 const RAY_ENTRY_SHIFT: u32 = 6u;       // bits 6..7: entry axis of the start state (3 = none)
 const RAY_CLIPPED: u32 = 256u;         // the start state is past the origin voxel
 const RAY_PLANE_SHIFT: u32 = 9u;       // bits 9..11: the ray lies in a face plane on the axis (PreparedRay::plane_axes)
+const RAY_FLAG_BITS: u32 = 0xFFFu;
+// A count of crossings (at most MAX_DISTANCE_CAP + 1) fits in 17 bits: three pack into 51.
+const COUNT_BITS: u32 = 0x1FFFFu;
 
-// GpuHit.status: low 4 bits the outcome, bits 4..5 the face axis (3 = none), bit 6 the normal's sign.
+// Hit.status: low 4 bits the outcome, bits 4..5 the face axis (3 = none), bit 6 the normal's sign.
+const STATUS_BITS: u32 = 0x7Fu;
 const STATUS_MISS: u32 = 0u;
 const STATUS_HIT: u32 = 1u;
 const STATUS_UNLOADED: u32 = 2u;
@@ -92,20 +96,39 @@ struct Params {
     _pad1: u32,
 }
 
+// One ray as the host uploads it: 48 bytes.
 struct GpuRay {
     voxel: vec3<i32>,       // start voxel, window-relative
-    flags: u32,
-    dir: vec3<f32>,
-    max_distance: f32,
+    flags: u32,             // bits 0..11: Ray.flags; bits 12..31: the low 20 bits of the packed counts
     b: vec3<f32>,
-    _pad0: u32,
-    inv: vec3<f32>,
-    _pad1: u32,
-    n: vec3<u32>,           // crossings already done (non-zero after clipping)
-    _pad2: u32,
+    max_distance: f32,
+    inv: vec3<f32>,         // 1 / |d| on an enabled axis, |d| on a disabled one
+    counts_hi: u32,         // bits 20..50 of the packed counts (x | y << 17 | z << 34)
 }
 
+// One answer as the host reads it back: 20 bytes. The voxel as its offset from the ray's start
+// voxel (at most 65538 on an axis: 18 bits), the id, status, distance, and UV in 23-bit fixed
+// point: x(18) | id low 14 bits; y(18) | id high 2 | status(7) << 20; z(18) | v high 14;
+// distance; u(23) | v low 9 << 23.
 struct GpuHit {
+    w0: u32,
+    w1: u32,
+    w2: u32,
+    distance: u32,
+    uv: u32,
+}
+
+// The ray as the DDA reads it.
+struct Ray {
+    voxel: vec3<i32>,       // start voxel, window-relative
+    flags: u32,
+    b: vec3<f32>,
+    max_distance: f32,
+    inv: vec3<f32>,         // 1 / |d| on an enabled axis, |d| on a disabled one (see ray_dir)
+    n: vec3<u32>,           // crossings already done (non-zero after clipping)
+}
+
+struct Hit {
     voxel: vec3<i32>,
     status: u32,
     distance: f32,
@@ -152,15 +175,15 @@ fn next_axis(t: vec3<f32>) -> u32 {
     return 2u;
 }
 
-fn axis_enabled(ray: GpuRay, a: u32) -> bool {
+fn axis_enabled(ray: Ray, a: u32) -> bool {
     return ((ray.flags >> (RAY_ENABLED_SHIFT + a)) & 1u) != 0u;
 }
 
-fn axis_step(ray: GpuRay, a: u32) -> i32 {
+fn axis_step(ray: Ray, a: u32) -> i32 {
     return select(1, -1, ((ray.flags >> (RAY_NEGATIVE_SHIFT + a)) & 1u) != 0u);
 }
 
-fn refresh_axis(ray: GpuRay, d: ptr<function, Dda>, a: u32) {
+fn refresh_axis(ray: Ray, d: ptr<function, Dda>, a: u32) {
     if (axis_enabled(ray, a)) {
         (*d).t_next[a] = crossing_t(ray.b[a], ray.inv[a], (*d).n[a]);
     } else {
@@ -181,7 +204,7 @@ fn next_axis_mask(t: vec3<f32>) -> vec3<bool> {
 // drivers (lanes of a SIMD group step together); the stepped axis's crossing still comes from
 // its count, so the bits are those of the Rust twin. The chosen axis is always enabled: a
 // disabled axis sits at T_DISABLED, beyond every max distance.
-fn dda_step(ray: GpuRay, d: ptr<function, Dda>) -> bool {
+fn dda_step(ray: Ray, d: ptr<function, Dda>) -> bool {
     let t = (*d).t_next;
     let m = next_axis_mask(t);
     let t_step = select(select(t.z, t.y, m.y), t.x, m.x);
@@ -201,7 +224,7 @@ fn dda_step(ray: GpuRay, d: ptr<function, Dda>) -> bool {
 // first crossing that leaves it and before any crossing tied with that one (for conservative
 // line of sight also near-tied: crossings are compared scaled by NEAR_TIE). Returns false when
 // that crossing lies beyond max distance.
-fn skip_cell(ray: GpuRay, d: ptr<function, Dda>, lo: vec3<i32>, hi: vec3<i32>) -> bool {
+fn skip_cell(ray: Ray, d: ptr<function, Dda>, lo: vec3<i32>, hi: vec3<i32>) -> bool {
     let conservative = (OPTIONS & FLAG_CONSERVATIVE) != 0u;
     // Written per lane with vectors and selects (same arithmetic as the Rust twin's per-axis
     // loops) because dynamic vector indexing and branches are slow on some drivers.
@@ -255,8 +278,8 @@ fn tie_scaled(t: vec3<f32>) -> vec3<f32> {
 
 // An estimate from below of the crossings before t_end on each axis, at most k: where
 // skip_cell's exact count starts (it checks the estimate, so any value gives the same count).
-fn crossings_hint(ray: GpuRay, t_end: f32, n: vec3<u32>, k: vec3<u32>) -> vec3<u32> {
-    let estimate = t_end * abs(ray.dir) - ray.b - vec3<f32>(n) - vec3<f32>(1.0);
+fn crossings_hint(ray: Ray, t_end: f32, n: vec3<u32>, k: vec3<u32>) -> vec3<u32> {
+    let estimate = vec3<f32>(t_end) / ray.inv - ray.b - vec3<f32>(n) - vec3<f32>(1.0);
     return vec3<u32>(clamp(estimate, vec3<f32>(0.0), vec3<f32>(k)));
 }
 
@@ -281,7 +304,7 @@ const WALK_MISS: u32 = 3u;
 // +12%), and the time and entry axis are made from the last step's axis mask after the loop
 // (the same bits; W4 +8%). The Rust twin reads the id and sets those in the loop, with the same
 // result. At most 96 steps: each one moves one voxel through the chunk.
-fn walk_dense(ray: GpuRay, d: ptr<function, Dda>, slot: u32, hit_id: ptr<function, u32>) -> u32 {
+fn walk_dense(ray: Ray, d: ptr<function, Dda>, slot: u32, hit_id: ptr<function, u32>) -> u32 {
     let occ_base = slot * OCC_WORDS;
     let brick_bits = vec2<u32>(bricks[slot * BRICK_WORDS], bricks[slot * BRICK_WORDS + 1u]);
     let base = (*d).voxel & vec3<i32>(~31);
@@ -349,7 +372,7 @@ fn walk_dense(ray: GpuRay, d: ptr<function, Dda>, slot: u32, hit_id: ptr<functio
 }
 
 // UV of the entry point on the face crossed on face_axis.
-fn face_uv(ray: GpuRay, n: vec3<u32>, t: f32, face_axis: u32) -> vec2<f32> {
+fn face_uv(ray: Ray, n: vec3<u32>, t: f32, face_axis: u32) -> vec2<f32> {
     if (face_axis == AXIS_NONE) {
         return vec2<f32>(0.0);
     }
@@ -364,16 +387,26 @@ fn face_uv(ray: GpuRay, n: vec3<u32>, t: f32, face_axis: u32) -> vec2<f32> {
     return vec2<f32>(face_frac(ray, n, t, u), face_frac(ray, n, t, v));
 }
 
-fn face_frac(ray: GpuRay, n: vec3<u32>, t: f32, b: u32) -> f32 {
+// The direction's component on axis a: 1 / inv on an enabled axis (within an ulp of the
+// host's: only UV uses it), |d| as uploaded on a disabled one, with the step's sign.
+fn ray_dir(ray: Ray, a: u32) -> f32 {
+    var m = ray.inv[a];
+    if (axis_enabled(ray, a)) {
+        m = div_rn(1.0, m);
+    }
+    return select(m, -m, axis_step(ray, a) < 0);
+}
+
+fn face_frac(ray: Ray, n: vec3<u32>, t: f32, b: u32) -> f32 {
     var f: f32;
     if (n[b] == 0u) {
         var start = ray.b[b];
         if (axis_step(ray, b) > 0) {
             start = pin(1.0 - ray.b[b]);
         }
-        f = start + pin(ray.dir[b] * pin(t));
+        f = start + pin(ray_dir(ray, b) * pin(t));
     } else {
-        let along = abs(ray.dir[b]) * (pin(t) - pin(crossing_t(ray.b[b], ray.inv[b], n[b] - 1u)));
+        let along = abs(ray_dir(ray, b)) * (pin(t) - pin(crossing_t(ray.b[b], ray.inv[b], n[b] - 1u)));
         f = select(1.0 - pin(along), along, axis_step(ray, b) > 0);
     }
     return clamp(f, 0.0, 1.0);
@@ -522,8 +555,8 @@ fn voxel_at(v: vec3<i32>) -> vec2<u32> {
     return vec2<u32>(0u, slot_id(e, vec3<u32>(v & vec3<i32>(31))));
 }
 
-fn make_hit(status: u32, voxel: vec3<i32>, t: f32, id: u32, face_axis: u32, normal_positive: bool, uv: vec2<f32>) -> GpuHit {
-    var h: GpuHit;
+fn make_hit(status: u32, voxel: vec3<i32>, t: f32, id: u32, face_axis: u32, normal_positive: bool, uv: vec2<f32>) -> Hit {
+    var h: Hit;
     h.voxel = voxel;
     h.status = status | (face_axis << 4u) | select(0u, 64u, normal_positive);
     h.distance = t;
@@ -532,12 +565,12 @@ fn make_hit(status: u32, voxel: vec3<i32>, t: f32, id: u32, face_axis: u32, norm
     return h;
 }
 
-fn miss() -> GpuHit {
+fn miss() -> Hit {
     return make_hit(STATUS_MISS, vec3<i32>(0), 0.0, 0u, AXIS_NONE, false, vec2<f32>(0.0));
 }
 
 // The hit on the current voxel of d; twin of `Dda::hit` in src/cpu_ref/dda.rs.
-fn hit_here(ray: GpuRay, d: Dda, id: u32) -> GpuHit {
+fn hit_here(ray: Ray, d: Dda, id: u32) -> Hit {
     var normal_positive = false;
     if (d.entry_axis != AXIS_NONE) {
         normal_positive = axis_step(ray, d.entry_axis) < 0;
@@ -548,7 +581,7 @@ fn hit_here(ray: GpuRay, d: Dda, id: u32) -> GpuHit {
 
 // Conservative line of sight: test the voxels touching a crossed edge or corner that stepping
 // will not visit. Returns a hit with status MISS when none stops the ray.
-fn check_tie_extras(ray: GpuRay, d: Dda, t_cross: f32, air_seen: bool) -> GpuHit {
+fn check_tie_extras(ray: Ray, d: Dda, t_cross: f32, air_seen: bool) -> Hit {
     let tied = tied_axes(d.t_next, t_cross);
     if (countOneBits(tied) < 2u) {
         return miss();
@@ -589,7 +622,7 @@ fn check_tie_extras(ray: GpuRay, d: Dda, t_cross: f32, air_seen: bool) -> GpuHit
 }
 
 // The whole algorithm for one ray; twin of `cast_ray` in src/cpu_ref.rs.
-fn cast_ray(ray: GpuRay) -> GpuHit {
+fn cast_ray(ray: Ray) -> Hit {
     let origin_policy = OPTIONS & FLAG_ORIGIN_MASK;
     let stop_unloaded = (OPTIONS & FLAG_STOP_UNLOADED) != 0u;
     let conservative = (OPTIONS & FLAG_CONSERVATIVE) != 0u;
@@ -723,7 +756,7 @@ fn cast_ray(ray: GpuRay) -> GpuHit {
 // Whether hit a lies strictly nearer than b: a miss is never nearer, anything else is nearer
 // than a miss; a runaway is nearer than everything, so that it is reported. Twin of `nearer`
 // in src/cpu_ref.rs.
-fn nearer(a: GpuHit, b: GpuHit) -> bool {
+fn nearer(a: Hit, b: Hit) -> bool {
     let sa = a.status & 15u;
     let sb = b.status & 15u;
     if (sa == STATUS_MISS || sb == STATUS_RUNAWAY) {
@@ -735,7 +768,7 @@ fn nearer(a: GpuHit, b: GpuHit) -> bool {
 // A hit in the layer moved down on the axes of `layer` lies at its voxel's high face on those
 // axes: its UV there is 1, where the moved ray gives 0. Twin of `on_high_faces` in
 // src/cpu_ref.rs.
-fn on_high_faces(hit: GpuHit, layer: u32) -> GpuHit {
+fn on_high_faces(hit: Hit, layer: u32) -> Hit {
     var h = hit;
     let face = (h.status >> 4u) & 3u;
     if ((h.status & 15u) == STATUS_HIT && face != AXIS_NONE) {
@@ -757,7 +790,7 @@ fn on_high_faces(hit: GpuHit, layer: u32) -> GpuHit {
 // those axes (the host's clipping and step never move them, so the shifted start state is that
 // layer's). The nearest answer wins, at equal distances the first layer. Twin of
 // `cast_segment` in src/cpu_ref.rs.
-fn cast_segment(ray: GpuRay) -> GpuHit {
+fn cast_segment(ray: Ray) -> Hit {
     if ((OPTIONS & FLAG_CONSERVATIVE) == 0u) {
         return cast_ray(ray);
     }
@@ -785,6 +818,32 @@ fn cast_segment(ray: GpuRay) -> GpuHit {
     return best;
 }
 
+fn unpack_ray(r: GpuRay) -> Ray {
+    var ray: Ray;
+    ray.voxel = r.voxel;
+    ray.flags = r.flags & RAY_FLAG_BITS;
+    ray.b = r.b;
+    ray.max_distance = r.max_distance;
+    ray.inv = r.inv;
+    let lo = r.flags >> 12u;
+    ray.n = vec3<u32>(lo, (lo >> 17u) | (r.counts_hi << 3u), r.counts_hi >> 14u) & vec3<u32>(COUNT_BITS);
+    return ray;
+}
+
+// `h` as the host reads it, its voxel relative to `start` (the ray's uploaded start voxel).
+fn pack_hit(h: Hit, start: vec3<i32>) -> GpuHit {
+    let d = bitcast<vec3<u32>>(h.voxel - start) & vec3<u32>(0x3FFFFu);
+    let unit = clamp(vec2<f32>(pin(h.uv.x), pin(h.uv.y)), vec2<f32>(0.0), vec2<f32>(1.0));
+    let uv = vec2<u32>(round(unit * 8388607.0));
+    var o: GpuHit;
+    o.w0 = d.x | (h.id << 18u);
+    o.w1 = d.y | ((h.id >> 14u) << 18u) | ((h.status & STATUS_BITS) << 20u);
+    o.w2 = d.z | ((uv.y >> 9u) << 18u);
+    o.distance = bitcast<u32>(h.distance);
+    o.uv = uv.x | (uv.y << 23u);
+    return o;
+}
+
 fn invocation_index(gid: vec3<u32>, groups: vec3<u32>) -> u32 {
     return gid.x + gid.y * groups.x * 64u;
 }
@@ -795,7 +854,8 @@ fn cast_rays(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgro
     if (i >= params.ray_count || i >= arrayLength(&rays)) {
         return;
     }
-    hits[i] = cast_segment(rays[i]);
+    let ray = unpack_ray(rays[i]);
+    hits[i] = pack_hit(cast_segment(ray), ray.voxel);
 }
 
 // The unit direction through the centre of pixel (px, py); twin of `Camera::pixel_dir` in
@@ -819,10 +879,9 @@ fn camera_dir(px: u32, py: u32) -> vec3<f32> {
 
 // One axis of VoxelRay::prepare (src/ray.rs): flush a denormal component, apply the start-voxel
 // rule and decide whether the axis is enabled. Returns the updated ray.
-fn prepare_axis(ray_in: GpuRay, a: u32, d_raw: f32, sub: f32) -> GpuRay {
+fn prepare_axis(ray_in: Ray, a: u32, d_raw: f32, sub: f32) -> Ray {
     var ray = ray_in;
-    let d = select(d_raw, 0.0, abs(d_raw) < MIN_NORMAL);
-    ray.dir[a] = pin(d);
+    let d = pin(select(d_raw, 0.0, abs(d_raw) < MIN_NORMAL));
     if (d < 0.0) {
         ray.flags |= 1u << (RAY_NEGATIVE_SHIFT + a);
         if (sub == 0.0) {
@@ -834,7 +893,7 @@ fn prepare_axis(ray_in: GpuRay, a: u32, d_raw: f32, sub: f32) -> GpuRay {
     } else {
         ray.b[a] = pin(1.0 - sub);
     }
-    ray.inv[a] = 1.0;
+    ray.inv[a] = abs(d);
     if (d != 0.0) {
         let inv = div_rn(1.0, abs(d));
         if (ray.b[a] * inv <= ray.max_distance) {
@@ -855,7 +914,7 @@ fn cast_camera(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workg
     let px = pixel % params.cam_width;
     let py = pixel / params.cam_width;
     let dir = camera_dir(px, py);
-    var ray: GpuRay;
+    var ray: Ray;
     ray.voxel = params.cam_position;
     ray.flags = AXIS_NONE << RAY_ENTRY_SHIFT;
     ray.max_distance = params.cam_max_distance;
@@ -863,5 +922,5 @@ fn cast_camera(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workg
     for (var a = 0u; a < 3u; a += 1u) {
         ray = prepare_axis(ray, a, dir[a], params.cam_sub[a]);
     }
-    hits[i] = cast_ray(ray);
+    hits[i] = pack_hit(cast_ray(ray), params.cam_position);
 }

@@ -36,13 +36,15 @@ pub use wgpu::AdapterInfo;
 mod device;
 mod dispatch;
 mod host;
+mod pending;
 mod probe;
 mod window;
 mod world;
 
 use device::option_flags;
-use dispatch::{BatchBuffers, Kernel, KernelTimer};
+use dispatch::{DispatchBuffers, Shared};
 use host::{HostStaging, shader_camera};
+pub use pending::PendingBatch;
 pub use probe::{GpuConfig, SelfCheck, SelfCheckReport};
 use window::{Upload, Window, window_index};
 pub use world::GpuWorld;
@@ -77,6 +79,11 @@ const RAY_NEGATIVE_SHIFT: u32 = 3;
 const RAY_ENTRY_SHIFT: u32 = 6;
 const RAY_CLIPPED: u32 = 256;
 const RAY_PLANE_SHIFT: u32 = 9;
+/// Where the packed crossing counts start in `GpuRay::flags`.
+const RAY_COUNTS_SHIFT: u32 = 12;
+/// The largest crossing count a ray can reach: one past [`crate::MAX_DISTANCE_CAP`], in the
+/// shader's 17 bits per axis.
+const COUNT_MAX: u32 = (1 << 17) - 1;
 const STATUS_MISS: u32 = 0;
 const STATUS_HIT: u32 = 1;
 const STATUS_UNLOADED: u32 = 2;
@@ -180,31 +187,32 @@ pub enum GpuError {
     Internal(String),
 }
 
-/// One ray as the shader reads it (`GpuRay` in `shaders/dda.wgsl`).
+/// One ray as the shader reads it (`GpuRay` in `shaders/dda.wgsl`): 48 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
 pub(crate) struct GpuRay {
+    /// Start voxel, window-relative.
     voxel: [i32; 3],
+    /// Bits 0..11 the ray's flags (`RAY_*`), bits 12..31 the low 20 bits of the packed counts.
     flags: u32,
-    dir: [f32; 3],
-    max_distance: f32,
     b: [f32; 3],
-    _pad0: u32,
+    max_distance: f32,
+    /// `1 / |d|` on an enabled axis, `|d|` on a disabled one.
     inv: [f32; 3],
-    _pad1: u32,
-    n: [u32; 3],
-    _pad2: u32,
+    /// Bits 20..50 of the packed crossing counts (`x | y << 17 | z << 34`).
+    counts_hi: u32,
 }
 
-/// One answer as the shader writes it (`GpuHit` in `shaders/dda.wgsl`).
+/// One answer as the shader writes it (`GpuHit` in `shaders/dda.wgsl`): 20 bytes, the voxel
+/// relative to the ray's start voxel (see `Window::decode`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
 pub(crate) struct GpuHit {
-    voxel: [i32; 3],
-    status: u32,
-    distance: f32,
-    id: u32,
-    uv: [f32; 2],
+    w0: u32,
+    w1: u32,
+    w2: u32,
+    distance: u32,
+    uv: u32,
 }
 
 /// Per-dispatch parameters (`Params` in `shaders/dda.wgsl`).
@@ -242,21 +250,19 @@ pub(crate) struct GpuParams {
 /// material filter is the default, conservative line of sight, per-voxel mode) and walk
 /// (skipping empty bricks or stepping through them, see [`GpuWorld::skips_empty_bricks`]): the
 /// first batch with another combination compiles it once more (about 20 ms on lavapipe), and
-/// later batches reuse it. Besides its GPU buffers, it
-/// keeps host working buffers for ray batches: 96 bytes per ray of the largest band cast so far
-/// (batches are prepared in bands of at most 2^20 rays, so at most about 100 MB).
-/// [`GpuRaycaster::kept_memory`] tells how much is kept; [`GpuRaycaster::release_buffers`]
-/// frees it.
+/// later batches reuse it.
 ///
-/// Every batch call blocks its thread until the answers are read back. A raycaster (and a
-/// [`GpuWorld`]) is `Send + Sync`, so a frame loop that must not wait hands the call to a
-/// worker thread and takes the answers a frame later. Calls from several threads at once are
-/// safe: each prepares its rays on the host in parallel with the others, then their batches
-/// take turns on the GPU (one at a time holds the raycaster's batch buffers).
+/// Each kind of batch comes in two forms: `submit_*` returns a [`PendingBatch`] at once,
+/// whose answers are taken later without blocking (for a frame loop: submit this frame, take
+/// next frame); the plain calls (`raycast`, `line_of_sight`, `render_camera`, ...) submit and
+/// wait. Several batches may be in flight at once, from one thread or several: a raycaster
+/// (and a [`GpuWorld`]) is `Send + Sync`.
+///
+/// It keeps the buffers of finished dispatches for later batches, in GPU and host memory:
+/// [`GpuRaycaster::kept_memory`] tells how much, [`GpuRaycaster::release_buffers`] frees them.
 #[derive(Debug)]
 pub struct GpuRaycaster {
-    device: wgpu::Device,
-    queue: wgpu::Queue,
+    shared: Arc<Shared>,
     info: wgpu::AdapterInfo,
     limits: wgpu::Limits,
     layout: wgpu::BindGroupLayout,
@@ -264,13 +270,6 @@ pub struct GpuRaycaster {
     pipeline_layout: wgpu::PipelineLayout,
     /// The pipelines made so far, by entry point (`true`: `cast_camera`) and option flags.
     pipelines: Mutex<FxHashMap<(bool, u32), wgpu::ComputePipeline>>,
-    batch: Mutex<BatchBuffers>,
-    /// Host working buffers for ray batches, kept from call to call (96 bytes a ray of the
-    /// largest band, at most [`HOST_BAND`](host::HOST_BAND) rays).
-    staging: Mutex<HostStaging>,
-    lost: Arc<Mutex<Option<String>>>,
-    timer: Option<KernelTimer>,
-    stats: Mutex<BatchStats>,
     /// Most rays per dispatch asked for; the device's limits may lower it.
     max_dispatch_rays: u32,
     /// Tells this raycaster's [`GpuWorld`]s from those of another: `wgpu::Device`s of separate
@@ -292,20 +291,25 @@ pub struct BatchStats {
     /// Time the compute passes took on the GPU, in seconds, from timestamp queries; `None`
     /// where the adapter has no timestamp queries.
     pub kernel_seconds: Option<f64>,
-    /// Wall time of the whole call (preparation, upload, dispatch, readback), in seconds.
+    /// Wall time from the submit to the answers being ready, in seconds (for a blocking
+    /// call: the whole call).
     pub total_seconds: f64,
+    /// Of that, the time spent on the host, in seconds: preparing and staging the rays,
+    /// submitting, reading back and decoding the answers; not waiting for the GPU.
+    pub host_seconds: f64,
 }
 
 /// What a [`GpuRaycaster`] keeps allocated between batches ([`GpuRaycaster::kept_memory`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct KeptMemory {
-    /// GPU buffers for one dispatch: 336 bytes per ray of the largest dispatch so far (rays,
-    /// hits and two sets of upload and readback buffers), rounded up to a power of two of rays
-    /// and at most [`MAX_DISPATCH_RAYS`] rays (or what [`GpuRaycaster::set_max_dispatch_rays`]
-    /// set), plus a few KiB of parameters and material filter.
+    /// GPU buffers of finished dispatches, kept for later ones: per ray of a dispatch 48 bytes
+    /// of ray and 20 of answer, each twice (on the device, and mapped for upload and
+    /// readback), rounded up to a power of two of bytes, at most [`MAX_DISPATCH_RAYS`] rays
+    /// (or what [`GpuRaycaster::set_max_dispatch_rays`] set) a dispatch; a set per dispatch
+    /// that was in flight at once; plus a few KiB each of parameters and material filter.
     pub gpu_bytes: u64,
-    /// Host working buffers: 96 bytes per ray of the largest band so far (batches are prepared
-    /// in bands of at most 2^20 rays, so at most about 100 MB).
+    /// Host working buffers of finished ray batches: 64 bytes per ray of the largest batch
+    /// (at most two such sets, each at most 2^20 rays for blocking calls).
     pub host_bytes: u64,
 }
 
@@ -384,42 +388,37 @@ impl GpuRaycaster {
     /// grow with the largest batch so far and stay until [`GpuRaycaster::release_buffers`].
     #[must_use]
     pub fn kept_memory(&self) -> KeptMemory {
-        let gpu = self.batch.lock().map_or(0, |b| b.bytes());
-        let host = self.staging.lock().map_or(0, |s| s.bytes());
+        let gpu = self
+            .shared
+            .pool
+            .lock()
+            .map_or(0, |p| p.iter().map(DispatchBuffers::bytes).sum());
+        let host = self
+            .shared
+            .staging
+            .lock()
+            .map_or(0, |s| s.iter().map(HostStaging::bytes).sum());
         KeptMemory {
             gpu_bytes: gpu,
             host_bytes: host,
         }
     }
 
-    /// Frees the buffers kept between batches (GPU batch buffers and host working buffers,
-    /// [`GpuRaycaster::kept_memory`]) down to their size for one ray. The next batch grows them
-    /// again to its own size, which costs that batch the allocations. Worth calling after a
-    /// rare large batch (a screenshot-sized camera, say) whose buffers should not stay held.
-    /// A batch running on another thread is waited for; results never depend on it. Created
-    /// pipelines and uploaded [`GpuWorld`]s are kept.
+    /// Frees the buffers kept between batches ([`GpuRaycaster::kept_memory`]). The next batch
+    /// allocates what it needs again. Worth calling after a rare large batch (a
+    /// screenshot-sized camera, say) whose buffers should not stay held. Batches in flight keep
+    /// theirs until they finish (then they are kept again); results never depend on it.
+    /// Created pipelines and uploaded [`GpuWorld`]s are kept.
     pub fn release_buffers(&self) {
-        // On a lost device the next batch call reports the error; none goes to the device's
-        // uncaptured-error handler from here.
-        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let fresh = Self::batch_buffers(&self.device, 1, self.timer.is_some());
-        drop(pollster::block_on(scope.pop()));
-        replace_locked(&self.batch, fresh);
-        replace_locked(&self.staging, HostStaging::default());
+        replace_locked(&self.shared.pool, Vec::new());
+        replace_locked(&self.shared.staging, Vec::new());
     }
 
-    /// Timing of the last batch (raycast, line of sight or camera) on this raycaster.
+    /// Timing of the last batch (raycast, line of sight, camera or visibility) on this
+    /// raycaster to finish; for a blocking call of more than 2^20 rays, of all its bands.
     #[must_use]
     pub fn last_batch_stats(&self) -> BatchStats {
-        self.stats.lock().map(|s| *s).unwrap_or_default()
-    }
-
-    fn check_lost(&self) -> Result<(), GpuError> {
-        match self.lost.lock().map(|l| l.clone()) {
-            Ok(Some(msg)) => Err(GpuError::Device(msg)),
-            Ok(None) => Ok(()),
-            Err(_) => Err(GpuError::Internal("device-lost flag poisoned".into())),
-        }
+        self.shared.stats.lock().map(|s| *s).unwrap_or_default()
     }
 
     /// Casts every ray against `world` and returns the outcomes in input order, exactly as
@@ -457,7 +456,9 @@ impl GpuRaycaster {
         opts: &RaycastOptions,
         out: &mut Vec<RaycastOutcome>,
     ) -> Result<(), GpuError> {
-        self.cast(world, rays, opts, false, out, |o| o)
+        self.blocking(rays, out, |band, v| {
+            self.submit_raycast_into(world, band, opts, v)
+        })
     }
 
     /// Line of sight for every segment (see [`crate::line_of_sight`]), in input order.
@@ -487,14 +488,9 @@ impl GpuRaycaster {
         opts: &LineOfSightOptions,
         out: &mut Vec<LineOfSight>,
     ) -> Result<(), GpuError> {
-        self.cast(
-            world,
-            rays,
-            &opts.raycast,
-            opts.conservative,
-            out,
-            LineOfSight::from,
-        )
+        self.blocking(rays, out, |band, v| {
+            self.submit_line_of_sight_into(world, band, opts, v)
+        })
     }
 
     /// Renders `camera` against `world`: one ray per pixel, row by row from the top, made in the
@@ -531,69 +527,61 @@ impl GpuRaycaster {
         opts: &RaycastOptions,
         out: &mut Vec<RaycastOutcome>,
     ) -> Result<(), GpuError> {
-        let started = self.begin_call(world)?;
-        let w = &world.window;
-        let pixels = u64::from(camera.width) * u64::from(camera.height);
-        if pixels > u64::from(u32::MAX) {
-            return Err(GpuError::BatchTooLarge(
-                usize::try_from(pixels).unwrap_or(usize::MAX),
-            ));
-        }
-        out.clear();
-        out.try_reserve(pixels as usize)
-            .map_err(|_| GpuError::OutputTooLarge(pixels))?;
-        let Some(camera) = shader_camera(camera) else {
-            self.camera_on_host(world, camera, opts, out)?;
-            self.note_total(started);
-            return Ok(());
-        };
-        let eye = camera.position;
-        let inside = (0..3).all(|a| {
-            let lo = if camera.sub_offset[a] == 0.0 {
-                eye.axis(a).checked_sub(1)
-            } else {
-                Some(eye.axis(a))
-            };
-            lo.is_some_and(|lo| w.bounds.min.axis(a) <= lo) && eye.axis(a) <= w.bounds.max.axis(a)
-        });
-        if !inside {
-            self.camera_on_host(world, &camera, opts, out)?;
-            self.note_total(started);
-            return Ok(());
-        }
-        self.run(
-            world,
-            Kernel::Camera(&camera, pixels as u32),
-            opts,
-            false,
-            &mut |_, hits| {
-                for h in hits {
-                    out.push(w.decode(h)?);
-                }
-                Ok(())
-            },
-        )?;
-        self.note_total(started);
+        let pending = self.submit_camera_into(world, camera, opts, std::mem::take(out))?;
+        *out = pending.wait()?;
         Ok(())
     }
 
-    /// Starts a batch call: checks that `world` belongs to this raycaster's device and resets
-    /// [`GpuRaycaster::last_batch_stats`] (a batch answered on the host alone reports zero GPU
-    /// rays). Returns the call's start time.
-    fn begin_call(&self, world: &GpuWorld) -> Result<std::time::Instant, GpuError> {
-        if let Ok(mut s) = self.stats.lock() {
-            *s = BatchStats::default();
+    /// A blocking call: `submit` of `rays` in bands of at most [`HOST_BAND`](host::HOST_BAND)
+    /// rays, the next band prepared while the GPU runs the last, answers appended to `out`.
+    fn blocking<T: Send>(
+        &self,
+        rays: &[VoxelRay],
+        out: &mut Vec<T>,
+        submit: impl Fn(&[VoxelRay], Vec<T>) -> Result<PendingBatch<T>, GpuError>,
+    ) -> Result<(), GpuError> {
+        if rays.len() <= host::HOST_BAND {
+            *out = submit(rays, std::mem::take(out))?.wait()?;
+            return Ok(());
         }
+        out.clear();
+        out.try_reserve(rays.len())
+            .map_err(|_| GpuError::OutputTooLarge(rays.len() as u64))?;
+        let mut total = BatchStats::default();
+        let mut add = |s: BatchStats| {
+            total.gpu_rays += s.gpu_rays;
+            total.dispatches += s.dispatches;
+            total.kernel_seconds = s
+                .kernel_seconds
+                .map(|k| k + total.kernel_seconds.unwrap_or(0.0));
+            total.host_seconds += s.host_seconds;
+        };
+        let started = std::time::Instant::now();
+        let mut last: Option<PendingBatch<T>> = None;
+        for band in rays.chunks(host::HOST_BAND) {
+            let next = submit(band, Vec::new())?;
+            if let Some(done) = last.replace(next) {
+                out.extend(done.wait()?);
+                add(self.last_batch_stats());
+            }
+        }
+        if let Some(done) = last {
+            out.extend(done.wait()?);
+            add(self.last_batch_stats());
+        }
+        total.total_seconds = started.elapsed().as_secs_f64();
+        replace_locked(&self.shared.stats, total);
+        Ok(())
+    }
+
+    /// Starts a batch call: checks that `world` belongs to this raycaster's device. Returns
+    /// the call's start time.
+    fn begin_call(&self, world: &GpuWorld) -> Result<std::time::Instant, GpuError> {
         if world.owner != self.token {
             return Err(GpuError::WorldFromAnotherDevice);
         }
+        self.shared.check_lost()?;
         Ok(std::time::Instant::now())
-    }
-
-    fn note_total(&self, started: std::time::Instant) {
-        if let Ok(mut s) = self.stats.lock() {
-            s.total_seconds = started.elapsed().as_secs_f64();
-        }
     }
 }
 

@@ -168,7 +168,7 @@ impl GpuRaycaster {
     /// application that wants to render or compute with the same device.
     #[must_use]
     pub fn device(&self) -> (&wgpu::Device, &wgpu::Queue) {
-        (&self.device, &self.queue)
+        (&self.shared.device, &self.shared.queue)
     }
 
     /// Checks the device, compiles `shader` and the default pipelines, makes the raycaster and
@@ -241,37 +241,27 @@ impl GpuRaycaster {
                 pipelines.insert((camera, flags), p);
             }
         }
-        let batch = Mutex::new(Self::batch_buffers(&device, 1, timestamps));
-        let timer = timestamps.then(|| KernelTimer {
-            queries: device.create_query_set(&wgpu::QuerySetDescriptor {
-                label: Some("kernel time"),
-                ty: wgpu::QueryType::Timestamp,
-                count: 2,
-            }),
-            resolve: device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("timestamps"),
-                size: 16,
-                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
-                mapped_at_creation: false,
-            }),
-            period_ns: f64::from(queue.get_timestamp_period()),
-        });
-        let mut raycaster = Self {
+        let period_ns = f64::from(queue.get_timestamp_period());
+        let shared = Arc::new(Shared {
             device,
             queue,
+            pool: Mutex::new(Vec::new()),
+            staging: Mutex::new(Vec::new()),
+            lost,
+            timestamps,
+            period_ns,
+            stats: Mutex::new(BatchStats::default()),
+        });
+        let mut raycaster = Self {
+            shared,
             info,
             limits,
             layout,
             module,
             pipeline_layout,
             pipelines: Mutex::new(pipelines),
-            batch,
-            staging: Mutex::new(HostStaging::default()),
-            lost,
-            timer,
             max_dispatch_rays: MAX_DISPATCH_RAYS,
             token: NEXT_TOKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-            stats: Mutex::new(BatchStats::default()),
             self_check: SelfCheckReport::default(),
         };
         let report = probe::run(&raycaster)?;
@@ -283,7 +273,7 @@ impl GpuRaycaster {
         raycaster.self_check = report;
         // A new raycaster keeps no buffers for batches it has not been asked to cast.
         raycaster.release_buffers();
-        replace_locked(&raycaster.stats, BatchStats::default());
+        replace_locked(&raycaster.shared.stats, BatchStats::default());
         Ok(raycaster)
     }
 
@@ -305,7 +295,7 @@ impl GpuRaycaster {
             return Ok(p.clone());
         }
         let p = make_pipeline(
-            &self.device,
+            &self.shared.device,
             &self.module,
             &self.pipeline_layout,
             camera,

@@ -1,156 +1,176 @@
-//! The dispatch machinery of [`GpuRaycaster`]: batch buffers reused between calls, ray
-//! staging through mapped upload buffers, dispatches in flight two at a time, readback and
-//! kernel timing.
+//! The dispatch machinery: sets of buffers for one dispatch each, kept in a pool and reused
+//! between batches, and [`Flight`], a batch on its way through the GPU in one or more
+//! dispatches (at most two in flight at once), read back as each finishes.
+
+use std::collections::VecDeque;
 
 use super::*;
 
-/// Buffers reused between batches, grown on demand.
+/// The buffers of one dispatch: parameters, material filter, input and output storage, and
+/// the mapped buffers that stage the input and read the output back. Sized in bytes; a batch
+/// takes a set at least as large as its dispatch needs.
 #[derive(Debug)]
-pub(super) struct BatchBuffers {
-    capacity: u32,
+pub(super) struct DispatchBuffers {
     params: wgpu::Buffer,
     filter: wgpu::Buffer,
-    rays: wgpu::Buffer,
-    hits: wgpu::Buffer,
-    /// Dispatches alternate between the two: while the GPU runs one, the host stages the next
-    /// one's rays and reads the last one's hits.
-    slots: [Slot; 2],
-}
-
-impl BatchBuffers {
-    /// Bytes allocated on the device.
-    pub(super) fn bytes(&self) -> u64 {
-        let mut total =
-            self.params.size() + self.filter.size() + self.rays.size() + self.hits.size();
-        for s in &self.slots {
-            total += s.upload.size()
-                + s.readback.size()
-                + s.timestamps.as_ref().map_or(0, wgpu::Buffer::size);
-        }
-        total
-    }
-}
-
-/// The host-visible buffers of one dispatch in flight.
-#[derive(Debug)]
-struct Slot {
-    /// Host-writable staging for `rays`, kept between batches: `Queue::write_buffer` would
-    /// allocate a fresh staging buffer (and the driver fresh host memory) on every call.
+    input: wgpu::Buffer,
+    output: wgpu::Buffer,
+    /// Host-writable staging for `input`, kept with the set: `Queue::write_buffer` would
+    /// allocate fresh staging memory on every call.
     upload: wgpu::Buffer,
     readback: wgpu::Buffer,
-    /// The dispatch's two timestamps, where the adapter has timestamp queries.
-    timestamps: Option<wgpu::Buffer>,
-    /// The last submission that used these buffers: mapping them waits for it alone.
-    last_use: Option<wgpu::SubmissionIndex>,
+    /// Two timestamps around the dispatch, resolved and read back, where the device has
+    /// timestamp queries.
+    timer: Option<(wgpu::QuerySet, wgpu::Buffer, wgpu::Buffer)>,
 }
 
-/// A submitted dispatch whose hits have not been read yet.
-struct InFlight {
-    slot: usize,
-    /// Index of its first ray in the batch.
-    base: u64,
-    /// Bytes of hits it returns.
-    bytes: u64,
-    submission: wgpu::SubmissionIndex,
-    hits_mapped: Receiver<Result<(), wgpu::BufferAsyncError>>,
-    timestamps_mapped: Option<Receiver<Result<(), wgpu::BufferAsyncError>>>,
-}
-
-/// Timestamp queries around each dispatch, where the adapter supports them.
-#[derive(Debug)]
-pub(super) struct KernelTimer {
-    pub(super) queries: wgpu::QuerySet,
-    pub(super) resolve: wgpu::Buffer,
-    pub(super) period_ns: f64,
-}
-
-/// Where [`GpuRaycaster::run`] hands each dispatch's results: the index of the dispatch's first
-/// ray and its hits, read from the mapped readback buffer.
-pub(super) type HitSink<'a> = dyn FnMut(usize, &[GpuHit]) -> Result<(), GpuError> + 'a;
-
-/// Starts mapping `slice` for `mode`; the receiver gets the outcome once a poll of the device
-/// has run the callback.
-fn map_channel(
-    slice: &wgpu::BufferSlice<'_>,
-    mode: wgpu::MapMode,
-) -> Receiver<Result<(), wgpu::BufferAsyncError>> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    slice.map_async(mode, move |r| {
-        let _ = tx.send(r);
-    });
-    rx
-}
-
-#[derive(Clone, Copy)]
-pub(super) enum Kernel<'a> {
-    /// Rays staged at their index in the batch, the order they go to the GPU in (the index of
-    /// each as the second field), and whether every one of them has a max distance of at
-    /// least [`LONG_RAY`].
-    Rays(&'a [GpuRay], &'a [(u64, u32)], bool),
-    Camera(&'a Camera, u32),
-}
-
-impl GpuRaycaster {
-    pub(super) fn batch_buffers(
-        device: &wgpu::Device,
-        capacity: u32,
-        timestamps: bool,
-    ) -> BatchBuffers {
+impl DispatchBuffers {
+    fn new(device: &wgpu::Device, input: u64, output: u64, timestamps: bool) -> Self {
         let buf = |label, size: u64, usage| {
             device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(label),
-                size,
+                size: size.max(16),
                 usage,
                 mapped_at_creation: false,
             })
         };
         use wgpu::BufferUsages as U;
-        let cap = u64::from(capacity);
-        let ray_bytes = cap * size_of::<GpuRay>() as u64;
-        let hit_bytes = cap * size_of::<GpuHit>() as u64;
-        BatchBuffers {
-            capacity,
+        Self {
             params: buf(
                 "params",
                 size_of::<GpuParams>() as u64,
                 U::UNIFORM | U::COPY_DST,
             ),
-            filter: buf("filter", 2048 * 4, U::STORAGE | U::COPY_DST),
-            rays: buf("rays", ray_bytes, U::STORAGE | U::COPY_DST),
-            hits: buf("hits", hit_bytes, U::STORAGE | U::COPY_SRC),
-            slots: [(); 2].map(|()| Slot {
-                upload: buf("upload", ray_bytes, U::MAP_WRITE | U::COPY_SRC),
-                readback: buf("readback", hit_bytes, U::MAP_READ | U::COPY_DST),
-                timestamps: timestamps
-                    .then(|| buf("timestamps readback", 16, U::MAP_READ | U::COPY_DST)),
-                last_use: None,
+            filter: buf("filter", FILTER_BYTES, U::STORAGE | U::COPY_DST),
+            input: buf("input", input, U::STORAGE | U::COPY_DST),
+            output: buf("output", output, U::STORAGE | U::COPY_SRC),
+            upload: buf("upload", input, U::MAP_WRITE | U::COPY_SRC),
+            readback: buf("readback", output, U::MAP_READ | U::COPY_DST),
+            timer: timestamps.then(|| {
+                (
+                    device.create_query_set(&wgpu::QuerySetDescriptor {
+                        label: Some("kernel time"),
+                        ty: wgpu::QueryType::Timestamp,
+                        count: 2,
+                    }),
+                    buf("timestamps", 16, U::QUERY_RESOLVE | U::COPY_SRC),
+                    buf("timestamps readback", 16, U::MAP_READ | U::COPY_DST),
+                )
             }),
         }
     }
 
-    /// Most rays per dispatch on this device.
-    fn dispatch_capacity(&self) -> u32 {
-        let by_binding = self.limits.max_storage_buffer_binding_size / size_of::<GpuRay>() as u64;
-        let by_buffer = self.limits.max_buffer_size / size_of::<GpuRay>() as u64;
-        let by_groups = u64::from(self.limits.max_compute_workgroups_per_dimension).pow(2)
-            * u64::from(WORKGROUP_SIZE);
-        u64::from(self.max_dispatch_rays)
-            .min(by_binding)
-            .min(by_buffer)
-            .min(by_groups)
-            .max(1) as u32
+    /// Bytes allocated on the device.
+    pub(super) fn bytes(&self) -> u64 {
+        [
+            &self.params,
+            &self.filter,
+            &self.input,
+            &self.output,
+            &self.upload,
+            &self.readback,
+        ]
+        .iter()
+        .map(|b| b.size())
+        .sum::<u64>()
+            + self
+                .timer
+                .as_ref()
+                .map_or(0, |(_, r, b)| r.size() + b.size())
     }
 
-    /// Waits for a mapping started with [`map_channel`], which completes when `last_use` (the
-    /// last submission that used the buffer) has finished. Waits for that submission alone, so
-    /// later ones keep running; with `None` (no submission in flight uses the buffer) only for
-    /// callbacks already due, then, should the mapping still be pending, for every submission.
+    fn fits(&self, input: u64, output: u64) -> bool {
+        self.input.size() >= input && self.output.size() >= output
+    }
+}
+
+/// The material filter's size: one bit per id.
+const FILTER_BYTES: u64 = 2048 * 4;
+
+/// What a [`GpuRaycaster`] shares with the batches it submits, which outlive the calls that
+/// made them.
+#[derive(Debug)]
+pub(super) struct Shared {
+    pub(super) device: wgpu::Device,
+    pub(super) queue: wgpu::Queue,
+    /// Sets of dispatch buffers not in use.
+    pub(super) pool: Mutex<Vec<DispatchBuffers>>,
+    /// Host working buffers for ray batches not in use.
+    pub(super) staging: Mutex<Vec<HostStaging>>,
+    pub(super) lost: Arc<Mutex<Option<String>>>,
+    pub(super) timestamps: bool,
+    pub(super) period_ns: f64,
+    pub(super) stats: Mutex<BatchStats>,
+}
+
+impl Shared {
+    /// A set of at least `input` and `output` bytes: the smallest free one that fits, or a
+    /// new one sized to the next power of two.
+    fn take_set(&self, input: u64, output: u64) -> DispatchBuffers {
+        let mut pool = self
+            .pool
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let best = pool
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.fits(input, output))
+            .min_by_key(|(_, s)| s.input.size() + s.output.size())
+            .map(|(i, _)| i);
+        match best {
+            Some(i) => pool.swap_remove(i),
+            None => DispatchBuffers::new(
+                &self.device,
+                input.next_power_of_two(),
+                output.next_power_of_two(),
+                self.timestamps,
+            ),
+        }
+    }
+
+    fn give_back(&self, set: DispatchBuffers) {
+        self.pool
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(set);
+    }
+
+    /// Host working buffers for a batch of rays: a kept set, or a new one.
+    pub(super) fn take_staging(&self) -> HostStaging {
+        self.staging
+            .lock()
+            .ok()
+            .and_then(|mut s| s.pop())
+            .unwrap_or_default()
+    }
+
+    /// Keeps `staging` for a later batch. Two sets at most are kept (as many batches as the
+    /// blocking calls overlap).
+    pub(super) fn return_staging(&self, staging: HostStaging) {
+        if let Ok(mut kept) = self.staging.lock()
+            && kept.len() < 2
+        {
+            kept.push(staging);
+        }
+    }
+
+    pub(super) fn check_lost(&self) -> Result<(), GpuError> {
+        match self.lost.lock().map(|l| l.clone()) {
+            Ok(Some(msg)) => Err(GpuError::Device(msg)),
+            Ok(None) => Ok(()),
+            Err(_) => Err(GpuError::Internal("device-lost flag poisoned".into())),
+        }
+    }
+
+    /// Waits for `mapped` (a mapping started with [`map_channel`]), which completes once
+    /// `submission` has finished: for that submission alone, so that later ones keep running
+    /// (with `None`, the buffer is idle and one poll completes it).
     fn wait_mapped(
         &self,
         mapped: &Receiver<Result<(), wgpu::BufferAsyncError>>,
-        last_use: Option<&wgpu::SubmissionIndex>,
+        submission: Option<&wgpu::SubmissionIndex>,
     ) -> Result<(), GpuError> {
-        let poll = match last_use {
+        let poll = match submission {
             Some(index) => wgpu::PollType::Wait {
                 submission_index: Some(index.clone()),
                 timeout: None,
@@ -169,313 +189,451 @@ impl GpuRaycaster {
         };
         result.map_err(device_error)
     }
+}
 
-    /// Stages and submits the dispatch for rays (or pixels) `range` of a batch in `slot`, and
-    /// starts mapping its hits for reading.
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "one dispatch's parts, all borrowed from `run`"
-    )]
-    fn submit_dispatch(
-        &self,
-        batch: &mut BatchBuffers,
-        kernel: Kernel<'_>,
-        pipeline: &wgpu::ComputePipeline,
-        bind_group: &wgpu::BindGroup,
-        params: &mut GpuParams,
-        range: std::ops::Range<u64>,
-        slot: usize,
-    ) -> Result<InFlight, GpuError> {
-        let count = (range.end - range.start) as u32;
-        params.ray_base = range.start as u32;
-        params.ray_count = count;
-        self.queue
-            .write_buffer(&batch.params, 0, bytemuck::bytes_of(params));
-        let mut encoder = self
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
-        let s = &batch.slots[slot];
-        match kernel {
-            Kernel::Rays(rays, order, _) => {
-                let order = &order[range.start as usize..range.end as usize];
-                let len = (order.len() * size_of::<GpuRay>()) as u64;
-                let staging = s.upload.slice(..len);
-                let mapped = map_channel(&staging, wgpu::MapMode::Write);
-                let staged = self
-                    .wait_mapped(&mapped, s.last_use.as_ref())
-                    .and_then(|()| {
-                        // Gathered in upload order straight into the mapped buffer.
-                        let mut view = staging.get_mapped_range_mut().map_err(device_error)?;
-                        let (dst, _) = view.slice(..).into_chunks::<{ size_of::<GpuRay>() }>();
-                        dst.write_iter(
-                            order.iter().map(|&(_, i)| bytemuck::cast(rays[i as usize])),
-                        );
-                        Ok(())
-                    });
-                s.upload.unmap();
-                staged?;
-                encoder.copy_buffer_to_buffer(&s.upload, 0, &batch.rays, 0, len);
-            }
-            Kernel::Camera(..) => {}
+/// Starts mapping `slice` for `mode`; the receiver gets the outcome once a poll of the device
+/// has run the callback.
+fn map_channel(
+    slice: &wgpu::BufferSlice<'_>,
+    mode: wgpu::MapMode,
+) -> Receiver<Result<(), wgpu::BufferAsyncError>> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    slice.map_async(mode, move |r| {
+        let _ = tx.send(r);
+    });
+    rx
+}
+
+/// What a batch's dispatches cast: the items each invocation takes.
+#[derive(Debug)]
+pub(super) enum Items {
+    /// Rays prepared on the host: `staging.rays` in the caller's order, uploaded in the order
+    /// of `staging.order[..count]`.
+    Rays(HostStaging, usize),
+    /// Pixels of a camera, made in the shader.
+    Camera(u32),
+    /// Agent pairs (two u32 indices each) and the agent buffer; `details`: whether each
+    /// pair's full answer is written besides its visibility bit.
+    Pairs {
+        pairs: Vec<[u32; 2]>,
+        agents: wgpu::Buffer,
+        details: bool,
+    },
+}
+
+impl Items {
+    fn count(&self) -> u64 {
+        match self {
+            Items::Rays(_, n) => *n as u64,
+            Items::Camera(n) => u64::from(*n),
+            Items::Pairs { pairs, .. } => pairs.len() as u64,
         }
-        // Dispatch: a 2D grid of workgroups when one dimension is not enough.
-        let groups = count.div_ceil(WORKGROUP_SIZE);
-        let gx = groups.min(self.limits.max_compute_workgroups_per_dimension);
-        let gy = groups.div_ceil(gx);
-        let bytes = u64::from(count) * size_of::<GpuHit>() as u64;
-        {
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("voxcast dda"),
-                timestamp_writes: self
-                    .timer
-                    .as_ref()
-                    .map(|t| wgpu::ComputePassTimestampWrites {
-                        query_set: &t.queries,
-                        beginning_of_pass_write_index: Some(0),
-                        end_of_pass_write_index: Some(1),
-                    }),
-            });
-            pass.set_pipeline(pipeline);
-            pass.set_bind_group(0, bind_group, &[]);
-            pass.dispatch_workgroups(gx, gy, 1);
-        }
-        encoder.copy_buffer_to_buffer(&batch.hits, 0, &s.readback, 0, bytes);
-        if let (Some(t), Some(ts)) = (&self.timer, &s.timestamps) {
-            encoder.resolve_query_set(&t.queries, 0..2, &t.resolve, 0);
-            encoder.copy_buffer_to_buffer(&t.resolve, 0, ts, 0, 16);
-        }
-        let submission = self.queue.submit([encoder.finish()]);
-        let in_flight = InFlight {
-            slot,
-            base: range.start,
-            bytes,
-            submission: submission.clone(),
-            hits_mapped: map_channel(&s.readback.slice(..bytes), wgpu::MapMode::Read),
-            timestamps_mapped: s
-                .timestamps
-                .as_ref()
-                .map(|ts| map_channel(&ts.slice(..), wgpu::MapMode::Read)),
-        };
-        batch.slots[slot].last_use = Some(submission);
-        Ok(in_flight)
     }
 
-    /// Waits for dispatch `f` in `slot`, hands its hits to `sink` and unmaps the slot.
-    /// Returns its kernel time in nanoseconds (0 without timestamps).
-    fn read_dispatch(
-        &self,
-        slot: &Slot,
-        f: &InFlight,
-        sink: &mut HitSink<'_>,
-    ) -> Result<f64, GpuError> {
-        let slice = slot.readback.slice(..f.bytes);
-        let sunk = self
-            .wait_mapped(&f.hits_mapped, Some(&f.submission))
-            .and_then(|()| {
-                let view = slice.get_mapped_range().map_err(device_error)?;
-                sink(f.base as usize, bytemuck::cast_slice(&view))
-            });
-        slot.readback.unmap();
-        let mut kernel_ns = 0.0;
-        if let (Some(t), Some(ts), Some(mapped)) =
-            (&self.timer, &slot.timestamps, &f.timestamps_mapped)
-        {
-            if self.wait_mapped(mapped, Some(&f.submission)).is_ok()
-                && let Ok(view) = ts.slice(..).get_mapped_range()
-            {
-                let stamps: &[u64] = bytemuck::cast_slice(&view);
-                kernel_ns = stamps[1].saturating_sub(stamps[0]) as f64 * t.period_ns;
+    /// Input and output bytes of `n` items. Pairs write their visibility bits (a word per 32
+    /// pairs) first, then their details at a storage-offset boundary.
+    fn bytes(&self, n: u64) -> (u64, u64) {
+        match self {
+            Items::Rays(..) => (
+                n * size_of::<GpuRay>() as u64,
+                n * size_of::<GpuHit>() as u64,
+            ),
+            Items::Camera(_) => (0, n * size_of::<GpuHit>() as u64),
+            Items::Pairs { details, .. } => {
+                let bits = bit_words(n) * 4;
+                let details = if *details {
+                    details_offset(n) + n * size_of::<GpuHit>() as u64
+                } else {
+                    bits
+                };
+                (n * 8, details)
             }
-            ts.unmap();
         }
-        sunk.map(|()| kernel_ns)
+    }
+}
+
+/// Words of visibility bits for `n` pairs.
+pub(super) fn bit_words(n: u64) -> u64 {
+    n.div_ceil(32)
+}
+
+/// Where a pair dispatch's details start in its output: after the bits, at a multiple of 256
+/// bytes (the largest storage offset alignment wgpu allows a device to ask for).
+pub(super) fn details_offset(n: u64) -> u64 {
+    (bit_words(n) * 4).next_multiple_of(256)
+}
+
+/// The world's buffers and the pipeline a batch binds, kept so that later dispatches of the
+/// batch can be made after the call that submitted it has returned.
+#[derive(Debug)]
+pub(super) struct Binding {
+    pub(super) pipeline: wgpu::ComputePipeline,
+    pub(super) layout: wgpu::BindGroupLayout,
+    pub(super) world: [wgpu::Buffer; 4],
+    pub(super) params: GpuParams,
+    pub(super) filter: Vec<u32>,
+}
+
+/// A dispatch submitted and not read yet.
+#[derive(Debug)]
+struct InFlight {
+    set: DispatchBuffers,
+    /// Index of its first item in the batch, and how many it has.
+    base: u64,
+    count: u64,
+    submission: wgpu::SubmissionIndex,
+    hits_mapped: Receiver<Result<(), wgpu::BufferAsyncError>>,
+    timestamps_mapped: Option<Receiver<Result<(), wgpu::BufferAsyncError>>>,
+    /// Set by the readback's mapping callback: the dispatch's results can be read.
+    done: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// Where a batch hands each dispatch's results: the index of its first item, the items'
+/// count and the output bytes (read from the mapped readback buffer).
+pub(super) type Sink<'a> = dyn FnMut(&Items, u64, u64, &[u8]) -> Result<(), GpuError> + 'a;
+
+/// A batch on its way through the GPU: split into dispatches of at most `per_dispatch` items,
+/// two in flight at once; each is read back (and its buffers returned to the pool) as it
+/// finishes, and the next submitted.
+#[derive(Debug)]
+pub(super) struct Flight {
+    shared: Arc<Shared>,
+    binding: Binding,
+    pub(super) items: Items,
+    per_dispatch: u64,
+    next: u64,
+    in_flight: VecDeque<InFlight>,
+    pub(super) kernel_ns: f64,
+    pub(super) dispatches: u32,
+}
+
+/// Dispatches of one batch in flight at once: the GPU runs one while the host reads the last
+/// and stages the next.
+const IN_FLIGHT: usize = 2;
+
+impl Flight {
+    /// Starts a batch: submits its first dispatches.
+    pub(super) fn start(
+        shared: Arc<Shared>,
+        binding: Binding,
+        items: Items,
+        per_dispatch: u32,
+    ) -> Result<Self, GpuError> {
+        shared.check_lost()?;
+        let mut flight = Self {
+            shared,
+            binding,
+            items,
+            per_dispatch: u64::from(per_dispatch.max(1)),
+            next: 0,
+            in_flight: VecDeque::new(),
+            kernel_ns: 0.0,
+            dispatches: 0,
+        };
+        flight.submit_more()?;
+        Ok(flight)
     }
 
-    /// Runs `kernel` in as many dispatches as it takes and hands each dispatch's results, read
-    /// straight from the mapped readback buffer, to `sink` with the index of its first ray.
-    pub(super) fn run(
-        &self,
-        world: &GpuWorld,
-        kernel: Kernel<'_>,
-        opts: &RaycastOptions,
-        conservative: bool,
-        sink: &mut HitSink<'_>,
-    ) -> Result<(), GpuError> {
-        let total = match kernel {
-            Kernel::Rays(_, order, _) => order.len() as u64,
-            Kernel::Camera(_, n) => u64::from(n),
-        };
-        if total == 0 {
-            return Ok(());
+    /// Whether every dispatch has been read.
+    pub(super) fn finished(&self) -> bool {
+        self.in_flight.is_empty() && self.next >= self.items.count()
+    }
+
+    /// Submits dispatches until two are in flight or none is left.
+    fn submit_more(&mut self) -> Result<(), GpuError> {
+        let total = self.items.count();
+        while self.in_flight.len() < IN_FLIGHT && self.next < total {
+            let count = (total - self.next).min(self.per_dispatch);
+            let f = self.submit(self.next, count)?;
+            self.next += count;
+            self.in_flight.push_back(f);
         }
-        self.check_lost()?;
-        let per_dispatch = self.dispatch_capacity();
-        // A panic while the buffers were held (a bug) leaves them in an unknown state (a
-        // mapping may be pending): start again from fresh ones rather than fail every call.
-        let (mut batch, poisoned) = match self.batch.lock() {
-            Ok(b) => (b, false),
-            Err(p) => (p.into_inner(), true),
-        };
-        if poisoned {
-            self.batch.clear_poison();
-            *batch = Self::batch_buffers(&self.device, 1, self.timer.is_some());
-        }
+        Ok(())
+    }
+
+    /// Stages and submits items `base..base + count`, and starts mapping their results.
+    fn submit(&mut self, base: u64, count: u64) -> Result<InFlight, GpuError> {
+        let shared = Arc::clone(&self.shared);
+        let device = &shared.device;
+        let (input_bytes, output_bytes) = self.items.bytes(count);
+        let set = shared.take_set(input_bytes, output_bytes);
         // From here every error of the device is returned, none goes to its uncaptured-error
         // handler (on an application's device, the application's, which may panic).
-        let scope_oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let scope_val = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let want = total.min(u64::from(per_dispatch)) as u32;
-        if batch.capacity < want || batch.capacity > per_dispatch {
-            // Grow to the next power of two so repeated batches of similar size reuse buffers
-            // (or shrink, after `set_max_dispatch_rays` lowered the dispatch size).
-            let cap = want.next_power_of_two().min(per_dispatch);
-            *batch = Self::batch_buffers(&self.device, cap, self.timer.is_some());
-        }
-        let pipeline = self.pipeline(
-            matches!(kernel, Kernel::Camera(..)),
-            option_flags(opts, conservative)
-                | world.walk_flags(match kernel {
-                    Kernel::Rays(_, _, long) => long,
-                    Kernel::Camera(cam, _) => cam.max_distance >= LONG_RAY,
-                }),
-        )?;
-        let mut params = GpuParams {
-            dims: world.window.dims,
-            region_offset: world.window.region_offset(),
-            world_edge: world.window.world_edge(),
-            ..Default::default()
+        let scope_oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let scope_val = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let mut params = self.binding.params;
+        params.ray_base = base as u32;
+        params.ray_count = count as u32;
+        shared
+            .queue
+            .write_buffer(&set.params, 0, bytemuck::bytes_of(&params));
+        shared
+            .queue
+            .write_buffer(&set.filter, 0, bytemuck::cast_slice(&self.binding.filter));
+        let mut encoder =
+            device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+        let staged = match &self.items {
+            Items::Camera(_) => Ok(()),
+            Items::Rays(staging, _) => {
+                let order = &staging.order[base as usize..(base + count) as usize];
+                self.stage(&set, input_bytes, |view| {
+                    let (dst, _) = view.into_chunks::<{ size_of::<GpuRay>() }>();
+                    dst.write_iter(
+                        order
+                            .iter()
+                            .map(|&(_, i)| bytemuck::cast(staging.rays[i as usize])),
+                    );
+                })
+            }
+            Items::Pairs { pairs, .. } => {
+                let pairs = &pairs[base as usize..(base + count) as usize];
+                self.stage(&set, input_bytes, |mut view| {
+                    view.copy_from_slice(bytemuck::cast_slice(pairs));
+                })
+            }
         };
-        if let Kernel::Camera(cam, _) = kernel {
-            let rel = world
-                .window
-                .relative(cam.position)
-                .ok_or_else(|| GpuError::Internal("camera outside".into()))?;
-            params.cam_position = rel;
-            params.cam_width = cam.width;
-            params.cam_height = cam.height;
-            params.cam_sub = cam.sub_offset.to_array();
-            params.cam_forward = cam.forward.to_array();
-            params.cam_right = cam.right.to_array();
-            params.cam_up = cam.up.to_array();
-            params.cam_scale_x = cam.scale_x;
-            params.cam_scale_y = cam.scale_y;
-            params.cam_max_distance = cam.max_distance;
-            [params.cam_inv_w, params.cam_inv_h] = cam.pixel_steps();
+        if let Err(e) = staged {
+            shared.give_back(set);
+            drop(pollster::block_on(scope_val.pop()));
+            drop(pollster::block_on(scope_oom.pop()));
+            return Err(e);
         }
-        self.queue
-            .write_buffer(&batch.filter, 0, bytemuck::cast_slice(opts.blocks.words()));
+        if input_bytes > 0 {
+            encoder.copy_buffer_to_buffer(&set.upload, 0, &set.input, 0, input_bytes);
+        }
+        if let Items::Pairs { .. } = self.items {
+            // The bits are set with atomic ORs.
+            encoder.clear_buffer(&set.output, 0, Some(bit_words(count) * 4));
+        }
+        let bind_group = self.bind_group(&set, count);
+        // Dispatch: a 2D grid of workgroups when one dimension is not enough.
+        let groups = (count as u32).div_ceil(WORKGROUP_SIZE);
+        let max_groups = device.limits().max_compute_workgroups_per_dimension;
+        let gx = groups.min(max_groups);
+        let gy = groups.div_ceil(gx);
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("voxcast"),
+                timestamp_writes: set.timer.as_ref().map(|(queries, ..)| {
+                    wgpu::ComputePassTimestampWrites {
+                        query_set: queries,
+                        beginning_of_pass_write_index: Some(0),
+                        end_of_pass_write_index: Some(1),
+                    }
+                }),
+            });
+            pass.set_pipeline(&self.binding.pipeline);
+            pass.set_bind_group(0, &bind_group, &[]);
+            pass.dispatch_workgroups(gx, gy, 1);
+        }
+        encoder.copy_buffer_to_buffer(&set.output, 0, &set.readback, 0, output_bytes);
+        if let Some((queries, resolve, readback)) = &set.timer {
+            encoder.resolve_query_set(queries, 0..2, resolve, 0);
+            encoder.copy_buffer_to_buffer(resolve, 0, readback, 0, 16);
+        }
+        let submission = shared.queue.submit([encoder.finish()]);
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (tx, hits_mapped) = std::sync::mpsc::channel();
+        let flag = Arc::clone(&done);
+        set.readback
+            .slice(..output_bytes)
+            .map_async(wgpu::MapMode::Read, move |r| {
+                flag.store(true, std::sync::atomic::Ordering::Release);
+                let _ = tx.send(r);
+            });
+        let timestamps_mapped = set
+            .timer
+            .as_ref()
+            .map(|(_, _, readback)| map_channel(&readback.slice(..), wgpu::MapMode::Read));
+        let errors = [
+            pollster::block_on(scope_val.pop()),
+            pollster::block_on(scope_oom.pop()),
+        ];
+        let flight = InFlight {
+            set,
+            base,
+            count,
+            submission,
+            hits_mapped,
+            timestamps_mapped,
+            done,
+        };
+        if let Some(e) = errors.into_iter().flatten().next() {
+            self.abandon(flight);
+            return Err(device_error(e));
+        }
+        self.dispatches += 1;
+        Ok(flight)
+    }
 
-        let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("voxcast batch"),
-            layout: &self.layout,
-            entries: &[
-                wgpu::BindGroupEntry {
-                    binding: 0,
-                    resource: batch.params.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 1,
-                    resource: world.table.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 2,
-                    resource: world.occupancy.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 3,
-                    resource: world.bricks.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 4,
-                    resource: world.ids.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 5,
-                    resource: batch.filter.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 6,
-                    resource: batch.rays.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 7,
-                    resource: batch.hits.as_entire_binding(),
-                },
-            ],
+    /// Maps `set`'s upload buffer (idle: one poll completes the mapping), lets `write` fill
+    /// its first `bytes`, and unmaps it.
+    fn stage(
+        &self,
+        set: &DispatchBuffers,
+        bytes: u64,
+        write: impl FnOnce(wgpu::WriteOnly<'_, [u8]>),
+    ) -> Result<(), GpuError> {
+        let slice = set.upload.slice(..bytes);
+        let mapped = map_channel(&slice, wgpu::MapMode::Write);
+        let staged = self.shared.wait_mapped(&mapped, None).and_then(|()| {
+            let mut view = slice.get_mapped_range_mut().map_err(device_error)?;
+            write(view.slice(..));
+            Ok(())
         });
-        // Dispatches alternate between the two slots: dispatch k is submitted before the hits
-        // of dispatch k - 1 are read, so the GPU runs while the host reads and stages.
-        let mut base = 0u64;
-        let mut result = Ok(());
-        let mut kernel_ns = 0.0;
-        let mut dispatches = 0;
-        let mut in_flight: Option<InFlight> = None;
-        while base < total || in_flight.is_some() {
-            let submitted = if base < total {
-                let count = (total - base).min(u64::from(batch.capacity)) as u32;
-                let slot = (dispatches % 2) as usize;
-                let range = base..base + u64::from(count);
-                match self.submit_dispatch(
-                    &mut batch,
-                    kernel,
-                    &pipeline,
-                    &bind_group,
-                    &mut params,
-                    range,
-                    slot,
-                ) {
-                    Ok(f) => {
-                        dispatches += 1;
-                        base += u64::from(count);
-                        Some(f)
-                    }
-                    Err(e) => {
-                        result = Err(e);
-                        None
-                    }
-                }
-            } else {
-                None
+        set.upload.unmap();
+        staged
+    }
+
+    fn bind_group(&self, set: &DispatchBuffers, count: u64) -> wgpu::BindGroup {
+        let [table, occupancy, bricks, ids] = &self.binding.world;
+        fn entry(binding: u32, buffer: &wgpu::Buffer) -> wgpu::BindGroupEntry<'_> {
+            wgpu::BindGroupEntry {
+                binding,
+                resource: buffer.as_entire_binding(),
+            }
+        }
+        let mut entries = vec![
+            entry(0, &set.params),
+            entry(1, table),
+            entry(2, occupancy),
+            entry(3, bricks),
+            entry(4, ids),
+            entry(5, &set.filter),
+        ];
+        match &self.items {
+            Items::Rays(..) | Items::Camera(_) => {
+                entries.push(entry(6, &set.input));
+                entries.push(entry(7, &set.output));
+            }
+            Items::Pairs {
+                agents, details, ..
+            } => {
+                entries.push(entry(8, &set.input));
+                entries.push(entry(9, agents));
+                entries.push(wgpu::BindGroupEntry {
+                    binding: 10,
+                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                        buffer: &set.output,
+                        offset: 0,
+                        size: std::num::NonZeroU64::new(bit_words(count) * 4),
+                    }),
+                });
+                // Without details, the bits themselves stand in for the binding (nothing
+                // writes to it).
+                let (offset, size) = if *details {
+                    (details_offset(count), count * size_of::<GpuHit>() as u64)
+                } else {
+                    (0, 4 * bit_words(count).max(5))
+                };
+                entries.push(wgpu::BindGroupEntry {
+                    binding: 7,
+                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                        buffer: &set.output,
+                        offset,
+                        size: std::num::NonZeroU64::new(size.min(set.output.size() - offset)),
+                    }),
+                });
+            }
+        }
+        self.shared
+            .device
+            .create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("voxcast batch"),
+                layout: &self.binding.layout,
+                entries: &entries,
+            })
+    }
+
+    /// Reads back every dispatch that has finished (waiting for the oldest first with `wait`),
+    /// hands its results to `sink`, and submits the next dispatches. `Ok(true)` once the whole
+    /// batch has been read. Without `wait` it never blocks: the device is polled, not waited
+    /// for.
+    pub(super) fn advance(&mut self, wait: bool, sink: &mut Sink<'_>) -> Result<bool, GpuError> {
+        loop {
+            let Some(oldest) = self.in_flight.front() else {
+                return Ok(self.finished());
             };
-            if let Some(f) = in_flight.take() {
-                let read = self.read_dispatch(&batch.slots[f.slot], &f, sink);
-                match read {
-                    Ok(ns) => kernel_ns += ns,
-                    Err(e) => {
-                        if result.is_ok() {
-                            result = Err(e);
-                        }
-                    }
+            if wait {
+                let index = oldest.submission.clone();
+                self.shared
+                    .device
+                    .poll(wgpu::PollType::Wait {
+                        submission_index: Some(index),
+                        timeout: None,
+                    })
+                    .map_err(device_error)?;
+            } else if !oldest.done.load(std::sync::atomic::Ordering::Acquire) {
+                self.shared
+                    .device
+                    .poll(wgpu::PollType::Poll)
+                    .map_err(device_error)?;
+                if !oldest.done.load(std::sync::atomic::Ordering::Acquire) {
+                    return Ok(false);
                 }
             }
-            in_flight = submitted;
-            if result.is_err() {
-                // Abandon a mapping still pending, so that the buffers can be mapped again.
-                if let Some(f) = in_flight.take() {
-                    let slot = &batch.slots[f.slot];
-                    slot.readback.unmap();
-                    if let Some(ts) = &slot.timestamps {
-                        ts.unmap();
-                    }
-                }
-                break;
-            }
+            let f = self.in_flight.pop_front().expect("checked above");
+            let read = self.read(&f, sink);
+            self.release(f);
+            self.kernel_ns += read?;
+            self.submit_more()?;
         }
-        if let Some(e) = pollster::block_on(scope_val.pop()) {
-            return Err(device_error(e));
+    }
+
+    /// Hands a finished dispatch's results to `sink`; returns its kernel time in nanoseconds
+    /// (0 without timestamps).
+    fn read(&self, f: &InFlight, sink: &mut Sink<'_>) -> Result<f64, GpuError> {
+        let (_, output_bytes) = self.items.bytes(f.count);
+        let slice = f.set.readback.slice(..output_bytes);
+        self.shared
+            .wait_mapped(&f.hits_mapped, Some(&f.submission))?;
+        {
+            let view = slice.get_mapped_range().map_err(device_error)?;
+            sink(&self.items, f.base, f.count, &view)?;
         }
-        if let Some(e) = pollster::block_on(scope_oom.pop()) {
-            return Err(device_error(e));
+        let mut kernel_ns = 0.0;
+        if let (Some((_, _, ts)), Some(mapped)) = (&f.set.timer, &f.timestamps_mapped)
+            && self.shared.wait_mapped(mapped, Some(&f.submission)).is_ok()
+            && let Ok(view) = ts.slice(..).get_mapped_range()
+        {
+            let stamps: &[u64] = bytemuck::cast_slice(&view);
+            kernel_ns = stamps[1].saturating_sub(stamps[0]) as f64 * self.shared.period_ns;
         }
-        self.check_lost()?;
-        // Added up over the bands of one call (`begin_call` resets them).
-        if let Ok(mut s) = self.stats.lock() {
-            s.gpu_rays += total;
-            s.dispatches += dispatches;
-            if self.timer.is_some() {
-                s.kernel_seconds = Some(s.kernel_seconds.unwrap_or(0.0) + kernel_ns * 1e-9);
-            }
+        Ok(kernel_ns)
+    }
+
+    /// Unmaps a dispatch's buffers (a mapping still pending is abandoned) and returns them to
+    /// the pool.
+    fn release(&self, f: InFlight) {
+        f.set.readback.unmap();
+        if let Some((_, _, ts)) = &f.set.timer {
+            ts.unmap();
         }
-        result
+        self.shared.give_back(f.set);
+    }
+
+    fn abandon(&self, f: InFlight) {
+        self.release(f);
+    }
+
+    /// The items, taken out once the batch is done (their buffers go back to a pool).
+    pub(super) fn take_items(&mut self) -> Items {
+        std::mem::replace(&mut self.items, Items::Camera(0))
+    }
+
+    /// Every result: waits for the dispatches still in flight.
+    pub(super) fn finish(&mut self, sink: &mut Sink<'_>) -> Result<(), GpuError> {
+        self.advance(true, sink)?;
+        self.shared.check_lost()
+    }
+}
+
+impl Drop for Flight {
+    fn drop(&mut self) {
+        // A batch dropped before it was read: its buffers go back to the pool once mapped
+        // again, which unmapping here allows.
+        while let Some(f) = self.in_flight.pop_front() {
+            self.release(f);
+        }
     }
 }

@@ -1,68 +1,41 @@
 //! The host's share of a batch: validating and splitting rays, answering those the GPU need
-//! not see, sorting the rest for coherence, and cameras the shader cannot reproduce exactly.
+//! not see, sorting the rest for coherence; which cameras the shader reproduces exactly.
 
 use super::*;
 
 impl GpuRaycaster {
-    /// Casts `rays` and writes `convert(outcome)` of ray `i` to `out[i]`, `out` cleared and
-    /// refilled, in bands of [`HOST_BAND`] rays so that the host's working buffers stay bounded
-    /// whatever the batch size.
-    pub(super) fn cast<T: Clone + Send + Sync>(
-        &self,
-        world: &GpuWorld,
-        rays: &[VoxelRay],
-        opts: &RaycastOptions,
-        conservative: bool,
-        out: &mut Vec<T>,
-        convert: impl Fn(RaycastOutcome) -> T + Sync,
-    ) -> Result<(), GpuError> {
-        let started = self.begin_call(world)?;
-        out.clear();
-        out.try_reserve(rays.len())
-            .map_err(|_| GpuError::OutputTooLarge(rays.len() as u64))?;
-        out.resize(rays.len(), convert(RaycastOutcome::Miss));
-        for (band, slots) in rays.chunks(HOST_BAND).zip(out.chunks_mut(HOST_BAND)) {
-            self.cast_band(world, band, opts, conservative, slots, &convert)?;
-        }
-        self.note_total(started);
-        Ok(())
-    }
-
-    /// One band of [`GpuRaycaster::cast`] (at most [`HOST_BAND`] rays, so indices fit in u32):
-    /// rays answered on the host first, then the GPU's, decoded straight from the mapped
-    /// readback buffer.
-    fn cast_band<T: Send>(
+    /// The host's share of a batch of rays, on all threads: validation, the i128 split and
+    /// clipping. Rays answered here go straight to `out` (as `convert` of their outcome); the
+    /// others are staged at their index, and sorted for coherence (neighbouring invocations
+    /// then get rays from the same chunk going the same way, so they walk the same chunks and
+    /// branch alike). Returns the staging (upload order first: the `uploaded` rays that go to
+    /// the GPU), how many those are, and whether every one of them is at least
+    /// [`LONG_RAY`] long (for the choice of walk).
+    pub(super) fn prepare_rays<T: Send>(
         &self,
         world: &GpuWorld,
         rays: &[VoxelRay],
         opts: &RaycastOptions,
         conservative: bool,
         out: &mut [T],
-        convert: &(impl Fn(RaycastOutcome) -> T + Sync),
-    ) -> Result<(), GpuError> {
-        // Working buffers kept from call to call (fresh ones when another call holds them):
-        // allocating some 100 bytes a ray afresh each call cost page faults worth about 15%
-        // of a W4 batch on lavapipe.
-        let mut kept = self.staging.try_lock().ok();
-        let mut own = HostStaging::default();
-        let staging = kept.as_deref_mut().unwrap_or(&mut own);
+        convert: fn(RaycastOutcome) -> T,
+    ) -> (HostStaging, usize, bool) {
+        let mut staging = self.shared.take_staging();
         let n = rays.len();
         if staging.rays.len() < n {
             staging.rays.resize(n, GpuRay::zeroed());
         }
         staging.order.clear();
         staging.order.resize(n, (NOT_UPLOADED, 0));
-        let (staged, order) = (&mut staging.rays[..n], &mut staging.order[..]);
-        // The host's share (validation, the i128 split, clipping) on all threads: rays answered
-        // here go straight to `out`; the others are staged at their index, with a sort key.
-        // Coherence: neighbouring invocations get rays from the same chunk going the same way,
-        // so they walk the same chunks and branch alike. Results go back in the caller's order.
-        // Also counts the uploaded rays shorter than `LONG_RAY`, for the choice of walk.
         let sort = n >= SORT_MIN_RAYS;
         let short: usize = out
             .par_iter_mut()
             .zip(rays.par_iter())
-            .zip(staged.par_iter_mut().zip(order.par_iter_mut()))
+            .zip(
+                staging.rays[..n]
+                    .par_iter_mut()
+                    .zip(staging.order.par_iter_mut()),
+            )
             .enumerate()
             .with_min_len(4096)
             .map(|(i, ((o, ray), (g, key)))| match ray.prepare() {
@@ -85,63 +58,11 @@ impl GpuRaycaster {
             })
             .sum();
         // Rays answered on the host sort last (their key is `NOT_UPLOADED`).
-        order.par_sort_unstable_by_key(|&(key, _)| key);
-        let uploaded = order.partition_point(|&(key, _)| key != NOT_UPLOADED);
-        let order = &order[..uploaded];
-        let long = short == 0;
-        self.run(
-            world,
-            Kernel::Rays(staged, order, long),
-            opts,
-            conservative,
-            &mut |base, hits| {
-                for (h, &(_, i)) in hits.iter().zip(&order[base..]) {
-                    out[i as usize] = convert(world.window.decode(h)?);
-                }
-                Ok(())
-            },
-        )
-    }
-
-    /// [`GpuRaycaster::render_camera_into`] from rays built on the host: each pixel's
-    /// [`Camera::ray`], cast as [`GpuRaycaster::raycast`] casts it, or its error. `out` has
-    /// room for every pixel. Works in bands of [`HOST_BAND`] pixels.
-    pub(super) fn camera_on_host(
-        &self,
-        world: &GpuWorld,
-        camera: &Camera,
-        opts: &RaycastOptions,
-        out: &mut Vec<RaycastOutcome>,
-    ) -> Result<(), GpuError> {
-        let pixels = u64::from(camera.width) * u64::from(camera.height);
-        let width = u64::from(camera.width);
-        let mut rays = Vec::new();
-        let mut index = Vec::new();
-        let mut answers = Vec::new();
-        out.clear();
-        for first in (0..pixels).step_by(HOST_BAND) {
-            rays.clear();
-            index.clear();
-            for p in first..pixels.min(first + HOST_BAND as u64) {
-                // Both below u32::MAX: the caller checked the pixel count.
-                let (px, py) = ((p % width) as u32, (p / width) as u32);
-                match camera.ray(px, py) {
-                    Ok(r) => {
-                        rays.push(r);
-                        index.push(out.len());
-                        out.push(RaycastOutcome::Miss);
-                    }
-                    Err(e) => out.push(RaycastOutcome::Invalid(e)),
-                }
-            }
-            answers.clear();
-            answers.resize(rays.len(), RaycastOutcome::Miss);
-            self.cast_band(world, &rays, opts, false, &mut answers, &|o| o)?;
-            for (&i, &a) in index.iter().zip(&answers) {
-                out[i] = a;
-            }
-        }
-        Ok(())
+        staging.order.par_sort_unstable_by_key(|&(key, _)| key);
+        let uploaded = staging
+            .order
+            .partition_point(|&(key, _)| key != NOT_UPLOADED);
+        (staging, uploaded, short == 0)
     }
 }
 
@@ -204,9 +125,9 @@ fn no_subnormal_steps(c: &Camera) -> bool {
         && c.height <= 1 << 24
 }
 
-/// Rays (or host-built camera pixels) prepared on the host at a time: a batch is cast in
-/// bands of this many, so that the host's working buffers (96 bytes a ray, `HostStaging`)
-/// stay near 100 MB however large the batch.
+/// Rays (or host-built camera pixels) a blocking call prepares at a time: larger batches are
+/// cast in bands of this many, so that the host's working buffers (64 bytes a ray,
+/// `HostStaging`, for two bands at once) stay near 130 MB however large the batch.
 pub(super) const HOST_BAND: usize = 1 << 20;
 
 /// Batches at least this large are sorted for coherence before upload.
@@ -215,12 +136,13 @@ const SORT_MIN_RAYS: usize = 4096;
 /// The sort key of a ray answered on the host (no [`coherence_key`] is this large).
 const NOT_UPLOADED: u64 = u64::MAX;
 
-/// The host's working buffers for a band of rays ([`GpuRaycaster::cast_band`]), kept by the
-/// raycaster: each prepared ray at its index, and the upload order with sort keys.
+/// The host's working buffers for a batch of rays ([`GpuRaycaster::prepare_rays`]), kept in
+/// the raycaster's pool between batches: each prepared ray at its index, and the upload order
+/// with sort keys.
 #[derive(Debug, Default)]
 pub(super) struct HostStaging {
-    rays: Vec<GpuRay>,
-    order: Vec<(u64, u32)>,
+    pub(super) rays: Vec<GpuRay>,
+    pub(super) order: Vec<(u64, u32)>,
 }
 
 impl HostStaging {

@@ -152,15 +152,24 @@ impl Window {
         }
         // Shifting on these axes commutes with clipping and the host's step: neither moves them.
         flags |= r.plane_axes() << RAY_PLANE_SHIFT;
+        // Counts are at most one past MAX_DISTANCE_CAP, 17 bits each.
+        debug_assert!(d.n.iter().all(|&n| n <= COUNT_MAX), "{:?}", d.n);
+        let [x, y, z] = d.n.map(|n| u64::from(n.min(COUNT_MAX)));
+        let counts = x | y << 17 | z << 34;
+        flags |= ((counts & 0xF_FFFF) as u32) << RAY_COUNTS_SHIFT;
         Some(GpuRay {
             voxel: self.relative(d.voxel())?,
             flags,
-            dir: r.dir.to_array(),
-            max_distance: r.max_distance,
             b: r.b,
-            inv: r.inv,
-            n: d.n,
-            ..Default::default()
+            max_distance: r.max_distance,
+            inv: std::array::from_fn(|a| {
+                if r.enabled[a] {
+                    r.inv[a]
+                } else {
+                    r.dir[a].abs()
+                }
+            }),
+            counts_hi: (counts >> 20) as u32,
         })
     }
 
@@ -216,32 +225,43 @@ impl Window {
         }
     }
 
-    pub(super) fn decode(&self, h: &GpuHit) -> Result<RaycastOutcome, GpuError> {
-        let status = h.status & 15;
+    /// The outcome `h` stands for, for a ray whose uploaded start voxel is `start`
+    /// (window-relative): the shader gives the voxel as an 18-bit offset from it.
+    pub(super) fn decode(&self, h: &GpuHit, start: [i32; 3]) -> Result<RaycastOutcome, GpuError> {
+        let status_word = h.w1 >> 20;
+        let status = status_word & 15;
         if status == STATUS_MISS {
             return Ok(RaycastOutcome::Miss);
         }
+        let offset = |w: u32| ((w << 14) as i32) >> 14;
+        let voxel = [
+            start[0].wrapping_add(offset(h.w0)),
+            start[1].wrapping_add(offset(h.w1)),
+            start[2].wrapping_add(offset(h.w2)),
+        ];
         // The shader ends a ray that steps beyond the i128 world as a miss (`beyond_world`).
-        let at = self.absolute(h.voxel).ok_or_else(|| {
-            GpuError::Internal(format!("a result beyond the i128 world ({:?})", h.voxel))
+        let at = self.absolute(voxel).ok_or_else(|| {
+            GpuError::Internal(format!("a result beyond the i128 world ({voxel:?})"))
         })?;
+        let distance = f32::from_bits(h.distance);
         match status {
-            STATUS_UNLOADED => Ok(RaycastOutcome::Unloaded {
-                at,
-                distance: h.distance,
-            }),
+            STATUS_UNLOADED => Ok(RaycastOutcome::Unloaded { at, distance }),
             STATUS_HIT => {
-                let axis = (h.status >> 4) & 3;
+                let axis = (status_word >> 4) & 3;
                 let mut face_normal = IVec3::ZERO;
                 if axis != AXIS_NONE {
-                    face_normal[axis as usize] = if h.status & 64 != 0 { 1 } else { -1 };
+                    face_normal[axis as usize] = if status_word & 64 != 0 { 1 } else { -1 };
                 }
+                let id = (h.w0 >> 18) | (h.w1 >> 18 & 3) << 14;
+                // 23-bit fixed point: within 6e-8 of the shader's UV.
+                let v = (h.uv >> 23) | (h.w2 >> 18) << 9;
+                let unit = |q: u32| q as f32 / UV_STEPS;
                 Ok(RaycastOutcome::Hit(VoxelRaycastHit {
                     voxel_pos: at,
                     face_normal,
-                    distance: h.distance,
-                    voxel_type: VoxelId(h.id as u16),
-                    hit_uv: Vec2::from_array(h.uv),
+                    distance,
+                    voxel_type: VoxelId(id as u16),
+                    hit_uv: Vec2::new(unit(h.uv & 0x7F_FFFF), unit(v)),
                 }))
             }
             s => Err(GpuError::Internal(format!(
@@ -250,6 +270,9 @@ impl Window {
         }
     }
 }
+
+/// UV in the shader's hits: `[0, 1]` in 23-bit fixed point.
+const UV_STEPS: f32 = 8_388_607.0;
 
 pub(super) fn window_index(w: &Window, pos: ChunkPos) -> Option<usize> {
     let mut idx = [0usize; 3];

@@ -127,16 +127,19 @@ impl GpuWorld {
         // Validation errors (a lost or destroyed device) come back as errors instead of going
         // to the device's uncaptured-error handler, which on an application's device is the
         // application's and may panic.
-        let validation = gpu.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let validation = gpu
+            .shared
+            .device
+            .push_error_scope(wgpu::ErrorFilter::Validation);
         let mut gw = Self {
-            device: gpu.device.clone(),
+            device: gpu.shared.device.clone(),
             owner: gpu.token,
-            queue: gpu.queue.clone(),
+            queue: gpu.shared.queue.clone(),
             window,
-            table: create_storage(&gpu.device, "chunk table", entries * 4),
-            occupancy: create_storage(&gpu.device, "occupancy", 4),
-            bricks: create_storage(&gpu.device, "bricks", 4),
-            ids: create_storage(&gpu.device, "ids", 4),
+            table: create_storage(&gpu.shared.device, "chunk table", entries * 4),
+            occupancy: create_storage(&gpu.shared.device, "occupancy", 4),
+            bricks: create_storage(&gpu.shared.device, "bricks", 4),
+            ids: create_storage(&gpu.shared.device, "ids", 4),
             slots,
             free_slots: Vec::new(),
             slot_capacity: 0,

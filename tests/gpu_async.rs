@@ -1,0 +1,179 @@
+//! The non-blocking GPU calls: `submit_*` returns a `PendingBatch` at once; its answers, taken
+//! later, equal the CPU reference's ray by ray. A frame loop takes each batch two frames after
+//! submitting it, several batches are in flight at once and taken in any order, dropped
+//! batches cost nothing, and on an application's own device the application's polling
+//! completes them.
+
+mod common;
+mod gpu_common;
+
+use std::collections::VecDeque;
+
+use gpu_common::*;
+use voxcast::gpu::{GpuRaycaster, GpuWorld, PendingBatch, wgpu};
+use voxcast::{
+    LineOfSightOptions, RaycastOptions, RaycastOutcome, line_of_sight_batch, raycast_batch,
+    raycast_camera,
+};
+
+/// The answers of `pending`: taken without waiting when it says it is ready (a ready batch is
+/// taken on the first try), waited for otherwise.
+fn take<T: Send>(mut pending: PendingBatch<T>) -> Vec<T> {
+    if pending.is_ready() {
+        pending
+            .try_take()
+            .expect("a batch that is ready is taken on the first try")
+            .expect("no GPU error")
+    } else {
+        pending.wait().expect("no GPU error")
+    }
+}
+
+/// A frame loop: every frame submits a raycast batch, a conservative line-of-sight batch and a
+/// camera image, and takes the ones submitted two frames before; every answer is checked
+/// against the CPU. The output `Vec`s of taken batches are handed to the next submits, so the
+/// loop reuses its allocations.
+#[test]
+fn a_frame_loop_takes_each_batch_two_frames_later() {
+    let Some(gpu) = gpu() else { return };
+    let (t, tw) = terrain();
+    let gw = GpuWorld::from_world(gpu, tw).expect("upload");
+    let opts = RaycastOptions::default();
+    let sight = LineOfSightOptions {
+        conservative: true,
+        ..Default::default()
+    };
+    let mut casts = VecDeque::new();
+    let mut sights = VecDeque::new();
+    let mut cameras = VecDeque::new();
+    let (mut spare_casts, mut spare_sights, mut spare_pixels) =
+        (Vec::new(), Vec::new(), Vec::new());
+    for frame in 0..10u64 {
+        let rays = t.reach_rays(4_000 + 500 * frame as usize, frame);
+        let segs = t.sight_segments(3_000, 64.0, 100 + frame);
+        let mut cam = t.camera(64, 36);
+        cam.forward = voxcast::glam::Vec3::new(0.1 * frame as f32, -0.3, 1.0).normalize();
+        let batch = gpu
+            .submit_raycast_into(&gw, &rays, &opts, std::mem::take(&mut spare_casts))
+            .expect("submit raycast");
+        casts.push_back((rays, batch));
+        let batch = gpu
+            .submit_line_of_sight_into(&gw, &segs, &sight, std::mem::take(&mut spare_sights))
+            .expect("submit sight");
+        sights.push_back((segs, batch));
+        let batch = gpu
+            .submit_camera_into(&gw, &cam, &opts, std::mem::take(&mut spare_pixels))
+            .expect("submit camera");
+        cameras.push_back((cam, batch));
+        if casts.len() > 2 {
+            let (rays, batch) = casts.pop_front().expect("in flight");
+            let got = take(batch);
+            assert_parity(
+                &format!("frame {frame} raycast"),
+                &rays,
+                &got,
+                &raycast_batch(&rays, tw, &opts),
+            );
+            spare_casts = got;
+            let (segs, batch) = sights.pop_front().expect("in flight");
+            let got = take(batch);
+            assert_sight_parity(
+                &format!("frame {frame} line of sight"),
+                &segs,
+                &got,
+                &line_of_sight_batch(&segs, tw, &sight),
+            );
+            spare_sights = got;
+            let (cam, batch) = cameras.pop_front().expect("in flight");
+            let got = take(batch);
+            let cpu = raycast_camera(&cam, tw, &opts).expect("cpu camera");
+            assert_parity(
+                &format!("frame {frame} camera"),
+                &cam.rays().expect("rays"),
+                &got,
+                &cpu,
+            );
+            spare_pixels = got;
+        }
+    }
+    // The last two frames' batches, after the loop.
+    for (rays, batch) in casts {
+        assert_parity(
+            "last raycasts",
+            &rays,
+            &take(batch),
+            &raycast_batch(&rays, tw, &opts),
+        );
+    }
+}
+
+/// Batches in flight at once are independent: taken in the reverse order of their submission,
+/// one dropped untaken, each answer still matches the CPU; a batch answered entirely on the host
+/// (every ray invalid or outside the window) is ready at once.
+#[test]
+fn batches_in_flight_are_taken_in_any_order() {
+    let Some(gpu) = gpu() else { return };
+    let (t, tw) = terrain();
+    let gw = GpuWorld::from_world(gpu, tw).expect("upload");
+    let opts = RaycastOptions::default();
+    let sets: Vec<_> = (0..5).map(|i| t.reach_rays(20_000, 50 + i)).collect();
+    let mut batches: Vec<(usize, PendingBatch<RaycastOutcome>)> = sets
+        .iter()
+        .enumerate()
+        .map(|(i, rays)| (i, gpu.submit_raycast(&gw, rays, &opts).expect("submit")))
+        .collect();
+    // One dropped before it was read: its buffers go back to the raycaster.
+    drop(batches.remove(2));
+    while let Some((i, batch)) = batches.pop() {
+        assert_parity(
+            &format!("batch {i}"),
+            &sets[i],
+            &batch.wait().expect("answers"),
+            &raycast_batch(&sets[i], tw, &opts),
+        );
+    }
+    let far: Vec<_> = common::ORIGIN_POLICIES
+        .iter()
+        .map(|_| {
+            voxcast::VoxelRay::new(
+                voxcast::WorldPos::new(1 << 100, 0, 0),
+                voxcast::glam::Vec3::splat(0.5),
+                voxcast::glam::Vec3::X,
+                10.0,
+            )
+            .expect("a ray")
+        })
+        .collect();
+    let mut host_only = gpu.submit_raycast(&gw, &far, &opts).expect("submit");
+    assert!(host_only.is_ready());
+    let answers = host_only.try_take().expect("ready").expect("no error");
+    assert_eq!(answers, vec![RaycastOutcome::Miss; far.len()]);
+    assert!(host_only.try_take().is_none(), "taken once");
+}
+
+/// On an application's own device (`from_device`), the application polling its device (as a
+/// renderer does every frame) completes a batch: after the GPU is idle, the batch is ready and
+/// taken without waiting.
+#[test]
+fn the_applications_polling_completes_a_batch() {
+    let Some(gpu) = gpu() else { return };
+    let (device, queue) = gpu.device();
+    let app = GpuRaycaster::from_device(device, queue).expect("raycaster on the device");
+    let (t, tw) = terrain();
+    let gw = GpuWorld::from_world(&app, tw).expect("upload");
+    let opts = RaycastOptions::default();
+    let rays = t.reach_rays(30_000, 70);
+    let mut batch = app.submit_raycast(&gw, &rays, &opts).expect("submit");
+    // The application's frame: it waits for its own work, which includes voxcast's.
+    device
+        .poll(wgpu::PollType::wait_indefinitely())
+        .expect("poll");
+    assert!(batch.is_ready(), "ready once the device is idle");
+    let got = batch.try_take().expect("ready").expect("no error");
+    assert_parity(
+        "application's device",
+        &rays,
+        &got,
+        &raycast_batch(&rays, tw, &opts),
+    );
+}
