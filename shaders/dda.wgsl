@@ -93,7 +93,7 @@ struct Params {
     cam_inv_w: f32,         // 2 / cam_width and 2 / cam_height, from the host (Camera::pixel_steps)
     cam_inv_h: f32,
     zero: u32,              // 0: the value behind `pin` (shaders/exact.wgsl), unknown when compiling
-    _pad1: u32,
+    details: u32,           // cast_pairs: 1 to write each pair's answer besides its bit
 }
 
 // One ray as the host uploads it: 48 bytes.
@@ -116,6 +116,16 @@ struct GpuHit {
     w2: u32,
     distance: u32,
     uv: u32,
+}
+
+// One agent's eye as the host uploads it (Agent::eye, window-relative): 32 bytes. The host
+// answers the pairs of an agent that is not usable (an invalid eye, or one the window does
+// not hold with a voxel to spare below it), so those never reach the shader.
+struct GpuAgent {
+    voxel: vec3<i32>,
+    usable: u32,
+    sub: vec3<f32>,
+    _pad: u32,
 }
 
 // The ray as the DDA reads it.
@@ -141,9 +151,15 @@ struct Hit {
 @group(0) @binding(2) var<storage, read> occupancy: array<u32>;
 @group(0) @binding(3) var<storage, read> bricks: array<u32>;
 @group(0) @binding(4) var<storage, read> ids: array<u32>;
-@group(0) @binding(5) var<storage, read> filter_bits: array<u32>;
+// One bit per voxel id: the ids that stop a ray (MaterialFilter), 128 to an element.
+@group(0) @binding(5) var<uniform> filter_bits: array<vec4<u32>, 512>;
 @group(0) @binding(6) var<storage, read> rays: array<GpuRay>;
 @group(0) @binding(7) var<storage, read_write> hits: array<GpuHit>;
+// cast_pairs: pairs of agent indices, the agents' eyes, and per pair a visibility bit (the
+// dispatch's first ceil(count / 32) words), then with Params.details its answer (5 words).
+@group(0) @binding(8) var<storage, read> pairs: array<vec2<u32>>;
+@group(0) @binding(9) var<storage, read> agents: array<GpuAgent>;
+@group(0) @binding(10) var<storage, read_write> pair_out: array<atomic<u32>>;
 
 // 0, read from a uniform: `pin` (shaders/exact.wgsl) hides values behind it.
 fn opaque_zero() -> u32 {
@@ -441,7 +457,7 @@ fn stops(id: u32) -> bool {
     if ((OPTIONS & FLAG_EVERY_NON_AIR) != 0u) {
         return id != 0u;
     }
-    return ((filter_bits[id >> 5u] >> (id & 31u)) & 1u) != 0u;
+    return ((filter_bits[id >> 7u][(id >> 5u) & 3u] >> (id & 31u)) & 1u) != 0u;
 }
 
 fn in_window(v: vec3<i32>) -> bool {
@@ -882,6 +898,10 @@ fn camera_dir(px: u32, py: u32) -> vec3<f32> {
 fn prepare_axis(ray_in: Ray, a: u32, d_raw: f32, sub: f32) -> Ray {
     var ray = ray_in;
     let d = pin(select(d_raw, 0.0, abs(d_raw) < MIN_NORMAL));
+    // PreparedRay::plane_axes: the ray lies in a voxel face plane on this axis.
+    if (d == 0.0 && sub == 0.0) {
+        ray.flags |= 1u << (RAY_PLANE_SHIFT + a);
+    }
     if (d < 0.0) {
         ray.flags |= 1u << (RAY_NEGATIVE_SHIFT + a);
         if (sub == 0.0) {
@@ -923,4 +943,72 @@ fn cast_camera(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workg
         ray = prepare_axis(ray, a, dir[a], params.cam_sub[a]);
     }
     hits[i] = pack_hit(cast_ray(ray), params.cam_position);
+}
+
+// Statuses of a pair's answer besides those of Hit.status: the eyes are too close
+// (RayError::ZeroDirection) or too far apart (RayError::MaxDistanceTooLarge).
+const STATUS_ZERO_LENGTH: u32 = 4u;
+const STATUS_TOO_LONG: u32 = 5u;
+const MAX_DISTANCE_CAP: f32 = 65536.0;
+const MIN_SQUARED_LENGTH: f32 = 0x1p-60f;
+
+// The unit direction (xyz) and length (w) of a segment whose difference vector is d; a length
+// of 0 where the points are too close, -1 where too far apart. Twin of `segment` in
+// src/ray.rs: every operation correctly rounded, so every GPU gives its bits.
+fn segment(d: vec3<f32>) -> vec4<f32> {
+    let sq = pin3(d * d);
+    let squared = pin(sq.x + sq.y) + sq.z;
+    if (!(squared >= MIN_SQUARED_LENGTH)) {
+        return vec4<f32>(0.0);
+    }
+    let length = sqrt_rn(squared);
+    if (length > MAX_DISTANCE_CAP) {
+        return vec4<f32>(0.0, 0.0, 0.0, -1.0);
+    }
+    let r = div_rn(1.0, length);
+    return vec4<f32>(d * r, length);
+}
+
+// Line of sight between the eyes of a pair of agents: the segment from agent a's eye to agent
+// b's, built as VoxelRay::between builds it, cast as cast_rays casts a segment; sets the
+// pair's bit where nothing blocks it, and writes its answer with Params.details.
+@compute @workgroup_size(64)
+fn cast_pairs(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = invocation_index(gid, groups);
+    if (i >= params.ray_count || i >= arrayLength(&pairs)) {
+        return;
+    }
+    let pair = pairs[i];
+    let a = agents[pair.x];
+    let b = agents[pair.y];
+    // VoxelRay::between: the voxel difference (exact) plus the offsets' difference.
+    let seg = segment(vec3<f32>(b.voxel - a.voxel) + pin3(b.sub - a.sub));
+    var h = miss();
+    if (seg.w == 0.0) {
+        h = make_hit(STATUS_ZERO_LENGTH, a.voxel, 0.0, 0u, AXIS_NONE, false, vec2<f32>(0.0));
+    } else if (seg.w < 0.0) {
+        h = make_hit(STATUS_TOO_LONG, a.voxel, 0.0, 0u, AXIS_NONE, false, vec2<f32>(0.0));
+    } else {
+        var ray: Ray;
+        ray.voxel = a.voxel;
+        ray.flags = AXIS_NONE << RAY_ENTRY_SHIFT;
+        ray.max_distance = seg.w;
+        ray.n = vec3<u32>(0u);
+        for (var axis = 0u; axis < 3u; axis += 1u) {
+            ray = prepare_axis(ray, axis, seg[axis], a.sub[axis]);
+        }
+        h = cast_segment(ray);
+    }
+    if ((h.status & 15u) == STATUS_MISS) {
+        atomicOr(&pair_out[i >> 5u], 1u << (i & 31u));
+    }
+    if (params.details != 0u) {
+        let o = pack_hit(h, a.voxel);
+        let at = (params.ray_count + 31u) / 32u + 5u * i;
+        atomicStore(&pair_out[at], o.w0);
+        atomicStore(&pair_out[at + 1u], o.w1);
+        atomicStore(&pair_out[at + 2u], o.w2);
+        atomicStore(&pair_out[at + 3u], o.distance);
+        atomicStore(&pair_out[at + 4u], o.uv);
+    }
 }

@@ -23,8 +23,8 @@ use crate::coords::{ChunkPos, VoxelBox, WorldPos};
 use crate::cpu_ref::LONG_RAY;
 use crate::cpu_ref::{AXIS_NONE, Dda, grow_by_a_chunk, unloaded_tie_extra};
 use crate::ray::{
-    LineOfSight, LineOfSightOptions, OriginPolicy, PreparedRay, RaycastOptions, RaycastOutcome,
-    UnloadedPolicy, VoxelRay, VoxelRaycastHit,
+    LineOfSight, LineOfSightOptions, OriginPolicy, PreparedRay, RayError, RaycastOptions,
+    RaycastOutcome, UnloadedPolicy, VoxelRay, VoxelRaycastHit,
 };
 use crate::world::{ChunkView, DenseChunk, OCCUPANCY_WORDS, REGION_SHIFT, VoxelId, VoxelWorld};
 
@@ -33,6 +33,7 @@ use crate::world::{ChunkView, DenseChunk, OCCUPANCY_WORDS, REGION_SHIFT, VoxelId
 pub use wgpu;
 pub use wgpu::AdapterInfo;
 
+mod agents;
 mod device;
 mod dispatch;
 mod host;
@@ -41,7 +42,8 @@ mod probe;
 mod window;
 mod world;
 
-use device::option_flags;
+pub use agents::{GpuAgents, Visibility};
+use device::{Entry, option_flags};
 use dispatch::{DispatchBuffers, Shared};
 use host::{HostStaging, shader_camera};
 pub use pending::PendingBatch;
@@ -87,6 +89,10 @@ const COUNT_MAX: u32 = (1 << 17) - 1;
 const STATUS_MISS: u32 = 0;
 const STATUS_HIT: u32 = 1;
 const STATUS_UNLOADED: u32 = 2;
+/// A pair's eyes are too close for a segment (`cast_pairs`).
+const STATUS_ZERO_LENGTH: u32 = 4;
+/// A pair's eyes are farther apart than [`crate::MAX_DISTANCE_CAP`].
+const STATUS_TOO_LONG: u32 = 5;
 
 /// What can go wrong on the GPU path. Each message says what happened and, where the caller
 /// can do something about it, what.
@@ -239,7 +245,8 @@ pub(crate) struct GpuParams {
     cam_inv_h: f32,
     /// Always 0: the shader's `pin` hides values behind it (see `shaders/exact.wgsl`).
     zero: u32,
-    _pad1: u32,
+    /// `cast_pairs`: 1 to write each pair's answer besides its bit.
+    details: u32,
 }
 
 /// A wgpu device with the raycasting pipelines: its own ([`GpuRaycaster::new`]) or the
@@ -265,11 +272,11 @@ pub struct GpuRaycaster {
     shared: Arc<Shared>,
     info: wgpu::AdapterInfo,
     limits: wgpu::Limits,
-    layout: wgpu::BindGroupLayout,
+    /// The bind group and pipeline layouts of the ray entry points and of `cast_pairs`.
+    layouts: [(wgpu::BindGroupLayout, wgpu::PipelineLayout); 2],
     module: wgpu::ShaderModule,
-    pipeline_layout: wgpu::PipelineLayout,
-    /// The pipelines made so far, by entry point (`true`: `cast_camera`) and option flags.
-    pipelines: Mutex<FxHashMap<(bool, u32), wgpu::ComputePipeline>>,
+    /// The pipelines made so far, by entry point and option flags.
+    pipelines: Mutex<FxHashMap<(Entry, u32), wgpu::ComputePipeline>>,
     /// Most rays per dispatch asked for; the device's limits may lower it.
     max_dispatch_rays: u32,
     /// Tells this raycaster's [`GpuWorld`]s from those of another: `wgpu::Device`s of separate
@@ -538,7 +545,7 @@ impl GpuRaycaster {
         &self,
         rays: &[VoxelRay],
         out: &mut Vec<T>,
-        submit: impl Fn(&[VoxelRay], Vec<T>) -> Result<PendingBatch<T>, GpuError>,
+        submit: impl Fn(&[VoxelRay], Vec<T>) -> Result<PendingBatch<Vec<T>>, GpuError>,
     ) -> Result<(), GpuError> {
         if rays.len() <= host::HOST_BAND {
             *out = submit(rays, std::mem::take(out))?.wait()?;
@@ -557,7 +564,7 @@ impl GpuRaycaster {
             total.host_seconds += s.host_seconds;
         };
         let started = std::time::Instant::now();
-        let mut last: Option<PendingBatch<T>> = None;
+        let mut last: Option<PendingBatch<Vec<T>>> = None;
         for band in rays.chunks(host::HOST_BAND) {
             let next = submit(band, Vec::new())?;
             if let Some(done) = last.replace(next) {

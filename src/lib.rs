@@ -80,6 +80,7 @@
 //! [`gpu::SelfCheck::AllowUnverified`]; [`gpu::GpuRaycaster::self_check`] says what it found.
 
 pub mod aabb;
+pub mod agents;
 pub mod camera;
 pub mod coords;
 pub mod cpu_ref;
@@ -95,6 +96,7 @@ pub mod world;
 pub use glam;
 
 pub use aabb::ray_aabb;
+pub use agents::{Agent, agent_visibility, pairs_within};
 pub use camera::{Camera, CameraError};
 pub use coords::{CHUNK_EDGE, CHUNK_VOLUME, ChunkPos, LocalPos, VoxelBox, WorldPos};
 pub use cpu_ref::{

@@ -71,6 +71,10 @@ pub enum RayError {
     /// Moving whole units of `sub_offset` into `origin` would leave the i128 world.
     #[error("origin plus sub offset leaves the i128 world")]
     OriginOutOfRange,
+    /// A pair of agents names an index past the end of the agent list
+    /// ([`crate::agents::agent_segment`]).
+    #[error("a pair names an agent index past the end of the agent list")]
+    NoSuchAgent,
 }
 
 #[inline]
@@ -115,6 +119,31 @@ pub(crate) fn add_whole(origin: i128, whole: f64) -> Option<i128> {
         // |origin + whole| > 2^128 - 2^127: outside i128 whatever the origin.
         None
     }
+}
+
+/// The unit direction and length of a segment whose difference vector (end minus start, in
+/// voxels) is `d`, as [`VoxelRay::between`] and the GPU's agent visibility make them (twin of
+/// `segment` in `shaders/dda.wgsl`): the squared length `(x² + y²) + z²`, its root, the
+/// reciprocal of that and the three products, each a correctly rounded f32 operation, so that
+/// any GPU computes the same bits. The direction is unit to within about `1e-6` (well inside
+/// the `1e-5` that [`VoxelRay::new`] keeps as given).
+///
+/// # Errors
+/// [`RayError::ZeroDirection`] when the squared length is below `2^-60` (points within about
+/// `1e-9` voxels): below that, squares a GPU may flush to zero (subnormals) could change it;
+/// [`RayError::MaxDistanceTooLarge`] when the length exceeds [`MAX_DISTANCE_CAP`].
+pub fn segment(d: [f32; 3]) -> Result<(Vec3, f32), RayError> {
+    const MIN_SQUARED_LENGTH: f32 = 1.0 / (1u64 << 60) as f32;
+    let squared = (d[0] * d[0] + d[1] * d[1]) + d[2] * d[2];
+    if !(squared >= MIN_SQUARED_LENGTH) {
+        return Err(RayError::ZeroDirection);
+    }
+    let length = squared.sqrt();
+    if length > MAX_DISTANCE_CAP {
+        return Err(RayError::MaxDistanceTooLarge);
+    }
+    let r = 1.0 / length;
+    Ok((Vec3::new(d[0] * r, d[1] * r, d[2] * r), length))
 }
 
 /// A point in f64 voxel coordinates as its voxel (the floor) and the f64 fraction rounded to
@@ -264,7 +293,14 @@ impl VoxelRay {
     }
 
     /// The segment from point `from` (voxel plus offset) to point `to`: direction `to - from`,
-    /// max distance its length. The difference is taken exactly in i128 and then in f64.
+    /// max distance its length.
+    ///
+    /// Both points are first normalised as [`VoxelRay::new`] does (whole units of each offset
+    /// moved into its voxel, denormal offsets flushed). Per axis the voxel difference is exact
+    /// (in i128) and the offsets' difference is added to it in f32; then [`segment`] makes the
+    /// direction and length with correctly rounded f32 operations. The GPU's agent visibility
+    /// builds its segments with the same operations (`segment` in `shaders/dda.wgsl`), so the
+    /// parity contract covers them.
     ///
     /// The voxel that `to` lies in is tested too (a hit at exactly max distance counts), so
     /// line of sight to a point inside a solid voxel is blocked by it. A `to` exactly on a
@@ -274,7 +310,8 @@ impl VoxelRay {
     /// point off the face, on the seen side (for feet on the ground, a little above them).
     ///
     /// # Errors
-    /// The errors of [`VoxelRay::new`]; [`RayError::ZeroDirection`] when the points coincide;
+    /// The errors of [`VoxelRay::new`]; [`RayError::ZeroDirection`] when the points coincide
+    /// or lie within about `1e-9` voxels of each other (see [`segment`]);
     /// [`RayError::MaxDistanceTooLarge`] when they are more than [`MAX_DISTANCE_CAP`] apart.
     pub fn between(
         from: WorldPos,
@@ -282,15 +319,19 @@ impl VoxelRay {
         to: WorldPos,
         to_sub: Vec3,
     ) -> Result<Self, RayError> {
-        let diff = difference(from, from_sub, to, to_sub)?;
-        let len = diff.length();
-        if len == 0.0 {
-            return Err(RayError::ZeroDirection);
+        let mut d = [0.0; 3];
+        for (a, d) in d.iter_mut().enumerate() {
+            let (f, fs) = split_sub(from.axis(a), from_sub[a])?;
+            let (t, ts) = split_sub(to.axis(a), to_sub[a])?;
+            // Farther apart than this on one axis, the points are farther than the cap.
+            let whole = t
+                .checked_sub(f)
+                .filter(|w| w.unsigned_abs() <= 1 << 17)
+                .ok_or(RayError::MaxDistanceTooLarge)?;
+            *d = whole as f32 + (ts - fs);
         }
-        if len > f64::from(MAX_DISTANCE_CAP) {
-            return Err(RayError::MaxDistanceTooLarge);
-        }
-        Self::new(from, from_sub, (diff / len).as_vec3(), len as f32)
+        let (direction, length) = segment(d)?;
+        Self::new(from, from_sub, direction, length)
     }
 
     /// [`VoxelRay::new`] from a point in f64 voxel coordinates, for engines that keep
@@ -494,6 +535,47 @@ impl PreparedRay {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `segment`'s direction is unit to well within the `1e-5` that `VoxelRay::new` keeps as
+    /// given, so a segment's ray has `segment`'s bits (what the GPU computes): over difference
+    /// vectors from `2^-30` to the cap on every axis, of every sign.
+    #[test]
+    fn segment_directions_are_kept_as_given() {
+        let mut rng = crate::scene::SplitMix64::new(31);
+        let mut tried = 0;
+        while tried < 200_000 {
+            let magnitude = |r: &mut crate::scene::SplitMix64| {
+                let e = r.below(48) as i32 - 30;
+                let sign = if r.below(2) == 0 { 1.0 } else { -1.0 };
+                let zero = r.below(5) == 0;
+                if zero {
+                    0.0
+                } else {
+                    sign * (1.0 + r.next_f32()) * 2f32.powi(e)
+                }
+            };
+            let d = [
+                magnitude(&mut rng),
+                magnitude(&mut rng),
+                magnitude(&mut rng),
+            ];
+            let Ok((dir, len)) = segment(d) else {
+                continue;
+            };
+            tried += 1;
+            let r = VoxelRay::new(WorldPos::ZERO, Vec3::splat(0.5), dir, len).expect("a ray");
+            let kept = Vec3::new(
+                flush_denormal(dir.x),
+                flush_denormal(dir.y),
+                flush_denormal(dir.z),
+            );
+            assert_eq!(r.direction, kept, "d {d:?}");
+            assert!(
+                (dir.length_squared() - 1.0).abs() < 2e-6,
+                "d {d:?}: {dir:?}"
+            );
+        }
+    }
 
     /// The parity contract's comparison: UV within the tolerance in each component, a NaN
     /// in either component a mismatch, distances bit for bit (so -0.0 is not 0.0).

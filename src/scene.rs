@@ -7,6 +7,7 @@
 
 use glam::Vec3;
 
+use crate::agents::Agent;
 use crate::camera::Camera;
 use crate::coords::{ChunkPos, LocalPos, WorldPos};
 use crate::ray::VoxelRay;
@@ -228,6 +229,29 @@ impl Terrain {
     pub fn eye_voxel_y(&self, x: i64, z: i64) -> i32 {
         // The surface's top face is at max(height, sea level) + 1.
         self.height(x, z).max(self.sea_level()) + 2
+    }
+
+    /// `n` agents standing on the ground (or the water's surface) of random columns, their
+    /// eyes 1.6 voxels up (the eye of [`Terrain::reach_rays`] and
+    /// [`Terrain::sight_segments`]). Every fourth stands on a voxel's corner (offset 0 on x and
+    /// z): its segments to an agent straight along an axis lie in voxel face planes, the
+    /// conservative line of sight's hardest case.
+    #[must_use]
+    pub fn agents(&self, n: usize, seed: u64) -> Vec<Agent> {
+        let mut rng = SplitMix64::new(seed);
+        (0..n)
+            .map(|i| {
+                let x = rng.below(u64::from(self.size[0])) as i64;
+                let z = rng.below(u64::from(self.size[2])) as i64;
+                let feet = self.height(x, z).max(self.sea_level()) + 1;
+                let offset = if i % 4 == 0 {
+                    Vec3::ZERO
+                } else {
+                    Vec3::new(rng.next_f32(), 0.0, rng.next_f32())
+                };
+                Agent::new(WorldPos::new(x.into(), feet.into(), z.into()), offset, 1.6)
+            })
+            .collect()
     }
 
     /// W1 reach: `n` rays from 1.6 voxels above random ground (or water) points in uniformly random

@@ -263,14 +263,14 @@ mod tests {
         for freedom in Freedom::ALL {
             let v = variant(SHADER_SOURCE, freedom).unwrap_or_else(|e| panic!("{freedom}: {e}"));
             // The exact shader leaves each freedom only the hints (`div_hint`, `sqrt_hint` and
-            // the division and regroupable sum of `crossings_hint`), and flushing every result.
-            let expected = match freedom {
-                Freedom::InexactUp(_) | Freedom::InexactDown(_) => 3,
-                Freedom::Fused => 0,
-                Freedom::Reassociated => 2,
-                Freedom::FlushSubnormals => 48,
-            };
-            assert_eq!(v.sites, expected, "{freedom}");
+            // the division and regroupable sum of `crossings_hint`); flushing takes every f32
+            // result of + - * / (dozens).
+            match freedom {
+                Freedom::InexactUp(_) | Freedom::InexactDown(_) => assert_eq!(v.sites, 3),
+                Freedom::Fused => assert_eq!(v.sites, 0),
+                Freedom::Reassociated => assert_eq!(v.sites, 2),
+                Freedom::FlushSubnormals => assert!(v.sites > 40, "{} sites", v.sites),
+            }
             assert_eq!(Freedom::from_name(&freedom.name()), Some(freedom));
         }
         // Without `pin`, products fuse into sums: four in `camera_dir` (`sx`, `sy`, and both

@@ -18,7 +18,7 @@ use voxcast::{
 
 /// The answers of `pending`: taken without waiting when it says it is ready (a ready batch is
 /// taken on the first try), waited for otherwise.
-fn take<T: Send>(mut pending: PendingBatch<T>) -> Vec<T> {
+fn take<T>(mut pending: PendingBatch<T>) -> T {
     if pending.is_ready() {
         pending
             .try_take()
@@ -117,7 +117,7 @@ fn batches_in_flight_are_taken_in_any_order() {
     let gw = GpuWorld::from_world(gpu, tw).expect("upload");
     let opts = RaycastOptions::default();
     let sets: Vec<_> = (0..5).map(|i| t.reach_rays(20_000, 50 + i)).collect();
-    let mut batches: Vec<(usize, PendingBatch<RaycastOutcome>)> = sets
+    let mut batches: Vec<(usize, PendingBatch<Vec<RaycastOutcome>>)> = sets
         .iter()
         .enumerate()
         .map(|(i, rays)| (i, gpu.submit_raycast(&gw, rays, &opts).expect("submit")))

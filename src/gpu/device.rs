@@ -191,43 +191,48 @@ impl GpuRaycaster {
             label: Some("dda.wgsl"),
             source: wgpu::ShaderSource::Wgsl(shader),
         });
-        let storage = |binding: u32, read_only: bool| wgpu::BindGroupLayoutEntry {
+        let buffer = |binding: u32, ty| wgpu::BindGroupLayoutEntry {
             binding,
             visibility: wgpu::ShaderStages::COMPUTE,
             ty: wgpu::BindingType::Buffer {
-                ty: wgpu::BufferBindingType::Storage { read_only },
+                ty,
                 has_dynamic_offset: false,
                 min_binding_size: None,
             },
             count: None,
         };
-        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("voxcast"),
-            entries: &[
-                wgpu::BindGroupLayoutEntry {
-                    binding: 0,
-                    visibility: wgpu::ShaderStages::COMPUTE,
-                    ty: wgpu::BindingType::Buffer {
-                        ty: wgpu::BufferBindingType::Uniform,
-                        has_dynamic_offset: false,
-                        min_binding_size: None,
-                    },
-                    count: None,
-                },
-                storage(1, true),
-                storage(2, true),
-                storage(3, true),
-                storage(4, true),
-                storage(5, true),
-                storage(6, true),
-                storage(7, false),
-            ],
-        });
-        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some("voxcast"),
-            bind_group_layouts: &[Some(&layout)],
-            immediate_size: 0,
-        });
+        let uniform = wgpu::BufferBindingType::Uniform;
+        let read = wgpu::BufferBindingType::Storage { read_only: true };
+        let write = wgpu::BufferBindingType::Storage { read_only: false };
+        // The world's and the dispatch's parameters (bindings 0 to 5), then per entry point
+        // its input and output: rays and hits (6, 7) for cast_rays and cast_camera; pairs,
+        // agents and the pairs' bits and answers (8, 9, 10) for cast_pairs.
+        let shared = [
+            buffer(0, uniform),
+            buffer(1, read),
+            buffer(2, read),
+            buffer(3, read),
+            buffer(4, read),
+            buffer(5, uniform),
+        ];
+        let make_layout = |label, own: &[wgpu::BindGroupLayoutEntry]| {
+            let entries: Vec<_> = shared.iter().chain(own).copied().collect();
+            let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                label: Some(label),
+                entries: &entries,
+            });
+            let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                label: Some(label),
+                bind_group_layouts: &[Some(&layout)],
+                immediate_size: 0,
+            });
+            (layout, pipeline_layout)
+        };
+        let rays = make_layout("voxcast rays", &[buffer(6, read), buffer(7, write)]);
+        let pairs = make_layout(
+            "voxcast pairs",
+            &[buffer(8, read), buffer(9, read), buffer(10, write)],
+        );
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(GpuError::Device(format!("shader rejected: {e}")));
         }
@@ -235,10 +240,10 @@ impl GpuRaycaster {
         // show here, and a first batch with those options does not wait for a compilation.
         let default_flags = option_flags(&RaycastOptions::default(), false);
         let mut pipelines = FxHashMap::default();
-        for camera in [false, true] {
+        for entry in [Entry::Rays, Entry::Camera] {
             for flags in [default_flags, default_flags | FLAG_STEP_EMPTY_BRICKS] {
-                let p = make_pipeline(&device, &module, &pipeline_layout, camera, flags)?;
-                pipelines.insert((camera, flags), p);
+                let p = make_pipeline(&device, &module, &rays.1, entry, flags)?;
+                pipelines.insert((entry, flags), p);
             }
         }
         let period_ns = f64::from(queue.get_timestamp_period());
@@ -256,9 +261,8 @@ impl GpuRaycaster {
             shared,
             info,
             limits,
-            layout,
+            layouts: [rays, pairs],
             module,
-            pipeline_layout,
             pipelines: Mutex::new(pipelines),
             max_dispatch_rays: MAX_DISPATCH_RAYS,
             token: NEXT_TOKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
@@ -277,13 +281,12 @@ impl GpuRaycaster {
         Ok(raycaster)
     }
 
-    /// The pipeline of the rays (`camera == false`) or camera entry point specialised for
-    /// option `flags` (the shader's `OPTIONS`), compiled on first use and kept: each
-    /// combination of options in use pays one compilation (the default options' are made by
-    /// [`GpuRaycaster::new`]).
+    /// The pipeline of `entry` specialised for option `flags` (the shader's `OPTIONS`),
+    /// compiled on first use and kept: each combination of options in use pays one
+    /// compilation (the default options' rays and camera are made by [`GpuRaycaster::new`]).
     pub(super) fn pipeline(
         &self,
-        camera: bool,
+        entry: Entry,
         flags: u32,
     ) -> Result<wgpu::ComputePipeline, GpuError> {
         // A map of finished pipelines is sound whatever panicked while it was held.
@@ -291,23 +294,44 @@ impl GpuRaycaster {
             .pipelines
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(p) = made.get(&(camera, flags)) {
+        if let Some(p) = made.get(&(entry, flags)) {
             return Ok(p.clone());
         }
-        let p = make_pipeline(
-            &self.shared.device,
-            &self.module,
-            &self.pipeline_layout,
-            camera,
-            flags,
-        )?;
-        made.insert((camera, flags), p.clone());
+        let layout = &self.layouts[usize::from(entry == Entry::Pairs)].1;
+        let p = make_pipeline(&self.shared.device, &self.module, layout, entry, flags)?;
+        made.insert((entry, flags), p.clone());
         Ok(p)
+    }
+
+    /// The bind group layout of `entry`'s pipelines.
+    pub(super) fn layout(&self, entry: Entry) -> &wgpu::BindGroupLayout {
+        &self.layouts[usize::from(entry == Entry::Pairs)].0
     }
 }
 
-/// Storage buffers the shader binds: chunk table, occupancy, bricks, ids, material filter, rays
-/// and hits (`@binding(1)` to `@binding(7)` in `shaders/dda.wgsl`).
+/// A compute entry point of the shader.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) enum Entry {
+    /// `cast_rays`: rays prepared on the host.
+    Rays,
+    /// `cast_camera`: a camera's pixels, rays made in the shader.
+    Camera,
+    /// `cast_pairs`: line of sight between pairs of agents.
+    Pairs,
+}
+
+impl Entry {
+    fn name(self) -> &'static str {
+        match self {
+            Entry::Rays => "cast_rays",
+            Entry::Camera => "cast_camera",
+            Entry::Pairs => "cast_pairs",
+        }
+    }
+}
+
+/// Storage buffers an entry point of the shader binds at most: chunk table, occupancy, bricks
+/// and ids, and for `cast_pairs` pairs, agents and their output (`shaders/dda.wgsl`).
 const STORAGE_BUFFERS: u32 = 7;
 
 /// The limits below which the shader cannot run, checked so that such a device gets a clear
@@ -382,10 +406,10 @@ fn make_pipeline(
     device: &wgpu::Device,
     module: &wgpu::ShaderModule,
     layout: &wgpu::PipelineLayout,
-    camera: bool,
+    entry: Entry,
     flags: u32,
 ) -> Result<wgpu::ComputePipeline, GpuError> {
-    let entry = if camera { "cast_camera" } else { "cast_rays" };
+    let entry = entry.name();
     let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
     let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
         label: Some(entry),

@@ -41,9 +41,9 @@ impl DispatchBuffers {
                 size_of::<GpuParams>() as u64,
                 U::UNIFORM | U::COPY_DST,
             ),
-            filter: buf("filter", FILTER_BYTES, U::STORAGE | U::COPY_DST),
+            filter: buf("filter", FILTER_BYTES, U::UNIFORM | U::COPY_DST),
             input: buf("input", input, U::STORAGE | U::COPY_DST),
-            output: buf("output", output, U::STORAGE | U::COPY_SRC),
+            output: buf("output", output, U::STORAGE | U::COPY_SRC | U::COPY_DST),
             upload: buf("upload", input, U::MAP_WRITE | U::COPY_SRC),
             readback: buf("readback", output, U::MAP_READ | U::COPY_DST),
             timer: timestamps.then(|| {
@@ -231,7 +231,7 @@ impl Items {
     }
 
     /// Input and output bytes of `n` items. Pairs write their visibility bits (a word per 32
-    /// pairs) first, then their details at a storage-offset boundary.
+    /// pairs) first, then with details their answers.
     fn bytes(&self, n: u64) -> (u64, u64) {
         match self {
             Items::Rays(..) => (
@@ -240,27 +240,21 @@ impl Items {
             ),
             Items::Camera(_) => (0, n * size_of::<GpuHit>() as u64),
             Items::Pairs { details, .. } => {
-                let bits = bit_words(n) * 4;
-                let details = if *details {
-                    details_offset(n) + n * size_of::<GpuHit>() as u64
+                let answers = if *details {
+                    n * size_of::<GpuHit>() as u64
                 } else {
-                    bits
+                    0
                 };
-                (n * 8, details)
+                (n * 8, bit_words(n) * 4 + answers)
             }
         }
     }
 }
 
-/// Words of visibility bits for `n` pairs.
+/// Words of visibility bits for `n` pairs: a pair dispatch's output starts with them, and its
+/// answers (with details) follow.
 pub(super) fn bit_words(n: u64) -> u64 {
     n.div_ceil(32)
-}
-
-/// Where a pair dispatch's details start in its output: after the bits, at a multiple of 256
-/// bytes (the largest storage offset alignment wgpu allows a device to ask for).
-pub(super) fn details_offset(n: u64) -> u64 {
-    (bit_words(n) * 4).next_multiple_of(256)
 }
 
 /// The world's buffers and the pipeline a batch binds, kept so that later dispatches of the
@@ -405,7 +399,7 @@ impl Flight {
             // The bits are set with atomic ORs.
             encoder.clear_buffer(&set.output, 0, Some(bit_words(count) * 4));
         }
-        let bind_group = self.bind_group(&set, count);
+        let bind_group = self.bind_group(&set);
         // Dispatch: a 2D grid of workgroups when one dimension is not enough.
         let groups = (count as u32).div_ceil(WORKGROUP_SIZE);
         let max_groups = device.limits().max_compute_workgroups_per_dimension;
@@ -485,7 +479,7 @@ impl Flight {
         staged
     }
 
-    fn bind_group(&self, set: &DispatchBuffers, count: u64) -> wgpu::BindGroup {
+    fn bind_group(&self, set: &DispatchBuffers) -> wgpu::BindGroup {
         let [table, occupancy, bricks, ids] = &self.binding.world;
         fn entry(binding: u32, buffer: &wgpu::Buffer) -> wgpu::BindGroupEntry<'_> {
             wgpu::BindGroupEntry {
@@ -506,34 +500,10 @@ impl Flight {
                 entries.push(entry(6, &set.input));
                 entries.push(entry(7, &set.output));
             }
-            Items::Pairs {
-                agents, details, ..
-            } => {
+            Items::Pairs { agents, .. } => {
                 entries.push(entry(8, &set.input));
                 entries.push(entry(9, agents));
-                entries.push(wgpu::BindGroupEntry {
-                    binding: 10,
-                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                        buffer: &set.output,
-                        offset: 0,
-                        size: std::num::NonZeroU64::new(bit_words(count) * 4),
-                    }),
-                });
-                // Without details, the bits themselves stand in for the binding (nothing
-                // writes to it).
-                let (offset, size) = if *details {
-                    (details_offset(count), count * size_of::<GpuHit>() as u64)
-                } else {
-                    (0, 4 * bit_words(count).max(5))
-                };
-                entries.push(wgpu::BindGroupEntry {
-                    binding: 7,
-                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                        buffer: &set.output,
-                        offset,
-                        size: std::num::NonZeroU64::new(size.min(set.output.size() - offset)),
-                    }),
-                });
+                entries.push(entry(10, &set.output));
             }
         }
         self.shared

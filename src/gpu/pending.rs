@@ -6,10 +6,10 @@ use std::time::Instant;
 use super::dispatch::{Binding, Flight, Items, Shared};
 use super::*;
 
-/// A batch submitted to the GPU whose answers have not been taken yet (see
-/// [`GpuRaycaster::submit_raycast`]). It owns everything it needs, so it can be kept across
-/// frames, moved to another thread (it is `Send`) or dropped (the GPU's work is then
-/// discarded). Answers come in the caller's order.
+/// A batch submitted to the GPU whose answers (a `T`: the outcomes in the caller's order, or
+/// agent visibility) have not been taken yet (see [`GpuRaycaster::submit_raycast`]). It owns
+/// everything it needs, so it can be kept across frames, moved to another thread (it is
+/// `Send`) or dropped (the GPU's work is then discarded).
 ///
 /// Nothing waits unless asked to: [`PendingBatch::is_ready`] and [`PendingBatch::try_take`]
 /// poll the device without blocking (`wgpu::PollType::Poll`), read whatever dispatches have
@@ -23,14 +23,10 @@ use super::*;
 /// advances only when polled (`is_ready`, `try_take`) or waited for.
 #[derive(Debug)]
 pub struct PendingBatch<T> {
-    flight: Option<Flight>,
+    /// The batch's flights: one, or for agent pairs also one of host-built segments.
+    flights: Vec<Flight>,
     shared: Arc<Shared>,
-    window: Window,
-    /// The answers, in the caller's order: those answered on the host already, the GPU's as
-    /// they are read.
-    out: Vec<T>,
-    decode: Decode,
-    convert: fn(RaycastOutcome) -> T,
+    collector: Box<dyn Collector<T>>,
     /// Items sent to the GPU.
     gpu_items: u64,
     started: Instant,
@@ -40,32 +36,63 @@ pub struct PendingBatch<T> {
     taken: bool,
 }
 
-/// How a batch's GPU results become answers.
-#[derive(Clone, Copy, Debug)]
-enum Decode {
-    /// Rays prepared on the host: each result belongs to the ray at its place in the upload
-    /// order, and is relative to that ray's start voxel.
-    Rays,
-    /// Camera pixels in order, relative to the eye's voxel.
-    Camera([i32; 3]),
+/// What turns a batch's GPU results into its answers.
+pub(super) trait Collector<T>: Send + std::fmt::Debug {
+    /// The results of items `base..base + count` of flight `flight` (`bytes`: the dispatch's
+    /// output, read back).
+    fn collect(
+        &mut self,
+        flight: usize,
+        items: &Items,
+        base: u64,
+        count: u64,
+        bytes: &[u8],
+    ) -> Result<(), GpuError>;
+
+    /// The answers, once every flight has been read.
+    fn finish(&mut self) -> T;
 }
 
-impl<T: Send> PendingBatch<T> {
+impl<T> PendingBatch<T> {
+    /// A batch of `flights` whose results `collector` turns into answers.
+    pub(super) fn new(
+        shared: &Arc<Shared>,
+        flights: Vec<Flight>,
+        collector: Box<dyn Collector<T>>,
+        gpu_items: u64,
+        started: Instant,
+    ) -> Self {
+        let batch = Self {
+            flights,
+            shared: Arc::clone(shared),
+            collector,
+            gpu_items,
+            started,
+            host_seconds: started.elapsed().as_secs_f64(),
+            error: None,
+            taken: false,
+        };
+        if batch.flights.is_empty() {
+            batch.finish_stats(0.0, 0);
+        }
+        batch
+    }
+
     /// Whether the answers are ready to take. Polls the device without blocking and reads the
     /// dispatches that have finished (so it may take as long as decoding them).
     pub fn is_ready(&mut self) -> bool {
         self.progress(false);
-        !self.taken && (self.flight.is_none() || self.error.is_some())
+        !self.taken && (self.flights.is_empty() || self.error.is_some())
     }
 
-    /// The answers in the caller's order, if the GPU has finished the batch; `None` while it
-    /// has not (or after the answers were taken). Never blocks: polls the device, reads what
-    /// has finished and returns.
+    /// The answers, if the GPU has finished the batch; `None` while it has not (or after the
+    /// answers were taken). Never blocks: polls the device, reads what has finished and
+    /// returns.
     ///
     /// # Errors
     /// `Some(Err(_))` with a [`GpuError`] when the device failed (validation, out of memory,
     /// lost) or a result could not be decoded.
-    pub fn try_take(&mut self) -> Option<Result<Vec<T>, GpuError>> {
+    pub fn try_take(&mut self) -> Option<Result<T, GpuError>> {
         if self.is_ready() {
             Some(self.take())
         } else {
@@ -73,12 +100,12 @@ impl<T: Send> PendingBatch<T> {
         }
     }
 
-    /// The answers in the caller's order, once the GPU has finished: blocks the thread until
-    /// then (waiting on the device, without spinning).
+    /// The answers, once the GPU has finished: blocks the thread until then (waiting on the
+    /// device, without spinning).
     ///
     /// # Errors
     /// As [`PendingBatch::try_take`]; also when the answers were taken already.
-    pub fn wait(mut self) -> Result<Vec<T>, GpuError> {
+    pub fn wait(mut self) -> Result<T, GpuError> {
         if self.taken {
             return Err(GpuError::Internal("the answers were taken already".into()));
         }
@@ -86,76 +113,60 @@ impl<T: Send> PendingBatch<T> {
         self.take()
     }
 
-    fn take(&mut self) -> Result<Vec<T>, GpuError> {
+    fn take(&mut self) -> Result<T, GpuError> {
         self.taken = true;
-        if let Some(e) = self.error.take() {
-            self.flight = None;
-            return Err(e);
+        self.flights.clear();
+        match self.error.take() {
+            Some(e) => Err(e),
+            None => Ok(self.collector.finish()),
         }
-        Ok(std::mem::take(&mut self.out))
     }
 
     /// Reads what has finished (everything, with `wait`), submits what comes next and, when
     /// the batch is done, records its statistics.
     fn progress(&mut self, wait: bool) {
-        let Some(flight) = self.flight.as_mut() else {
+        if self.flights.is_empty() || self.error.is_some() {
             return;
-        };
+        }
         let t = Instant::now();
-        let (window, decode, convert) = (self.window, self.decode, self.convert);
-        let out = &mut self.out;
-        let mut sink =
-            |items: &Items, base: u64, count: u64, bytes: &[u8]| -> Result<(), GpuError> {
-                let hits: &[GpuHit] = bytemuck::cast_slice(bytes);
-                let hits = &hits[..count as usize];
-                match (decode, items) {
-                    (Decode::Rays, Items::Rays(staging, _)) => {
-                        let order = &staging.order[base as usize..(base + count) as usize];
-                        for (h, &(_, i)) in hits.iter().zip(order) {
-                            let start = staging.rays[i as usize].voxel;
-                            out[i as usize] = convert(window.decode(h, start)?);
-                        }
-                    }
-                    (Decode::Camera(eye), _) => {
-                        for h in hits {
-                            out.push(convert(window.decode(h, eye)?));
-                        }
-                    }
-                    _ => {
-                        return Err(GpuError::Internal(
-                            "results of another kind of batch".into(),
-                        ));
-                    }
-                }
-                Ok(())
+        let mut all_done = true;
+        for (index, flight) in self.flights.iter_mut().enumerate() {
+            let collector = &mut self.collector;
+            let mut sink = |items: &Items, base: u64, count: u64, bytes: &[u8]| {
+                collector.collect(index, items, base, count, bytes)
             };
-        let result = if wait {
-            flight.finish(&mut sink).map(|()| true)
-        } else {
-            flight.advance(false, &mut sink)
-        };
-        self.host_seconds += t.elapsed().as_secs_f64();
-        match result {
-            Ok(false) => {}
-            Ok(true) | Err(_) => {
-                if let Err(e) = result {
+            let result = if wait {
+                flight.finish(&mut sink).map(|()| true)
+            } else {
+                flight.advance(false, &mut sink)
+            };
+            match result {
+                Ok(done) => all_done &= done,
+                Err(e) => {
                     self.error = Some(e);
-                }
-                let mut done = self.flight.take().expect("checked above");
-                self.finish_stats(&done);
-                if let Items::Rays(staging, _) = done.take_items() {
-                    self.shared.return_staging(staging);
+                    break;
                 }
             }
         }
+        self.host_seconds += t.elapsed().as_secs_f64();
+        if all_done || self.error.is_some() {
+            let kernel_ns: f64 = self.flights.iter().map(|f| f.kernel_ns).sum();
+            let dispatches = self.flights.iter().map(|f| f.dispatches).sum();
+            for mut flight in self.flights.drain(..) {
+                if let Items::Rays(staging, _) = flight.take_items() {
+                    self.shared.return_staging(staging);
+                }
+            }
+            self.finish_stats(kernel_ns, dispatches);
+        }
     }
 
-    fn finish_stats(&self, flight: &Flight) {
+    fn finish_stats(&self, kernel_ns: f64, dispatches: u32) {
         if let Ok(mut s) = self.shared.stats.lock() {
             *s = BatchStats {
                 gpu_rays: self.gpu_items,
-                dispatches: flight.dispatches,
-                kernel_seconds: self.shared.timestamps.then_some(flight.kernel_ns * 1e-9),
+                dispatches,
+                kernel_seconds: self.shared.timestamps.then_some(kernel_ns * 1e-9),
                 total_seconds: self.started.elapsed().as_secs_f64(),
                 host_seconds: self.host_seconds,
             };
@@ -163,35 +174,67 @@ impl<T: Send> PendingBatch<T> {
     }
 }
 
-/// A batch answered entirely on the host (no ray reaches the GPU's window) or not started:
-/// its answers are ready at once.
-fn ready<T>(
-    shared: &Arc<Shared>,
-    window: Window,
-    out: Vec<T>,
-    convert: fn(RaycastOutcome) -> T,
-    started: Instant,
-) -> PendingBatch<T> {
-    if let Ok(mut s) = shared.stats.lock() {
-        let seconds = started.elapsed().as_secs_f64();
-        *s = BatchStats {
-            total_seconds: seconds,
-            host_seconds: seconds,
-            ..BatchStats::default()
+/// The answers of rays prepared on the host: each result belongs to the ray at its place in
+/// the upload order, relative to that ray's start voxel.
+#[derive(Debug)]
+pub(super) struct RayAnswers<T> {
+    pub(super) out: Vec<T>,
+    pub(super) convert: fn(RaycastOutcome) -> T,
+    pub(super) window: Window,
+}
+
+impl<T: Send + std::fmt::Debug> Collector<Vec<T>> for RayAnswers<T> {
+    fn collect(
+        &mut self,
+        _flight: usize,
+        items: &Items,
+        base: u64,
+        count: u64,
+        bytes: &[u8],
+    ) -> Result<(), GpuError> {
+        let Items::Rays(staging, _) = items else {
+            return Err(GpuError::Internal("ray answers of another batch".into()));
         };
+        let hits: &[GpuHit] = bytemuck::cast_slice(bytes);
+        let order = &staging.order[base as usize..(base + count) as usize];
+        for (h, &(_, i)) in hits.iter().zip(order) {
+            let start = staging.rays[i as usize].voxel;
+            self.out[i as usize] = (self.convert)(self.window.decode(h, start)?);
+        }
+        Ok(())
     }
-    PendingBatch {
-        flight: None,
-        shared: Arc::clone(shared),
-        window,
-        out,
-        decode: Decode::Rays,
-        convert,
-        gpu_items: 0,
-        started,
-        host_seconds: started.elapsed().as_secs_f64(),
-        error: None,
-        taken: false,
+
+    fn finish(&mut self) -> Vec<T> {
+        std::mem::take(&mut self.out)
+    }
+}
+
+/// A camera's pixels in order, relative to the eye's voxel.
+#[derive(Debug)]
+struct CameraAnswers {
+    out: Vec<RaycastOutcome>,
+    eye: [i32; 3],
+    window: Window,
+}
+
+impl Collector<Vec<RaycastOutcome>> for CameraAnswers {
+    fn collect(
+        &mut self,
+        _flight: usize,
+        _items: &Items,
+        _base: u64,
+        count: u64,
+        bytes: &[u8],
+    ) -> Result<(), GpuError> {
+        let hits: &[GpuHit] = bytemuck::cast_slice(bytes);
+        for h in &hits[..count as usize] {
+            self.out.push(self.window.decode(h, self.eye)?);
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Vec<RaycastOutcome> {
+        std::mem::take(&mut self.out)
     }
 }
 
@@ -210,7 +253,7 @@ impl GpuRaycaster {
         world: &GpuWorld,
         rays: &[VoxelRay],
         opts: &RaycastOptions,
-    ) -> Result<PendingBatch<RaycastOutcome>, GpuError> {
+    ) -> Result<PendingBatch<Vec<RaycastOutcome>>, GpuError> {
         self.submit_rays(world, rays, opts, false, Vec::new(), |o| o)
     }
 
@@ -225,7 +268,7 @@ impl GpuRaycaster {
         rays: &[VoxelRay],
         opts: &RaycastOptions,
         out: Vec<RaycastOutcome>,
-    ) -> Result<PendingBatch<RaycastOutcome>, GpuError> {
+    ) -> Result<PendingBatch<Vec<RaycastOutcome>>, GpuError> {
         self.submit_rays(world, rays, opts, false, out, |o| o)
     }
 
@@ -239,7 +282,7 @@ impl GpuRaycaster {
         world: &GpuWorld,
         segments: &[VoxelRay],
         opts: &LineOfSightOptions,
-    ) -> Result<PendingBatch<LineOfSight>, GpuError> {
+    ) -> Result<PendingBatch<Vec<LineOfSight>>, GpuError> {
         self.submit_line_of_sight_into(world, segments, opts, Vec::new())
     }
 
@@ -254,7 +297,7 @@ impl GpuRaycaster {
         segments: &[VoxelRay],
         opts: &LineOfSightOptions,
         out: Vec<LineOfSight>,
-    ) -> Result<PendingBatch<LineOfSight>, GpuError> {
+    ) -> Result<PendingBatch<Vec<LineOfSight>>, GpuError> {
         self.submit_rays(
             world,
             segments,
@@ -276,7 +319,7 @@ impl GpuRaycaster {
         world: &GpuWorld,
         camera: &Camera,
         opts: &RaycastOptions,
-    ) -> Result<PendingBatch<RaycastOutcome>, GpuError> {
+    ) -> Result<PendingBatch<Vec<RaycastOutcome>>, GpuError> {
         self.submit_camera_into(world, camera, opts, Vec::new())
     }
 
@@ -290,7 +333,7 @@ impl GpuRaycaster {
         camera: &Camera,
         opts: &RaycastOptions,
         mut out: Vec<RaycastOutcome>,
-    ) -> Result<PendingBatch<RaycastOutcome>, GpuError> {
+    ) -> Result<PendingBatch<Vec<RaycastOutcome>>, GpuError> {
         let started = self.begin_call(world)?;
         let w = &world.window;
         let pixels = u64::from(camera.width) * u64::from(camera.height);
@@ -336,30 +379,52 @@ impl GpuRaycaster {
         params.cam_max_distance = camera.max_distance;
         [params.cam_inv_w, params.cam_inv_h] = camera.pixel_steps();
         let flags = option_flags(opts, false) | world.walk_flags(camera.max_distance >= LONG_RAY);
-        let binding = self.binding(world, true, flags, params, opts)?;
+        let binding = self.binding(world, Entry::Camera, flags, params, opts)?;
         let flight = Flight::start(
             Arc::clone(&self.shared),
             binding,
             Items::Camera(pixels as u32),
             self.dispatch_capacity(),
         )?;
-        Ok(PendingBatch {
-            flight: Some(flight),
-            shared: Arc::clone(&self.shared),
-            window: *w,
+        let collector = CameraAnswers {
             out,
-            decode: Decode::Camera(eye),
-            convert: |o| o,
-            gpu_items: pixels,
+            eye,
+            window: *w,
+        };
+        Ok(PendingBatch::new(
+            &self.shared,
+            vec![flight],
+            Box::new(collector),
+            pixels,
             started,
-            host_seconds: started.elapsed().as_secs_f64(),
-            error: None,
-            taken: false,
-        })
+        ))
     }
 
     /// Prepares `rays` on the host and submits those that reach the window.
-    fn submit_rays<T: Clone + Send + Sync>(
+    fn submit_rays<T: Clone + Send + Sync + std::fmt::Debug + 'static>(
+        &self,
+        world: &GpuWorld,
+        rays: &[VoxelRay],
+        opts: &RaycastOptions,
+        conservative: bool,
+        out: Vec<T>,
+        convert: fn(RaycastOutcome) -> T,
+    ) -> Result<PendingBatch<Vec<T>>, GpuError> {
+        let started = self.begin_call(world)?;
+        let (flight, collector, uploaded) =
+            self.ray_flight(world, rays, opts, conservative, out, convert)?;
+        Ok(PendingBatch::new(
+            &self.shared,
+            flight.into_iter().collect(),
+            Box::new(collector),
+            uploaded,
+            started,
+        ))
+    }
+
+    /// The host's share of a batch of rays, and the flight of those that reach the window
+    /// (`None` when none does: the answers are all in the collector already).
+    pub(super) fn ray_flight<T: Clone + Send>(
         &self,
         world: &GpuWorld,
         rays: &[VoxelRay],
@@ -367,43 +432,35 @@ impl GpuRaycaster {
         conservative: bool,
         mut out: Vec<T>,
         convert: fn(RaycastOutcome) -> T,
-    ) -> Result<PendingBatch<T>, GpuError> {
-        let started = self.begin_call(world)?;
+    ) -> Result<(Option<Flight>, RayAnswers<T>, u64), GpuError> {
         out.clear();
         out.try_reserve(rays.len())
             .map_err(|_| GpuError::OutputTooLarge(rays.len() as u64))?;
         out.resize(rays.len(), convert(RaycastOutcome::Miss));
         let (staging, uploaded, long) =
             self.prepare_rays(world, rays, opts, conservative, &mut out, convert);
+        let collector = RayAnswers {
+            out,
+            convert,
+            window: world.window,
+        };
         if uploaded == 0 {
             self.shared.return_staging(staging);
-            return Ok(ready(&self.shared, world.window, out, convert, started));
+            return Ok((None, collector, 0));
         }
         let flags = option_flags(opts, conservative) | world.walk_flags(long);
-        let binding = self.binding(world, false, flags, self.params_of(world), opts)?;
+        let binding = self.binding(world, Entry::Rays, flags, self.params_of(world), opts)?;
         let flight = Flight::start(
             Arc::clone(&self.shared),
             binding,
             Items::Rays(staging, uploaded),
             self.dispatch_capacity(),
         )?;
-        Ok(PendingBatch {
-            flight: Some(flight),
-            shared: Arc::clone(&self.shared),
-            window: world.window,
-            out,
-            decode: Decode::Rays,
-            convert,
-            gpu_items: uploaded as u64,
-            started,
-            host_seconds: started.elapsed().as_secs_f64(),
-            error: None,
-            taken: false,
-        })
+        Ok((Some(flight), collector, uploaded as u64))
     }
 
     /// The parameters every dispatch on `world` shares.
-    fn params_of(&self, world: &GpuWorld) -> GpuParams {
+    pub(super) fn params_of(&self, world: &GpuWorld) -> GpuParams {
         GpuParams {
             dims: world.window.dims,
             region_offset: world.window.region_offset(),
@@ -412,19 +469,19 @@ impl GpuRaycaster {
         }
     }
 
-    /// What a batch on `world` binds: the pipeline of the entry point (`camera` or rays) for
-    /// option `flags`, the world's buffers, the parameters and the material filter.
-    fn binding(
+    /// What a batch on `world` binds: the pipeline of `entry` for option `flags`, the world's
+    /// buffers, the parameters and the material filter.
+    pub(super) fn binding(
         &self,
         world: &GpuWorld,
-        camera: bool,
+        entry: Entry,
         flags: u32,
         params: GpuParams,
         opts: &RaycastOptions,
     ) -> Result<Binding, GpuError> {
         Ok(Binding {
-            pipeline: self.pipeline(camera, flags)?,
-            layout: self.layout.clone(),
+            pipeline: self.pipeline(entry, flags)?,
+            layout: self.layout(entry).clone(),
             world: [
                 world.table.clone(),
                 world.occupancy.clone(),

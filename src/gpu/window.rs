@@ -230,8 +230,11 @@ impl Window {
     pub(super) fn decode(&self, h: &GpuHit, start: [i32; 3]) -> Result<RaycastOutcome, GpuError> {
         let status_word = h.w1 >> 20;
         let status = status_word & 15;
-        if status == STATUS_MISS {
-            return Ok(RaycastOutcome::Miss);
+        match status {
+            STATUS_MISS => return Ok(RaycastOutcome::Miss),
+            STATUS_ZERO_LENGTH => return Ok(RaycastOutcome::Invalid(RayError::ZeroDirection)),
+            STATUS_TOO_LONG => return Ok(RaycastOutcome::Invalid(RayError::MaxDistanceTooLarge)),
+            _ => {}
         }
         let offset = |w: u32| ((w << 14) as i32) >> 14;
         let voxel = [

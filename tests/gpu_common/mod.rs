@@ -448,3 +448,39 @@ pub(crate) fn camera_images(gpu: &GpuRaycaster) {
         render(what, &cam);
     }
 }
+
+/// Agent visibility (segments built in the shader) against the CPU pair by pair, with each
+/// pair's answer: terrain agents, some on voxel corners, pairs within 48 voxels and random ones,
+/// plain and conservative.
+pub(crate) fn agent_pairs(gpu: &GpuRaycaster) {
+    let (t, tw) = terrain();
+    let gw = GpuWorld::from_world(gpu, tw).expect("upload");
+    let agents = t.agents(400, 21);
+    let on_gpu = voxcast::gpu::GpuAgents::new(gpu, &gw, &agents).expect("agents");
+    let mut pairs = voxcast::pairs_within(&agents, 48.0);
+    let mut rng = SplitMix64::new(22);
+    pairs.extend((0..4_000).map(|_| [rng.below(400) as u32, rng.below(400) as u32]));
+    for conservative in [false, true] {
+        let opts = LineOfSightOptions {
+            conservative,
+            ..Default::default()
+        };
+        let cpu = voxcast::agent_visibility(tw, &agents, &pairs, &opts);
+        let got = gpu
+            .visibility(&gw, &on_gpu, &pairs, &opts, true)
+            .expect("visibility");
+        let answers = got.answers().expect("answers");
+        let bad: Vec<usize> = (0..cpu.len())
+            .filter(|&i| !answers[i].matches(&cpu[i]))
+            .collect();
+        assert!(
+            bad.is_empty(),
+            "agent pairs, conservative={conservative}: {} of {} differ; first {:?}: gpu {:?}, cpu {:?}",
+            bad.len(),
+            cpu.len(),
+            pairs[bad[0]],
+            answers[bad[0]],
+            cpu[bad[0]]
+        );
+    }
+}

@@ -1,0 +1,515 @@
+//! Agent visibility on the GPU: agents' eyes uploaded once a frame ([`GpuAgents`]), then line
+//! of sight for pairs of them in one call, each segment built in the shader from the two eyes
+//! exactly as [`VoxelRay::between`] builds it ([`GpuRaycaster::submit_visibility`]).
+
+use glam::Vec3;
+
+use super::dispatch::{Flight, Items, bit_words};
+use super::pending::{Collector, RayAnswers};
+use super::*;
+use crate::agents::{Agent, pairs_among};
+
+/// One agent's eye as the shader reads it (`GpuAgent` in `shaders/dda.wgsl`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+struct GpuAgent {
+    voxel: [i32; 3],
+    usable: u32,
+    sub: [f32; 3],
+    _pad: u32,
+}
+
+/// Agents' eyes in GPU memory, for [`GpuRaycaster::submit_visibility`]: made for one
+/// [`GpuWorld`] (the eyes are stored relative to its window) and updated when the agents move
+/// ([`GpuAgents::update`], 32 bytes an agent uploaded). An agent whose eye is invalid
+/// ([`Agent::eye`]) keeps its error ([`GpuAgents::errors`]); its pairs are answered with it,
+/// and the other agents' are answered as usual.
+#[derive(Debug)]
+pub struct GpuAgents {
+    buffer: wgpu::Buffer,
+    /// Per agent: its eye, or why it has none.
+    eyes: Vec<Result<(WorldPos, Vec3), RayError>>,
+    /// Per agent: its eye relative to the window, where the shader can start a segment there.
+    starts: Vec<Option<[i32; 3]>>,
+    /// The raycaster's token and the window the eyes are relative to.
+    owner: u64,
+    window: (ChunkPos, [u32; 3]),
+}
+
+impl GpuAgents {
+    /// Uploads the eyes of `agents` for batches on `world`.
+    ///
+    /// # Errors
+    /// [`GpuError::WorldFromAnotherDevice`] for a world of another raycaster;
+    /// [`GpuError::LimitExceeded`] for more agents than a storage binding holds;
+    /// [`GpuError::Device`] when the upload fails.
+    pub fn new(gpu: &GpuRaycaster, world: &GpuWorld, agents: &[Agent]) -> Result<Self, GpuError> {
+        let mut made = Self {
+            buffer: gpu.shared.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("agents"),
+                size: 32,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            }),
+            eyes: Vec::new(),
+            starts: Vec::new(),
+            owner: gpu.token,
+            window: (world.window.anchor, world.window.dims),
+        };
+        made.update(gpu, world, agents)?;
+        Ok(made)
+    }
+
+    /// Replaces the agents (their number may change): computes their eyes and uploads them,
+    /// reusing the GPU buffer when it is large enough.
+    ///
+    /// # Errors
+    /// As [`GpuAgents::new`].
+    pub fn update(
+        &mut self,
+        gpu: &GpuRaycaster,
+        world: &GpuWorld,
+        agents: &[Agent],
+    ) -> Result<(), GpuError> {
+        if world.owner != gpu.token || self.owner != gpu.token {
+            return Err(GpuError::WorldFromAnotherDevice);
+        }
+        let w = &world.window;
+        self.window = (w.anchor, w.dims);
+        self.eyes.clear();
+        self.eyes.extend(agents.iter().map(Agent::eye));
+        self.starts.clear();
+        self.starts.extend(
+            self.eyes
+                .iter()
+                .map(|e| e.ok().and_then(|(p, sub)| start_in(w, p, sub))),
+        );
+        let records: Vec<GpuAgent> = self
+            .eyes
+            .iter()
+            .zip(&self.starts)
+            .map(|(eye, start)| match (eye, start) {
+                (Ok((_, sub)), Some(voxel)) => GpuAgent {
+                    voxel: *voxel,
+                    usable: 1,
+                    sub: sub.to_array(),
+                    _pad: 0,
+                },
+                _ => GpuAgent::default(),
+            })
+            .collect();
+        let bytes = (records.len() * size_of::<GpuAgent>()) as u64;
+        let limit = gpu.limits.max_storage_buffer_binding_size;
+        if bytes > limit {
+            return Err(GpuError::LimitExceeded {
+                what: "agents",
+                needed: bytes,
+                limit,
+            });
+        }
+        let device = &gpu.shared.device;
+        let scope = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        if self.buffer.size() < bytes {
+            self.buffer = device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("agents"),
+                size: bytes.next_power_of_two(),
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+        }
+        if bytes > 0 {
+            gpu.shared
+                .queue
+                .write_buffer(&self.buffer, 0, bytemuck::cast_slice(&records));
+        }
+        match pollster::block_on(scope.pop()) {
+            Some(e) => Err(device_error(e)),
+            None => Ok(()),
+        }
+    }
+
+    /// How many agents there are.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.eyes.len()
+    }
+
+    /// Whether there are no agents.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.eyes.is_empty()
+    }
+
+    /// The agents whose eye is invalid, with the error their pairs are answered with.
+    pub fn errors(&self) -> impl Iterator<Item = (usize, RayError)> + '_ {
+        self.eyes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| e.err().map(|e| (i, e)))
+    }
+}
+
+/// The window-relative voxel of an eye the shader can start a segment at: one the window
+/// holds, with a voxel to spare below it on each axis where the eye lies on the voxel's low face
+/// (a segment going down starts in the voxel below, `first_voxel`).
+fn start_in(w: &Window, p: WorldPos, sub: Vec3) -> Option<[i32; 3]> {
+    let fits = (0..3).all(|a| {
+        let low = if sub[a] == 0.0 {
+            p.axis(a).checked_sub(1)
+        } else {
+            Some(p.axis(a))
+        };
+        low.is_some_and(|low| w.bounds.min.axis(a) <= low) && p.axis(a) <= w.bounds.max.axis(a)
+    });
+    if fits { w.relative(p) } else { None }
+}
+
+/// Line of sight between pairs of agents: one bit per pair, and on request each pair's whole
+/// answer (what blocks the blocked ones). What [`GpuRaycaster::submit_visibility`] gives.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Visibility {
+    /// Bit `i % 64` of word `i / 64`: pair `i` sees (line of sight `Clear`).
+    bits: Vec<u64>,
+    len: usize,
+    answers: Option<Vec<LineOfSight>>,
+}
+
+impl Visibility {
+    /// How many pairs there are.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are no pairs.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Whether pair `i` sees each other: nothing blocks the segment between their eyes
+    /// (`LineOfSight::Clear`). `false` when it is blocked, enters unloaded space under
+    /// `UnloadedPolicy::Stop`, or has no segment (an invalid agent, coinciding eyes, eyes more
+    /// than `MAX_DISTANCE_CAP` apart), and for `i` past the end.
+    #[must_use]
+    pub fn visible(&self, i: usize) -> bool {
+        i < self.len && self.bits[i / 64] >> (i % 64) & 1 == 1
+    }
+
+    /// The bits: bit `i % 64` of word `i / 64` is [`Visibility::visible`]`(i)`; bits past the
+    /// last pair are 0.
+    #[must_use]
+    pub fn bits(&self) -> &[u64] {
+        &self.bits
+    }
+
+    /// How many pairs see each other.
+    #[must_use]
+    pub fn count_visible(&self) -> usize {
+        self.bits.iter().map(|w| w.count_ones() as usize).sum()
+    }
+
+    /// Each pair's answer (`Blocked` with the blocking hit, `Unknown`, `Invalid` with the
+    /// error, or `Clear`), when the batch was asked for them.
+    #[must_use]
+    pub fn answers(&self) -> Option<&[LineOfSight]> {
+        self.answers.as_deref()
+    }
+
+    fn with_len(len: usize, answers: bool) -> Self {
+        Self {
+            bits: vec![0; len.div_ceil(64)],
+            len,
+            answers: answers.then(|| vec![LineOfSight::Clear; len]),
+        }
+    }
+
+    fn set(&mut self, i: usize, answer: LineOfSight) {
+        if answer == LineOfSight::Clear {
+            self.bits[i / 64] |= 1 << (i % 64);
+        }
+        if let Some(a) = &mut self.answers {
+            a[i] = answer;
+        }
+    }
+}
+
+/// The answers of a visibility batch: one flight casts the pairs the shader takes (`gpu[j]` is
+/// the caller's index of its pair `j`), flight `host_flight` segments built on the host for
+/// pairs with an agent outside the window (`host[j]` likewise).
+#[derive(Debug)]
+struct PairAnswers {
+    visibility: Visibility,
+    gpu: Vec<u32>,
+    host: Vec<u32>,
+    host_flight: usize,
+    host_answers: RayAnswers<LineOfSight>,
+    /// Per caller's pair: agent `a`'s eye relative to the window (the answers' start voxel).
+    starts: Vec<[i32; 3]>,
+    window: Window,
+}
+
+impl Collector<Visibility> for PairAnswers {
+    fn collect(
+        &mut self,
+        flight: usize,
+        items: &Items,
+        base: u64,
+        count: u64,
+        bytes: &[u8],
+    ) -> Result<(), GpuError> {
+        if flight == self.host_flight {
+            return self.host_answers.collect(flight, items, base, count, bytes);
+        }
+        let words: &[u32] = bytemuck::cast_slice(bytes);
+        let bits = bit_words(count) as usize;
+        for j in 0..count as usize {
+            let i = self.gpu[base as usize + j] as usize;
+            if self.visibility.answers.is_some() {
+                let h: &GpuHit = bytemuck::from_bytes(bytemuck::cast_slice(
+                    &words[bits + 5 * j..bits + 5 * j + 5],
+                ));
+                let answer = LineOfSight::from(self.window.decode(h, self.starts[i])?);
+                self.visibility.set(i, answer);
+            } else if words[j / 32] >> (j % 32) & 1 == 1 {
+                self.visibility.set(i, LineOfSight::Clear);
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Visibility {
+        let host = self.host_answers.finish();
+        for (&i, &answer) in self.host.iter().zip(&host) {
+            self.visibility.set(i as usize, answer);
+        }
+        std::mem::take(&mut self.visibility)
+    }
+}
+
+/// The pairs of a visibility batch that see each other, as index pairs.
+#[derive(Debug)]
+struct VisiblePairs {
+    pairs: Vec<[u32; 2]>,
+    inner: PairAnswers,
+}
+
+impl Collector<Vec<[u32; 2]>> for VisiblePairs {
+    fn collect(
+        &mut self,
+        flight: usize,
+        items: &Items,
+        base: u64,
+        count: u64,
+        bytes: &[u8],
+    ) -> Result<(), GpuError> {
+        self.inner.collect(flight, items, base, count, bytes)
+    }
+
+    fn finish(&mut self) -> Vec<[u32; 2]> {
+        let v = self.inner.finish();
+        self.pairs
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| v.visible(i))
+            .map(|(_, &p)| p)
+            .collect()
+    }
+}
+
+impl GpuRaycaster {
+    /// Line of sight between the eyes of each pair of agents (indices into `agents`),
+    /// submitted: returns at once, the answers come from the [`PendingBatch`]. Each pair's
+    /// segment, from agent `a`'s eye to agent `b`'s, is built in the shader exactly as
+    /// [`VoxelRay::between`] builds it, so the answers are [`crate::agent_visibility`]'s bit
+    /// for bit: one bit per pair, 8 bytes up (the two indices) and one bit down, or with
+    /// `answers` also each pair's [`LineOfSight`] (20 bytes down: what blocks it). Every option
+    /// of line of sight works, conservative too.
+    ///
+    /// A pair with an invalid agent ([`GpuAgents::errors`]) or an index past the end gets
+    /// `LineOfSight::Invalid` (and is not visible); a pair with an agent outside the window
+    /// (in unloaded space beyond the loaded chunks) is cast from a segment built on the host,
+    /// as a ray batch.
+    ///
+    /// # Errors
+    /// As [`GpuRaycaster::raycast`]; [`GpuError::WorldFromAnotherDevice`] also when `agents`
+    /// were uploaded for another world's window.
+    pub fn submit_visibility(
+        &self,
+        world: &GpuWorld,
+        agents: &GpuAgents,
+        pairs: &[[u32; 2]],
+        opts: &LineOfSightOptions,
+        answers: bool,
+    ) -> Result<PendingBatch<Visibility>, GpuError> {
+        let started = self.begin_call(world)?;
+        let (flights, collector, items) = self.pair_flights(world, agents, pairs, opts, answers)?;
+        Ok(PendingBatch::new(
+            &self.shared,
+            flights,
+            Box::new(collector),
+            items,
+            started,
+        ))
+    }
+
+    /// [`GpuRaycaster::submit_visibility`], waited for.
+    ///
+    /// # Errors
+    /// As [`GpuRaycaster::submit_visibility`].
+    pub fn visibility(
+        &self,
+        world: &GpuWorld,
+        agents: &GpuAgents,
+        pairs: &[[u32; 2]],
+        opts: &LineOfSightOptions,
+        answers: bool,
+    ) -> Result<Visibility, GpuError> {
+        self.submit_visibility(world, agents, pairs, opts, answers)?
+            .wait()
+    }
+
+    /// Every pair of agents whose eyes are at most `radius` voxels apart
+    /// ([`crate::pairs_within`], found on the host), and of those the ones that see each other,
+    /// submitted: the answer is the list of visible pairs `[a, b]` (`a < b`, sorted), as
+    /// [`crate::agent_visibility`] would give it for those pairs.
+    ///
+    /// # Errors
+    /// As [`GpuRaycaster::submit_visibility`].
+    pub fn submit_visible_pairs_within(
+        &self,
+        world: &GpuWorld,
+        agents: &GpuAgents,
+        radius: f64,
+        opts: &LineOfSightOptions,
+    ) -> Result<PendingBatch<Vec<[u32; 2]>>, GpuError> {
+        let started = self.begin_call(world)?;
+        let pairs = pairs_among(&agents.eyes, radius);
+        let (flights, inner, items) = self.pair_flights(world, agents, &pairs, opts, false)?;
+        let collector = VisiblePairs { pairs, inner };
+        Ok(PendingBatch::new(
+            &self.shared,
+            flights,
+            Box::new(collector),
+            items,
+            started,
+        ))
+    }
+
+    /// [`GpuRaycaster::submit_visible_pairs_within`], waited for.
+    ///
+    /// # Errors
+    /// As [`GpuRaycaster::submit_visibility`].
+    pub fn visible_pairs_within(
+        &self,
+        world: &GpuWorld,
+        agents: &GpuAgents,
+        radius: f64,
+        opts: &LineOfSightOptions,
+    ) -> Result<Vec<[u32; 2]>, GpuError> {
+        self.submit_visible_pairs_within(world, agents, radius, opts)?
+            .wait()
+    }
+
+    /// The flights of a visibility batch and what collects their answers: the pairs the shader
+    /// takes, and segments built on the host for pairs with an agent outside the window.
+    fn pair_flights(
+        &self,
+        world: &GpuWorld,
+        agents: &GpuAgents,
+        pairs: &[[u32; 2]],
+        opts: &LineOfSightOptions,
+        answers: bool,
+    ) -> Result<(Vec<Flight>, PairAnswers, u64), GpuError> {
+        let w = &world.window;
+        if agents.owner != self.token || agents.window != (w.anchor, w.dims) {
+            return Err(GpuError::WorldFromAnotherDevice);
+        }
+        let mut visibility = Visibility::with_len(pairs.len(), answers);
+        let mut on_gpu = Vec::new();
+        let mut gpu_index = Vec::new();
+        let mut host_segments = Vec::new();
+        let mut host_index = Vec::new();
+        let mut starts = vec![[0; 3]; if answers { pairs.len() } else { 0 }];
+        for (i, &[a, b]) in pairs.iter().enumerate() {
+            let start = |k: u32| agents.starts.get(k as usize).copied().flatten();
+            match (start(a), start(b)) {
+                (Some(sa), Some(_)) => {
+                    on_gpu.push([a, b]);
+                    gpu_index.push(i as u32);
+                    if answers {
+                        starts[i] = sa;
+                    }
+                }
+                _ => {
+                    let eye = |k: u32| {
+                        agents
+                            .eyes
+                            .get(k as usize)
+                            .copied()
+                            .unwrap_or(Err(RayError::NoSuchAgent))
+                    };
+                    let segment = eye(a).and_then(|(p, ps)| {
+                        let (q, qs) = eye(b)?;
+                        VoxelRay::between(p, ps, q, qs)
+                    });
+                    match segment {
+                        Ok(seg) => {
+                            host_segments.push(seg);
+                            host_index.push(i as u32);
+                        }
+                        Err(e) => visibility.set(i, LineOfSight::Invalid(e)),
+                    }
+                }
+            }
+        }
+        let mut flights = Vec::new();
+        let gpu_pairs = on_gpu.len() as u64;
+        if !on_gpu.is_empty() {
+            let mut params = self.params_of(world);
+            params.details = u32::from(answers);
+            let binding = self.binding(
+                world,
+                Entry::Pairs,
+                option_flags(&opts.raycast, opts.conservative),
+                params,
+                &opts.raycast,
+            )?;
+            flights.push(Flight::start(
+                Arc::clone(&self.shared),
+                binding,
+                Items::Pairs {
+                    pairs: on_gpu,
+                    agents: agents.buffer.clone(),
+                    details: answers,
+                },
+                self.dispatch_capacity(),
+            )?);
+        }
+        let (host_flight, host_answers, host_rays) = self.ray_flight(
+            world,
+            &host_segments,
+            &opts.raycast,
+            opts.conservative,
+            Vec::new(),
+            LineOfSight::from,
+        )?;
+        // The collector tells the flights apart by their place.
+        let host_flight = if let Some(f) = host_flight {
+            flights.push(f);
+            flights.len() - 1
+        } else {
+            usize::MAX
+        };
+        let collector = PairAnswers {
+            visibility,
+            gpu: gpu_index,
+            host: host_index,
+            host_flight,
+            host_answers,
+            starts,
+            window: *w,
+        };
+        Ok((flights, collector, gpu_pairs + host_rays))
+    }
+}

@@ -1,0 +1,264 @@
+//! Agent visibility on the GPU (`GpuRaycaster::submit_visibility`, `visible_pairs_within`)
+//! against the CPU reference (`agent_visibility`), pair by pair: every option, conservative line
+//! of sight too, bits alone or with each pair's answer; bad agents and bad indices answered with
+//! their errors while the rest are answered; agents outside the window; the pairs within a
+//! radius.
+
+mod common;
+mod gpu_common;
+
+use gpu_common::*;
+use voxcast::glam::Vec3;
+use voxcast::gpu::{GpuAgents, GpuRaycaster, GpuWorld, Visibility};
+use voxcast::scene::SplitMix64;
+use voxcast::{
+    Agent, Chunk, ChunkPos, LineOfSight, LineOfSightOptions, RayError, UnloadedPolicy, VoxelId,
+    VoxelWorld, WorldPos, agent_visibility, pairs_within,
+};
+
+/// Pairs among `n` agents: every pair of the first 40, then random ones (some with an index
+/// past the end when `past_end`).
+fn pairs(n: u32, count: usize, seed: u64, past_end: bool) -> Vec<[u32; 2]> {
+    let mut rng = SplitMix64::new(seed);
+    let mut out: Vec<[u32; 2]> = (0..40.min(n))
+        .flat_map(|a| (0..40.min(n)).map(move |b| [a, b]))
+        .collect();
+    let range = if past_end {
+        u64::from(n) + 3
+    } else {
+        u64::from(n)
+    };
+    out.extend((0..count).map(|_| [rng.below(range) as u32, rng.below(range) as u32]));
+    out
+}
+
+/// The GPU's answers equal the CPU's pair by pair, and the bits are exactly the `Clear` ones.
+fn check(what: &str, gpu: &Visibility, cpu: &[LineOfSight], pairs: &[[u32; 2]]) {
+    assert_eq!(gpu.len(), cpu.len(), "{what}: pair count");
+    if let Some(answers) = gpu.answers() {
+        let bad: Vec<usize> = (0..cpu.len())
+            .filter(|&i| !answers[i].matches(&cpu[i]))
+            .collect();
+        assert!(
+            bad.is_empty(),
+            "{what}: {} of {} pairs differ; first: pair {:?}: gpu {:?}, cpu {:?}",
+            bad.len(),
+            cpu.len(),
+            pairs[bad[0]],
+            answers[bad[0]],
+            cpu[bad[0]]
+        );
+    }
+    for (i, c) in cpu.iter().enumerate() {
+        assert_eq!(
+            gpu.visible(i),
+            *c == LineOfSight::Clear,
+            "{what}: bit of pair {i} {:?}: cpu {c:?}",
+            pairs[i]
+        );
+    }
+    assert_eq!(
+        gpu.count_visible(),
+        cpu.iter().filter(|c| **c == LineOfSight::Clear).count()
+    );
+}
+
+/// Every option of line of sight (origin policy, unloaded policy, material filter, per-voxel
+/// mode, plain and conservative), with each pair's answer and with bits alone.
+#[test]
+fn agent_visibility_equals_the_cpu_under_every_option() {
+    let Some(gpu) = gpu() else { return };
+    let (t, tw) = terrain();
+    let gw = GpuWorld::from_world(gpu, tw).expect("upload");
+    let agents = t.agents(300, 5);
+    let on_gpu = GpuAgents::new(gpu, &gw, &agents).expect("agents");
+    assert_eq!(on_gpu.errors().count(), 0);
+    let mut pairs = pairs(300, 1_500, 6, false);
+    pairs.extend(pairs_within(&agents, 40.0));
+    for raycast in every_option() {
+        for conservative in [false, true] {
+            let opts = LineOfSightOptions {
+                conservative,
+                raycast: raycast.clone(),
+            };
+            let cpu = agent_visibility(tw, &agents, &pairs, &opts);
+            let what = format!("{opts:?}");
+            let full = gpu
+                .visibility(&gw, &on_gpu, &pairs, &opts, true)
+                .expect("visibility");
+            check(&what, &full, &cpu, &pairs);
+            let bits = gpu
+                .visibility(&gw, &on_gpu, &pairs, &opts, false)
+                .expect("visibility");
+            assert!(bits.answers().is_none());
+            check(&format!("{what} (bits)"), &bits, &cpu, &pairs);
+        }
+    }
+}
+
+/// An agent with a NaN offset, an infinite eye height or an eye pushed out of the i128 world
+/// has its error; its pairs, pairs naming an index past the end, and pairs whose eyes coincide
+/// or lie farther apart than the cap are answered with theirs (not visible), and every other
+/// pair is answered as the CPU answers it.
+#[test]
+fn bad_agents_get_their_error_and_the_rest_are_answered() {
+    let Some(gpu) = gpu() else { return };
+    // Two stone chunks 3000 chunks apart: one window wider than MAX_DISTANCE_CAP.
+    let mut world = VoxelWorld::new();
+    for x in [0, 3000] {
+        world
+            .insert_chunk(ChunkPos::new(x, 0, 0), Chunk::filled(VoxelId(1)))
+            .expect("in the world");
+    }
+    world.set_voxel(WorldPos::new(40, 40, 10), VoxelId(2));
+    let gw = GpuWorld::from_world(gpu, &world).expect("upload");
+    let at = |x: i128, y: i128| Agent::new(WorldPos::new(x, y, 10), Vec3::new(0.5, 0.0, 0.5), 1.5);
+    let mut agents = vec![
+        at(10, 40),
+        at(60, 40),
+        at(60, 40),            // the same eye as agent 1
+        at(3000 * 32 + 5, 40), // beyond the cap from agent 0
+        Agent::new(
+            WorldPos::new(20, 40, 10),
+            Vec3::new(f32::NAN, 0.0, 0.0),
+            1.5,
+        ),
+        Agent::new(WorldPos::new(20, 40, 10), Vec3::ZERO, f32::INFINITY),
+        Agent::new(WorldPos::new(20, i128::MAX, 10), Vec3::ZERO, 3.0),
+        at(25, 50),
+    ];
+    agents.push(at(30, 30));
+    let on_gpu = GpuAgents::new(gpu, &gw, &agents).expect("agents");
+    let errors: Vec<_> = on_gpu.errors().collect();
+    assert_eq!(
+        errors,
+        vec![
+            (4, RayError::NonFiniteSubOffset),
+            (5, RayError::NonFiniteSubOffset),
+            (6, RayError::OriginOutOfRange)
+        ]
+    );
+    let pairs = pairs(agents.len() as u32, 200, 7, true);
+    let opts = LineOfSightOptions::default();
+    let cpu = agent_visibility(&world, &agents, &pairs, &opts);
+    let gpu_answers = gpu
+        .visibility(&gw, &on_gpu, &pairs, &opts, true)
+        .expect("visibility");
+    check("bad agents", &gpu_answers, &cpu, &pairs);
+    let answer = |p: [u32; 2]| {
+        gpu_answers.answers().expect("answers")[pairs.iter().position(|&q| q == p).expect("listed")]
+    };
+    assert_eq!(
+        answer([1, 2]),
+        LineOfSight::Invalid(RayError::ZeroDirection)
+    );
+    assert_eq!(
+        answer([0, 3]),
+        LineOfSight::Invalid(RayError::MaxDistanceTooLarge)
+    );
+    assert_eq!(
+        answer([0, 4]),
+        LineOfSight::Invalid(RayError::NonFiniteSubOffset)
+    );
+    assert!(
+        cpu.iter()
+            .any(|c| *c == LineOfSight::Invalid(RayError::NoSuchAgent))
+    );
+    assert!(cpu.iter().any(|c| *c == LineOfSight::Clear));
+}
+
+/// Agents in unloaded space beyond the window are cast from segments built on the host; both
+/// unloaded policies give the CPU's answers.
+#[test]
+fn agents_outside_the_window_are_answered_from_host_segments() {
+    let Some(gpu) = gpu() else { return };
+    let (t, tw) = terrain();
+    let gw = GpuWorld::from_world(gpu, tw).expect("upload");
+    let mut agents = t.agents(60, 8);
+    for i in 0..20 {
+        agents.push(Agent::new(
+            WorldPos::new(-70 - i, 120, 40 + 3 * i),
+            Vec3::new(0.25, 0.5, 0.75),
+            1.6,
+        ));
+    }
+    let on_gpu = GpuAgents::new(gpu, &gw, &agents).expect("agents");
+    let pairs = pairs(80, 2_000, 9, false);
+    for unloaded in [UnloadedPolicy::Air, UnloadedPolicy::Stop] {
+        let opts = LineOfSightOptions {
+            conservative: true,
+            raycast: voxcast::RaycastOptions {
+                unloaded,
+                ..Default::default()
+            },
+        };
+        let cpu = agent_visibility(tw, &agents, &pairs, &opts);
+        let got = gpu
+            .visibility(&gw, &on_gpu, &pairs, &opts, true)
+            .expect("visibility");
+        check(&format!("outside, {unloaded:?}"), &got, &cpu, &pairs);
+    }
+}
+
+/// The visible pairs within a radius: the pairs `pairs_within` finds, those the CPU sees.
+#[test]
+fn visible_pairs_within_a_radius_equal_the_cpus() {
+    let Some(gpu) = gpu() else { return };
+    let (t, tw) = terrain();
+    let gw = GpuWorld::from_world(gpu, tw).expect("upload");
+    let agents = t.agents(500, 10);
+    let on_gpu = GpuAgents::new(gpu, &gw, &agents).expect("agents");
+    let opts = LineOfSightOptions::default();
+    for radius in [0.0, 16.0, 64.0] {
+        let near = pairs_within(&agents, radius);
+        let cpu = agent_visibility(tw, &agents, &near, &opts);
+        let want: Vec<[u32; 2]> = near
+            .iter()
+            .zip(&cpu)
+            .filter(|(_, c)| **c == LineOfSight::Clear)
+            .map(|(p, _)| *p)
+            .collect();
+        let got = gpu
+            .visible_pairs_within(&gw, &on_gpu, radius, &opts)
+            .expect("visible pairs");
+        assert_eq!(got, want, "radius {radius}");
+        if radius == 64.0 {
+            assert!(want.len() > 100, "{} visible pairs", want.len());
+        }
+    }
+    // Agents moved: the same GpuAgents, updated.
+    let moved = t.agents(200, 11);
+    let mut on_gpu = on_gpu;
+    on_gpu.update(gpu, &gw, &moved).expect("update");
+    let near = pairs_within(&moved, 64.0);
+    let cpu = agent_visibility(tw, &moved, &near, &opts);
+    let got = gpu
+        .visibility(&gw, &on_gpu, &near, &opts, false)
+        .expect("visibility");
+    check("moved agents", &got, &cpu, &near);
+}
+
+/// Checked against pairs on a raycaster of the test's own: every pair in the window goes to the
+/// shader (`cast_pairs`), none to the host.
+#[test]
+fn pairs_in_the_window_are_cast_in_the_shader() {
+    let Some(gpu) = own_gpu() else { return };
+    let (t, tw) = terrain();
+    let gw = GpuWorld::from_world(&gpu, tw).expect("upload");
+    let agents = t.agents(100, 12);
+    let on_gpu = GpuAgents::new(&gpu, &gw, &agents).expect("agents");
+    let pairs = pairs(100, 500, 13, false);
+    let opts = LineOfSightOptions::default();
+    let batch = gpu
+        .submit_visibility(&gw, &on_gpu, &pairs, &opts, false)
+        .expect("submit");
+    let got = batch.wait().expect("visibility");
+    check(
+        "in the shader",
+        &got,
+        &agent_visibility(tw, &agents, &pairs, &opts),
+        &pairs,
+    );
+    assert_eq!(gpu.last_batch_stats().gpu_rays, pairs.len() as u64);
+    let _: &GpuRaycaster = &gpu;
+}
