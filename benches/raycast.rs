@@ -18,6 +18,7 @@
 //! ```
 
 #[path = "../examples/peers/mod.rs"]
+#[allow(dead_code, reason = "W5, the agent workload, is timed by bench_report only")]
 mod peers;
 
 use std::hint::black_box;
@@ -86,7 +87,7 @@ fn bench_workload(c: &mut Criterion, w: &Workload, gpu: Option<&GpuEngine>) {
                     });
                 });
                 // The compute passes alone, from timestamp queries, where the adapter has them.
-                if gpu.last_kernel_seconds().is_some() {
+                if gpu.last_stats().kernel_seconds.is_some() {
                     group.bench_function("gpu_kernel", |b| {
                         b.iter_custom(|iters| {
                             let mut kernel = 0.0;
@@ -95,7 +96,7 @@ fn bench_workload(c: &mut Criterion, w: &Workload, gpu: Option<&GpuEngine>) {
                                     gpu.run(&scene, w, black_box(rays))
                                         .unwrap_or_else(|e| panic!("gpu batch: {e}")),
                                 );
-                                kernel += gpu.last_kernel_seconds().unwrap_or(0.0);
+                                kernel += gpu.last_stats().kernel_seconds.unwrap_or(0.0);
                             }
                             Duration::from_secs_f64(kernel)
                         });

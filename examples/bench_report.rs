@@ -1,4 +1,4 @@
-//! Benchmark report: runs the standard workloads W1-W4 on every engine in one process and
+//! Benchmark report: runs the standard workloads W1-W5 on every engine in one process and
 //! prints rays/s, voxel steps/s, the ratio to voxcast's one-thread CPU reference and how often
 //! each engine agrees with it on the voxel hit.
 //!
@@ -45,12 +45,20 @@ use serde::Serialize;
 use voxcast::{VoxelRay, VoxelTraversal, WorldPos};
 
 use output::{print_json, print_table};
-use peers::gpu::GpuEngine;
+use peers::gpu::{GpuEngine, GpuScene};
 use peers::{Answer, Bounds, OccupancyGrid, ParryScene, Workload, WorkloadId};
 
 /// Command line.
 #[derive(Debug, Parser)]
-#[command(about = "voxcast benchmark report: W1-W4 on every engine")]
+#[command(
+    about = "voxcast benchmark report: the standard workloads on every engine",
+    long_about = "voxcast benchmark report: the standard workloads on every engine, in one process.\n\n\
+        W1 reach: rays of 8 voxels from eye height on the standard terrain (block targeting).\n\
+        W2 line of sight: segments up to 64 voxels between eye points on the terrain.\n\
+        W3 camera: one ray per pixel of a 16:9 camera over the terrain, max distance 1024.\n\
+        W4 sparse: rays of 512 voxels through a 256^3 cube with 0.5% solid voxels.\n\
+        W5 agents: 2,000 agents on the terrain, line of sight for every pair within 64 voxels."
+)]
 struct Args {
     /// Print JSON instead of a table (progress still goes to stderr).
     #[arg(long)]
@@ -62,7 +70,7 @@ struct Args {
     /// (1 to 4,000,000).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=4_000_000))]
     rays: Option<u64>,
-    /// Comma-separated workloads to run (w1,w2,w3,w4).
+    /// Comma-separated workloads to run (w1,w2,w3,w4,w5; see --help for what each is).
     #[arg(long, value_delimiter = ',')]
     workload: Vec<String>,
     /// Timed runs per engine (the best is reported; 1 to 100); default 5, 3 with --quick.
@@ -137,6 +145,41 @@ struct Row {
     /// Share of sampled rays agreeing with voxcast CPU 1T, and how many were compared.
     agreement: Option<(f64, usize)>,
     note: String,
+    /// For a GPU call: what the best run cost.
+    gpu_call: Option<GpuCall>,
+}
+
+/// What a GPU call cost, for the GPU-calls table: per query the host's time (staging and
+/// decoding, not waiting), the bytes each way, and the kernel alone.
+#[derive(Clone, Copy, Debug, Serialize)]
+struct GpuCall {
+    queries: usize,
+    total_s: f64,
+    kernel_s: Option<f64>,
+    host_s: f64,
+    bytes_up: u64,
+    bytes_down: u64,
+}
+
+impl GpuCall {
+    /// From a batch's statistics, with `extra_host_s` of host work outside the call (building
+    /// segments, uploading agents) and `extra_up` bytes it uploaded.
+    fn of(
+        queries: usize,
+        total_s: f64,
+        s: voxcast::gpu::BatchStats,
+        extra_host_s: f64,
+        extra_up: u64,
+    ) -> Self {
+        Self {
+            queries,
+            total_s,
+            kernel_s: s.kernel_seconds,
+            host_s: s.host_seconds + extra_host_s,
+            bytes_up: s.bytes_up + extra_up,
+            bytes_down: s.bytes_down,
+        }
+    }
 }
 
 impl Row {
@@ -150,6 +193,7 @@ impl Row {
             ratio: None,
             agreement: None,
             note,
+            gpu_call: None,
         }
     }
 }
@@ -384,6 +428,7 @@ fn run_workload(id: WorkloadId, cfg: &Config, gpu: Option<&GpuEngine>) -> Worklo
                 ratio: Some(rps / base),
                 agreement: Some(agreement),
                 note,
+                gpu_call: None,
             }
         };
     let mut rows = vec![row(
@@ -455,38 +500,54 @@ fn run_workload(id: WorkloadId, cfg: &Config, gpu: Option<&GpuEngine>) -> Worklo
                 g.run(&scene, &w, &w.rays[..warm(&w.rays)])?;
                 let mut best = Duration::MAX;
                 let mut answers = Vec::new();
-                let mut kernel = None;
+                let mut stats = None;
                 for _ in 0..cfg.repeats {
                     let t = Instant::now();
                     answers = g.run(&scene, &w, &w.rays)?;
                     let took = t.elapsed();
                     if took < best {
                         best = took;
-                        kernel = g.last_kernel_seconds();
+                        stats = Some(g.last_stats());
                     }
                 }
-                Ok((answers, best, kernel))
+                let extra = if w.id == WorkloadId::W5 {
+                    let judge = Judge {
+                        reference: &reference,
+                        sampled: &sampled,
+                        base,
+                        mean_steps,
+                    };
+                    gpu_agent_rows(g, &scene, &w, cfg, &judge)?
+                } else {
+                    Vec::new()
+                };
+                Ok((answers, best, stats, extra))
             });
             match result {
-                Ok((answers, d, kernel)) => {
-                    let kernel = kernel.map_or(String::new(), |k| {
-                        format!(
-                            "; kernel alone {:.2} M rays/s",
-                            n as f64 / k.max(1e-12) / 1e6
-                        )
-                    });
+                Ok((answers, d, stats, extra)) => {
+                    let kernel = stats
+                        .and_then(|s| s.kernel_seconds)
+                        .map_or(String::new(), |k| {
+                            format!(
+                                "; kernel alone {:.2} M rays/s",
+                                n as f64 / k.max(1e-12) / 1e6
+                            )
+                        });
                     let how = if w.camera.is_some() {
                         "rays made in the shader"
                     } else {
                         "rays uploaded"
                     };
-                    rows.push(row(
+                    let mut r = row(
                         "voxcast gpu".into(),
                         n,
                         d,
                         agreement(&reference, &sampled.pick(&answers), sample, "gpu", cfg.show),
                         format!("all {n} rays, {how}, incl. readback{kernel}"),
-                    ));
+                    );
+                    r.gpu_call = stats.map(|s| GpuCall::of(n, secs(d), s, 0.0, 0));
+                    rows.push(r);
+                    rows.extend(extra);
                 }
                 Err(e) => rows.push(Row::not_run("voxcast gpu", format!("failed: {e}"))),
             }
@@ -544,6 +605,129 @@ fn run_workload(id: WorkloadId, cfg: &Config, gpu: Option<&GpuEngine>) -> Worklo
         prep,
         rows,
     }
+}
+
+/// What a row of extra engines is judged against: the one-thread reference's answers on its
+/// sample, and its rate and steps per ray.
+struct Judge<'a> {
+    reference: &'a [Answer],
+    sampled: &'a Sample,
+    base: f64,
+    mean_steps: f64,
+}
+
+impl Judge<'_> {
+    /// A row for `engine` that answered all `n` queries in `d`; `visible` gives, per query,
+    /// whether the engine found it clear (compared with the reference on its sample).
+    fn row(
+        &self,
+        engine: &str,
+        n: usize,
+        d: Duration,
+        visible: impl Fn(usize) -> bool,
+        note: String,
+        call: GpuCall,
+    ) -> Row {
+        let rps = n as f64 / secs(d);
+        let same = self
+            .sampled
+            .idx
+            .iter()
+            .zip(self.reference)
+            .filter(|&(&i, r)| visible(i) == r.is_none())
+            .count();
+        Row {
+            engine: engine.into(),
+            rays_timed: n,
+            rays_per_s: Some(rps),
+            steps_per_s: Some(rps * self.mean_steps),
+            ratio: Some(rps / self.base),
+            agreement: Some((
+                same as f64 / self.reference.len().max(1) as f64,
+                self.reference.len(),
+            )),
+            note,
+            gpu_call: Some(call),
+        }
+    }
+}
+
+/// W5's GPU rows besides the plain line-of-sight batch of prebuilt segments: the agent call
+/// (eyes uploaded, a bit per pair), the plain batch counting the segments its user builds on
+/// the host, and the visible pairs within the radius (pairs found on the host). Agreement is
+/// on whether each sampled pair sees: the bits say nothing of what blocks.
+fn gpu_agent_rows(
+    g: &GpuEngine,
+    scene: &GpuScene,
+    w: &Workload,
+    cfg: &Config,
+    judge: &Judge<'_>,
+) -> Result<Vec<Row>, String> {
+    let n = w.pairs.len();
+    let mut rows = Vec::new();
+    let best_of = |f: &mut dyn FnMut() -> Result<f64, String>| -> Result<(Duration, f64, voxcast::gpu::BatchStats), String> {
+        f()?;
+        let mut best = (Duration::MAX, 0.0, voxcast::gpu::BatchStats::default());
+        for _ in 0..cfg.repeats {
+            let t = Instant::now();
+            let extra = f()?;
+            let took = t.elapsed();
+            if took < best.0 {
+                best = (took, extra, g.last_stats());
+            }
+        }
+        Ok(best)
+    };
+    let mut answers = Vec::new();
+    let (d, upload, stats) = best_of(&mut || {
+        let (a, upload) = g.agents(scene, w)?;
+        answers = a;
+        Ok(upload)
+    })?;
+    let eyes_up = (w.agents.len() * 32) as u64;
+    rows.push(judge.row(
+        "voxcast gpu agents",
+        n,
+        d,
+        |i| answers[i].is_none(),
+        format!(
+            "{} agents' eyes uploaded, then all {n} pairs in one call, a bit each",
+            w.agents.len()
+        ),
+        GpuCall::of(n, secs(d), stats, upload, eyes_up),
+    ));
+    let mut answers = Vec::new();
+    let (d, built, stats) = best_of(&mut || {
+        let (a, built) = g.segments_then_sight(scene, w)?;
+        answers = a;
+        Ok(built)
+    })?;
+    rows.push(judge.row(
+        "voxcast gpu sight+between",
+        n,
+        d,
+        |i| answers[i].is_none(),
+        format!("all {n} pairs: VoxelRay::between on the host, then line_of_sight_into"),
+        GpuCall::of(n, secs(d), stats, built, 0),
+    ));
+    let mut visible = Vec::new();
+    let (d, _, stats) = best_of(&mut || {
+        visible = g.visible_pairs(scene, w)?;
+        Ok(0.0)
+    })?;
+    let set: std::collections::HashSet<[u32; 2]> = visible.iter().copied().collect();
+    rows.push(judge.row(
+        "voxcast gpu pairs within",
+        n,
+        d,
+        |i| set.contains(&w.pairs[i]),
+        format!(
+            "visible_pairs_within: pairs found on the host, eyes uploaded, {} visible",
+            visible.len()
+        ),
+        GpuCall::of(n, secs(d), stats, 0.0, eyes_up),
+    ));
+    Ok(rows)
 }
 
 fn cpu_model() -> String {
@@ -616,7 +800,7 @@ fn main() {
     let mut workloads: Vec<WorkloadId> = Vec::new();
     for s in &args.workload {
         let Some(id) = WorkloadId::parse(s) else {
-            eprintln!("unknown workload {s:?}; expected w1, w2, w3 or w4");
+            eprintln!("unknown workload {s:?}; expected w1, w2, w3, w4 or w5");
             std::process::exit(2)
         };
         // Each named workload once, in the order given.

@@ -44,7 +44,7 @@ mod world;
 
 pub use agents::{GpuAgents, Visibility};
 use device::{Entry, option_flags};
-use dispatch::{DispatchBuffers, Shared};
+use dispatch::{Courier, DispatchBuffers, Shared};
 use host::{HostStaging, shader_camera};
 pub use pending::PendingBatch;
 pub use probe::{GpuConfig, SelfCheck, SelfCheckReport};
@@ -304,6 +304,13 @@ pub struct BatchStats {
     /// Of that, the time spent on the host, in seconds: preparing and staging the rays,
     /// submitting, reading back and decoding the answers; not waiting for the GPU.
     pub host_seconds: f64,
+    /// Bytes written to the device for the batch: rays (48 each) or agent pairs (8 each),
+    /// parameters, and the material filter when the shader reads it and the buffers do not hold
+    /// it already. The agents' eyes ([`GpuAgents`]) are not counted here.
+    pub bytes_up: u64,
+    /// Bytes read back: 20 per answer, or for agent pairs a bit each (4 bytes per 32) plus 20
+    /// each with answers.
+    pub bytes_down: u64,
 }
 
 /// What a [`GpuRaycaster`] keeps allocated between batches ([`GpuRaycaster::kept_memory`]).
@@ -315,7 +322,7 @@ pub struct KeptMemory {
     /// (or what [`GpuRaycaster::set_max_dispatch_rays`] set) a dispatch; a set per dispatch
     /// that was in flight at once; plus a few KiB each of parameters and material filter.
     pub gpu_bytes: u64,
-    /// Host working buffers of finished ray batches: 64 bytes per ray of the largest batch
+    /// Host working buffers of finished ray batches: 116 bytes per ray of the largest batch
     /// (at most two such sets, each at most 2^20 rays for blocking calls).
     pub host_bytes: u64,
 }
@@ -562,6 +569,8 @@ impl GpuRaycaster {
                 .kernel_seconds
                 .map(|k| k + total.kernel_seconds.unwrap_or(0.0));
             total.host_seconds += s.host_seconds;
+            total.bytes_up += s.bytes_up;
+            total.bytes_down += s.bytes_down;
         };
         let started = std::time::Instant::now();
         let mut last: Option<PendingBatch<Vec<T>>> = None;

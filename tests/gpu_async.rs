@@ -152,8 +152,8 @@ fn batches_in_flight_are_taken_in_any_order() {
 }
 
 /// On an application's own device (`from_device`), the application polling its device (as a
-/// renderer does every frame) completes a batch: after the GPU is idle, the batch is ready and
-/// taken without waiting.
+/// renderer does every frame) completes a batch: within a few frames of its submission, the
+/// batch says it is ready and is taken without waiting.
 #[test]
 fn the_applications_polling_completes_a_batch() {
     let Some(gpu) = gpu() else { return };
@@ -164,11 +164,17 @@ fn the_applications_polling_completes_a_batch() {
     let opts = RaycastOptions::default();
     let rays = t.reach_rays(30_000, 70);
     let mut batch = app.submit_raycast(&gw, &rays, &opts).expect("submit");
-    // The application's frame: it waits for its own work, which includes voxcast's.
-    device
-        .poll(wgpu::PollType::wait_indefinitely())
-        .expect("poll");
-    assert!(batch.is_ready(), "ready once the device is idle");
+    let mut frames = 0;
+    while !batch.is_ready() {
+        // The application's frame: it waits for its own work, which includes voxcast's once
+        // voxcast's submitting thread has handed it to the queue.
+        device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .expect("poll");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        frames += 1;
+        assert!(frames < 10_000, "not ready after {frames} frames");
+    }
     let got = batch.try_take().expect("ready").expect("no error");
     assert_parity(
         "application's device",

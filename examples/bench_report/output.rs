@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use super::{Config, WorkloadReport};
+use super::{Config, GpuCall, WorkloadReport};
 
 fn fmt_rate(v: Option<f64>) -> String {
     match v {
@@ -48,6 +48,7 @@ pub(crate) fn print_table(machine: &[(&str, String)], cfg: &Config, reports: &[W
             );
         }
     }
+    print_gpu_calls(reports);
     println!();
     for r in reports {
         let prep: Vec<String> = r
@@ -62,6 +63,91 @@ pub(crate) fn print_table(machine: &[(&str, String)], cfg: &Config, reports: &[W
             r.mean_steps,
             r.hit_rate * 100.0,
             prep.join(", ")
+        );
+    }
+}
+
+/// Per query of a GPU call: end-to-end and kernel-only rates, nanoseconds outside the kernel
+/// and of host work, bytes each way, and the query rates a PCIe link of 25 and 50 GB/s allows
+/// for those bytes.
+#[derive(Serialize)]
+struct PerQuery {
+    end_to_end_per_s: f64,
+    kernel_per_s: Option<f64>,
+    outside_kernel_ns: Option<f64>,
+    host_ns: f64,
+    bytes_up: f64,
+    bytes_down: f64,
+    pcie_25_per_s: f64,
+    pcie_50_per_s: f64,
+}
+
+impl From<&GpuCall> for PerQuery {
+    fn from(c: &GpuCall) -> Self {
+        let n = c.queries.max(1) as f64;
+        let (up, down) = (c.bytes_up as f64 / n, c.bytes_down as f64 / n);
+        Self {
+            end_to_end_per_s: n / c.total_s.max(1e-12),
+            kernel_per_s: c.kernel_s.map(|k| n / k.max(1e-12)),
+            outside_kernel_ns: c.kernel_s.map(|k| (c.total_s - k) / n * 1e9),
+            host_ns: c.host_s / n * 1e9,
+            bytes_up: up,
+            bytes_down: down,
+            pcie_25_per_s: 25e9 / (up + down).max(1e-9),
+            pcie_50_per_s: 50e9 / (up + down).max(1e-9),
+        }
+    }
+}
+
+fn print_gpu_calls(reports: &[WorkloadReport]) {
+    let calls: Vec<_> = reports
+        .iter()
+        .flat_map(|r| {
+            r.rows
+                .iter()
+                .filter_map(move |row| row.gpu_call.as_ref().map(|c| (r, row, PerQuery::from(c))))
+        })
+        .collect();
+    if calls.is_empty() {
+        return;
+    }
+    println!();
+    println!(
+        "GPU calls, per query: outside the kernel = 1/end-to-end - 1/kernel alone; host = the \
+         calls' own work (staging, decoding; for W5 also segments or eyes), not waiting; PCIe \
+         = what a link of that bandwidth allows for the bytes each query moves."
+    );
+    println!();
+    println!(
+        "| {:<17} | {:<25} | {:>10} | {:>12} | {:>14} | {:>9} | {:>8} | {:>8} | {:>12} | {:>12} |",
+        "workload",
+        "call",
+        "end to end",
+        "kernel alone",
+        "outside kernel",
+        "host",
+        "up",
+        "down",
+        "PCIe 25 GB/s",
+        "PCIe 50 GB/s"
+    );
+    println!(
+        "|-------------------|---------------------------|-----------:|-------------:|---------------:|----------:|---------:|---------:|-------------:|-------------:|"
+    );
+    for (r, row, q) in calls {
+        println!(
+            "| {:<17} | {:<25} | {:>10} | {:>12} | {:>14} | {:>9} | {:>8} | {:>8} | {:>12} | {:>12} |",
+            r.id.label(),
+            row.engine,
+            fmt_rate(Some(q.end_to_end_per_s)),
+            fmt_rate(q.kernel_per_s),
+            q.outside_kernel_ns
+                .map_or("-".into(), |ns| format!("{ns:.0} ns")),
+            format!("{:.1} ns", q.host_ns),
+            format!("{:.2} B", q.bytes_up),
+            format!("{:.2} B", q.bytes_down),
+            fmt_rate(Some(q.pcie_25_per_s)),
+            fmt_rate(Some(q.pcie_50_per_s)),
         );
     }
 }
@@ -107,6 +193,8 @@ struct JsonEngine<'a> {
     agreement: Option<f64>,
     agreement_compared: usize,
     note: &'a str,
+    /// For a GPU call, per query.
+    gpu_call: Option<PerQuery>,
 }
 
 pub(crate) fn print_json(machine: &[(&str, String)], cfg: &Config, reports: &[WorkloadReport]) {
@@ -134,6 +222,7 @@ pub(crate) fn print_json(machine: &[(&str, String)], cfg: &Config, reports: &[Wo
                         agreement: row.agreement.map(|a| a.0),
                         agreement_compared: row.agreement.map_or(0, |a| a.1),
                         note: &row.note,
+                        gpu_call: row.gpu_call.as_ref().map(PerQuery::from),
                     })
                     .collect(),
             })

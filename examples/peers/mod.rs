@@ -1,4 +1,4 @@
-//! The standard workloads W1-W4 and one adapter per engine, shared by
+//! The standard workloads W1-W5 and one adapter per engine, shared by
 //! `examples/bench_report.rs` and `benches/raycast.rs` (which includes this file with
 //! `#[path = "../examples/peers/mod.rs"] mod peers;`).
 //!
@@ -11,11 +11,12 @@
 use parry3d::math::{IVector, Vector};
 use parry3d::query::{Ray, RayCast};
 use parry3d::shape::Voxels;
+use voxcast::agents::agent_segment;
 use voxcast::scene::{Sparse, Terrain};
 use voxcast::{
-    Camera, LineOfSight, LineOfSightOptions, LocalPos, RaycastOptions, RaycastOutcome, VoxelRay,
-    VoxelWorld, WorldPos, line_of_sight, line_of_sight_batch_into, raycast_batch_into,
-    raycast_camera_into, voxel_raycast_with,
+    Agent, Camera, LineOfSight, LineOfSightOptions, LocalPos, RaycastOptions, RaycastOutcome,
+    VoxelRay, VoxelWorld, WorldPos, line_of_sight, line_of_sight_batch_into, pairs_within,
+    raycast_batch_into, raycast_camera_into, voxel_raycast_with,
 };
 
 /// Seed of the W1 reach rays.
@@ -24,6 +25,11 @@ const SEED_W1: u64 = 0x5731;
 const SEED_W2: u64 = 0x5732;
 /// Seed of the W4 sparse rays.
 const SEED_W4: u64 = 0x5734;
+/// Seed of the W5 agents.
+const SEED_W5: u64 = 0x5735;
+/// W5: how many agents, and the radius within which every pair's line of sight is asked.
+pub(crate) const W5_AGENTS: usize = 2_000;
+pub(crate) const W5_RADIUS: f64 = 64.0;
 
 /// One of the standard workloads of `src/scene.rs`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,11 +42,13 @@ pub(crate) enum WorkloadId {
     W3,
     /// Sparse: a 256³ cube with 0.5% solid voxels, max distance 512.
     W4,
+    /// Agents: terrain, 2,000 agents, line of sight for every pair within 64 voxels.
+    W5,
 }
 
 impl WorkloadId {
     /// Every workload, in order.
-    pub(crate) const ALL: [Self; 4] = [Self::W1, Self::W2, Self::W3, Self::W4];
+    pub(crate) const ALL: [Self; 5] = [Self::W1, Self::W2, Self::W3, Self::W4, Self::W5];
 
     /// Short name used on the command line and in JSON (`w1` ... `w4`).
     pub(crate) fn key(self) -> &'static str {
@@ -49,6 +57,7 @@ impl WorkloadId {
             Self::W2 => "w2",
             Self::W3 => "w3",
             Self::W4 => "w4",
+            Self::W5 => "w5",
         }
     }
 
@@ -59,10 +68,11 @@ impl WorkloadId {
             Self::W2 => "W2 line of sight",
             Self::W3 => "W3 camera",
             Self::W4 => "W4 sparse",
+            Self::W5 => "W5 agents",
         }
     }
 
-    /// Parses `w1` ... `w4` (any case).
+    /// Parses `w1` ... `w5` (any case).
     pub(crate) fn parse(s: &str) -> Option<Self> {
         Self::ALL
             .into_iter()
@@ -92,11 +102,16 @@ pub(crate) struct Workload {
     pub(crate) camera: Option<Camera>,
     /// Raycast or line of sight.
     pub(crate) query: Query,
+    /// W5's agents and the pairs asked (`rays[i]` is pair `i`'s segment); empty otherwise.
+    pub(crate) agents: Vec<Agent>,
+    pub(crate) pairs: Vec<[u32; 2]>,
 }
 
 impl Workload {
-    /// Builds workload `id` with `n` rays (W1, W2, W4) or a `camera.0 × camera.1` camera (W3).
+    /// Builds workload `id` with `n` rays (W1, W2, W4) or a `camera.0 × camera.1` camera
+    /// (W3); W5 has its own size (2,000 agents).
     pub(crate) fn new(id: WorkloadId, n: usize, camera: (u32, u32)) -> Self {
+        let (mut agents, mut pairs) = (Vec::new(), Vec::new());
         let (world, rays, cam, query) = match id {
             WorkloadId::W1 => {
                 let t = Terrain::STANDARD;
@@ -123,6 +138,18 @@ impl Workload {
                 let s = Sparse::STANDARD;
                 (s.build(), s.rays(n, SEED_W4), None, Query::Raycast)
             }
+            WorkloadId::W5 => {
+                let t = Terrain::STANDARD;
+                agents = t.agents(W5_AGENTS, SEED_W5);
+                // Pairs with a segment (not two agents on the same spot).
+                let segs: Vec<([u32; 2], VoxelRay)> = pairs_within(&agents, W5_RADIUS)
+                    .into_iter()
+                    .filter_map(|p| agent_segment(&agents, p).ok().map(|s| (p, s)))
+                    .collect();
+                pairs = segs.iter().map(|(p, _)| *p).collect();
+                let rays = segs.into_iter().map(|(_, s)| s).collect();
+                (t.build(), rays, None, Query::LineOfSight)
+            }
         };
         Self {
             id,
@@ -130,6 +157,8 @@ impl Workload {
             rays,
             camera: cam,
             query,
+            agents,
+            pairs,
         }
     }
 }
@@ -437,7 +466,8 @@ impl OccupancyGrid {
 pub(crate) mod gpu {
     use super::{Answer, Query, Workload, answer_of_outcome, answer_of_sight};
     use std::cell::RefCell;
-    use voxcast::gpu::{GpuRaycaster, GpuWorld};
+    use voxcast::agents::agent_segment;
+    use voxcast::gpu::{GpuAgents, GpuRaycaster, GpuWorld};
     use voxcast::{LineOfSight, LineOfSightOptions, RaycastOptions, RaycastOutcome, VoxelRay};
 
     /// A GPU device shared by every workload, with output buffers kept from one batch to the
@@ -446,7 +476,12 @@ pub(crate) mod gpu {
         gpu: GpuRaycaster,
         outcomes: RefCell<Vec<RaycastOutcome>>,
         sights: RefCell<Vec<LineOfSight>>,
+        /// W5's agents on the GPU, updated on every call as a game does every frame.
+        agents: RefCell<Option<GpuAgents>>,
     }
+
+    /// The answer standing for "blocked" where a batch's bits do not say by what.
+    pub(crate) const BLOCKED: [i32; 3] = [i32::MIN; 3];
 
     impl std::fmt::Debug for GpuEngine {
         fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -468,6 +503,7 @@ pub(crate) mod gpu {
                     gpu,
                     outcomes: RefCell::default(),
                     sights: RefCell::default(),
+                    agents: RefCell::default(),
                 })
                 .map_err(|e| format!("no adapter: {e}"))
         }
@@ -478,10 +514,83 @@ pub(crate) mod gpu {
             format!("{} [{:?}]", self.gpu.adapter_summary(), info.device_type)
         }
 
-        /// GPU time of the last batch's compute passes, from timestamp queries, in seconds
-        /// (`None` where the adapter has none).
-        pub(crate) fn last_kernel_seconds(&self) -> Option<f64> {
-            self.gpu.last_batch_stats().kernel_seconds
+        /// What the last batch cost (kernel time, host time, bytes each way).
+        pub(crate) fn last_stats(&self) -> voxcast::gpu::BatchStats {
+            self.gpu.last_batch_stats()
+        }
+
+        /// W5 through the agent call: the agents' eyes uploaded, then one visibility batch
+        /// for every pair (a bit each); the answer of a visible pair is `None` (clear), of the
+        /// others `Some` of an unknown voxel (the bits do not say what blocks).
+        /// Also returns the seconds the eyes' upload took.
+        pub(crate) fn agents(
+            &self,
+            scene: &GpuScene,
+            w: &Workload,
+        ) -> Result<(Vec<Answer>, f64), String> {
+            let err = |e: voxcast::gpu::GpuError| e.to_string();
+            let t = std::time::Instant::now();
+            let mut agents = self.agents.borrow_mut();
+            match agents.as_mut() {
+                Some(a) => a.update(&self.gpu, &scene.world, &w.agents).map_err(err)?,
+                None => {
+                    *agents =
+                        Some(GpuAgents::new(&self.gpu, &scene.world, &w.agents).map_err(err)?);
+                }
+            }
+            let on_gpu = agents.as_ref().expect("uploaded above");
+            let upload = t.elapsed().as_secs_f64();
+            let v = self
+                .gpu
+                .visibility(
+                    &scene.world,
+                    on_gpu,
+                    &w.pairs,
+                    &LineOfSightOptions::default(),
+                    false,
+                )
+                .map_err(err)?;
+            let answers = (0..v.len())
+                .map(|i| if v.visible(i) { None } else { Some(BLOCKED) })
+                .collect();
+            Ok((answers, upload))
+        }
+
+        /// W5 through the plain line-of-sight batch, with what its user does first: each
+        /// pair's segment built on the host (`VoxelRay::between`, through `agent_segment`).
+        /// Also returns the seconds spent building the segments.
+        pub(crate) fn segments_then_sight(
+            &self,
+            scene: &GpuScene,
+            w: &Workload,
+        ) -> Result<(Vec<Answer>, f64), String> {
+            let t = std::time::Instant::now();
+            let segs: Vec<VoxelRay> = w
+                .pairs
+                .iter()
+                .map(|&p| agent_segment(&w.agents, p).map_err(|e| e.to_string()))
+                .collect::<Result<_, _>>()?;
+            let built = t.elapsed().as_secs_f64();
+            Ok((self.run(scene, w, &segs)?, built))
+        }
+
+        /// W5 through `visible_pairs_within`: the pairs found on the host, then one agent
+        /// call; the agents' eyes uploaded first. Returns the visible pairs.
+        pub(crate) fn visible_pairs(
+            &self,
+            scene: &GpuScene,
+            w: &Workload,
+        ) -> Result<Vec<[u32; 2]>, String> {
+            let err = |e: voxcast::gpu::GpuError| e.to_string();
+            let agents = GpuAgents::new(&self.gpu, &scene.world, &w.agents).map_err(err)?;
+            self.gpu
+                .visible_pairs_within(
+                    &scene.world,
+                    &agents,
+                    super::W5_RADIUS,
+                    &LineOfSightOptions::default(),
+                )
+                .map_err(err)
         }
 
         /// Uploads a workload's world.

@@ -118,9 +118,10 @@ impl GpuAgents {
             });
         }
         if bytes > 0 {
+            // Through the courier: before the next batch, without waiting for one in flight.
             gpu.shared
-                .queue
-                .write_buffer(&self.buffer, 0, bytemuck::cast_slice(&records));
+                .courier
+                .write(&self.buffer, 0, bytemuck::cast_slice(&records).to_vec())?;
         }
         match pollster::block_on(scope.pop()) {
             Some(e) => Err(device_error(e)),

@@ -247,6 +247,7 @@ impl GpuRaycaster {
             }
         }
         let period_ns = f64::from(queue.get_timestamp_period());
+        let courier = Courier::start(&device, &queue)?;
         let shared = Arc::new(Shared {
             device,
             queue,
@@ -256,6 +257,7 @@ impl GpuRaycaster {
             timestamps,
             period_ns,
             stats: Mutex::new(BatchStats::default()),
+            courier,
         });
         let mut raycaster = Self {
             shared,

@@ -1,37 +1,65 @@
 //! The dispatch machinery: sets of buffers for one dispatch each, kept in a pool and reused
-//! between batches, and [`Flight`], a batch on its way through the GPU in one or more
-//! dispatches (at most two in flight at once), read back as each finishes.
+//! between batches; the courier, a thread that submits dispatches and polls the device; and
+//! [`Flight`], a batch on its way through the GPU in one or more dispatches (at most two in
+//! flight at once), read back as each finishes.
+//!
+//! A driver may block a queue submit until the work submitted before it has finished (Mesa's
+//! lavapipe does), and wgpu holds the device while it submits, so that any other call on the
+//! device waits too. Batches must return at once and be taken without waiting, so the
+//! caller's thread never submits, polls or writes through the queue: it only fills mapped
+//! buffers, records commands and reads flags and channels. The courier does the rest.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Sender, TryRecvError, channel};
 
 use super::*;
 
-/// The buffers of one dispatch: parameters, material filter, input and output storage, and
-/// the mapped buffers that stage the input and read the output back. Sized in bytes; a batch
-/// takes a set at least as large as its dispatch needs.
+/// A dispatch's upload buffer: its parameters (at 0), the material filter and its input.
+const FILTER_AT: u64 = 256;
+const INPUT_AT: u64 = FILTER_AT + FILTER_BYTES;
+
+/// The material filter's size: one bit per id.
+const FILTER_BYTES: u64 = 2048 * 4;
+
+/// The buffers of one dispatch: parameters, material filter, input and output storage, the
+/// mapped buffer that stages parameters, filter and input, and the one that reads the output
+/// back. Sized in bytes; a batch takes a set at least as large as its dispatch needs.
 #[derive(Debug)]
 pub(super) struct DispatchBuffers {
     params: wgpu::Buffer,
     filter: wgpu::Buffer,
     input: wgpu::Buffer,
     output: wgpu::Buffer,
-    /// Host-writable staging for `input`, kept with the set: `Queue::write_buffer` would
-    /// allocate fresh staging memory on every call.
+    /// Host-writable staging, kept mapped between uses (see `upload_state`).
     upload: wgpu::Buffer,
     readback: wgpu::Buffer,
     /// Two timestamps around the dispatch, resolved and read back, where the device has
     /// timestamp queries.
     timer: Option<(wgpu::QuerySet, wgpu::Buffer, wgpu::Buffer)>,
+    /// The material filter last written to `filter` (not written again while it is the same).
+    filter_words: Vec<u32>,
+    upload_state: UploadState,
+}
+
+/// Where a set's upload buffer stands: mapped for writing between uses, so that staging a
+/// dispatch needs no poll of the device.
+#[derive(Debug)]
+enum UploadState {
+    /// Mapped for writing, the whole buffer.
+    Mapped,
+    /// The courier has asked for the mapping; done once the receiver has the outcome.
+    Mapping(Receiver<Result<(), wgpu::BufferAsyncError>>),
 }
 
 impl DispatchBuffers {
     fn new(device: &wgpu::Device, input: u64, output: u64, timestamps: bool) -> Self {
-        let buf = |label, size: u64, usage| {
+        let buf = |label, size: u64, usage, mapped_at_creation| {
             device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(label),
                 size: size.max(16),
                 usage,
-                mapped_at_creation: false,
+                mapped_at_creation,
             })
         };
         use wgpu::BufferUsages as U;
@@ -40,12 +68,18 @@ impl DispatchBuffers {
                 "params",
                 size_of::<GpuParams>() as u64,
                 U::UNIFORM | U::COPY_DST,
+                false,
             ),
-            filter: buf("filter", FILTER_BYTES, U::UNIFORM | U::COPY_DST),
-            input: buf("input", input, U::STORAGE | U::COPY_DST),
-            output: buf("output", output, U::STORAGE | U::COPY_SRC | U::COPY_DST),
-            upload: buf("upload", input, U::MAP_WRITE | U::COPY_SRC),
-            readback: buf("readback", output, U::MAP_READ | U::COPY_DST),
+            filter: buf("filter", FILTER_BYTES, U::UNIFORM | U::COPY_DST, false),
+            input: buf("input", input, U::STORAGE | U::COPY_DST, false),
+            output: buf(
+                "output",
+                output,
+                U::STORAGE | U::COPY_SRC | U::COPY_DST,
+                false,
+            ),
+            upload: buf("upload", INPUT_AT + input, U::MAP_WRITE | U::COPY_SRC, true),
+            readback: buf("readback", output, U::MAP_READ | U::COPY_DST, false),
             timer: timestamps.then(|| {
                 (
                     device.create_query_set(&wgpu::QuerySetDescriptor {
@@ -53,10 +87,12 @@ impl DispatchBuffers {
                         ty: wgpu::QueryType::Timestamp,
                         count: 2,
                     }),
-                    buf("timestamps", 16, U::QUERY_RESOLVE | U::COPY_SRC),
-                    buf("timestamps readback", 16, U::MAP_READ | U::COPY_DST),
+                    buf("timestamps", 16, U::QUERY_RESOLVE | U::COPY_SRC, false),
+                    buf("timestamps readback", 16, U::MAP_READ | U::COPY_DST, false),
                 )
             }),
+            filter_words: Vec::new(),
+            upload_state: UploadState::Mapped,
         }
     }
 
@@ -82,10 +118,20 @@ impl DispatchBuffers {
     fn fits(&self, input: u64, output: u64) -> bool {
         self.input.size() >= input && self.output.size() >= output
     }
-}
 
-/// The material filter's size: one bit per id.
-const FILTER_BYTES: u64 = 2048 * 4;
+    /// Whether the upload buffer is mapped (checked without waiting).
+    fn upload_ready(&mut self) -> bool {
+        if let UploadState::Mapping(rx) = &self.upload_state {
+            match rx.try_recv() {
+                Ok(Ok(())) => self.upload_state = UploadState::Mapped,
+                Ok(Err(_)) | Err(TryRecvError::Disconnected) | Err(TryRecvError::Empty) => {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+}
 
 /// What a [`GpuRaycaster`] shares with the batches it submits, which outlive the calls that
 /// made them.
@@ -101,28 +147,36 @@ pub(super) struct Shared {
     pub(super) timestamps: bool,
     pub(super) period_ns: f64,
     pub(super) stats: Mutex<BatchStats>,
+    /// Where dispatches go to be submitted.
+    pub(super) courier: Courier,
 }
 
 impl Shared {
-    /// A set of at least `input` and `output` bytes: the smallest free one that fits, or a
-    /// new one sized to the next power of two.
+    /// A set of at least `input` and `output` bytes whose upload buffer is mapped: the
+    /// smallest such free one, or a new one sized to the next power of two (a set still being
+    /// mapped again stays in the pool rather than be waited for).
     fn take_set(&self, input: u64, output: u64) -> DispatchBuffers {
         let mut pool = self
             .pool
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let best = pool
-            .iter()
+            .iter_mut()
             .enumerate()
             .filter(|(_, s)| s.fits(input, output))
-            .min_by_key(|(_, s)| s.input.size() + s.output.size())
+            .filter_map(|(i, s)| {
+                s.upload_ready()
+                    .then_some((i, s.input.size() + s.output.size()))
+            })
+            .min_by_key(|&(_, size)| size)
             .map(|(i, _)| i);
         match best {
             Some(i) => pool.swap_remove(i),
             None => DispatchBuffers::new(
                 &self.device,
-                input.next_power_of_two(),
-                output.next_power_of_two(),
+                // Whole powers of two of at least 16 bytes keep every size copy-aligned.
+                input.max(16).next_power_of_two(),
+                output.max(16).next_power_of_two(),
                 self.timestamps,
             ),
         }
@@ -161,54 +215,169 @@ impl Shared {
             Err(_) => Err(GpuError::Internal("device-lost flag poisoned".into())),
         }
     }
+}
 
-    /// Waits for `mapped` (a mapping started with [`map_channel`]), which completes once
-    /// `submission` has finished: for that submission alone, so that later ones keep running
-    /// (with `None`, the buffer is idle and one poll completes it).
-    fn wait_mapped(
+/// The thread that submits dispatches, polls the device while they run (which completes their
+/// readback), maps upload buffers again and writes data ordered before later dispatches. It
+/// sleeps in the driver while the GPU is busy and on its channel while it is idle, and ends
+/// when its raycaster and the last batch are gone.
+#[derive(Debug)]
+pub(super) struct Courier {
+    jobs: Sender<Job>,
+}
+
+enum Job {
+    /// One dispatch: its commands, the buffers to map once they are submitted, and where to
+    /// say so.
+    Submit {
+        commands: wgpu::CommandBuffer,
+        readback: wgpu::Buffer,
+        output_bytes: u64,
+        timestamps: Option<wgpu::Buffer>,
+        done: Arc<AtomicBool>,
+        hits: Sender<Result<(), wgpu::BufferAsyncError>>,
+        stamps: Sender<Result<(), wgpu::BufferAsyncError>>,
+        reply: Sender<Result<wgpu::SubmissionIndex, GpuError>>,
+    },
+    /// Map a set's upload buffer for writing again.
+    Remap {
+        upload: wgpu::Buffer,
+        mapped: Sender<Result<(), wgpu::BufferAsyncError>>,
+    },
+    /// Write `data` into `buffer` at `offset`, before any dispatch submitted after this.
+    Write {
+        buffer: wgpu::Buffer,
+        offset: u64,
+        data: Vec<u8>,
+    },
+}
+
+/// How long the courier waits for the GPU at a time before it looks for new work.
+const COURIER_WAIT: std::time::Duration = std::time::Duration::from_millis(1);
+
+impl Courier {
+    /// Starts the thread for `device` and `queue`.
+    pub(super) fn start(device: &wgpu::Device, queue: &wgpu::Queue) -> Result<Self, GpuError> {
+        let (jobs, todo) = channel::<Job>();
+        let (device, queue) = (device.clone(), queue.clone());
+        std::thread::Builder::new()
+            .name("voxcast courier".into())
+            .spawn(move || courier(&device, &queue, &todo))
+            .map_err(|e| GpuError::Device(format!("cannot start voxcast's courier thread: {e}")))?;
+        Ok(Self { jobs })
+    }
+
+    /// Queues a write of `data` into `buffer` at `offset`: done before any dispatch submitted
+    /// after this call.
+    pub(super) fn write(
         &self,
-        mapped: &Receiver<Result<(), wgpu::BufferAsyncError>>,
-        submission: Option<&wgpu::SubmissionIndex>,
+        buffer: &wgpu::Buffer,
+        offset: u64,
+        data: Vec<u8>,
     ) -> Result<(), GpuError> {
-        let poll = match submission {
-            Some(index) => wgpu::PollType::Wait {
-                submission_index: Some(index.clone()),
-                timeout: None,
-            },
-            None => wgpu::PollType::Poll,
-        };
-        self.device.poll(poll).map_err(device_error)?;
-        let result = match mapped.try_recv() {
-            Ok(r) => r,
-            Err(_) => {
-                self.device
-                    .poll(wgpu::PollType::wait_indefinitely())
-                    .map_err(device_error)?;
-                mapped.recv().map_err(device_error)?
-            }
-        };
-        result.map_err(device_error)
+        self.send(Job::Write {
+            buffer: buffer.clone(),
+            offset,
+            data,
+        })
+    }
+
+    fn send(&self, job: Job) -> Result<(), GpuError> {
+        self.jobs
+            .send(job)
+            .map_err(|_| GpuError::Device("voxcast's courier thread ended".into()))
     }
 }
 
-/// Starts mapping `slice` for `mode`; the receiver gets the outcome once a poll of the device
-/// has run the callback.
-fn map_channel(
-    slice: &wgpu::BufferSlice<'_>,
-    mode: wgpu::MapMode,
-) -> Receiver<Result<(), wgpu::BufferAsyncError>> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    slice.map_async(mode, move |r| {
-        let _ = tx.send(r);
-    });
-    rx
+/// The courier's loop.
+fn courier(device: &wgpu::Device, queue: &wgpu::Queue, todo: &Receiver<Job>) {
+    let mut running: VecDeque<wgpu::SubmissionIndex> = VecDeque::new();
+    loop {
+        let job = if running.is_empty() {
+            match todo.recv() {
+                Ok(job) => Some(job),
+                Err(_) => return,
+            }
+        } else {
+            match todo.try_recv() {
+                Ok(job) => Some(job),
+                Err(TryRecvError::Empty) => None,
+                Err(TryRecvError::Disconnected) => return,
+            }
+        };
+        match job {
+            Some(Job::Submit {
+                commands,
+                readback,
+                output_bytes,
+                timestamps,
+                done,
+                hits,
+                stamps,
+                reply,
+            }) => {
+                // Errors of the submission itself are this thread's to catch.
+                let scope_oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+                let scope_val = device.push_error_scope(wgpu::ErrorFilter::Validation);
+                let index = queue.submit([commands]);
+                readback
+                    .slice(..output_bytes)
+                    .map_async(wgpu::MapMode::Read, move |r| {
+                        done.store(true, Ordering::Release);
+                        let _ = hits.send(r);
+                    });
+                if let Some(ts) = timestamps {
+                    ts.slice(..).map_async(wgpu::MapMode::Read, move |r| {
+                        let _ = stamps.send(r);
+                    });
+                }
+                let errors = [
+                    pollster::block_on(scope_val.pop()),
+                    pollster::block_on(scope_oom.pop()),
+                ];
+                let answer = match errors.into_iter().flatten().next() {
+                    Some(e) => Err(device_error(e)),
+                    None => {
+                        running.push_back(index.clone());
+                        Ok(index)
+                    }
+                };
+                let _ = reply.send(answer);
+            }
+            Some(Job::Remap { upload, mapped }) => {
+                upload.slice(..).map_async(wgpu::MapMode::Write, move |r| {
+                    let _ = mapped.send(r);
+                });
+                // An idle buffer: one poll maps it.
+                let _ = device.poll(wgpu::PollType::Poll);
+            }
+            Some(Job::Write {
+                buffer,
+                offset,
+                data,
+            }) => queue.write_buffer(&buffer, offset, &data),
+            None => {
+                let poll = device.poll(wgpu::PollType::Wait {
+                    submission_index: running.front().cloned(),
+                    timeout: Some(COURIER_WAIT),
+                });
+                match poll {
+                    Ok(_) => {
+                        running.pop_front();
+                    }
+                    Err(wgpu::PollError::Timeout) => {}
+                    // A lost device: the mappings fail, and the batches say so.
+                    Err(_) => running.clear(),
+                }
+            }
+        }
+    }
 }
 
 /// What a batch's dispatches cast: the items each invocation takes.
 #[derive(Debug)]
 pub(super) enum Items {
-    /// Rays prepared on the host: `staging.rays` in the caller's order, uploaded in the order
-    /// of `staging.order[..count]`.
+    /// Rays prepared on the host: `staging.upload`, in upload order (`staging.order`).
     Rays(HostStaging, usize),
     /// Pixels of a camera, made in the shader.
     Camera(u32),
@@ -249,6 +418,16 @@ impl Items {
             }
         }
     }
+
+    /// The input bytes of items `base..base + count`.
+    fn input(&self, base: u64, count: u64) -> &[u8] {
+        let range = base as usize..(base + count) as usize;
+        match self {
+            Items::Rays(staging, _) => bytemuck::cast_slice(&staging.upload[range]),
+            Items::Camera(_) => &[],
+            Items::Pairs { pairs, .. } => bytemuck::cast_slice(&pairs[range]),
+        }
+    }
 }
 
 /// Words of visibility bits for `n` pairs: a pair dispatch's output starts with them, and its
@@ -265,7 +444,9 @@ pub(super) struct Binding {
     pub(super) layout: wgpu::BindGroupLayout,
     pub(super) world: [wgpu::Buffer; 4],
     pub(super) params: GpuParams,
-    pub(super) filter: Vec<u32>,
+    /// The material filter's words, or `None` where the shader does not read it (every
+    /// non-air voxel stops: `FLAG_EVERY_NON_AIR`).
+    pub(super) filter: Option<Vec<u32>>,
 }
 
 /// A dispatch submitted and not read yet.
@@ -275,15 +456,16 @@ struct InFlight {
     /// Index of its first item in the batch, and how many it has.
     base: u64,
     count: u64,
-    submission: wgpu::SubmissionIndex,
+    /// That the courier has submitted it (or why it could not).
+    submitted: Receiver<Result<wgpu::SubmissionIndex, GpuError>>,
     hits_mapped: Receiver<Result<(), wgpu::BufferAsyncError>>,
     timestamps_mapped: Option<Receiver<Result<(), wgpu::BufferAsyncError>>>,
     /// Set by the readback's mapping callback: the dispatch's results can be read.
-    done: Arc<std::sync::atomic::AtomicBool>,
+    done: Arc<AtomicBool>,
 }
 
-/// Where a batch hands each dispatch's results: the index of its first item, the items'
-/// count and the output bytes (read from the mapped readback buffer).
+/// Where a batch hands each dispatch's results: the items, the index of the dispatch's first
+/// item, the items' count and the output bytes (read from the mapped readback buffer).
 pub(super) type Sink<'a> = dyn FnMut(&Items, u64, u64, &[u8]) -> Result<(), GpuError> + 'a;
 
 /// A batch on its way through the GPU: split into dispatches of at most `per_dispatch` items,
@@ -299,6 +481,11 @@ pub(super) struct Flight {
     in_flight: VecDeque<InFlight>,
     pub(super) kernel_ns: f64,
     pub(super) dispatches: u32,
+    /// Bytes written to the device (rays, pairs, parameters, filter) and read back.
+    pub(super) bytes_up: u64,
+    pub(super) bytes_down: u64,
+    /// Seconds spent waiting for the device (not host work).
+    pub(super) waited: f64,
 }
 
 /// Dispatches of one batch in flight at once: the GPU runs one while the host reads the last
@@ -323,6 +510,9 @@ impl Flight {
             in_flight: VecDeque::new(),
             kernel_ns: 0.0,
             dispatches: 0,
+            bytes_up: 0,
+            bytes_down: 0,
+            waited: 0.0,
         };
         flight.submit_more()?;
         Ok(flight)
@@ -345,55 +535,57 @@ impl Flight {
         Ok(())
     }
 
-    /// Stages and submits items `base..base + count`, and starts mapping their results.
+    /// Stages items `base..base + count` (with the parameters and, where needed, the filter)
+    /// in a set's mapped upload buffer, records the dispatch and hands it to the courier.
     fn submit(&mut self, base: u64, count: u64) -> Result<InFlight, GpuError> {
         let shared = Arc::clone(&self.shared);
         let device = &shared.device;
         let (input_bytes, output_bytes) = self.items.bytes(count);
-        let set = shared.take_set(input_bytes, output_bytes);
-        // From here every error of the device is returned, none goes to its uncaptured-error
-        // handler (on an application's device, the application's, which may panic).
-        let scope_oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let scope_val = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let mut set = shared.take_set(input_bytes, output_bytes);
         let mut params = self.binding.params;
         params.ray_base = base as u32;
         params.ray_count = count as u32;
-        shared
-            .queue
-            .write_buffer(&set.params, 0, bytemuck::bytes_of(&params));
-        shared
-            .queue
-            .write_buffer(&set.filter, 0, bytemuck::cast_slice(&self.binding.filter));
+        let filter = self
+            .binding
+            .filter
+            .as_ref()
+            .filter(|f| set.filter_words != **f);
+        {
+            let mut view = set
+                .upload
+                .slice(..INPUT_AT + input_bytes)
+                .get_mapped_range_mut()
+                .map_err(device_error)?;
+            view.slice(..size_of::<GpuParams>())
+                .copy_from_slice(bytemuck::bytes_of(&params));
+            if let Some(f) = filter {
+                view.slice(FILTER_AT as usize..INPUT_AT as usize)
+                    .copy_from_slice(bytemuck::cast_slice(f));
+            }
+            view.slice(INPUT_AT as usize..)
+                .copy_from_slice(self.items.input(base, count));
+        }
+        set.upload.unmap();
+        let mut bytes_up = size_of::<GpuParams>() as u64 + input_bytes;
+        // The commands' own errors are caught here, the submission's by the courier.
+        let scope_oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let scope_val = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let mut encoder =
             device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
-        let staged = match &self.items {
-            Items::Camera(_) => Ok(()),
-            Items::Rays(staging, _) => {
-                let order = &staging.order[base as usize..(base + count) as usize];
-                self.stage(&set, input_bytes, |view| {
-                    let (dst, _) = view.into_chunks::<{ size_of::<GpuRay>() }>();
-                    dst.write_iter(
-                        order
-                            .iter()
-                            .map(|&(_, i)| bytemuck::cast(staging.rays[i as usize])),
-                    );
-                })
-            }
-            Items::Pairs { pairs, .. } => {
-                let pairs = &pairs[base as usize..(base + count) as usize];
-                self.stage(&set, input_bytes, |mut view| {
-                    view.copy_from_slice(bytemuck::cast_slice(pairs));
-                })
-            }
-        };
-        if let Err(e) = staged {
-            shared.give_back(set);
-            drop(pollster::block_on(scope_val.pop()));
-            drop(pollster::block_on(scope_oom.pop()));
-            return Err(e);
+        encoder.copy_buffer_to_buffer(
+            &set.upload,
+            0,
+            &set.params,
+            0,
+            size_of::<GpuParams>() as u64,
+        );
+        if let Some(f) = filter {
+            encoder.copy_buffer_to_buffer(&set.upload, FILTER_AT, &set.filter, 0, FILTER_BYTES);
+            set.filter_words.clone_from(f);
+            bytes_up += FILTER_BYTES;
         }
         if input_bytes > 0 {
-            encoder.copy_buffer_to_buffer(&set.upload, 0, &set.input, 0, input_bytes);
+            encoder.copy_buffer_to_buffer(&set.upload, INPUT_AT, &set.input, 0, input_bytes);
         }
         if let Items::Pairs { .. } = self.items {
             // The bits are set with atomic ORs.
@@ -425,58 +617,46 @@ impl Flight {
             encoder.resolve_query_set(queries, 0..2, resolve, 0);
             encoder.copy_buffer_to_buffer(resolve, 0, readback, 0, 16);
         }
-        let submission = shared.queue.submit([encoder.finish()]);
-        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let (tx, hits_mapped) = std::sync::mpsc::channel();
-        let flag = Arc::clone(&done);
-        set.readback
-            .slice(..output_bytes)
-            .map_async(wgpu::MapMode::Read, move |r| {
-                flag.store(true, std::sync::atomic::Ordering::Release);
-                let _ = tx.send(r);
-            });
-        let timestamps_mapped = set
-            .timer
-            .as_ref()
-            .map(|(_, _, readback)| map_channel(&readback.slice(..), wgpu::MapMode::Read));
+        let commands = encoder.finish();
         let errors = [
             pollster::block_on(scope_val.pop()),
             pollster::block_on(scope_oom.pop()),
         ];
-        let flight = InFlight {
+        let done = Arc::new(AtomicBool::new(false));
+        let (hits, hits_mapped) = channel();
+        let (stamps, timestamps_mapped) = channel();
+        let (reply, submitted) = channel();
+        let job = Job::Submit {
+            commands,
+            readback: set.readback.clone(),
+            output_bytes,
+            timestamps: set.timer.as_ref().map(|(_, _, readback)| readback.clone()),
+            done: Arc::clone(&done),
+            hits,
+            stamps,
+            reply,
+        };
+        let sent = match errors.into_iter().flatten().next() {
+            Some(e) => Err(device_error(e)),
+            None => shared.courier.send(job),
+        };
+        if let Err(e) = sent {
+            self.remap(&mut set);
+            shared.give_back(set);
+            return Err(e);
+        }
+        self.dispatches += 1;
+        self.bytes_up += bytes_up;
+        self.bytes_down += output_bytes;
+        Ok(InFlight {
+            timestamps_mapped: set.timer.is_some().then_some(timestamps_mapped),
             set,
             base,
             count,
-            submission,
+            submitted,
             hits_mapped,
-            timestamps_mapped,
             done,
-        };
-        if let Some(e) = errors.into_iter().flatten().next() {
-            self.abandon(flight);
-            return Err(device_error(e));
-        }
-        self.dispatches += 1;
-        Ok(flight)
-    }
-
-    /// Maps `set`'s upload buffer (idle: one poll completes the mapping), lets `write` fill
-    /// its first `bytes`, and unmaps it.
-    fn stage(
-        &self,
-        set: &DispatchBuffers,
-        bytes: u64,
-        write: impl FnOnce(wgpu::WriteOnly<'_, [u8]>),
-    ) -> Result<(), GpuError> {
-        let slice = set.upload.slice(..bytes);
-        let mapped = map_channel(&slice, wgpu::MapMode::Write);
-        let staged = self.shared.wait_mapped(&mapped, None).and_then(|()| {
-            let mut view = slice.get_mapped_range_mut().map_err(device_error)?;
-            write(view.slice(..));
-            Ok(())
-        });
-        set.upload.unmap();
-        staged
+        })
     }
 
     fn bind_group(&self, set: &DispatchBuffers) -> wgpu::BindGroup {
@@ -517,53 +697,48 @@ impl Flight {
 
     /// Reads back every dispatch that has finished (waiting for the oldest first with `wait`),
     /// hands its results to `sink`, and submits the next dispatches. `Ok(true)` once the whole
-    /// batch has been read. Without `wait` it never blocks: the device is polled, not waited
-    /// for.
+    /// batch has been read. Without `wait` it never waits: it only looks at what the courier's
+    /// polling has completed.
     pub(super) fn advance(&mut self, wait: bool, sink: &mut Sink<'_>) -> Result<bool, GpuError> {
         loop {
             let Some(oldest) = self.in_flight.front() else {
                 return Ok(self.finished());
             };
-            if wait {
-                let index = oldest.submission.clone();
-                self.shared
-                    .device
-                    .poll(wgpu::PollType::Wait {
-                        submission_index: Some(index),
-                        timeout: None,
-                    })
-                    .map_err(device_error)?;
-            } else if !oldest.done.load(std::sync::atomic::Ordering::Acquire) {
-                self.shared
-                    .device
-                    .poll(wgpu::PollType::Poll)
-                    .map_err(device_error)?;
-                if !oldest.done.load(std::sync::atomic::Ordering::Acquire) {
-                    return Ok(false);
-                }
+            if !wait && !oldest.done.load(Ordering::Acquire) {
+                return Ok(false);
             }
             let f = self.in_flight.pop_front().expect("checked above");
-            let read = self.read(&f, sink);
+            let t = std::time::Instant::now();
+            // Waits (with `wait`) on the channel the courier's poll completes, not spinning.
+            let mapped = f
+                .hits_mapped
+                .recv()
+                .map_err(|_| GpuError::Device("a readback was abandoned".into()))
+                .and_then(|r| r.map_err(device_error));
+            self.waited += t.elapsed().as_secs_f64();
+            let read = mapped.and_then(|()| self.read(&f, sink));
             self.release(f);
             self.kernel_ns += read?;
             self.submit_more()?;
         }
     }
 
-    /// Hands a finished dispatch's results to `sink`; returns its kernel time in nanoseconds
-    /// (0 without timestamps).
+    /// Hands a finished (and mapped) dispatch's results to `sink`; returns its kernel time in
+    /// nanoseconds (0 without timestamps).
     fn read(&self, f: &InFlight, sink: &mut Sink<'_>) -> Result<f64, GpuError> {
         let (_, output_bytes) = self.items.bytes(f.count);
-        let slice = f.set.readback.slice(..output_bytes);
-        self.shared
-            .wait_mapped(&f.hits_mapped, Some(&f.submission))?;
         {
-            let view = slice.get_mapped_range().map_err(device_error)?;
+            let view = f
+                .set
+                .readback
+                .slice(..output_bytes)
+                .get_mapped_range()
+                .map_err(device_error)?;
             sink(&self.items, f.base, f.count, &view)?;
         }
         let mut kernel_ns = 0.0;
         if let (Some((_, _, ts)), Some(mapped)) = (&f.set.timer, &f.timestamps_mapped)
-            && self.shared.wait_mapped(mapped, Some(&f.submission)).is_ok()
+            && let Ok(Ok(())) = mapped.recv()
             && let Ok(view) = ts.slice(..).get_mapped_range()
         {
             let stamps: &[u64] = bytemuck::cast_slice(&view);
@@ -572,18 +747,33 @@ impl Flight {
         Ok(kernel_ns)
     }
 
+    /// Has the courier map `set`'s upload buffer again for the next dispatch that takes it.
+    fn remap(&self, set: &mut DispatchBuffers) {
+        let (mapped, rx) = channel();
+        if self
+            .shared
+            .courier
+            .send(Job::Remap {
+                upload: set.upload.clone(),
+                mapped,
+            })
+            .is_ok()
+        {
+            set.upload_state = UploadState::Mapping(rx);
+        }
+    }
+
     /// Unmaps a dispatch's buffers (a mapping still pending is abandoned) and returns them to
-    /// the pool.
-    fn release(&self, f: InFlight) {
+    /// the pool, once the courier has submitted them (so that no later batch uses them before
+    /// this dispatch is in the queue).
+    fn release(&self, mut f: InFlight) {
+        let _ = f.submitted.recv();
         f.set.readback.unmap();
         if let Some((_, _, ts)) = &f.set.timer {
             ts.unmap();
         }
+        self.remap(&mut f.set);
         self.shared.give_back(f.set);
-    }
-
-    fn abandon(&self, f: InFlight) {
-        self.release(f);
     }
 
     /// The items, taken out once the batch is done (their buffers go back to a pool).
@@ -600,8 +790,8 @@ impl Flight {
 
 impl Drop for Flight {
     fn drop(&mut self) {
-        // A batch dropped before it was read: its buffers go back to the pool once mapped
-        // again, which unmapping here allows.
+        // A batch dropped before it was read: its buffers go back to the pool (its results,
+        // if they come, are discarded).
         while let Some(f) = self.in_flight.pop_front() {
             self.release(f);
         }

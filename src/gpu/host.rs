@@ -43,7 +43,10 @@ impl GpuRaycaster {
                     *o = convert(RaycastOutcome::Invalid(e));
                     0
                 }
-                Ok(None) => 0,
+                Ok(None) => {
+                    *o = convert(RaycastOutcome::Miss);
+                    0
+                }
                 Ok(Some(p)) => match world.window.upload_ray(&p, opts, conservative) {
                     Upload::Gpu(r) => {
                         *g = r;
@@ -62,6 +65,27 @@ impl GpuRaycaster {
         let uploaded = staging
             .order
             .partition_point(|&(key, _)| key != NOT_UPLOADED);
+        // Where each ray went in the upload order: the answers are decoded in the caller's
+        // order (written one after another, on all threads) from it.
+        staging.position.clear();
+        staging.position.resize(n, NOT_UPLOADED_AT);
+        for (j, &(_, i)) in staging.order[..uploaded].iter().enumerate() {
+            staging.position[i as usize] = j as u32;
+        }
+        // The rays in upload order, gathered on all threads (copied whole into the mapped
+        // upload buffers later).
+        let HostStaging {
+            rays: staged,
+            order,
+            upload,
+            ..
+        } = &mut staging;
+        upload.clear();
+        order[..uploaded]
+            .par_iter()
+            .with_min_len(4096)
+            .map(|&(_, i)| staged[i as usize])
+            .collect_into_vec(upload);
         (staging, uploaded, short == 0)
     }
 }
@@ -126,8 +150,8 @@ fn no_subnormal_steps(c: &Camera) -> bool {
 }
 
 /// Rays (or host-built camera pixels) a blocking call prepares at a time: larger batches are
-/// cast in bands of this many, so that the host's working buffers (64 bytes a ray,
-/// `HostStaging`, for two bands at once) stay near 130 MB however large the batch.
+/// cast in bands of this many, so that the host's working buffers (116 bytes a ray,
+/// `HostStaging`, for two bands at once) stay near 250 MB however large the batch.
 pub(super) const HOST_BAND: usize = 1 << 20;
 
 /// Batches at least this large are sorted for coherence before upload.
@@ -136,6 +160,9 @@ const SORT_MIN_RAYS: usize = 4096;
 /// The sort key of a ray answered on the host (no [`coherence_key`] is this large).
 const NOT_UPLOADED: u64 = u64::MAX;
 
+/// The upload position of a ray answered on the host.
+pub(super) const NOT_UPLOADED_AT: u32 = u32::MAX;
+
 /// The host's working buffers for a batch of rays ([`GpuRaycaster::prepare_rays`]), kept in
 /// the raycaster's pool between batches: each prepared ray at its index, and the upload order
 /// with sort keys.
@@ -143,13 +170,19 @@ const NOT_UPLOADED: u64 = u64::MAX;
 pub(super) struct HostStaging {
     pub(super) rays: Vec<GpuRay>,
     pub(super) order: Vec<(u64, u32)>,
+    /// Per ray, its place in the upload order, or [`NOT_UPLOADED_AT`].
+    pub(super) position: Vec<u32>,
+    /// The uploaded rays in upload order.
+    pub(super) upload: Vec<GpuRay>,
 }
 
 impl HostStaging {
     /// Bytes allocated.
     pub(super) fn bytes(&self) -> u64 {
         (self.rays.capacity() * size_of::<GpuRay>()
-            + self.order.capacity() * size_of::<(u64, u32)>()) as u64
+            + self.order.capacity() * size_of::<(u64, u32)>()
+            + self.position.capacity() * size_of::<u32>()
+            + self.upload.capacity() * size_of::<GpuRay>()) as u64
     }
 }
 

@@ -73,7 +73,7 @@ impl<T> PendingBatch<T> {
             taken: false,
         };
         if batch.flights.is_empty() {
-            batch.finish_stats(0.0, 0);
+            batch.finish_stats(BatchStats::default());
         }
         batch
     }
@@ -129,6 +129,7 @@ impl<T> PendingBatch<T> {
             return;
         }
         let t = Instant::now();
+        let waited_before: f64 = self.flights.iter().map(|f| f.waited).sum();
         let mut all_done = true;
         for (index, flight) in self.flights.iter_mut().enumerate() {
             let collector = &mut self.collector;
@@ -148,27 +149,33 @@ impl<T> PendingBatch<T> {
                 }
             }
         }
-        self.host_seconds += t.elapsed().as_secs_f64();
+        let waited: f64 = self.flights.iter().map(|f| f.waited).sum::<f64>() - waited_before;
+        self.host_seconds += (t.elapsed().as_secs_f64() - waited).max(0.0);
         if all_done || self.error.is_some() {
-            let kernel_ns: f64 = self.flights.iter().map(|f| f.kernel_ns).sum();
-            let dispatches = self.flights.iter().map(|f| f.dispatches).sum();
+            let mut done = BatchStats::default();
+            let mut kernel_ns = 0.0;
             for mut flight in self.flights.drain(..) {
+                kernel_ns += flight.kernel_ns;
+                done.dispatches += flight.dispatches;
+                done.bytes_up += flight.bytes_up;
+                done.bytes_down += flight.bytes_down;
                 if let Items::Rays(staging, _) = flight.take_items() {
                     self.shared.return_staging(staging);
                 }
             }
-            self.finish_stats(kernel_ns, dispatches);
+            done.kernel_seconds = self.shared.timestamps.then_some(kernel_ns * 1e-9);
+            self.finish_stats(done);
         }
     }
 
-    fn finish_stats(&self, kernel_ns: f64, dispatches: u32) {
+    /// Records the batch's statistics: those of its flights in `done`, with its own.
+    fn finish_stats(&self, done: BatchStats) {
         if let Ok(mut s) = self.shared.stats.lock() {
             *s = BatchStats {
                 gpu_rays: self.gpu_items,
-                dispatches,
-                kernel_seconds: self.shared.timestamps.then_some(kernel_ns * 1e-9),
                 total_seconds: self.started.elapsed().as_secs_f64(),
                 host_seconds: self.host_seconds,
+                ..done
             };
         }
     }
@@ -196,12 +203,21 @@ impl<T: Send + std::fmt::Debug> Collector<Vec<T>> for RayAnswers<T> {
             return Err(GpuError::Internal("ray answers of another batch".into()));
         };
         let hits: &[GpuHit] = bytemuck::cast_slice(bytes);
-        let order = &staging.order[base as usize..(base + count) as usize];
-        for (h, &(_, i)) in hits.iter().zip(order) {
-            let start = staging.rays[i as usize].voxel;
-            self.out[i as usize] = (self.convert)(self.window.decode(h, start)?);
-        }
-        Ok(())
+        let (first, end) = (base as u32, (base + count) as u32);
+        let (window, convert) = (self.window, self.convert);
+        // In the caller's order, on all threads: each answer written in place, its hit read
+        // from the ray's upload position.
+        self.out
+            .par_iter_mut()
+            .zip(staging.position.par_iter())
+            .zip(staging.rays.par_iter())
+            .with_min_len(4096)
+            .try_for_each(|((o, &j), ray)| {
+                if (first..end).contains(&j) {
+                    *o = convert(window.decode(&hits[(j - first) as usize], ray.voxel)?);
+                }
+                Ok(())
+            })
     }
 
     fn finish(&mut self) -> Vec<T> {
@@ -243,8 +259,8 @@ impl GpuRaycaster {
     /// [`GpuRaycaster::raycast`] gives them, come from the [`PendingBatch`] (without blocking
     /// with [`PendingBatch::try_take`], or [`PendingBatch::wait`]). The host's share
     /// (validation, the i128 split, rays that cannot reach the window) is done before this
-    /// returns. Several batches may be in flight at once. The batch keeps about 64 bytes per
-    /// ray of host memory until its answers are taken.
+    /// returns. Several batches may be in flight at once. The batch keeps about 116 bytes
+    /// per ray of host memory until its answers are taken.
     ///
     /// # Errors
     /// As [`GpuRaycaster::raycast`].
@@ -433,10 +449,14 @@ impl GpuRaycaster {
         mut out: Vec<T>,
         convert: fn(RaycastOutcome) -> T,
     ) -> Result<(Option<Flight>, RayAnswers<T>, u64), GpuError> {
-        out.clear();
-        out.try_reserve(rays.len())
-            .map_err(|_| GpuError::OutputTooLarge(rays.len() as u64))?;
-        out.resize(rays.len(), convert(RaycastOutcome::Miss));
+        // Every answer is written once, on the host or from the GPU: an `out` of the right
+        // length (the last frame's) is not filled first.
+        if out.len() != rays.len() {
+            out.clear();
+            out.try_reserve(rays.len())
+                .map_err(|_| GpuError::OutputTooLarge(rays.len() as u64))?;
+            out.resize(rays.len(), convert(RaycastOutcome::Miss));
+        }
         let (staging, uploaded, long) =
             self.prepare_rays(world, rays, opts, conservative, &mut out, convert);
         let collector = RayAnswers {
@@ -489,7 +509,7 @@ impl GpuRaycaster {
                 world.ids.clone(),
             ],
             params,
-            filter: opts.blocks.words().to_vec(),
+            filter: (!opts.blocks.is_every_non_air()).then(|| opts.blocks.words().to_vec()),
         })
     }
 
