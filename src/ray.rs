@@ -135,7 +135,8 @@ pub(crate) fn add_whole(origin: i128, whole: f64) -> Option<i128> {
 pub fn segment(d: [f32; 3]) -> Result<(Vec3, f32), RayError> {
     const MIN_SQUARED_LENGTH: f32 = 1.0 / (1u64 << 60) as f32;
     let squared = (d[0] * d[0] + d[1] * d[1]) + d[2] * d[2];
-    if !(squared >= MIN_SQUARED_LENGTH) {
+    // NaN compares false: it is refused with the too-short lengths.
+    if squared.partial_cmp(&MIN_SQUARED_LENGTH).is_none_or(std::cmp::Ordering::is_lt) {
         return Err(RayError::ZeroDirection);
     }
     let length = squared.sqrt();

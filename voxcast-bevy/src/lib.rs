@@ -57,16 +57,19 @@
 //! ## One frame
 //! | schedule | set | what |
 //! | --- | --- | --- |
+//! | `PreUpdate` | [`VoxcastSystems::CollectSight`] | writes the [`SightAnswer`]s of the batch the last frame submitted to the GPU (waiting only if the GPU has not finished it) |
 //! | `Update` | [`VoxcastSystems::Edit`] | applies the [`MineBlock`]s, then the [`PlaceBlock`]s, written so far; writes [`BlockEdited`] |
 //! | `Update` | [`VoxcastSystems::Target`] | writes every [`BlockTarget`] against the world as edited |
 //! | `PostUpdate` | [`VoxcastSystems::PublishChanges`] | takes the world's changed chunks, updates the GPU copy's list, writes [`ChunksChanged`] |
-//! | `PostUpdate` | [`VoxcastSystems::Sight`] | answers every queued sight request in one batch, writes [`SightAnswer`]s |
+//! | `PostUpdate` | [`VoxcastSystems::Sight`] | answers every queued sight request in one batch on the CPU and writes [`SightAnswer`]s, or submits the batch to the GPU without waiting |
 //!
 //! Order your systems against these sets: movement and aiming `.before(VoxcastSystems::Target)`
 //! so that targets follow them in the same frame, input that writes [`MineBlock`] or
 //! [`PlaceBlock`] `.before(VoxcastSystems::Edit)` to apply it in the same frame (later, it is
-//! applied in the next one). Sight requests queued anywhere in `Update` are answered the same
-//! frame, and a reader in `Update` sees the answers in the next frame.
+//! applied in the next one). Sight requests queued anywhere in `Update` are answered at the
+//! end of the frame on the CPU, or at the start of the next on the GPU (the frame between is
+//! the GPU's: nothing waits for it); either way a reader in `Update` sees the answers in the
+//! next frame.
 //!
 //! ## Positions: i128 beside Bevy's f32
 //! A [`VoxelPosition`] is where an entity is in the i128 world; Bevy's `Transform` gives only
@@ -88,7 +91,7 @@ mod sight;
 mod target;
 mod world;
 
-use bevy_app::{App, Plugin, PostUpdate, Update};
+use bevy_app::{App, Plugin, PostUpdate, PreUpdate, Update};
 use bevy_ecs::prelude::*;
 
 pub use edit::{BlockEdit, BlockEdited, EditError, MineBlock, PlaceBlock};
@@ -113,8 +116,11 @@ pub enum VoxcastSystems {
     Target,
     /// `PostUpdate`: takes the world's changed chunks and writes [`ChunksChanged`].
     PublishChanges,
-    /// `PostUpdate`, after `PublishChanges`: answers the [`SightQueue`].
+    /// `PostUpdate`, after `PublishChanges`: answers the [`SightQueue`] on the CPU, or
+    /// submits it to the GPU.
     Sight,
+    /// `PreUpdate`: answers the batch the last frame's `Sight` submitted to the GPU.
+    CollectSight,
 }
 
 impl Plugin for VoxcastPlugin {
@@ -135,6 +141,10 @@ impl Plugin for VoxcastPlugin {
             .configure_sets(
                 PostUpdate,
                 (VoxcastSystems::PublishChanges, VoxcastSystems::Sight).chain(),
+            )
+            .add_systems(
+                PreUpdate,
+                sight::collect_gpu_answers.in_set(VoxcastSystems::CollectSight),
             )
             .add_systems(
                 Update,

@@ -45,10 +45,12 @@ pub enum SightError {
     NoPosition(Entity),
 }
 
-/// The answer to one [`SightRequest`], written as a message by
-/// [`VoxcastSystems::Sight`](crate::VoxcastSystems::Sight) in `PostUpdate` of the frame the
-/// request was queued in (before that system ran) or else of the next frame. Read it with a
-/// `MessageReader<SightAnswer>` in `Update` of the next frame at the latest.
+/// The answer to one [`SightRequest`], written as a message: on the CPU by
+/// [`VoxcastSystems::Sight`](crate::VoxcastSystems::Sight) in `PostUpdate` of the frame that
+/// answers the request (the one it was queued in, if before that system ran, else the next);
+/// on the GPU by [`VoxcastSystems::CollectSight`](crate::VoxcastSystems::CollectSight) in
+/// `PreUpdate` of the frame after that. Either way a `MessageReader<SightAnswer>` in `Update`
+/// has it in the next frame at the latest, and answers come in the order of their requests.
 #[derive(Message, Clone, Copy, Debug, PartialEq)]
 pub struct SightAnswer {
     /// The id [`SightQueue`] returned for the request.
@@ -152,12 +154,93 @@ fn segment(
         .map_err(|e| Ok(LineOfSight::Invalid(e)))
 }
 
-/// Answers every queued request in one batch: the GPU's when a [`VoxelGpu`] resource exists
-/// and works, else the CPU's on all threads.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "a system's parameters are what it reads and writes"
-)]
+/// Per request of a batch: `Ok(i)` for the `i`-th segment cast, or `Err` with its answer.
+type Slots = Vec<Result<usize, Result<LineOfSight, SightError>>>;
+
+/// A batch's requests, with where each one's answer is.
+#[derive(Debug)]
+pub(crate) struct Batch {
+    requests: Vec<(SightId, SightRequest)>,
+    slots: Slots,
+    /// The segments cast, and the options they are cast with.
+    rays: Vec<VoxelRay>,
+    options: LineOfSightOptions,
+}
+
+impl Batch {
+    /// Writes one [`SightAnswer`] per request, the cast ones from `outcomes` (one per segment,
+    /// in order), and records in `status` how many were answered.
+    fn answer(
+        self,
+        outcomes: &[LineOfSight],
+        status: &mut SightStatus,
+        answers: &mut MessageWriter<SightAnswer>,
+    ) {
+        status.answered = self.requests.len();
+        answers.write_batch(self.requests.into_iter().zip(self.slots).map(
+            |((id, request), slot)| SightAnswer {
+                id,
+                request,
+                result: slot.map_or_else(|answer| answer, |i| Ok(outcomes[i])),
+            },
+        ));
+    }
+
+    /// Answers the batch on the CPU, on all threads, with the world as it is now.
+    fn answer_on_cpu(
+        self,
+        voxels: &Voxels,
+        status: &mut SightStatus,
+        answers: &mut MessageWriter<SightAnswer>,
+    ) {
+        let mut outcomes = Vec::new();
+        line_of_sight_batch_into(&self.rays, voxels, &self.options, &mut outcomes);
+        if !self.rays.is_empty() {
+            status.engine = Some(SightEngine::Cpu);
+        }
+        self.answer(&outcomes, status, answers);
+    }
+}
+
+/// Answers the GPU batch submitted in the last frame's
+/// [`VoxcastSystems::Sight`](crate::VoxcastSystems::Sight), waiting for the GPU only if it
+/// has not finished yet (it had a frame); on a GPU failure the CPU answers it instead.
+pub(crate) fn collect_gpu_answers(
+    voxels: Res<Voxels>,
+    mut gpu_world: ResMut<GpuSightWorld>,
+    mut status: ResMut<SightStatus>,
+    mut answers: MessageWriter<SightAnswer>,
+) {
+    collect(&voxels, &mut gpu_world, &mut status, &mut answers);
+}
+
+/// The in-flight GPU batch's answers, if one is in flight.
+fn collect(
+    voxels: &Voxels,
+    gpu_world: &mut GpuSightWorld,
+    status: &mut SightStatus,
+    answers: &mut MessageWriter<SightAnswer>,
+) {
+    let Some((pending, batch)) = gpu_world.take_in_flight() else {
+        return;
+    };
+    match pending.wait() {
+        Ok(outcomes) => {
+            status.engine = Some(SightEngine::Gpu);
+            status.gpu_error = None;
+            batch.answer(&outcomes, status, answers);
+        }
+        Err(e) => {
+            gpu_world.failed(e.clone());
+            status.gpu_error = Some(e);
+            batch.answer_on_cpu(voxels, status, answers);
+        }
+    }
+}
+
+/// Answers every queued request in one batch: on the GPU when a [`VoxelGpu`] resource exists
+/// and works (submitted now, answered by [`collect_gpu_answers`] at the start of the next
+/// frame), else on the CPU on all threads, now.
 pub(crate) fn answer_sight_requests(
     voxels: Res<Voxels>,
     mut queue: ResMut<SightQueue>,
@@ -166,7 +249,6 @@ pub(crate) fn answer_sight_requests(
     mut gpu_world: ResMut<GpuSightWorld>,
     mut status: ResMut<SightStatus>,
     mut answers: MessageWriter<SightAnswer>,
-    mut scratch: Local<(Vec<VoxelRay>, Vec<LineOfSight>)>,
 ) {
     // Before anything else, so that no frame misses it: a new raycaster needs a new upload.
     if let Some(gpu) = &mut gpu
@@ -174,14 +256,15 @@ pub(crate) fn answer_sight_requests(
     {
         gpu_world.reset();
     }
+    // A batch still in flight (`collect_gpu_answers` did not run since): answered first, so
+    // that answers keep the order of their requests.
+    collect(&voxels, &mut gpu_world, &mut status, &mut answers);
     if queue.is_empty() {
         return;
     }
     let requests = std::mem::take(&mut queue.requests);
-    let (rays, outcomes) = &mut *scratch;
-    rays.clear();
-    // Per request: `Ok(i)` for the `i`-th segment of the batch, or `Err` with its answer.
-    let slots: Vec<Result<usize, Result<LineOfSight, SightError>>> = requests
+    let mut rays = Vec::new();
+    let slots: Slots = requests
         .iter()
         .map(|(_, request)| {
             segment(request, &positions).map(|ray| {
@@ -190,41 +273,24 @@ pub(crate) fn answer_sight_requests(
             })
         })
         .collect();
-    if !rays.is_empty() {
-        // Chunks edited after `VoxcastSystems::PublishChanges` are not on the GPU yet: such a
-        // batch is answered on the CPU, which sees the world as it is.
-        let gpu = gpu.filter(|_| voxels.changed_chunk_count() == 0);
-        let on_gpu = gpu.is_some_and(|gpu| {
-            match gpu_world.line_of_sight(&gpu, &voxels, rays, &queue.options, outcomes) {
-                Ok(()) => {
-                    status.gpu_error = None;
-                    true
-                }
-                Err(e) => {
-                    status.gpu_error = Some(e);
-                    false
-                }
-            }
-        });
-        if !on_gpu {
-            line_of_sight_batch_into(rays, &voxels, &queue.options, outcomes);
+    let batch = Batch {
+        requests,
+        slots,
+        rays,
+        options: queue.options.clone(),
+    };
+    // Chunks edited after `VoxcastSystems::PublishChanges` are not on the GPU yet: such a
+    // batch is answered on the CPU, which sees the world as it is.
+    let gpu = gpu.filter(|_| voxels.changed_chunk_count() == 0 && !batch.rays.is_empty());
+    let Some(gpu) = gpu else {
+        batch.answer_on_cpu(&voxels, &mut status, &mut answers);
+        return;
+    };
+    match gpu_world.submit(&gpu, &voxels, &batch.rays, &batch.options) {
+        Ok(pending) => gpu_world.set_in_flight(pending, batch),
+        Err(e) => {
+            status.gpu_error = Some(e);
+            batch.answer_on_cpu(&voxels, &mut status, &mut answers);
         }
-        status.engine = Some(if on_gpu {
-            SightEngine::Gpu
-        } else {
-            SightEngine::Cpu
-        });
     }
-    status.answered = requests.len();
-    // Both batches answer one outcome per segment, in order.
-    answers.write_batch(
-        requests
-            .into_iter()
-            .zip(slots)
-            .map(|((id, request), slot)| SightAnswer {
-                id,
-                request,
-                result: slot.map_or_else(|answer| answer, |i| Ok(outcomes[i])),
-            }),
-    );
 }

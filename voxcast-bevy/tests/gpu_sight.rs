@@ -36,8 +36,9 @@ fn eye(x: i128, y: i128, z: i128) -> VoxelPosition {
     VoxelPosition::new(WorldPos::new(x, y, z), Vec3::new(0.5, 0.6, 0.5))
 }
 
-/// Answers the queued requests in one frame; checks each against the CPU reference on the
-/// world as it is after the frame, and that `engine` answered. Returns the answers.
+/// Answers the queued requests: the CPU in the frame they were queued in, the GPU at the start
+/// of the next (none before); checks each answer against the CPU reference on the world as it
+/// is then, and that `engine` answered. Returns the answers.
 #[track_caller]
 fn answer(
     app: &mut App,
@@ -46,7 +47,12 @@ fn answer(
 ) -> Vec<SightAnswer> {
     let queued = app.world().resource::<SightQueue>().len();
     app.update();
-    let got = read(app, cursor);
+    let mut got = read(app, cursor);
+    if engine == SightEngine::Gpu {
+        assert!(got.is_empty(), "submitted this frame, answered in the next: {got:?}");
+        app.update();
+        got = read(app, cursor);
+    }
     assert_eq!(got.len(), queued);
     let world = voxels(app).clone();
     let opts = app.world().resource::<SightQueue>().options.clone();
@@ -262,4 +268,35 @@ fn a_failing_upload_is_answered_on_the_cpu() {
         .push_segment(from, to);
     let got = answer(&mut app, &mut cursor, SightEngine::Gpu);
     assert!(matches!(got[0].result, Ok(LineOfSight::Blocked(_))));
+}
+
+/// A batch in flight when the world is replaced is answered as the world was when it was
+/// submitted, and nothing waits for the GPU in the frame that submits it.
+#[test]
+fn a_batch_in_flight_outlives_a_replaced_world() {
+    let Some(mut app) = gpu_app(common::world_with(&[(WorldPos::new(5, 0, 0), STONE)])) else {
+        return;
+    };
+    let (from, to) = (eye(0, 0, 0), eye(9, 0, 0));
+    let mut cursor = app.world().resource::<Messages<SightAnswer>>().get_cursor();
+    app.world_mut()
+        .resource_mut::<SightQueue>()
+        .push_segment(from, to);
+    app.update();
+    assert!(read(&app, &mut cursor).is_empty());
+    app.insert_resource(Voxels::new(common::world_with(&[(
+        WorldPos::new(3, 0, 0),
+        STONE,
+    )])));
+    app.update();
+    let got = read(&app, &mut cursor);
+    assert_eq!(got.len(), 1);
+    assert!(
+        matches!(got[0].result, Ok(LineOfSight::Blocked(h)) if h.voxel_pos == WorldPos::new(5, 0, 0)),
+        "{got:?}"
+    );
+    assert_eq!(
+        app.world().resource::<SightStatus>().engine,
+        Some(SightEngine::Gpu)
+    );
 }

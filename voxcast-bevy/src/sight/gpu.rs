@@ -1,8 +1,10 @@
 //! The GPU side of sight batches: the app's raycaster as a resource, and the plugin's own
 //! copy of the world on it, kept current from the world's change list.
 
+use std::sync::Mutex;
+
 use bevy_ecs::prelude::*;
-use voxcast::gpu::{GpuError, GpuRaycaster, GpuWorld};
+use voxcast::gpu::{GpuError, GpuRaycaster, GpuWorld, PendingBatch};
 use voxcast::{ChunkPos, LineOfSight, LineOfSightOptions, VoxelRay, VoxelWorld};
 
 /// The app's [`GpuRaycaster`], as a resource: while it exists, sight batches run on it (see
@@ -96,6 +98,9 @@ impl std::ops::DerefMut for VoxelGpu {
     }
 }
 
+/// A submitted batch: the GPU's work and the requests it answers.
+type InFlight = (PendingBatch<Vec<LineOfSight>>, super::Batch);
+
 /// The world as uploaded to the [`VoxelGpu`], with the chunks changed since.
 #[derive(Resource, Debug, Default)]
 pub(crate) struct GpuSightWorld {
@@ -105,13 +110,50 @@ pub(crate) struct GpuSightWorld {
     pending: Vec<ChunkPos>,
     /// The last failure: the GPU is not asked again until the world or the raycaster changes.
     failed: Option<GpuError>,
+    /// The batch submitted in the last `Sight` and not answered yet (in a `Mutex` only to
+    /// be `Sync`, as a resource must: it is reached through `&mut self` alone).
+    in_flight: Mutex<Option<InFlight>>,
 }
 
 impl GpuSightWorld {
     /// Forgets the upload (the world resource or the raycaster was replaced): the next batch
     /// uploads the world whole.
+    /// A batch in flight is kept: it is answered as the world was when it was submitted.
     pub(crate) fn reset(&mut self) {
-        *self = Self::default();
+        *self = Self {
+            in_flight: Mutex::new(self.take_in_flight()),
+            ..Self::default()
+        };
+    }
+
+    /// Keeps `pending`, the GPU's work on `batch`, until it is collected.
+    pub(super) fn set_in_flight(
+        &mut self,
+        pending: PendingBatch<Vec<LineOfSight>>,
+        batch: super::Batch,
+    ) {
+        *self.in_flight() = Some((pending, batch));
+    }
+
+    /// The batch in flight, taken.
+    pub(super) fn take_in_flight(&mut self) -> Option<InFlight> {
+        self.in_flight().take()
+    }
+
+    fn in_flight(&mut self) -> &mut Option<InFlight> {
+        self.in_flight
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The GPU failed on a batch: the upload is dropped and the GPU not asked again until the
+    /// world or the raycaster changes.
+    pub(super) fn failed(&mut self, e: GpuError) {
+        *self = Self {
+            failed: Some(e),
+            in_flight: Mutex::new(self.take_in_flight()),
+            ..Self::default()
+        };
     }
 
     /// `chunks` changed in the world (from its change list, which only the plugin takes).
@@ -126,30 +168,27 @@ impl GpuSightWorld {
         self.failed = None;
     }
 
-    /// Line of sight for `rays` on `gpu` into `out`, after bringing the upload up to date.
+    /// Line of sight for `rays` on `gpu`, submitted after bringing the upload up to date:
+    /// returns at once, the GPU's work pending.
     ///
     /// # Errors
-    /// The upload's or the batch's [`GpuError`], or the last one again while neither the world
-    /// nor the raycaster changed since.
-    pub(crate) fn line_of_sight(
+    /// The upload's or the submission's [`GpuError`], or the last one again while neither the
+    /// world nor the raycaster changed since.
+    pub(crate) fn submit(
         &mut self,
         gpu: &GpuRaycaster,
         world: &VoxelWorld,
         rays: &[VoxelRay],
         opts: &LineOfSightOptions,
-        out: &mut Vec<LineOfSight>,
-    ) -> Result<(), GpuError> {
+    ) -> Result<PendingBatch<Vec<LineOfSight>>, GpuError> {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
         let result = self
             .synced(gpu, world)
-            .and_then(|gpu_world| cast_on_gpu(gpu, gpu_world, rays, opts, out));
+            .and_then(|gpu_world| gpu.submit_line_of_sight(gpu_world, rays, opts));
         if let Err(e) = &result {
-            *self = Self {
-                failed: Some(e.clone()),
-                ..Self::default()
-            };
+            self.failed(e.clone());
         }
         result
     }
@@ -174,17 +213,4 @@ impl GpuSightWorld {
         };
         Ok(self.world.insert(gpu_world))
     }
-}
-
-/// The GPU batch itself: blocking, answered before it returns. The one place where the
-/// non-blocking form goes (submit this frame, collect in a later one) once the core crate has
-/// it.
-fn cast_on_gpu(
-    gpu: &GpuRaycaster,
-    gpu_world: &GpuWorld,
-    rays: &[VoxelRay],
-    opts: &LineOfSightOptions,
-    out: &mut Vec<LineOfSight>,
-) -> Result<(), GpuError> {
-    gpu.line_of_sight_into(gpu_world, rays, opts, out)
 }
