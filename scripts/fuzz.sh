@@ -23,7 +23,7 @@ while [[ $# -gt 0 ]]; do
     case "$1" in
         -t) seconds="$2"; shift 2 ;;
         --cmin) cmin=1; shift ;;
-        -h|--help) sed -n '2,16p' "$self"; exit 0 ;;
+        -h|--help) sed -n '2,13p' "$self"; exit 0 ;;
         *) targets+=("$1"); shift ;;
     esac
 done

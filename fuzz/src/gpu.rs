@@ -84,6 +84,8 @@ pub struct Input {
     pub later: Vec<Edit>,
     /// The batch (valid and invalid rays).
     pub rays: Vec<RayIn>,
+    /// More rays for the batch, made from a seed: a batch of dozens from a few bytes.
+    pub generated: Option<(u64, u8)>,
     /// Its options.
     pub options: OptionsIn,
     /// A camera rendered on both.
@@ -107,6 +109,45 @@ pub fn run(data: &[u8]) {
     if let Err(why) = result {
         panic!("{why}\ninput: {input:#?}");
     }
+}
+
+/// `n` rays near `anchor` from `seed`: origins within 40 voxels, sub offsets on faces, at
+/// halves or anywhere, directions along axes, diagonals (zero components of both signs) or
+/// anywhere, max distances from 0 to past the cap; about one in eight is invalid (a NaN or
+/// infinite field, a zero direction, a negative or too large max distance).
+fn generated_rays(anchor: WorldPos, seed: u64, n: usize) -> Vec<VoxelRay> {
+    let mut rng = voxcast::scene::SplitMix64::new(seed);
+    let comps = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5];
+    let maxes = [0.0, 1.0, 8.0, 64.0, 300.0, voxcast::MAX_DISTANCE_CAP];
+    (0..n)
+        .map(|_| {
+            let origin = super::input::near(anchor, [0; 3].map(|_| rng.below(80) as i32 - 40));
+            let sub = voxcast::glam::Vec3::from_array([0; 3].map(|_| match rng.below(3) {
+                0 => 0.0,
+                1 => 0.5,
+                _ => rng.next_f32(),
+            }));
+            let direction = if rng.below(2) == 0 {
+                rng.unit_vector()
+            } else {
+                voxcast::glam::Vec3::from_array([0; 3].map(|_| comps[rng.below(6) as usize]))
+            };
+            let mut ray = VoxelRay {
+                origin,
+                sub_offset: sub,
+                direction,
+                max_distance: maxes[rng.below(6) as usize],
+            };
+            match rng.below(16) {
+                0 => ray.direction.y = f32::NAN,
+                1 => ray.max_distance = -1.0,
+                2 => ray.max_distance = f32::INFINITY,
+                3 => ray.sub_offset.z = f32::INFINITY,
+                _ => {}
+            }
+            ray
+        })
+        .collect()
 }
 
 /// Compares outcome by outcome under the parity contract.
@@ -186,12 +227,15 @@ pub fn check(gpu: &GpuRaycaster, input: &Input) -> Result<(), String> {
         },
         per_voxel: o.per_voxel,
     };
-    let rays: Vec<VoxelRay> = input
+    let mut rays: Vec<VoxelRay> = input
         .rays
         .iter()
         .take(RAYS)
         .map(|r| r.get(anchor))
         .collect();
+    if let Some((seed, count)) = input.generated {
+        rays.extend(generated_rays(anchor, seed, usize::from(count % 65)));
+    }
     let what = format!("{opts:?}");
     let g = gpu
         .raycast(&gw, &rays, &opts)

@@ -485,6 +485,17 @@ pub fn judge(
                 return Err(format!("hit {h:?}, but the voxel holds {id:?}"));
             }
             let s = reached(h.voxel_pos, h.distance)?;
+            // ExitSolid: a ray that starts in a stopping voxel sees air only after leaving it.
+            if opts.origin == OriginPolicy::ExitSolid
+                && let Some(start) = g.start_voxel()
+                && model.get(start).is_some_and(|id| opts.blocks.contains(id))
+                && let Some(first) = g.voxel(start, false)
+                && f64::from(h.distance) < first.t_far - slack(first.t_far)
+            {
+                return Err(format!(
+                    "hit {h:?} under ExitSolid before the ray leaves the stopping start voxel {start:?}"
+                ));
+            }
             if h.face_normal == IVec3::ZERO {
                 if h.distance != 0.0 || h.hit_uv != Vec2::ZERO || s.t_near > slack(0.0) {
                     return Err(format!(
