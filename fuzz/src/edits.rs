@@ -19,7 +19,7 @@ use super::walk;
 
 /// Most operations and full recounts one input makes.
 const OPS: usize = 32;
-const RECOUNTS: usize = 2;
+const RECOUNTS: usize = 1;
 
 /// One operation on the world.
 #[derive(Arbitrary, Debug, Clone)]
