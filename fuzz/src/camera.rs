@@ -4,7 +4,7 @@
 //! `Camera::ray` (or `Invalid` with its error) through `raycast_camera` and its row bands,
 //! and never panic, whatever their size.
 
-use arbitrary::{Arbitrary, Unstructured};
+use arbitrary::Arbitrary;
 use voxcast::{
     Camera, CameraError, RaycastOptions, RaycastOutcome, VoxelRay, WorldPos, raycast_camera,
     raycast_camera_rows_into, voxel_raycast_with,
@@ -80,12 +80,7 @@ pub struct Input {
 
 /// The target: decodes `data` and checks every pixel; panics on a wrong one.
 pub fn run(data: &[u8]) {
-    let Ok(input) = Input::arbitrary_take_rest(Unstructured::new(data)) else {
-        return;
-    };
-    if let Err(why) = check(&input) {
-        panic!("{why}\ninput: {input:#?}");
-    }
+    super::input::decode_and_check(data, check);
 }
 
 /// Whether the error `e` of building a camera from `input` is one its docs name for it.

@@ -4,7 +4,7 @@
 //! to a recount (`VoxelWorld::check_summaries`), and cast rays to the same voxels with and
 //! without empty-space skipping.
 
-use arbitrary::{Arbitrary, Unstructured};
+use arbitrary::Arbitrary;
 use voxcast::glam::{IVec3, Vec2};
 use voxcast::{
     LocalPos, RaycastOptions, VoxelId, VoxelRay, VoxelRaycastHit, VoxelWorld, WorldPos,
@@ -56,12 +56,7 @@ pub struct Input {
 /// The target: decodes `data` and checks the world after every operation; panics on a
 /// disagreement.
 pub fn run(data: &[u8]) {
-    let Ok(input) = Input::arbitrary_take_rest(Unstructured::new(data)) else {
-        return;
-    };
-    if let Err(why) = check(&input) {
-        panic!("{why}\ninput: {input:#?}");
-    }
+    super::input::decode_and_check(data, check);
 }
 
 /// A hit at `anchor + at` with face normal `face`, as an engine might build one by hand.

@@ -4,7 +4,7 @@
 //! rule moving down), one face neighbour per step, with entry and exit fractions in order in
 //! `[0, 1]`, as many cells as its size hint says; and the walk ends.
 
-use arbitrary::{Arbitrary, Unstructured};
+use arbitrary::Arbitrary;
 use voxcast::{GridError, GridTraversal};
 
 /// Cells a walk is followed for; longer walks are checked over this many first cells.
@@ -64,16 +64,10 @@ pub enum Input {
 
 /// The target: decodes `data` and checks the traversal; panics on a wrong one.
 pub fn run(data: &[u8]) {
-    let Ok(input) = Input::arbitrary_take_rest(Unstructured::new(data)) else {
-        return;
-    };
-    let result = match &input {
+    super::input::decode_and_check(data, |input: &Input| match input {
         Input::Plane(a, b, c) => check(a.map(F64In::get), b.map(F64In::get), c.map(F64In::get)),
         Input::Space(a, b, c) => check(a.map(F64In::get), b.map(F64In::get), c.map(F64In::get)),
-    };
-    if let Err(why) = result {
-        panic!("{why}\ninput: {input:?}");
-    }
+    });
 }
 
 /// The cell holding coordinate `p` (in cell units) at one end of a segment moving by `d`:

@@ -2,7 +2,7 @@
 //! distance cap and its neighbours, the ends of i128) come up far more often than uniform
 //! bytes would give them, and raw bits cover everything else.
 
-use arbitrary::Arbitrary;
+use arbitrary::{Arbitrary, Unstructured};
 use voxcast::glam::Vec3;
 use voxcast::{MAX_DISTANCE_CAP, MaterialFilter, OriginPolicy, UnloadedPolicy, VoxelId, WorldPos};
 
@@ -203,3 +203,17 @@ pub const ORIGIN_POLICIES: [OriginPolicy; 3] = [
 
 /// Both unloaded policies.
 pub const UNLOADED_POLICIES: [UnloadedPolicy; 2] = [UnloadedPolicy::Air, UnloadedPolicy::Stop];
+
+/// The body of every target: decodes `data` as an `I` (bytes that do not decode are skipped)
+/// and runs `check` on it, panicking with its message and the input when it fails.
+pub fn decode_and_check<I>(data: &[u8], check: impl FnOnce(&I) -> Result<(), String>)
+where
+    I: for<'a> Arbitrary<'a> + std::fmt::Debug,
+{
+    let Ok(input) = I::arbitrary_take_rest(Unstructured::new(data)) else {
+        return;
+    };
+    if let Err(why) = check(&input) {
+        panic!("{why}\ninput: {input:#?}");
+    }
+}

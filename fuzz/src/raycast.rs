@@ -4,7 +4,7 @@
 //! an accepted ray's answers pass the oracle, equal the answer read off the reference's own
 //! walk, and are the same bit for bit with and without empty-space skipping.
 
-use arbitrary::{Arbitrary, Unstructured};
+use arbitrary::Arbitrary;
 use voxcast::{
     LineOfSight, LineOfSightOptions, RaycastOptions, RaycastOutcome, VoxelRay, VoxelTraversal,
     VoxelWorld, WorldPos, line_of_sight, voxel_raycast_with,
@@ -66,12 +66,7 @@ pub struct Input {
 
 /// The target: decodes `data` and checks every answer; panics on a wrong one.
 pub fn run(data: &[u8]) {
-    let Ok(input) = Input::arbitrary_take_rest(Unstructured::new(data)) else {
-        return;
-    };
-    if let Err(why) = check(&input) {
-        panic!("{why}\ninput: {input:#?}");
-    }
+    super::input::decode_and_check(data, check);
 }
 
 /// Checks every cast of `input`.
