@@ -54,6 +54,9 @@ if [[ -z "${WGPU_ADAPTER_NAME:-}" && "${CI:-}" == "true" ]]; then
 fi
 echo "test.sh: VOXCAST_REQUIRE_GPU=$VOXCAST_REQUIRE_GPU WGPU_BACKEND=$WGPU_BACKEND WGPU_ADAPTER_NAME=${WGPU_ADAPTER_NAME:-<unset>}"
 
+# The fuzz targets' corpus (fuzz/corpus) replays in tests/fuzz_replay.rs, on this stable
+# toolchain; fuzzing itself needs nightly and runs apart: scripts/fuzz.sh.
+echo "test.sh: the fuzz corpus replays through tests/fuzz_replay.rs (stable); to fuzz: scripts/fuzz.sh (nightly)"
 # Every crate of the workspace: voxcast and the Bevy plugin, voxcast-bevy.
 # The `checked` profile is release with overflow checks (see Cargo.toml).
 # --all-targets: lib, bins, tests, examples, and benches (built in test mode, run quickly); no doctests

@@ -7,6 +7,7 @@ use crate::coords::{CHUNK_VOLUME, ChunkPos, LocalPos, VoxelBox, WorldPos};
 use crate::packed_ids::PackedIds;
 use crate::ray::VoxelRaycastHit;
 
+mod check;
 mod chunk;
 mod summary;
 mod tops;

@@ -1,233 +1,68 @@
 //! The CPU reference against an independent oracle, and random inputs that must never panic.
 //! That empty-space skipping changes no bit of any answer is tested in `skipping.rs`.
 //!
-//! The oracle knows nothing of the DDA: for every stopping voxel it intersects the ray with the
-//! voxel's unit box (the slab test, in f64, relative to the ray's origin voxel) and takes the
-//! nearest entry. On an axis with a zero direction component the voxel is half-open,
-//! `[p, p + 1)`, as the definition says; otherwise boundaries are crossed instantly and do not
-//! matter. Where the exact answer is a tie (the ray passes within 1e-4 of an edge or corner, two
-//! voxels are entered within 1e-4 of each other, or the entry lies within 1e-4 of max
-//! distance) the reference may pick any of the tied candidates; everywhere else it must give
-//! the oracle's voxel, face, id and distance (within 1e-3) and uv (within 1e-3).
+//! The oracle is the fuzz targets' (`fuzz/src/oracle.rs`, included here with the rest of the
+//! fuzz harness): it knows nothing of the DDA, intersects the ray with the box of every voxel
+//! of a model of the world (the slab test, in f64, relative to the ray's origin voxel) and
+//! accepts, where the exact answer is a tie within the f32 arithmetic's reach (see its docs),
+//! any of the tied answers; everywhere else the reference must give the oracle's voxel, face,
+//! id, distance and UV.
 
 mod common;
+#[path = "../fuzz/src/lib.rs"]
+pub mod harness;
 
-use common::{describe, dir_component, offset, random_solids, rel, sub_of_kind};
+use common::{describe, dir_component, offset, random_solids, sub_of_kind};
+use harness::model::{Model, ModelChunk};
+use harness::oracle::judge;
 use proptest::prelude::*;
-use voxcast::glam::{DVec3, IVec3, Vec2, Vec3};
+use voxcast::glam::{IVec3, Vec2, Vec3};
 use voxcast::{
     Chunk, ChunkPos, LineOfSight, LineOfSightOptions, MAX_DISTANCE_CAP, MaterialFilter,
     OriginPolicy, RaycastOptions, RaycastOutcome, UnloadedPolicy, VoxelId, VoxelRay,
     VoxelTraversal, VoxelWorld, WorldPos, line_of_sight, voxel_raycast_with,
 };
 
-/// Slack for "the same distance" in exact arithmetic: the reference steps in f32.
-const TIE: f64 = 1e-4;
-
-/// One stopping voxel the ray touches, as the oracle sees it.
-#[derive(Debug, Clone)]
-struct Candidate {
-    voxel: WorldPos,
-    id: VoxelId,
-    /// Entry distance, clamped to 0 for a voxel the ray starts in.
-    t_near: f64,
-    /// Whether the ray runs through the voxel for more than `TIE` (rather than grazing it).
-    strict: bool,
-    /// The acceptable entry-face normals.
-    faces: Vec<IVec3>,
-    /// Where the ray enters, relative to the voxel's low corner.
-    entry: DVec3,
-}
-
-/// The start voxel, from the definition (origin, one lower on an axis where the start point is
-/// on the low face and the ray moves down).
-fn start_voxel(r: &VoxelRay) -> WorldPos {
-    WorldPos::from_array(std::array::from_fn(|a| {
-        r.origin.axis(a) - i128::from(r.direction[a] < 0.0 && r.sub_offset[a] == 0.0)
-    }))
-}
-
-fn oracle(
-    r: &VoxelRay,
-    solids: &[(WorldPos, VoxelId)],
-    stops: &dyn Fn(VoxelId) -> bool,
-    skip: Option<WorldPos>,
-) -> Vec<Candidate> {
-    let o = r.sub_offset.as_dvec3();
-    let d = r.direction.as_dvec3();
-    let max = f64::from(r.max_distance);
-    let mut out = Vec::new();
-    'voxels: for &(v, id) in solids {
-        if !stops(id) || Some(v) == skip {
-            continue;
-        }
-        let lo = rel(v, r.origin);
-        let mut t_near = f64::NEG_INFINITY;
-        let mut t_far = f64::INFINITY;
-        let mut enter = [f64::NEG_INFINITY; 3];
-        for a in 0..3 {
-            if d[a] == 0.0 {
-                if !(lo[a] <= o[a] && o[a] < lo[a] + 1.0) {
-                    continue 'voxels;
-                }
-                continue;
-            }
-            let t1 = (lo[a] - o[a]) / d[a];
-            let t2 = (lo[a] + 1.0 - o[a]) / d[a];
-            enter[a] = t1.min(t2);
-            t_near = t_near.max(enter[a]);
-            t_far = t_far.min(t1.max(t2));
-        }
-        let tn = t_near.max(0.0);
-        if t_far < -TIE || tn > t_far + TIE || tn > max + TIE {
-            continue;
-        }
-        let strict = t_far - tn > TIE;
-        let faces = if t_near <= 0.0 {
-            vec![IVec3::ZERO]
-        } else {
-            (0..3)
-                .filter(|&a| d[a] != 0.0 && enter[a] >= t_near - TIE)
-                .map(|a| {
-                    let mut n = IVec3::ZERO;
-                    n[a] = if d[a] < 0.0 { 1 } else { -1 };
-                    n
-                })
-                .collect()
-        };
-        out.push(Candidate {
-            voxel: v,
-            id,
-            t_near: tn,
-            strict,
-            faces,
-            entry: o + d * tn - lo,
-        });
-    }
-    out
-}
-
-/// Checks the reference's outcome against the oracle's candidates; `Err` says why not.
-fn judge(r: &VoxelRay, outcome: &RaycastOutcome, cands: &[Candidate]) -> Result<(), String> {
-    let max = f64::from(r.max_distance);
-    let best = cands
-        .iter()
-        .filter(|c| c.strict)
-        .map(|c| c.t_near)
-        .fold(f64::INFINITY, f64::min);
-    match outcome {
-        RaycastOutcome::Miss => {
-            if best < max - TIE {
-                let c = cands.iter().find(|c| c.strict && c.t_near == best);
-                return Err(format!("miss, but the oracle hits {c:?}"));
-            }
-            Ok(())
-        }
-        RaycastOutcome::Hit(h) => {
-            let Some(c) = cands.iter().find(|c| c.voxel == h.voxel_pos) else {
-                return Err(format!("hit {h:?} is not a stopping voxel on the ray"));
-            };
-            let dist = f64::from(h.distance);
-            if (dist - c.t_near).abs() > 1e-3 {
-                return Err(format!(
-                    "distance {} but the oracle enters {c:?} at {}",
-                    h.distance, c.t_near
-                ));
-            }
-            if h.distance > r.max_distance || h.distance < 0.0 {
-                return Err(format!("hit {h:?} outside [0, max distance]"));
-            }
-            if c.t_near > best + TIE {
-                let b = cands.iter().find(|c| c.strict && c.t_near == best);
-                return Err(format!(
-                    "hit {h:?} lies behind the oracle's nearest hit {b:?}"
-                ));
-            }
-            if h.voxel_type != c.id {
-                return Err(format!(
-                    "hit {h:?} has the wrong id; voxel holds {:?}",
-                    c.id
-                ));
-            }
-            if c.strict && !c.faces.contains(&h.face_normal) {
-                return Err(format!(
-                    "hit {h:?} has face {:?}, oracle allows {:?}",
-                    h.face_normal, c.faces
-                ));
-            }
-            // The uv of an unambiguous face: the entry point on the two other axes.
-            if c.strict && c.faces.len() == 1 && c.faces[0] != IVec3::ZERO {
-                let a = (0..3)
-                    .find(|&a| c.faces[0][a] != 0)
-                    .unwrap_or_else(|| unreachable!());
-                let (u, v) = match a {
-                    0 => (1, 2),
-                    1 => (0, 2),
-                    _ => (0, 1),
-                };
-                let uv = Vec2::new(c.entry[u] as f32, c.entry[v] as f32);
-                if !h.hit_uv.abs_diff_eq(uv, 1e-3) {
-                    return Err(format!("hit {h:?} has uv {:?}, oracle {uv:?}", h.hit_uv));
-                }
-            }
-            if c.faces == [IVec3::ZERO]
-                && c.strict
-                && (h.face_normal != IVec3::ZERO || h.hit_uv != Vec2::ZERO)
-            {
-                return Err(format!(
-                    "hit {h:?} in the start voxel must have zero normal and uv"
-                ));
-            }
-            Ok(())
-        }
-        other => Err(format!("unexpected outcome {other:?}")),
-    }
-}
-
 /// A random small world: a 12³ region at `min` with ~10% solids (ids 1..=3), plus, by `extra`,
 /// nothing (0), a shell of loaded empty chunks around it (1), or a uniformly solid chunk next
-/// to it (2).
-fn small_world(seed: u64, min: WorldPos, extra: u8) -> (VoxelWorld, Vec<(WorldPos, VoxelId)>) {
-    let mut solids = random_solids(seed, min, 12, 0.1, 3);
+/// to it (2); with the model of it that the oracle reads.
+fn small_world(seed: u64, min: WorldPos, extra: u8) -> (VoxelWorld, Model) {
     let mut world = VoxelWorld::new();
+    let mut model = Model::default();
+    let mut insert = |pos: ChunkPos, fill: VoxelId| {
+        world
+            .insert_chunk(pos, Chunk::filled(fill))
+            .expect("in the world");
+        model.insert_chunk(
+            pos,
+            ModelChunk {
+                fill,
+                ..ModelChunk::default()
+            },
+        );
+    };
+    let c = min.chunk();
     match extra % 3 {
         1 => {
-            let c = min.chunk();
             for dz in -1..=1 {
                 for dy in -1..=1 {
                     for dx in -1..=1 {
-                        world
-                            .insert_chunk(
-                                ChunkPos::new(c.x + dx, c.y + dy, c.z + dz),
-                                Chunk::default(),
-                            )
-                            .expect("in the world");
+                        insert(ChunkPos::new(c.x + dx, c.y + dy, c.z + dz), VoxelId::AIR);
                     }
                 }
             }
         }
-        2 => {
-            let c = min.chunk();
-            let pos = ChunkPos::new(c.x - 1, c.y, c.z);
-            let id = VoxelId(1 + (seed % 3) as u16);
-            world
-                .insert_chunk(pos, Chunk::filled(id))
-                .expect("in the world");
-            let o = pos.origin();
-            for z in 0..32 {
-                for y in 0..32 {
-                    for x in 0..32 {
-                        solids.push((offset(o, [x, y, z]), id));
-                    }
-                }
-            }
-        }
+        2 => insert(
+            ChunkPos::new(c.x - 1, c.y, c.z),
+            VoxelId(1 + (seed % 3) as u16),
+        ),
         _ => {}
     }
-    for &(p, id) in &solids {
+    for (p, id) in random_solids(seed, min, 12, 0.1, 3) {
         world.set_voxel(p, id);
+        model.set_voxel(p, id);
     }
-    (world, solids)
+    (world, model)
 }
 
 fn filter_of(kind: u8) -> (MaterialFilter, String) {
@@ -290,93 +125,126 @@ proptest! {
         let (origin, sub, dir, max, aimed) = params;
         prop_assume!(dir.iter().any(|&c| c != 0.0));
         let min = WorldPos::from_array(region);
-        let (world, solids) = small_world(world_seed, min, extra);
+        let (world, model) = small_world(world_seed, min, extra);
         let r = VoxelRay::new(offset(min, origin), Vec3::from_array(sub), Vec3::from_array(dir), max)
             .map_err(|e| TestCaseError::fail(format!("{e}")))?;
         let (filter, filter_name) = filter_of(filter_kind);
         let policy = if skip_origin { OriginPolicy::SkipOriginVoxel } else { OriginPolicy::Report };
         let opts = RaycastOptions { origin: policy, blocks: filter.clone(), ..RaycastOptions::default() };
         let outcome = voxel_raycast_with(&r, &world, &opts);
-        let skip = skip_origin.then(|| start_voxel(&r));
-        let cands = oracle(&r, &solids, &|id| filter.contains(id), skip);
-        if let Err(why) = judge(&r, &outcome, &cands) {
+        if let Err(why) = judge(&model, &r, &opts, false, &outcome) {
             return Err(TestCaseError::fail(format!(
-                "{why}\n  {}\n  policy {policy:?}, filter {filter_name}, aimed {aimed}, world seed {world_seed:#x} at {min:?} extra {extra}\n  candidates {cands:#?}",
+                "{why}\n  {}\n  policy {policy:?}, filter {filter_name}, aimed {aimed}, world seed {world_seed:#x} at {min:?} extra {extra}",
                 describe(&r)
             )));
         }
     }
 }
 
-/// The oracle itself must be able to disagree: a wrong answer is rejected.
+/// The oracle itself must be able to disagree: under each policy the right answer passes and
+/// each wrong one (another voxel, face, distance, UV or id, a miss, unloaded space) is
+/// rejected.
 #[test]
 fn oracle_rejects_wrong_answers() {
-    let solids = [
-        (WorldPos::new(5, 0, 0), VoxelId(1)),
-        (WorldPos::new(8, 0, 0), VoxelId(2)),
+    let (mut world, mut model) = (VoxelWorld::new(), Model::default());
+    for (x, id) in [(5, 1), (8, 2)] {
+        world.set_voxel(WorldPos::new(x, 0, 0), VoxelId(id));
+        model.set_voxel(WorldPos::new(x, 0, 0), VoxelId(id));
+    }
+    let hit = |x: i128, distance: f32, face: IVec3, id: u16| {
+        RaycastOutcome::Hit(voxcast::VoxelRaycastHit {
+            voxel_pos: WorldPos::new(x, 0, 0),
+            face_normal: face,
+            distance,
+            voxel_type: VoxelId(id),
+            hit_uv: if face == IVec3::ZERO {
+                Vec2::ZERO
+            } else {
+                Vec2::splat(0.5)
+            },
+        })
+    };
+    let with_uv = |o: RaycastOutcome, uv: Vec2| match o {
+        RaycastOutcome::Hit(h) => RaycastOutcome::Hit(voxcast::VoxelRaycastHit { hit_uv: uv, ..h }),
+        o => o,
+    };
+    let unloaded = |x: i128, distance: f32| RaycastOutcome::Unloaded {
+        at: WorldPos::new(x, 0, 0),
+        distance,
+    };
+    let x = IVec3::NEG_X;
+    // (start x, policy, unloaded policy, the right answer, wrong answers)
+    let cases = [
+        (
+            0,
+            OriginPolicy::Report,
+            UnloadedPolicy::Air,
+            hit(5, 4.5, x, 1),
+            vec![
+                RaycastOutcome::Miss,
+                hit(8, 7.5, x, 2),
+                hit(5, 4.5, IVec3::X, 1),
+                hit(5, 4.6, x, 1),
+                with_uv(hit(5, 4.5, x, 1), Vec2::new(0.5, 0.6)),
+                hit(5, 4.5, x, 2),
+                hit(6, 5.5, x, 1),
+                unloaded(5, 4.5),
+            ],
+        ),
+        (
+            10,
+            OriginPolicy::Report,
+            UnloadedPolicy::Stop,
+            unloaded(32, 21.5),
+            vec![
+                RaycastOutcome::Miss,
+                unloaded(33, 22.5),
+                unloaded(32, 22.0),
+                unloaded(31, 20.5),
+            ],
+        ),
+        (
+            5,
+            OriginPolicy::Report,
+            UnloadedPolicy::Air,
+            hit(5, 0.0, IVec3::ZERO, 1),
+            vec![hit(8, 2.5, x, 2), hit(5, 0.0, x, 1)],
+        ),
+        (
+            5,
+            OriginPolicy::SkipOriginVoxel,
+            UnloadedPolicy::Air,
+            hit(8, 2.5, x, 2),
+            vec![hit(5, 0.0, IVec3::ZERO, 1), RaycastOutcome::Miss],
+        ),
+        (
+            5,
+            OriginPolicy::ExitSolid,
+            UnloadedPolicy::Air,
+            hit(8, 2.5, x, 2),
+            vec![hit(5, 0.0, IVec3::ZERO, 1), RaycastOutcome::Miss],
+        ),
     ];
-    let r = common::ray_at([0, 0, 0], [0.5; 3], [1.0, 0.0, 0.0], 20.0);
-    let cands = oracle(&r, &solids, &|id| !id.is_air(), None);
-    let right = voxcast::VoxelRaycastHit {
-        voxel_pos: WorldPos::new(5, 0, 0),
-        face_normal: IVec3::NEG_X,
-        distance: 4.5,
-        voxel_type: VoxelId(1),
-        hit_uv: Vec2::splat(0.5),
-    };
-    assert_eq!(judge(&r, &RaycastOutcome::Hit(right), &cands), Ok(()));
-    assert!(judge(&r, &RaycastOutcome::Miss, &cands).is_err());
-    let far = voxcast::VoxelRaycastHit {
-        voxel_pos: WorldPos::new(8, 0, 0),
-        distance: 7.5,
-        voxel_type: VoxelId(2),
-        ..right
-    };
-    assert!(judge(&r, &RaycastOutcome::Hit(far), &cands).is_err());
-    assert!(
-        judge(
-            &r,
-            &RaycastOutcome::Hit(voxcast::VoxelRaycastHit {
-                face_normal: IVec3::X,
-                ..right
-            }),
-            &cands
-        )
-        .is_err()
-    );
-    assert!(
-        judge(
-            &r,
-            &RaycastOutcome::Hit(voxcast::VoxelRaycastHit {
-                distance: 4.6,
-                ..right
-            }),
-            &cands
-        )
-        .is_err()
-    );
-    assert!(
-        judge(
-            &r,
-            &RaycastOutcome::Hit(voxcast::VoxelRaycastHit {
-                hit_uv: Vec2::new(0.5, 0.6),
-                ..right
-            }),
-            &cands
-        )
-        .is_err()
-    );
-    assert!(
-        judge(
-            &r,
-            &RaycastOutcome::Hit(voxcast::VoxelRaycastHit {
-                voxel_type: VoxelId(2),
-                ..right
-            }),
-            &cands
-        )
-        .is_err()
-    );
+    for (start, origin, unloaded, right, wrong) in cases {
+        let r = common::ray_at([start, 0, 0], [0.5; 3], [1.0, 0.0, 0.0], 40.0);
+        let opts = common::opts(origin, unloaded);
+        assert_eq!(
+            voxel_raycast_with(&r, &world, &opts),
+            right,
+            "{origin:?} {unloaded:?}"
+        );
+        assert_eq!(
+            judge(&model, &r, &opts, false, &right),
+            Ok(()),
+            "{origin:?} {unloaded:?}"
+        );
+        for w in wrong {
+            assert!(
+                judge(&model, &r, &opts, false, &w).is_err(),
+                "{origin:?} {unloaded:?}: the oracle accepts {w:?}"
+            );
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

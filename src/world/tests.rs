@@ -327,3 +327,34 @@ fn occupied_bounds_follow_edits() {
         Some((ChunkPos::new(-9, -3, 0), ChunkPos::new(9, 0, 0)))
     );
 }
+
+/// The recount behind `check_summaries` passes on worlds kept by edits, and finds a summary
+/// that no longer matches the chunks.
+#[test]
+fn check_summaries_finds_a_stale_summary() {
+    let mut w = VoxelWorld::new();
+    w.set_voxel(WorldPos::new(-1, 130, 161), VoxelId(7));
+    w.insert_chunk(ChunkPos::new(5, 0, 0), Chunk::filled(VoxelId(2)))
+        .expect("in the world");
+    w.insert_chunk(ChunkPos::new(6, 0, 0), Chunk::default())
+        .expect("in the world");
+    assert_eq!(w.check_summaries(), Ok(()));
+    let kept = w.clone();
+    w.air.1 += 1;
+    assert!(w.check_summaries().is_err());
+    let mut w = kept.clone();
+    w.occupied = w.loaded;
+    assert!(w.check_summaries().is_err());
+    let mut w = kept.clone();
+    let region = region_of([5, 0, 0]).0;
+    let r = w
+        .regions
+        .get_mut(&(region[0], region[1], region[2]))
+        .expect("loaded");
+    r.tops.set_top(region_cell([5, 0, 0]), 0, 0, 3);
+    assert!(w.check_summaries().is_err());
+    let mut w = kept;
+    w.track_changes = false;
+    w.changed.insert(ChunkPos::new(5, 0, 0));
+    assert!(w.check_summaries().is_err());
+}
