@@ -934,15 +934,22 @@ fn cast_camera(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workg
     let px = pixel % params.cam_width;
     let py = pixel / params.cam_width;
     let dir = camera_dir(px, py);
+    let ray = made_ray(params.cam_position, params.cam_sub, dir, params.cam_max_distance);
+    hits[i] = pack_hit(cast_ray(ray), params.cam_position);
+}
+
+// A ray made in the shader (a camera's pixel, a pair's segment) from its start voxel, the
+// offset in it, its unit direction and its max distance, as VoxelRay::new makes it.
+fn made_ray(voxel: vec3<i32>, sub: vec3<f32>, dir: vec3<f32>, max_distance: f32) -> Ray {
     var ray: Ray;
-    ray.voxel = params.cam_position;
+    ray.voxel = voxel;
     ray.flags = AXIS_NONE << RAY_ENTRY_SHIFT;
-    ray.max_distance = params.cam_max_distance;
+    ray.max_distance = max_distance;
     ray.n = vec3<u32>(0u);
     for (var a = 0u; a < 3u; a += 1u) {
-        ray = prepare_axis(ray, a, dir[a], params.cam_sub[a]);
+        ray = prepare_axis(ray, a, dir[a], sub[a]);
     }
-    hits[i] = pack_hit(cast_ray(ray), params.cam_position);
+    return ray;
 }
 
 // Statuses of a pair's answer besides those of Hit.status: the eyes are too close
@@ -989,15 +996,7 @@ fn cast_pairs(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
     } else if (seg.w < 0.0) {
         h = make_hit(STATUS_TOO_LONG, a.voxel, 0.0, 0u, AXIS_NONE, false, vec2<f32>(0.0));
     } else {
-        var ray: Ray;
-        ray.voxel = a.voxel;
-        ray.flags = AXIS_NONE << RAY_ENTRY_SHIFT;
-        ray.max_distance = seg.w;
-        ray.n = vec3<u32>(0u);
-        for (var axis = 0u; axis < 3u; axis += 1u) {
-            ray = prepare_axis(ray, axis, seg[axis], a.sub[axis]);
-        }
-        h = cast_segment(ray);
+        h = cast_segment(made_ray(a.voxel, a.sub, seg.xyz, seg.w));
     }
     if ((h.status & 15u) == STATUS_MISS) {
         atomicOr(&pair_out[i >> 5u], 1u << (i & 31u));
