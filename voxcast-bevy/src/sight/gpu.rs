@@ -149,11 +149,8 @@ impl GpuSightWorld {
     /// The GPU failed on a batch: the upload is dropped and the GPU not asked again until the
     /// world or the raycaster changes.
     pub(super) fn failed(&mut self, e: GpuError) {
-        *self = Self {
-            failed: Some(e),
-            in_flight: Mutex::new(self.take_in_flight()),
-            ..Self::default()
-        };
+        self.reset();
+        self.failed = Some(e);
     }
 
     /// `chunks` changed in the world (from its change list, which only the plugin takes).
