@@ -274,9 +274,9 @@ mod tests {
             assert_eq!(Freedom::from_name(&freedom.name()), Some(freedom));
         }
         // Without `pin`, products fuse into sums: four in `camera_dir` (`sx`, `sy`, and both
-        // sums of `v`) and two in `face_frac`.
+        // sums of `v`), two in `face_frac` and one in `recip_near`.
         let unpinned = variant(&unpinned(), Freedom::Fused).expect("a variant");
-        assert_eq!(unpinned.sites, 6);
+        assert_eq!(unpinned.sites, 7);
     }
 
     #[test]
