@@ -143,7 +143,8 @@ struct Hit {
     status: u32,
     distance: f32,
     id: u32,
-    uv: vec2<f32>,
+    uv: vec2<f32>,          // set by with_uv once the walk has ended
+    n: vec3<u32>,           // the crossings done on reaching the voxel (with_uv's input)
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
@@ -583,18 +584,19 @@ fn voxel_at(v: vec3<i32>) -> vec2<u32> {
     return vec2<u32>(0u, slot_id(e, vec3<u32>(v & vec3<i32>(31))));
 }
 
-fn make_hit(status: u32, voxel: vec3<i32>, t: f32, id: u32, face_axis: u32, normal_positive: bool, uv: vec2<f32>) -> Hit {
+fn make_hit(status: u32, voxel: vec3<i32>, t: f32, id: u32, face_axis: u32, normal_positive: bool, n: vec3<u32>) -> Hit {
     var h: Hit;
     h.voxel = voxel;
     h.status = status | (face_axis << 4u) | select(0u, 64u, normal_positive);
     h.distance = t;
     h.id = id;
-    h.uv = uv;
+    h.uv = vec2<f32>(0.0);
+    h.n = n;
     return h;
 }
 
 fn miss() -> Hit {
-    return make_hit(STATUS_MISS, vec3<i32>(0), 0.0, 0u, AXIS_NONE, false, vec2<f32>(0.0));
+    return make_hit(STATUS_MISS, vec3<i32>(0), 0.0, 0u, AXIS_NONE, false, vec3<u32>(0u));
 }
 
 // The hit on the current voxel of d; twin of `Dda::hit` in src/cpu_ref/dda.rs.
@@ -603,8 +605,18 @@ fn hit_here(ray: Ray, d: Dda, id: u32) -> Hit {
     if (d.entry_axis != AXIS_NONE) {
         normal_positive = axis_step(ray, d.entry_axis) < 0;
     }
-    return make_hit(STATUS_HIT, d.voxel, d.t, id, d.entry_axis, normal_positive,
-                    face_uv(ray, d.n, d.t, d.entry_axis));
+    return make_hit(STATUS_HIT, d.voxel, d.t, id, d.entry_axis, normal_positive, d.n);
+}
+
+// The hit with its UV, from the crossings and distance it was made with. Made once after the
+// walk, not where the walk stops: lanes of a SIMD group that stop at different steps would
+// each run it inside the loop.
+fn with_uv(ray: Ray, hit: Hit) -> Hit {
+    var h = hit;
+    if ((h.status & 15u) == STATUS_HIT) {
+        h.uv = face_uv(ray, h.n, h.distance, (h.status >> 4u) & 3u);
+    }
+    return h;
 }
 
 // Conservative line of sight: test the voxels touching a crossed edge or corner that stepping
@@ -639,11 +651,10 @@ fn check_tie_extras(ray: Ray, d: Dda, t_cross: f32, air_seen: bool) -> Hit {
         }
         let at = voxel_at(p);
         if (at.x == 1u && (OPTIONS & FLAG_STOP_UNLOADED) != 0u) {
-            return make_hit(STATUS_UNLOADED, p, t_cross, 0u, AXIS_NONE, false, vec2<f32>(0.0));
+            return make_hit(STATUS_UNLOADED, p, t_cross, 0u, AXIS_NONE, false, vec3<u32>(0u));
         }
         if (at.x == 0u && stops(at.y) && air_seen) {
-            return make_hit(STATUS_HIT, p, t_cross, at.y, last_axis, axis_step(ray, last_axis) < 0,
-                            face_uv(ray, n, t_cross, last_axis));
+            return make_hit(STATUS_HIT, p, t_cross, at.y, last_axis, axis_step(ray, last_axis) < 0, n);
         }
     }
     return miss();
@@ -715,7 +726,7 @@ fn cast_ray(ray: Ray) -> Hit {
             if (!stop_unloaded) {
                 passable = true;
             } else if (!skip_origin) {
-                return make_hit(STATUS_UNLOADED, d.voxel, d.t, 0u, AXIS_NONE, false, vec2<f32>(0.0));
+                return make_hit(STATUS_UNLOADED, d.voxel, d.t, 0u, AXIS_NONE, false, vec3<u32>(0u));
             }
         } else if (tag == TAG_EMPTY) {
             passable = true;
@@ -778,7 +789,7 @@ fn cast_ray(ray: Ray) -> Hit {
             return miss();
         }
     }
-    return make_hit(STATUS_RUNAWAY, d.voxel, d.t, 0u, AXIS_NONE, false, vec2<f32>(0.0));
+    return make_hit(STATUS_RUNAWAY, d.voxel, d.t, 0u, AXIS_NONE, false, vec3<u32>(0u));
 }
 
 // Whether hit a lies strictly nearer than b: a miss is never nearer, anything else is nearer
@@ -820,12 +831,12 @@ fn on_high_faces(hit: Hit, layer: u32) -> Hit {
 // `cast_segment` in src/cpu_ref.rs.
 fn cast_segment(ray: Ray) -> Hit {
     if ((OPTIONS & FLAG_CONSERVATIVE) == 0u) {
-        return cast_ray(ray);
+        return with_uv(ray, cast_ray(ray));
     }
     let planes = (ray.flags >> RAY_PLANE_SHIFT) & 7u;
     if (planes == 0u) {
         // Most rays: without the loop, which keeps `best` live around cast_ray (13% slower).
-        return cast_ray(ray);
+        return with_uv(ray, cast_ray(ray));
     }
     var best = miss();
     for (var layer = 0u; layer < 8u; layer += 1u) {
@@ -838,7 +849,7 @@ fn cast_segment(ray: Ray) -> Hit {
         if (layer != 0u && beyond_world(r.voxel)) {
             continue;
         }
-        let h = on_high_faces(cast_ray(r), layer);
+        let h = on_high_faces(with_uv(r, cast_ray(r)), layer);
         if (nearer(h, best)) {
             best = h;
         }
@@ -947,7 +958,7 @@ fn cast_camera(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workg
     let py = pixel / params.cam_width;
     let dir = camera_dir(px, py);
     let ray = made_ray(params.cam_position, params.cam_sub, dir, params.cam_max_distance);
-    hits[i] = pack_hit(cast_ray(ray), params.cam_position);
+    hits[i] = pack_hit(with_uv(ray, cast_ray(ray)), params.cam_position);
 }
 
 // A ray made in the shader (a camera's pixel, a pair's segment) from its start voxel, the
@@ -1004,9 +1015,9 @@ fn cast_pairs(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
     let seg = segment(vec3<f32>(b.voxel - a.voxel) + pin3(b.sub - a.sub));
     var h = miss();
     if (seg.w == 0.0) {
-        h = make_hit(STATUS_ZERO_LENGTH, a.voxel, 0.0, 0u, AXIS_NONE, false, vec2<f32>(0.0));
+        h = make_hit(STATUS_ZERO_LENGTH, a.voxel, 0.0, 0u, AXIS_NONE, false, vec3<u32>(0u));
     } else if (seg.w < 0.0) {
-        h = make_hit(STATUS_TOO_LONG, a.voxel, 0.0, 0u, AXIS_NONE, false, vec2<f32>(0.0));
+        h = make_hit(STATUS_TOO_LONG, a.voxel, 0.0, 0u, AXIS_NONE, false, vec3<u32>(0u));
     } else {
         h = cast_segment(made_ray(a.voxel, a.sub, seg.xyz, seg.w));
     }
