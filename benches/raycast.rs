@@ -18,7 +18,10 @@
 //! ```
 
 #[path = "../examples/peers/mod.rs"]
-#[expect(dead_code, reason = "W5, the agent workload, is timed by bench_report only")]
+#[expect(
+    dead_code,
+    reason = "W5, the agent workload, is timed by bench_report only"
+)]
 mod peers;
 
 use std::hint::black_box;

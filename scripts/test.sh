@@ -35,10 +35,18 @@ if ! have_icd || ! have_loader; then
             echo "test.sh: need root (or sudo) to install mesa-vulkan-drivers" >&2; exit 1
         fi
     fi
-    echo "test.sh: installing Vulkan software driver (apt-get install mesa-vulkan-drivers libvulkan1)..."
     export DEBIAN_FRONTEND=noninteractive
     $SUDO apt-get update -qq >/dev/null
-    $SUDO apt-get install -y -qq --no-install-recommends mesa-vulkan-drivers libvulkan1 >/dev/null
+    pkgs=(mesa-vulkan-drivers libvulkan1)
+    # Where some Mesa is installed already, take the Vulkan driver of that same version, so
+    # that the install adds packages and upgrades none.
+    mesa="$(dpkg-query -W -f='${Version}' libgl1-mesa-dri 2>/dev/null || true)"
+    if [[ -n "$mesa" ]] && apt-cache madison mesa-vulkan-drivers | grep -qF "| $mesa |"; then
+        pkgs[0]="mesa-vulkan-drivers=$mesa"
+    fi
+    echo "test.sh: no Vulkan driver found; installing Mesa's software driver (lavapipe):"
+    $SUDO apt-get install -s --no-install-recommends "${pkgs[@]}" | sed -n 's/^Inst /  apt-get installs /p'
+    $SUDO apt-get install -y -q --no-install-recommends "${pkgs[@]}"
 fi
 
 # Mesa's Vulkan loader complains when this is unset; give it a private folder.

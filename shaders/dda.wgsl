@@ -42,8 +42,8 @@ const HALF_CELLS: u32 = 0x00FF00FFu;
 
 // The batch's options, bits as below. A pipeline-overridable constant, not a uniform: each
 // combination of options gets its own pipeline, compiled on first use (src/gpu/device.rs,
-// `GpuRaycaster::pipeline`), so that the code of options not in use folds away. On lavapipe
-// that made the camera kernel about 30% faster than reading the options from Params.
+// `GpuRaycaster::pipeline`), so that the code of options not in use folds away (faster than
+// reading the options from Params: BENCHMARKS.md, "Design choices").
 override OPTIONS: u32;
 const FLAG_ORIGIN_MASK: u32 = 3u;      // 0 Report, 1 SkipOriginVoxel, 2 ExitSolid
 const ORIGIN_REPORT: u32 = 0u;
@@ -314,18 +314,17 @@ const WALK_MISS: u32 = 3u;
 // skips save; `Dda::walk_dense::<false, _>` is its twin), the ray enters another chunk
 // (WALK_LEFT_CHUNK) or it ends (WALK_MISS). Only where the origin policy no longer matters
 // and without the conservative tie test. Twin of `Dda::walk_dense` in src/cpu_ref/dda.rs,
-// which skips empty bricks itself: here that measured
-// 9% faster on W3 but 32% slower on W4 on lavapipe (lanes of a SIMD group all carry the skip
-// code), so the caller skips. Where every non-air voxel stops the ray (the default), the
-// occupancy bit alone decides and the id is read once after the loop (lavapipe: W3 +7%, W4
-// +12%), and the time and entry axis are made from the last step's axis mask after the loop
-// (the same bits; W4 +8%). The Rust twin reads the id and sets those in the loop, with the same
-// result. At most 96 steps: each one moves one voxel through the chunk.
+// which skips empty bricks itself: here the caller skips, because every lane of a SIMD group
+// would carry the skip code. Where every non-air voxel stops the ray (the default), the
+// occupancy bit alone decides and the id is read once after the loop, and the time and entry
+// axis are made from the last step's axis mask after the loop (the same bits): work after the
+// loop runs once, work in it once per step. The Rust twin reads the id and sets those in the
+// loop, with the same result. At most 96 steps: each one moves one voxel through the chunk.
 fn walk_dense(ray: Ray, d: ptr<function, Dda>, slot: u32, hit_id: ptr<function, u32>) -> u32 {
     let occ_base = slot * OCC_WORDS;
     let brick_bits = vec2<u32>(bricks[slot * BRICK_WORDS], bricks[slot * BRICK_WORDS + 1u]);
     let base = (*d).voxel & vec3<i32>(~31);
-    // The state in separate locals (measured faster on lavapipe than stepping a Dda copy).
+    // The state in separate locals rather than a Dda copy, which the loop would carry whole.
     // Local coordinates in 0..32; a step out of the chunk wraps to 32 or 0xFFFFFFFF.
     var l = bitcast<vec3<u32>>((*d).voxel - base);
     let step = bitcast<vec3<u32>>((*d).step);
@@ -835,7 +834,7 @@ fn cast_segment(ray: Ray) -> Hit {
     }
     let planes = (ray.flags >> RAY_PLANE_SHIFT) & 7u;
     if (planes == 0u) {
-        // Most rays: without the loop, which keeps `best` live around cast_ray (13% slower).
+        // Most rays: without the loop, which would keep `best` live around cast_ray.
         return with_uv(ray, cast_ray(ray));
     }
     var best = miss();

@@ -18,7 +18,7 @@ use glam::{IVec3, Vec2};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-use crate::camera::Camera;
+use crate::camera::{Camera, CameraError};
 use crate::coords::{ChunkPos, VoxelBox, WorldPos};
 use crate::cpu_ref::LONG_RAY;
 use crate::cpu_ref::{AXIS_NONE, Dda, grow_by_a_chunk, unloaded_tie_extra};
@@ -100,9 +100,9 @@ const STATUS_TOO_LONG: u32 = 5;
 pub enum GpuError {
     /// No adapter was found.
     #[error(
-        "no GPU adapter found ({0}). Install a Vulkan driver (for a software adapter on Debian or \
-         Ubuntu: `apt-get install mesa-vulkan-drivers`, which provides lavapipe), or choose one \
-         with WGPU_BACKEND / WGPU_ADAPTER_NAME; the CPU reference (`raycast_batch`) works without one"
+        "no GPU adapter found. To get one, install a Vulkan driver (Debian or Ubuntu, software: \
+         `apt-get install mesa-vulkan-drivers`) or choose one with WGPU_BACKEND or \
+         WGPU_ADAPTER_NAME. wgpu says: {0}"
     )]
     NoAdapter(String),
     /// `WGPU_ADAPTER_NAME` names no available adapter.
@@ -188,6 +188,9 @@ pub enum GpuError {
          anyway, create the raycaster with GpuConfig {{ self_check: SelfCheck::AllowUnverified }}"
     )]
     SelfCheckFailed(String),
+    /// The camera cannot give an image (a hand-edited one: [`Camera::new`] refuses the same).
+    #[error("bad camera: {0}")]
+    Camera(CameraError),
     /// The GPU returned a result the host cannot decode (a bug: please report it).
     #[error("internal GPU error (a bug in voxcast: please report it): {0}")]
     Internal(String),
@@ -516,8 +519,9 @@ impl GpuRaycaster {
     /// rendered from rays built on the host (same outcomes, slower).
     ///
     /// # Errors
-    /// As [`GpuRaycaster::raycast`]; [`GpuError::BatchTooLarge`] for more than `u32::MAX`
-    /// pixels, [`GpuError::OutputTooLarge`] when the outcomes do not fit in host memory.
+    /// As [`GpuRaycaster::raycast`]; [`GpuError::Camera`] for a width or height of 0,
+    /// [`GpuError::BatchTooLarge`] for more than `u32::MAX` pixels,
+    /// [`GpuError::OutputTooLarge`] when the outcomes do not fit in host memory.
     pub fn render_camera(
         &self,
         world: &GpuWorld,

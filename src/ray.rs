@@ -68,6 +68,10 @@ pub enum RayError {
     /// A `sub_offset` component is NaN or infinite.
     #[error("sub offset is not finite")]
     NonFiniteSubOffset,
+    /// A component of a point given in f64 ([`VoxelRay::from_point`],
+    /// [`VoxelRay::between_points`]) is NaN or infinite.
+    #[error("point is not finite")]
+    NonFinitePoint,
     /// Moving whole units of `sub_offset` into `origin` would leave the i128 world.
     #[error("origin plus sub offset leaves the i128 world")]
     OriginOutOfRange,
@@ -136,7 +140,10 @@ pub fn segment(d: [f32; 3]) -> Result<(Vec3, f32), RayError> {
     const MIN_SQUARED_LENGTH: f32 = 1.0 / (1u64 << 60) as f32;
     let squared = (d[0] * d[0] + d[1] * d[1]) + d[2] * d[2];
     // NaN compares false: it is refused with the too-short lengths.
-    if squared.partial_cmp(&MIN_SQUARED_LENGTH).is_none_or(std::cmp::Ordering::is_lt) {
+    if squared
+        .partial_cmp(&MIN_SQUARED_LENGTH)
+        .is_none_or(std::cmp::Ordering::is_lt)
+    {
         return Err(RayError::ZeroDirection);
     }
     let length = squared.sqrt();
@@ -151,7 +158,7 @@ pub fn segment(d: [f32; 3]) -> Result<(Vec3, f32), RayError> {
 /// f32 (possibly to 1.0, which [`split_sub`] then carries into the next voxel).
 fn split_point(p: DVec3) -> Result<(WorldPos, Vec3), RayError> {
     if !p.is_finite() {
-        return Err(RayError::NonFiniteSubOffset);
+        return Err(RayError::NonFinitePoint);
     }
     let whole = p.floor();
     let axis = |w: f64| add_whole(0, w).ok_or(RayError::OriginOutOfRange);
@@ -342,7 +349,7 @@ impl VoxelRay {
     /// to 1 moves the point onto the next voxel's face, as in [`VoxelRay::new`].
     ///
     /// # Errors
-    /// [`RayError::NonFiniteSubOffset`] for a NaN or infinite point component,
+    /// [`RayError::NonFinitePoint`] for a NaN or infinite point component,
     /// [`RayError::OriginOutOfRange`] for one outside the i128 world; otherwise those of
     /// [`VoxelRay::new`].
     pub fn from_point(point: DVec3, direction: Vec3, max_distance: f32) -> Result<Self, RayError> {

@@ -351,12 +351,9 @@ impl VoxelWorld {
     /// Skipping costs a brick test on every air voxel a ray steps through, and pays where rays
     /// cross much air in empty bricks. Unless set, long rays skip when at least a quarter of
     /// the air of the chunks stored voxel by voxel lies in empty bricks (kept current by every
-    /// edit). Measured on one CPU thread on the standard terrain (54% of that air in empty
-    /// bricks): sight segments between points near the ground ran 0-10% faster stepping, at
-    /// every length from 64 to 512 voxels, while the standard camera's rays (40 voxels above
-    /// the ground) ran 20-30% faster skipping at every max distance from 64 to 1024. Max
-    /// distance is only a proxy for how much open air a ray crosses.
-    /// Among scattered voxels (0.5% solid: 7.5% of the air in empty bricks) stepping is faster.
+    /// edit). Max distance is only a proxy for how much open air a ray crosses: rays that
+    /// hug the ground gain from stepping at any length, rays through open air from skipping.
+    /// BENCHMARKS.md ("Design choices") has the measurements behind the rule.
     #[inline]
     #[must_use]
     pub fn skips_empty_bricks(&self) -> bool {

@@ -575,10 +575,10 @@ fn rays_from_float_points() {
             DVec3::new(0.0, -2f64.powi(128), 0.0),
             RayError::OriginOutOfRange,
         ),
-        (DVec3::new(0.0, 0.0, f64::NAN), RayError::NonFiniteSubOffset),
+        (DVec3::new(0.0, 0.0, f64::NAN), RayError::NonFinitePoint),
         (
             DVec3::new(f64::INFINITY, 0.0, 0.0),
-            RayError::NonFiniteSubOffset,
+            RayError::NonFinitePoint,
         ),
     ] {
         assert_eq!(VoxelRay::from_point(p, Vec3::X, 1.0), Err(e), "{p}");

@@ -313,14 +313,17 @@ fn hand_edited_cameras_give_errors_not_panics() {
     )
     .expect("valid camera");
     assert_camera_parity(&fisheye, &world, &o);
-    // Empty images give no outcomes; an image too large for memory is an error.
+    // An empty image is the error `Camera::new` gives; so is an image too large for memory.
     for (w, h) in [(0, 9), (16, 0)] {
         let empty = Camera {
             width: w,
             height: h,
             ..good
         };
-        assert_eq!(raycast_camera(&empty, &world, &o), Ok(Vec::new()));
+        assert_eq!(
+            raycast_camera(&empty, &world, &o),
+            Err(CameraError::EmptyImage)
+        );
     }
     let huge = Camera {
         width: u32::MAX,

@@ -10,8 +10,8 @@ use gpu_common::*;
 
 use voxcast::gpu::{GpuError, GpuWorld, MAX_DISPATCH_RAYS};
 use voxcast::{
-    Camera, ChunkPos, LineOfSight, LineOfSightOptions, RaycastOptions, RaycastOutcome, VoxelId,
-    VoxelRay, VoxelWorld, WorldPos, glam::Vec3, line_of_sight_batch, raycast_batch,
+    Camera, CameraError, ChunkPos, LineOfSight, LineOfSightOptions, RaycastOptions, RaycastOutcome,
+    VoxelId, VoxelRay, VoxelWorld, WorldPos, glam::Vec3, line_of_sight_batch, raycast_batch,
 };
 
 #[test]
@@ -303,6 +303,19 @@ fn hand_edited_cameras_give_each_pixel_its_rays_outcome() {
             );
         }
     }
+    // An empty image is the error `Camera::new` gives, and the raycaster stays usable.
+    for (w, h) in [(0, 16), (24, 0)] {
+        let empty = Camera {
+            width: w,
+            height: h,
+            ..good
+        };
+        assert_eq!(
+            gpu.render_camera(&gw, &empty, &opts),
+            Err(GpuError::Camera(CameraError::EmptyImage))
+        );
+    }
+    assert!(gpu.render_camera(&gw, &good, &opts).is_ok());
 }
 
 /// A camera whose outcomes cannot be allocated is an error, not an aborted process. Only run

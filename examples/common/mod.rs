@@ -29,7 +29,10 @@ pub(crate) fn gpu_setup(
     let gpu = match made {
         Ok(g) => g,
         Err(e) => {
-            println!("adapter: no usable GPU ({e}); using the CPU reference on {threads} threads");
+            println!(
+                "adapter: no usable GPU; rendering with the CPU reference on {threads} threads"
+            );
+            println!("  why: {e}");
             return None;
         }
     };

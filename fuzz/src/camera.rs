@@ -190,8 +190,19 @@ pub fn check(input: &Input) -> Result<(), String> {
         }
         Ok(())
     };
-    let pixels = u64::from(camera.width) * u64::from(camera.height);
     let what = |why: String| format!("{why}\n  camera {camera:?}");
+    if camera.width == 0 || camera.height == 0 {
+        // An empty image is the error Camera::new gives, for the image and for any band.
+        let whole = raycast_camera(&camera, &world, &opts);
+        let mut band = vec![RaycastOutcome::Miss; 3];
+        let rows = input.band.0..input.band.0.saturating_add(u32::from(input.band.1));
+        let part = raycast_camera_rows_into(&camera, rows, &world, &opts, &mut band);
+        if whole != Err(CameraError::EmptyImage) || part != Err(CameraError::EmptyImage) {
+            return Err(what(format!("an empty image gave {whole:?} and {part:?}")));
+        }
+        return Ok(());
+    }
+    let pixels = u64::from(camera.width) * u64::from(camera.height);
     if pixels <= PIXELS {
         let image = raycast_camera(&camera, &world, &opts)
             .map_err(|e| what(format!("raycast_camera: {e}")))?;

@@ -22,16 +22,17 @@ const WIDEST_BOX: f64 = 512.0;
 /// Casts the ray of every pixel of `camera` (see [`Camera::ray`]), row by row from the top:
 /// `width × height` outcomes, each exactly what [`voxel_raycast_with`] answers for that pixel's
 /// ray, on rayon's threads. Faster than casting [`Camera::rays`] one by one where rays cross
-/// open air before they reach anything (a camera over terrain: about 2x on one thread for the
-/// standard W3 camera, see `BENCHMARKS.md`): the rays of each `8×8` tile of pixels first cross
+/// open air before they reach anything (a camera over terrain; `BENCHMARKS.md` has the
+/// numbers): the rays of each `8×8` tile of pixels first cross
 /// the air above the ground's column tops together (under [`UnloadedPolicy::Air`]; under
 /// `Stop`, and for `per_voxel`, each ray walks alone). A pixel whose ray is invalid (only
 /// possible for a hand-edited camera) gets [`RaycastOutcome::Invalid`]; the others are
 /// unaffected.
 ///
 /// # Errors
+/// [`CameraError::EmptyImage`] for a width or height of 0, and
 /// [`CameraError::ImageTooLarge`] when `width × height` outcomes do not fit in host memory
-/// (only possible for a hand-edited camera; nothing is cast then).
+/// (both only possible for a hand-edited camera; nothing is cast then).
 pub fn raycast_camera(
     camera: &Camera,
     world: &VoxelWorld,
@@ -72,6 +73,9 @@ pub fn raycast_camera_rows_into(
     out: &mut Vec<RaycastOutcome>,
 ) -> Result<(), CameraError> {
     out.clear();
+    if camera.width == 0 || camera.height == 0 {
+        return Err(CameraError::EmptyImage);
+    }
     let width = camera.width as usize;
     let pixels = u64::from(camera.width) * u64::from(rows.end.saturating_sub(rows.start));
     let len = usize::try_from(pixels).map_err(|_| CameraError::ImageTooLarge(pixels))?;

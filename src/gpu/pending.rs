@@ -350,6 +350,9 @@ impl GpuRaycaster {
         opts: &RaycastOptions,
         mut out: Vec<RaycastOutcome>,
     ) -> Result<PendingBatch<Vec<RaycastOutcome>>, GpuError> {
+        if camera.width == 0 || camera.height == 0 {
+            return Err(GpuError::Camera(CameraError::EmptyImage));
+        }
         let started = self.begin_call(world)?;
         let w = &world.window;
         let pixels = u64::from(camera.width) * u64::from(camera.height);

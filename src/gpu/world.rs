@@ -223,11 +223,8 @@ impl GpuWorld {
     /// otherwise. Both walks give the same answers; only the speed differs.
     ///
     /// Skipping costs a brick test on every air voxel a ray steps through, and pays where rays
-    /// cross much air in empty bricks. Measured on lavapipe: on terrain (54% of its stored
-    /// chunks' air in empty bricks) camera rays (max 1024) ran 17% faster skipping, but reach
-    /// rays (max 8) 5-25% and sight segments (up to 64) 25% faster stepping; among scattered
-    /// solid voxels (0.5% of voxels solid: 7.5% of the air in empty bricks) rays of max 512
-    /// ran 20% faster stepping. Unless set, long rays skip when at least a quarter of the
+    /// cross much air in empty bricks (BENCHMARKS.md, "Design choices", has the measurements
+    /// behind the rule). Unless set, long rays skip when at least a quarter of the
     /// stored chunks' air lies in empty bricks, decided on upload and on every update.
     #[must_use]
     pub fn skips_empty_bricks(&self) -> bool {

@@ -49,7 +49,10 @@ fn answer(
     app.update();
     let mut got = read(app, cursor);
     if engine == SightEngine::Gpu {
-        assert!(got.is_empty(), "submitted this frame, answered in the next: {got:?}");
+        assert!(
+            got.is_empty(),
+            "submitted this frame, answered in the next: {got:?}"
+        );
         app.update();
         got = read(app, cursor);
     }
