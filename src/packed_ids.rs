@@ -4,7 +4,6 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use crate::coords::CHUNK_VOLUME;
 use crate::world::{OCCUPANCY_WORDS, VoxelId};
 
 /// Sixteen words on a cache line of their own: the records' storage, so that a record of 16,
@@ -131,7 +130,28 @@ impl PackedIds {
 
     /// Every id in voxel order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = VoxelId> + '_ {
-        (0..CHUNK_VOLUME).map(|i| self.get(i))
+        (0..OCCUPANCY_WORDS as u32).flat_map(move |row| self.row(row))
+    }
+
+    /// The 32 ids of row `row` (`y + 32·z`), by `x`.
+    #[inline]
+    pub(crate) fn row(&self, row: u32) -> [VoxelId; 32] {
+        let (bits, per_word) = (self.bits as usize, 32 / self.bits as usize);
+        let first = ((row << self.shift) + u32::from(self.has_occupancy())) as usize;
+        let mask = u32::MAX >> (32 - self.bits);
+        let mut out = [VoxelId::AIR; 32];
+        // A row's 32 values fill `bits` words, `per_word` values to a word from bit 0 up.
+        for (w, &word) in self.words()[first..first + bits].iter().enumerate() {
+            for (k, o) in out[w * per_word..(w + 1) * per_word].iter_mut().enumerate() {
+                let v = word >> (k * bits) & mask;
+                *o = if self.palette.is_empty() {
+                    VoxelId(v as u16)
+                } else {
+                    self.palette[v as usize]
+                };
+            }
+        }
+        out
     }
 
     /// Sets voxel `i` to `id` and returns its old id; keeps the occupancy words current.
@@ -150,6 +170,25 @@ impl PackedIds {
         };
         self.write(i, v, !id.is_air());
         old
+    }
+
+    /// Stores the 32 values of row `row` (palette indices, or raw ids; by `x`) and its
+    /// occupancy word `occupied` (bit `x` set where voxel `x` is not air).
+    fn write_row(&mut self, row: u32, values: [u32; 32], occupied: u32) {
+        let (bits, per_word) = (self.bits as usize, 32 / self.bits as usize);
+        let rec = (row << self.shift) as usize;
+        let first = rec + usize::from(self.has_occupancy());
+        let has_occupancy = self.has_occupancy();
+        let words = self.words_mut();
+        for (w, word) in words[first..first + bits].iter_mut().enumerate() {
+            *word = values[w * per_word..(w + 1) * per_word]
+                .iter()
+                .enumerate()
+                .fold(0, |acc, (k, &v)| acc | v << (k * bits));
+        }
+        if has_occupancy {
+            words[rec] = occupied;
+        }
     }
 
     /// Stores value `v` (a palette index, or the raw id) for voxel `i` and its occupancy bit.
@@ -211,9 +250,8 @@ impl PackedIds {
     fn repack(&mut self, new: Option<VoxelId>) {
         #[cfg(test)]
         let repacks = self.repacks + 1;
-        let ids: Vec<VoxelId> = self.iter().collect();
         let mut used = vec![false; 1 << 16];
-        for id in ids.iter().chain(new.as_ref()) {
+        for id in self.iter().chain(new) {
             used[usize::from(id.0)] = true;
         }
         let in_use: Vec<VoxelId> = (0..=u16::MAX)
@@ -226,15 +264,24 @@ impl PackedIds {
             .find(|b| largest >> b == 0)
             .unwrap_or(16);
         let palette = [2, 4, 8].into_iter().find(|b| 1 << b >= 2 * in_use.len());
-        *self = match palette {
-            Some(bits) if bits < direct => Self::empty(bits, in_use),
-            _ => Self::empty(direct, Vec::new()),
-        };
-        for (i, id) in ids.into_iter().enumerate() {
-            let v = self
+        let old = std::mem::replace(
+            self,
+            match palette {
+                Some(bits) if bits < direct => Self::empty(bits, in_use.clone()),
+                _ => Self::empty(direct, Vec::new()),
+            },
+        );
+        // Each id's new value, looked up once per id in use rather than once per voxel.
+        let mut value = vec![0u32; 1 << 16];
+        for &id in &in_use {
+            value[usize::from(id.0)] = self
                 .index_of(id)
                 .unwrap_or_else(|| unreachable!("the new packing holds every id in use"));
-            self.write(i, v, !id.is_air());
+        }
+        for row in 0..OCCUPANCY_WORDS as u32 {
+            let ids = old.row(row);
+            let occupied = (0..32).fold(0u32, |o, x| o | u32::from(!ids[x].is_air()) << x);
+            self.write_row(row, ids.map(|id| value[usize::from(id.0)]), occupied);
         }
         #[cfg(test)]
         {
@@ -246,6 +293,7 @@ impl PackedIds {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::coords::CHUNK_VOLUME;
 
     fn occupancy_matches(p: &PackedIds) {
         if !p.has_occupancy() {

@@ -38,17 +38,18 @@ impl VoxelWorld {
                     );
                 }
                 ChunkView::Uniform(_) => {}
-                ChunkView::Dense(_) => {
-                    for i in 0..CHUNK_VOLUME {
-                        let l = LocalPos::from_index(i);
-                        let id = chunk.get(l);
-                        one_id &= id == first;
-                        if !id.is_air() {
-                            non_air += 1;
-                            occupancy[i >> 5] |= 1 << l.x;
-                            let column = usize::from(l.x >> 3) + 4 * usize::from(l.z >> 3);
-                            tops[column] = tops[column].max(l.y + 1);
-                            bricks |= 1 << brick_index(l.x.into(), l.y.into(), l.z.into());
+                ChunkView::Dense(d) => {
+                    for row in 0..OCCUPANCY_WORDS as u32 {
+                        let (y, z) = (row & 31, row >> 5);
+                        for (x, id) in (0u32..).zip(d.ids.row(row)) {
+                            one_id &= id == first;
+                            if !id.is_air() {
+                                non_air += 1;
+                                occupancy[row as usize] |= 1 << x;
+                                let column = (x >> 3) as usize + 4 * (z >> 3) as usize;
+                                tops[column] = tops[column].max(y as u8 + 1);
+                                bricks |= 1 << brick_index(x, y, z);
+                            }
                         }
                     }
                 }
