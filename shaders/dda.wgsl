@@ -1,13 +1,22 @@
 // voxcast: one exact DDA per invocation.
 //
-// This file is the twin of src/cpu_ref.rs and its modules in src/cpu_ref/: every function
-// below has a same-named Rust function there (crossing_t, next_axis, skip_cell, dda_step,
-// walk_dense, face_uv, tied_axes, tie_ranks, tie_extra, cast_ray; crossings_before is written
-// out inside skip_cell; empty_block and empty_cell are in src/world/summary.rs, region_run is
-// RegionCache::run, camera_dir is
-// Camera::pixel_dir in src/camera.rs, and prepare_axis mirrors VoxelRay::prepare in
-// src/ray.rs). Keep the two in step: same constants, same order of operations, same branch
-// order. The DDA definition and the parity contract are in the crate docs (src/lib.rs).
+// This file is the twin of the CPU reference. Its functions and their Rust twins:
+//   crossing_t, next_axis, tie_scaled, cast_ray      src/cpu_ref.rs (same names)
+//   refresh_axis, dda_step, skip_cell, walk_dense,   src/cpu_ref/dda.rs (Dda's methods;
+//     hit (Dda::hit), face_uv                          crossings_before, src/cpu_ref.rs, is
+//                                                      written out inside skip_cell)
+//   tied_axes, tie_ranks, tie_extra,                 src/cpu_ref/ties.rs
+//     check_tie_extras
+//   cast_segment, on_high_faces, nearer              src/cpu_ref/queries.rs
+//   empty_block, empty_cell                          src/world/summary.rs
+//   region_run                                       RegionCache::run in src/cpu_ref.rs
+//   camera_dir                                       Camera::pixel_dir in src/camera.rs
+//   made_ray, prepare_axis                           VoxelRay::new, VoxelRay::prepare (src/ray.rs)
+//   segment                                          segment in src/ray.rs
+// The rest handle the GPU's own layout (buffers, packing, the window). Keep twins in step:
+// same constants (checked by `shader_constants_equal_their_rust_twins` in src/gpu.rs), same
+// order of operations, same branch order. The DDA definition and the parity contract are in
+// the crate docs (src/lib.rs).
 //
 // Coordinates here are i32 voxels relative to the window's lowest voxel (anchor chunk * 32);
 // the host adds the i128 anchor back. Every f32 operation follows the rules at the top of
@@ -311,7 +320,7 @@ const WALK_MISS: u32 = 3u;
 // *hit_id), the current voxel lies in an empty brick (WALK_EMPTY_BRICK, for the caller to
 // skip; never under FLAG_STEP_EMPTY_BRICKS, set for batches of short rays and in worlds with
 // little air in empty bricks, where the brick test on every air voxel costs more than the
-// skips save; `Dda::walk_dense::<false, _>` is its twin), the ray enters another chunk
+// skips save; `Dda::walk_dense::<true, _>` is its twin), the ray enters another chunk
 // (WALK_LEFT_CHUNK) or it ends (WALK_MISS). Only where the origin policy no longer matters
 // and without the conservative tie test. Twin of `Dda::walk_dense` in src/cpu_ref/dda.rs,
 // which skips empty bricks itself: here the caller skips, because every lane of a SIMD group
@@ -599,7 +608,7 @@ fn miss() -> Hit {
 }
 
 // The hit on the current voxel of d; twin of `Dda::hit` in src/cpu_ref/dda.rs.
-fn hit_here(ray: Ray, d: Dda, id: u32) -> Hit {
+fn hit(ray: Ray, d: Dda, id: u32) -> Hit {
     var normal_positive = false;
     if (d.entry_axis != AXIS_NONE) {
         normal_positive = axis_step(ray, d.entry_axis) < 0;
@@ -706,7 +715,7 @@ fn cast_ray(ray: Ray) -> Hit {
             var walk_id = 0u;
             let walk = walk_dense(ray, &d, entry, &walk_id);
             if (walk == WALK_HIT) {
-                return hit_here(ray, d, walk_id);
+                return hit(ray, d, walk_id);
             } else if (walk == WALK_MISS) {
                 return miss();
             } else if (walk == WALK_LEFT_CHUNK) {
@@ -763,7 +772,7 @@ fn cast_ray(ray: Ray) -> Hit {
         }
         if (stopping) {
             if (!skip_origin && air_seen) {
-                return hit_here(ray, d, stop_id);
+                return hit(ray, d, stop_id);
             }
         } else {
             air_seen = true;
@@ -793,7 +802,7 @@ fn cast_ray(ray: Ray) -> Hit {
 
 // Whether hit a lies strictly nearer than b: a miss is never nearer, anything else is nearer
 // than a miss; a runaway is nearer than everything, so that it is reported. Twin of `nearer`
-// in src/cpu_ref.rs.
+// in src/cpu_ref/queries.rs.
 fn nearer(a: Hit, b: Hit) -> bool {
     let sa = a.status & 15u;
     let sb = b.status & 15u;
@@ -805,7 +814,7 @@ fn nearer(a: Hit, b: Hit) -> bool {
 
 // A hit in the layer moved down on the axes of `layer` lies at its voxel's high face on those
 // axes: its UV there is 1, where the moved ray gives 0. Twin of `on_high_faces` in
-// src/cpu_ref.rs.
+// src/cpu_ref/queries.rs.
 fn on_high_faces(hit: Hit, layer: u32) -> Hit {
     var h = hit;
     let face = (h.status >> 4u) & 3u;
@@ -827,7 +836,7 @@ fn on_high_faces(hit: Hit, layer: u32) -> Hit {
 // the layers of voxels on the other side of each such plane: the ray shifted one voxel down on
 // those axes (the host's clipping and step never move them, so the shifted start state is that
 // layer's). The nearest answer wins, at equal distances the first layer. Twin of
-// `cast_segment` in src/cpu_ref.rs.
+// `cast_segment` in src/cpu_ref/queries.rs.
 fn cast_segment(ray: Ray) -> Hit {
     if ((OPTIONS & FLAG_CONSERVATIVE) == 0u) {
         return with_uv(ray, cast_ray(ray));

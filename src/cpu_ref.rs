@@ -314,11 +314,11 @@ pub(crate) fn cast_ray(
                 let blocks = &opts.blocks;
                 let walk = if skip_bricks {
                     let tops = regions.tops(world, d.chunk, opts.unloaded);
-                    d.walk_dense::<true, false>(c, every_non_air, blocks, tops)
+                    d.walk_dense::<false, false>(c, every_non_air, blocks, tops)
                 } else if short && c.ids.has_occupancy() {
-                    d.walk_dense::<false, true>(c, every_non_air, blocks, None)
+                    d.walk_dense::<true, true>(c, every_non_air, blocks, None)
                 } else {
-                    d.walk_dense::<false, false>(c, every_non_air, blocks, None)
+                    d.walk_dense::<true, false>(c, every_non_air, blocks, None)
                 };
                 match walk {
                     Walk::Hit(id) => return RaycastOutcome::Hit(d.hit(id)),

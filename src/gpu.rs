@@ -72,6 +72,11 @@ const BRICK_WORDS: usize = 2;
 /// Bytes of GPU memory per stored (non-uniform) chunk: occupancy, brick summary and ids.
 pub const BYTES_PER_STORED_CHUNK: u64 = ((OCCUPANCY_WORDS + BRICK_WORDS + ID_WORDS) * 4) as u64;
 
+// The shader's OPTIONS bits and the other constants both sides write: twins of the same-named
+// constants of shaders/dda.wgsl (the test `shader_constants_equal_their_rust_twins` compares).
+const ORIGIN_REPORT: u32 = 0;
+const ORIGIN_SKIP: u32 = 1;
+const ORIGIN_EXIT_SOLID: u32 = 2;
 const FLAG_STOP_UNLOADED: u32 = 4;
 const FLAG_EVERY_NON_AIR: u32 = 8;
 const FLAG_CONSERVATIVE: u32 = 16;
@@ -616,6 +621,95 @@ mod tests {
                 "dda.wgsl does not parse:\n{}",
                 e.emit_to_string(SHADER_SOURCE)
             ),
+        }
+    }
+
+    /// A scalar constant's value, as both sides write it.
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    enum Value {
+        U(u32),
+        I(i32),
+        F(f32),
+    }
+
+    #[test]
+    fn shader_constants_equal_their_rust_twins() {
+        use Value::{F, I, U};
+        let twins: &[(&str, Value)] = &[
+            ("AXIS_NONE", U(crate::cpu_ref::AXIS_NONE)),
+            ("T_DISABLED", F(crate::cpu_ref::T_DISABLED)),
+            ("NEAR_TIE", F(crate::cpu_ref::NEAR_TIE)),
+            ("MIN_NORMAL", F(f32::MIN_POSITIVE)),
+            ("TAG_MASK", U(TAG_MASK)),
+            ("TAG_EMPTY", U(TAG_EMPTY)),
+            ("TAG_UNLOADED", U(TAG_UNLOADED)),
+            ("TAG_UNIFORM", U(TAG_UNIFORM)),
+            ("OCC_WORDS", U(OCCUPANCY_WORDS as u32)),
+            ("BRICK_WORDS", U(BRICK_WORDS as u32)),
+            ("ID_WORDS", U(ID_WORDS as u32)),
+            ("BRICK_EDGE", I(crate::world::BRICK_EDGE as i32)),
+            ("ORIGIN_REPORT", U(ORIGIN_REPORT)),
+            ("ORIGIN_SKIP", U(ORIGIN_SKIP)),
+            ("ORIGIN_EXIT_SOLID", U(ORIGIN_EXIT_SOLID)),
+            ("FLAG_STOP_UNLOADED", U(FLAG_STOP_UNLOADED)),
+            ("FLAG_EVERY_NON_AIR", U(FLAG_EVERY_NON_AIR)),
+            ("FLAG_CONSERVATIVE", U(FLAG_CONSERVATIVE)),
+            ("FLAG_PER_VOXEL", U(FLAG_PER_VOXEL)),
+            ("FLAG_STEP_EMPTY_BRICKS", U(FLAG_STEP_EMPTY_BRICKS)),
+            ("RAY_NEGATIVE_SHIFT", U(RAY_NEGATIVE_SHIFT)),
+            ("RAY_ENTRY_SHIFT", U(RAY_ENTRY_SHIFT)),
+            ("RAY_CLIPPED", U(RAY_CLIPPED)),
+            ("RAY_PLANE_SHIFT", U(RAY_PLANE_SHIFT)),
+            ("RAY_FLAG_BITS", U((1 << RAY_COUNTS_SHIFT) - 1)),
+            ("COUNT_BITS", U(COUNT_MAX)),
+            ("STATUS_MISS", U(STATUS_MISS)),
+            ("STATUS_HIT", U(STATUS_HIT)),
+            ("STATUS_UNLOADED", U(STATUS_UNLOADED)),
+            ("STATUS_ZERO_LENGTH", U(STATUS_ZERO_LENGTH)),
+            ("STATUS_TOO_LONG", U(STATUS_TOO_LONG)),
+            ("MAX_DISTANCE_CAP", F(crate::MAX_DISTANCE_CAP)),
+            ("MIN_SQUARED_LENGTH", F(crate::ray::MIN_SQUARED_LENGTH)),
+        ];
+        // Constants the host never writes or reads: internal to the shader.
+        let shader_only = [
+            "BLOCK_CELLS",
+            "LAYER_CELLS",
+            "HALF_CELLS",
+            "FLAG_ORIGIN_MASK",
+            "RAY_ENABLED_SHIFT",
+            "STATUS_BITS",
+            "STATUS_RUNAWAY",
+            "MAX_ITERATIONS",
+            "WALK_HIT",
+            "WALK_EMPTY_BRICK",
+            "WALK_LEFT_CHUNK",
+            "WALK_MISS",
+        ];
+        let m = module();
+        let mut seen = Vec::new();
+        for (_, c) in m.constants.iter() {
+            let name = c.name.clone().unwrap_or_default();
+            let value = match m.global_expressions[c.init] {
+                naga::Expression::Literal(naga::Literal::U32(v)) => U(v),
+                naga::Expression::Literal(naga::Literal::I32(v)) => I(v),
+                naga::Expression::Literal(naga::Literal::F32(v)) => F(v),
+                ref other => panic!("shader constant {name} is not a scalar literal: {other:?}"),
+            };
+            match twins.iter().find(|(n, _)| *n == name) {
+                Some(&(_, rust)) => assert_eq!(value, rust, "{name}: shader against Rust"),
+                None => assert!(
+                    shader_only.contains(&name.as_str()),
+                    "shader constant {name} is neither a twin of a Rust constant nor listed as \
+                     shader-only"
+                ),
+            }
+            seen.push(name);
+        }
+        for (name, _) in twins {
+            assert!(
+                seen.iter().any(|s| s == name),
+                "{name} is not in the shader"
+            );
         }
     }
 

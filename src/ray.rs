@@ -125,6 +125,9 @@ pub(crate) fn add_whole(origin: i128, whole: f64) -> Option<i128> {
     }
 }
 
+/// The smallest squared length [`segment`] accepts: `2^-60` (twin of the shader's).
+pub(crate) const MIN_SQUARED_LENGTH: f32 = 1.0 / (1u64 << 60) as f32;
+
 /// The unit direction and length of a segment whose difference vector (end minus start, in
 /// voxels) is `d`, as [`VoxelRay::between`] and the GPU's agent visibility make them (twin of
 /// `segment` in `shaders/dda.wgsl`): the squared length `(x² + y²) + z²`, its root, the
@@ -137,7 +140,6 @@ pub(crate) fn add_whole(origin: i128, whole: f64) -> Option<i128> {
 /// `1e-9` voxels): below that, squares a GPU may flush to zero (subnormals) could change it;
 /// [`RayError::MaxDistanceTooLarge`] when the length exceeds [`MAX_DISTANCE_CAP`].
 pub fn segment(d: [f32; 3]) -> Result<(Vec3, f32), RayError> {
-    const MIN_SQUARED_LENGTH: f32 = 1.0 / (1u64 << 60) as f32;
     let squared = (d[0] * d[0] + d[1] * d[1]) + d[2] * d[2];
     // NaN compares false: it is refused with the too-short lengths.
     if squared

@@ -136,9 +136,9 @@ impl<'r> Dda<'r> {
     /// conservative tie test. Twin of `walk_dense` in `shaders/dda.wgsl`, which makes the same
     /// comparisons without branches and leaves empty bricks to its caller (faster there).
     ///
-    /// `SKIP_BRICKS`: whether empty bricks are skipped whole or stepped through voxel by voxel
-    /// (faster for short rays, and in worlds with few empty bricks: see [`LONG_RAY`]). When
-    /// skipping, a voxel above its region's column tops (`tops`, where the caller's unloaded
+    /// `STEP_EMPTY_BRICKS` (the shader's `FLAG_STEP_EMPTY_BRICKS`): whether empty bricks are
+    /// stepped through voxel by voxel (faster for short rays, and in worlds with few empty
+    /// bricks: see [`LONG_RAY`]) or skipped whole. When skipping, a voxel above its region's column tops (`tops`, where the caller's unloaded
     /// policy allows them) skips the box above the tops instead, cut to this chunk (see
     /// `ColumnTops::cell`); the shader has no tops and skips the bricks.
     /// `ROWS`: whether occupancy words are read from the id records (`PackedIds`), where the
@@ -148,7 +148,7 @@ impl<'r> Dda<'r> {
     /// shader reads the GPU's own buffers (compact occupancy bits, `u16` ids) and takes the
     /// same steps.
     #[inline]
-    pub(super) fn walk_dense<const SKIP_BRICKS: bool, const ROWS: bool>(
+    pub(super) fn walk_dense<const STEP_EMPTY_BRICKS: bool, const ROWS: bool>(
         &mut self,
         c: &DenseChunk,
         every_non_air: bool,
@@ -184,7 +184,7 @@ impl<'r> Dda<'r> {
                 if every_non_air || blocks.contains(id) {
                     break Walk::Hit(id);
                 }
-            } else if SKIP_BRICKS
+            } else if !STEP_EMPTY_BRICKS
                 && let Some((lo, hi)) = tops
                     .and_then(|t| t.cell(at[0] + x, at[1] + y, at[2] + z))
                     .map(|(lo, hi)| {

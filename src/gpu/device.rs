@@ -383,9 +383,9 @@ fn check_limits(limits: &wgpu::Limits) -> Result<(), GpuError> {
 /// `shaders/dda.wgsl`.
 pub(super) fn option_flags(opts: &RaycastOptions, conservative: bool) -> u32 {
     let mut flags = match opts.origin {
-        OriginPolicy::Report => 0,
-        OriginPolicy::SkipOriginVoxel => 1,
-        OriginPolicy::ExitSolid => 2,
+        OriginPolicy::Report => ORIGIN_REPORT,
+        OriginPolicy::SkipOriginVoxel => ORIGIN_SKIP,
+        OriginPolicy::ExitSolid => ORIGIN_EXIT_SOLID,
     };
     if opts.unloaded == UnloadedPolicy::Stop {
         flags |= FLAG_STOP_UNLOADED;
