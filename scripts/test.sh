@@ -68,6 +68,8 @@ echo "test.sh: the fuzz corpus replays through tests/fuzz_replay.rs (stable); to
 # Every crate of the workspace: voxcast and the Bevy plugin, voxcast-bevy.
 # The `checked` profile is release with overflow checks (see Cargo.toml).
 # --all-targets: lib, bins, tests, examples, and benches (built in test mode, run quickly); no doctests
+# The modules of src/ depend on each other one way (no import cycle).
+./scripts/check_layers.sh
 cargo test --workspace --profile checked --all-targets
 # doctests are not part of --all-targets
 cargo test --workspace --profile checked --doc

@@ -189,7 +189,7 @@ enum ChunkKind<'w> {
 
 fn chunk_kind(world: &VoxelWorld, chunk: [i128; 3]) -> ChunkKind<'_> {
     match world
-        .chunk(crate::ChunkPos::new(chunk[0], chunk[1], chunk[2]))
+        .chunk(ChunkPos::new(chunk[0], chunk[1], chunk[2]))
         .map(|c| c.view())
     {
         None => ChunkKind::Unloaded,
@@ -291,7 +291,7 @@ pub(crate) fn cast_ray(
         in_origin = false;
         air_seen = true;
     }
-    let skip_bricks = world.skip_bricks_for(r.max_distance);
+    let skip_bricks = world.skip_bricks_for(r.max_distance >= LONG_RAY);
     let short = r.max_distance < LONG_RAY;
     let reportable = |in_origin: bool, air_seen: bool| {
         !(in_origin && opts.origin == OriginPolicy::SkipOriginVoxel) && air_seen

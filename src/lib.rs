@@ -81,12 +81,12 @@
 
 pub mod aabb;
 pub mod agents;
+pub mod blocks;
 pub mod camera;
 pub mod coords;
 pub mod cpu_ref;
 pub mod gpu;
 pub mod grid;
-mod packed_ids;
 pub mod ray;
 pub mod scene;
 #[cfg(feature = "spec-variants")]
@@ -97,6 +97,7 @@ pub use glam;
 
 pub use aabb::ray_aabb;
 pub use agents::{Agent, agent_visibility, pairs_within};
+pub use blocks::{break_block, place_block};
 pub use camera::{Camera, CameraError};
 pub use coords::{CHUNK_EDGE, CHUNK_VOLUME, ChunkPos, LocalPos, VoxelBox, WorldPos};
 pub use cpu_ref::{
@@ -110,7 +111,7 @@ pub use ray::{
     RayError, RaycastOptions, RaycastOutcome, UV_TOLERANCE, UnloadedPolicy, VoxelRay,
     VoxelRaycastHit,
 };
-pub use world::{BRICK_EDGE, Chunk, VoxelId, VoxelWorld, WorldError, break_block, place_block};
+pub use world::{BRICK_EDGE, Chunk, VoxelId, VoxelWorld, WorldError};
 
 /// The code blocks of `README.md`, compiled (and, where they need no GPU, run) as doctests so
 /// that the README cannot drift from the API.

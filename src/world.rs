@@ -4,13 +4,14 @@ use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::coords::{CHUNK_VOLUME, ChunkPos, LocalPos, VoxelBox, WorldPos};
-use crate::packed_ids::PackedIds;
-use crate::ray::VoxelRaycastHit;
 
 mod check;
 mod chunk;
+mod packed_ids;
 mod summary;
 mod tops;
+
+use packed_ids::PackedIds;
 
 pub use chunk::Chunk;
 pub(crate) use chunk::{ChunkView, DenseChunk};
@@ -370,14 +371,12 @@ impl VoxelWorld {
         self.skip_bricks_set = skip;
     }
 
-    /// Whether a ray of max distance `max_distance` skips empty bricks whole
-    /// ([`VoxelWorld::skips_empty_bricks`]).
+    /// Whether a ray skips empty bricks whole ([`VoxelWorld::skips_empty_bricks`]), `long`
+    /// saying whether it is a long ray (the caller's measure of length).
     #[inline]
-    pub(crate) fn skip_bricks_for(&self, max_distance: f32) -> bool {
-        self.skip_bricks_set.unwrap_or_else(|| {
-            max_distance >= crate::cpu_ref::LONG_RAY
-                && bricks_worth_skipping(self.air.0, self.air.1)
-        })
+    pub(crate) fn skip_bricks_for(&self, long: bool) -> bool {
+        self.skip_bricks_set
+            .unwrap_or_else(|| long && bricks_worth_skipping(self.air.0, self.air.1))
     }
 
     /// Unloads the chunk at `pos` and returns it. Costs a pass over the region summaries when
@@ -475,29 +474,6 @@ impl VoxelWorld {
     pub fn occupied_chunk_bounds(&self) -> Option<(ChunkPos, ChunkPos)> {
         self.occupied
     }
-}
-
-/// Places `id` in the voxel in front of the hit face ([`VoxelRaycastHit::previous_pos`]) and
-/// returns that position, or `None` (changing nothing) when `id` is [`VoxelId::AIR`] (placing
-/// air is not placing a block: use [`break_block`]), the hit has no face (the ray started
-/// inside the block), the position leaves the i128 world, or that voxel is not air. Creates the
-/// chunk if it is not loaded.
-pub fn place_block(world: &mut VoxelWorld, hit: &VoxelRaycastHit, id: VoxelId) -> Option<WorldPos> {
-    if id.is_air() {
-        return None;
-    }
-    let pos = hit.previous_pos()?;
-    if world.get_voxel(&pos).is_some_and(|v| !v.is_air()) {
-        return None;
-    }
-    world.set_voxel(pos, id);
-    Some(pos)
-}
-
-/// Sets the hit voxel to air and returns the id it had, or `None` when its chunk is not loaded.
-pub fn break_block(world: &mut VoxelWorld, hit: &VoxelRaycastHit) -> Option<VoxelId> {
-    world.get_voxel(&hit.voxel_pos)?;
-    Some(world.set_voxel(hit.voxel_pos, VoxelId::AIR))
 }
 
 #[cfg(test)]

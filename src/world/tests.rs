@@ -250,11 +250,11 @@ fn terrain_skips_empty_bricks_and_scattered_voxels_do_not() {
     };
     let mut sparse = sparse.build();
     assert!(!sparse.skips_empty_bricks());
-    assert!(!sparse.skip_bricks_for(1e4));
+    assert!(!sparse.skip_bricks_for(true));
     sparse.set_skip_empty_bricks(Some(true));
-    assert!(sparse.skips_empty_bricks() && sparse.skip_bricks_for(1.0));
+    assert!(sparse.skips_empty_bricks() && sparse.skip_bricks_for(false));
     let mut terrain = terrain.build();
-    assert!(terrain.skip_bricks_for(256.0) && !terrain.skip_bricks_for(255.0));
+    assert!(terrain.skip_bricks_for(true) && !terrain.skip_bricks_for(false));
     // Ids 0-6 in at most 4 bits: 4 KiB of occupancy and at most 32 KiB of records per
     // stored chunk (16 KiB where a chunk's ids are all below 4), against 68 KiB as u16 ids.
     let dense = terrain
@@ -264,7 +264,7 @@ fn terrain_skips_empty_bricks_and_scattered_voxels_do_not() {
     let per_chunk = terrain.memory_bytes() / dense;
     assert!((20 << 10..37 << 10).contains(&per_chunk), "{per_chunk}");
     terrain.set_skip_empty_bricks(Some(false));
-    assert!(!terrain.skips_empty_bricks() && !terrain.skip_bricks_for(1e4));
+    assert!(!terrain.skips_empty_bricks() && !terrain.skip_bricks_for(true));
     terrain.set_skip_empty_bricks(None);
     assert!(terrain.skips_empty_bricks());
 }
