@@ -2,13 +2,14 @@
 //!
 //! Every function here (and in the modules `dda`, `ties` and `traversal`) that the GPU also
 //! runs has a twin of the same name in `shaders/dda.wgsl`, with the same constants and the same
-//! comparisons in the same order, so the two can be read side by side: [`crossing_t`],
-//! [`next_axis`], [`crossings_before`] (written out inside the shader's `skip_cell`),
+//! comparisons in the same order, so the two can be read side by side (the shader's header
+//! lists them): `crossing_t`, `next_axis`, `crossings_before` (written out inside the
+//! shader's `skip_cell`),
 //! `RegionCache::run` (`region_run` there) and `cast_ray` here; `tied_axes`, `tie_ranks` and
 //! `tie_extra` in `ties.rs`; `dda_step`, `walk_dense`, `skip_cell` and `face_uv` in `dda.rs`;
 //! `empty_block` and `empty_cell` in `world/summary.rs`. The public queries built on
 //! `cast_ray` (one ray, line of sight, the batches) are in `queries.rs`. The host-only parts
-//! (validation in [`VoxelRay::prepare`], clipping to a box in `enter_box`) produce the state
+//! (validation in [`VoxelRay::prepare`](crate::ray::VoxelRay::prepare), clipping to a box in `enter_box`) produce the state
 //! the GPU starts from. Under [`UnloadedPolicy::Air`] a ray ends where it leaves the occupied
 //! bounds; the GPU, which keeps no such bounds, walks on to its window's edge (the loaded
 //! bounds at upload, grown by a chunk).
@@ -27,18 +28,11 @@
 //! bricks. Under `Stop` only in regions where every chunk is loaded. The GPU keeps no tops and
 //! reaches the same states by the cells above (as it does without the occupied bounds).
 
-use glam::{IVec3, Vec2};
-use rayon::prelude::*;
-
-use crate::aabb::ray_aabb_f64;
-use crate::coords::{CHUNK_SHIFT, ChunkPos, VoxelBox, WorldPos};
-use crate::ray::{
-    LineOfSight, LineOfSightOptions, MaterialFilter, OriginPolicy, PreparedRay, RaycastOptions,
-    RaycastOutcome, UnloadedPolicy, VoxelRay, VoxelRaycastHit,
-};
+use crate::coords::{CHUNK_SHIFT, ChunkPos, VoxelBox};
+use crate::ray::{OriginPolicy, PreparedRay, RaycastOptions, RaycastOutcome, UnloadedPolicy};
 use crate::world::{
-    BRICK_EDGE, ChunkView, ColumnTops, DenseChunk, REGION_SHIFT, RegionSummary, VoxelId,
-    VoxelWorld, empty_block, empty_cell, region_cell, region_of,
+    ChunkView, ColumnTops, DenseChunk, REGION_SHIFT, RegionSummary, VoxelId, VoxelWorld,
+    empty_block, empty_cell, region_cell, region_of,
 };
 
 mod camera;
@@ -78,7 +72,7 @@ const CHUNK_MAX: i128 = ChunkPos::MAX_INDEX;
 /// `crossing_t` in `shaders/dda.wgsl`.
 #[inline(always)]
 #[must_use]
-pub fn crossing_t(b: f32, inv: f32, n: u32) -> f32 {
+pub(crate) fn crossing_t(b: f32, inv: f32, n: u32) -> f32 {
     (b + n as f32) * inv
 }
 
@@ -86,7 +80,7 @@ pub fn crossing_t(b: f32, inv: f32, n: u32) -> f32 {
 /// `next_axis` in `shaders/dda.wgsl`.
 #[inline(always)]
 #[must_use]
-pub fn next_axis(t: [f32; 3]) -> usize {
+pub(crate) fn next_axis(t: [f32; 3]) -> usize {
     if t[0] <= t[1] && t[0] <= t[2] {
         0
     } else if t[1] <= t[2] {
@@ -108,7 +102,14 @@ pub fn next_axis(t: [f32; 3]) -> usize {
 /// 0 or below, `t_end` of +∞). Crossings never decrease with the count for `inv > 0` (f32
 /// rounding is monotonic), which makes the search's answer the linear count's.
 #[must_use]
-pub fn crossings_before(b: f32, inv: f32, n: u32, t_end: f32) -> u32 {
+#[cfg_attr(
+    not(test),
+    expect(
+        dead_code,
+        reason = "the definition that the DDA's cached count is tested against"
+    )
+)]
+pub(crate) fn crossings_before(b: f32, inv: f32, n: u32, t_end: f32) -> u32 {
     let before = |c: u32| crossing_t(b, inv, n + c) < t_end;
     let limit = u32::MAX - n;
     if !before(0) {

@@ -10,23 +10,16 @@
 //! lowest voxel. Rays that start outside the window are clipped to it on the host, with the
 //! same exact stepping as the CPU reference, or answered on the host when they cannot reach it.
 
-use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex};
 
 use bytemuck::{Pod, Zeroable};
-use glam::{IVec3, Vec2};
-use rayon::prelude::*;
+
 use rustc_hash::FxHashMap;
 
 use crate::camera::{Camera, CameraError};
-use crate::coords::{ChunkPos, VoxelBox, WorldPos};
-use crate::cpu_ref::LONG_RAY;
-use crate::cpu_ref::{AXIS_NONE, Dda, grow_by_a_chunk, unloaded_tie_extra};
-use crate::ray::{
-    LineOfSight, LineOfSightOptions, OriginPolicy, PreparedRay, RayError, RaycastOptions,
-    RaycastOutcome, UnloadedPolicy, VoxelRay, VoxelRaycastHit,
-};
-use crate::world::{ChunkView, DenseChunk, OCCUPANCY_WORDS, REGION_SHIFT, VoxelId, VoxelWorld};
+use crate::coords::ChunkPos;
+use crate::ray::{LineOfSight, LineOfSightOptions, RaycastOptions, RaycastOutcome, VoxelRay};
+use crate::world::OCCUPANCY_WORDS;
 
 /// The wgpu this crate is built on, for [`GpuRaycaster::from_device`]: a device must come from
 /// this same version of wgpu.
@@ -43,12 +36,11 @@ mod window;
 mod world;
 
 pub use agents::{GpuAgents, Visibility};
-use device::{Entry, option_flags};
-use dispatch::{Courier, DispatchBuffers, Shared};
-use host::{HostStaging, shader_camera};
+use device::Entry;
+use dispatch::{DispatchBuffers, Shared};
+use host::HostStaging;
 pub use pending::PendingBatch;
 pub use probe::{GpuConfig, SelfCheck, SelfCheckReport};
-use window::{Upload, Window, window_index};
 pub use world::GpuWorld;
 
 /// The WGSL source of the compute shader: `shaders/dda.wgsl` followed by `shaders/exact.wgsl`

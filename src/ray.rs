@@ -1,10 +1,9 @@
 //! Rays, options, hits and outcomes, and the validation that turns a user's ray into the exact
 //! per-axis parameters both the CPU reference and the GPU step with.
 
-use glam::{DVec3, IVec3, Vec2, Vec3};
+use glam::{DVec3, Vec3};
 
 use crate::coords::WorldPos;
-use crate::world::VoxelId;
 
 mod options;
 mod outcome;
@@ -545,6 +544,8 @@ impl PreparedRay {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::world::VoxelId;
+    use glam::{IVec3, Vec2};
 
     /// `segment`'s direction is unit to well within the `1e-5` that `VoxelRay::new` keeps as
     /// given, so a segment's ray has `segment`'s bits (what the GPU computes): over difference

@@ -3,15 +3,13 @@
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::coords::{CHUNK_VOLUME, ChunkPos, LocalPos, VoxelBox, WorldPos};
+use crate::coords::{ChunkPos, VoxelBox, WorldPos};
 
 mod check;
 mod chunk;
 mod packed_ids;
 mod summary;
 mod tops;
-
-use packed_ids::PackedIds;
 
 pub use chunk::Chunk;
 pub(crate) use chunk::{ChunkView, DenseChunk};

@@ -3,8 +3,13 @@
 //! there in one exact move instead of skipping the air above the ground box by box. The
 //! answers are those of [`voxel_raycast_with`] for each pixel's ray, bit for bit.
 
-use super::*;
+use rayon::iter::{IndexedParallelIterator, ParallelIterator};
+use rayon::prelude::ParallelSliceMut;
+
 use crate::camera::{Camera, CameraError};
+use crate::cpu_ref::cast_ray;
+use crate::ray::{PreparedRay, RaycastOptions, RaycastOutcome, UnloadedPolicy, VoxelRay};
+use crate::world::VoxelWorld;
 
 /// Tile edge in pixels: the rays of an `8×8` tile stay within a few voxels of each other for
 /// hundreds of voxels with any usual field of view.
@@ -20,7 +25,7 @@ const SHORTEST_STEP: f64 = 1.0;
 const WIDEST_BOX: f64 = 512.0;
 
 /// Casts the ray of every pixel of `camera` (see [`Camera::ray`]), row by row from the top:
-/// `width × height` outcomes, each exactly what [`voxel_raycast_with`] answers for that pixel's
+/// `width × height` outcomes, each exactly what [`voxel_raycast_with`](crate::cpu_ref::voxel_raycast_with) answers for that pixel's
 /// ray, on rayon's threads. Faster than casting [`Camera::rays`] one by one where rays cross
 /// open air before they reach anything (a camera over terrain; `BENCHMARKS.md` has the
 /// numbers): the rays of each `8×8` tile of pixels first cross
@@ -187,6 +192,7 @@ fn air_before<'r>(world: &VoxelWorld, rays: impl Iterator<Item = &'r PreparedRay
 mod tests {
     use super::*;
     use crate::scene::Terrain;
+    use crate::world::VoxelId;
 
     /// The tiles must actually find air to cross, or `raycast_camera` would be correct but no
     /// faster than casting ray by ray (the parity tests could not tell).

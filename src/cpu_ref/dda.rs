@@ -1,7 +1,16 @@
 //! The stepping state of one ray and its moves: a DDA step, the dense-chunk hot loop, exact
 //! skips of empty cells and clipping to a box. Twins in `shaders/dda.wgsl` as named on each.
 
-use super::*;
+use glam::{IVec3, Vec2};
+
+use crate::aabb::ray_aabb_f64;
+use crate::coords::{CHUNK_SHIFT, VoxelBox, WorldPos};
+use crate::cpu_ref::{
+    AXIS_NONE, CHUNK_MAX, CHUNK_MIN, T_DISABLED, count_before, crossing_before, crossing_t,
+    next_axis, region_offset, tie_scaled,
+};
+use crate::ray::{MaterialFilter, PreparedRay, VoxelRaycastHit};
+use crate::world::{BRICK_EDGE, ColumnTops, DenseChunk, VoxelId, empty_cell};
 
 /// How [`Dda::walk_dense`] left its loop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

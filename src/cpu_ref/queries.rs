@@ -1,7 +1,15 @@
 //! The public queries on the CPU reference: one raycast, line of sight (also conservative, along
 //! voxel face planes) and batches on rayon, all built on `cast_ray`.
 
-use super::*;
+use glam::IVec3;
+use rayon::iter::{IndexedParallelIterator, IntoParallelRefIterator, ParallelIterator};
+
+use crate::cpu_ref::cast_ray;
+use crate::ray::{
+    LineOfSight, LineOfSightOptions, PreparedRay, RaycastOptions, RaycastOutcome, VoxelRay,
+    VoxelRaycastHit,
+};
+use crate::world::VoxelWorld;
 
 /// Casts `ray` with the default [`RaycastOptions`] and returns the first stopping voxel.
 ///

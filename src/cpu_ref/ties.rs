@@ -2,7 +2,12 @@
 //! through an edge or corner, the voxels that touch it but that stepping does not visit.
 //! Twins in `shaders/dda.wgsl` as named on each.
 
-use super::*;
+use glam::IVec3;
+
+use crate::coords::WorldPos;
+use crate::cpu_ref::{Dda, NEAR_TIE, face_uv, next_axis};
+use crate::ray::{RaycastOptions, RaycastOutcome, UnloadedPolicy, VoxelRaycastHit};
+use crate::world::VoxelId;
 
 /// The axes whose next crossing is at `t` (bit `a` for axis `a`), the first crossing, or
 /// near-tied with it (within [`NEAR_TIE`]): a tie group, an edge or corner that the ray passes

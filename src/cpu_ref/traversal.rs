@@ -1,6 +1,10 @@
 //! [`VoxelTraversal`]: the reference walk as an iterator, voxel by voxel, without a world.
 
-use super::*;
+use glam::IVec3;
+
+use crate::coords::WorldPos;
+use crate::cpu_ref::{AXIS_NONE, T_DISABLED, crossing_t, next_axis};
+use crate::ray::{PreparedRay, VoxelRay};
 
 /// One voxel visited by a [`VoxelTraversal`].
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -16,7 +20,7 @@ pub struct TraversalStep {
 }
 
 /// Every voxel a ray passes through, in order, with entry and exit distances; the same walk
-/// and the same distances as [`voxel_raycast_with`], without a world. Ends after the last voxel
+/// and the same distances as [`voxel_raycast_with`](crate::cpu_ref::voxel_raycast_with), without a world. Ends after the last voxel
 /// entered at or before the max distance, or at the edge of the i128 world. Stop early by
 /// dropping it.
 #[derive(Clone, Debug)]

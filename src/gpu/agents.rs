@@ -2,11 +2,18 @@
 //! of sight for pairs of them in one call, each segment built in the shader from the two eyes
 //! exactly as [`VoxelRay::between`] builds it ([`GpuRaycaster::submit_visibility`]).
 
+use bytemuck::{Pod, Zeroable};
 use glam::Vec3;
+use std::sync::Arc;
+
+use crate::coords::{ChunkPos, WorldPos};
+use crate::gpu::device::{Entry, option_flags};
+use crate::gpu::window::Window;
+use crate::gpu::{GpuError, GpuHit, GpuRaycaster, GpuWorld, PendingBatch, device_error};
+use crate::ray::{LineOfSight, LineOfSightOptions, RayError, VoxelRay};
 
 use super::dispatch::{Flight, Items, bit_words};
 use super::pending::{Collector, RayAnswers};
-use super::*;
 use crate::agents::{Agent, pairs_among};
 
 /// One agent's eye as the shader reads it (`GpuAgent` in `shaders/dda.wgsl`).

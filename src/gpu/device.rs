@@ -1,7 +1,17 @@
 //! Creating a [`GpuRaycaster`]: adapter, device, shader module and the pipelines, one per
 //! entry point and combination of options, compiled on first use.
 
-use super::*;
+use rustc_hash::FxHashMap;
+use std::sync::{Arc, Mutex};
+
+use crate::gpu::dispatch::{Courier, Shared};
+use crate::gpu::{
+    BatchStats, FLAG_CONSERVATIVE, FLAG_EVERY_NON_AIR, FLAG_PER_VOXEL, FLAG_STEP_EMPTY_BRICKS,
+    FLAG_STOP_UNLOADED, GpuConfig, GpuError, GpuRaycaster, MAX_DISPATCH_RAYS, NEXT_TOKEN,
+    ORIGIN_EXIT_SOLID, ORIGIN_REPORT, ORIGIN_SKIP, SHADER_SOURCE, SelfCheck, SelfCheckReport,
+    WORKGROUP_SIZE, probe, replace_locked,
+};
+use crate::ray::{OriginPolicy, RaycastOptions, UnloadedPolicy};
 
 impl GpuRaycaster {
     /// Picks an adapter, creates the device and pipelines, and runs the self-check (see
@@ -117,7 +127,7 @@ impl GpuRaycaster {
     }
 
     /// A raycaster on a device the application already has (a game engine's own wgpu device),
-    /// so that [`GpuWorld`]s and batches share its memory and queue instead of a second device.
+    /// so that [`GpuWorld`](crate::gpu::GpuWorld)s and batches share its memory and queue instead of a second device.
     /// Both handles are cloned (wgpu handles are shared references). The device's own limits
     /// and features apply. With [`wgpu::Limits::default()`] (128 MiB storage bindings) about
     /// 2,000 chunks stored voxel by voxel fit (64 KiB of ids each; the standard 512×128×512

@@ -10,10 +10,13 @@
 //! buffers, records commands and reads flags and channels. The courier does the rest.
 
 use std::collections::VecDeque;
+use std::sync::mpsc::Receiver;
+use std::sync::{Arc, Mutex};
+
+use crate::gpu::host::HostStaging;
+use crate::gpu::{BatchStats, GpuError, GpuHit, GpuParams, GpuRay, WORKGROUP_SIZE, device_error};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Sender, TryRecvError, channel};
-
-use super::*;
 
 /// A dispatch's upload buffer: its parameters (at 0), the material filter and its input.
 const FILTER_AT: u64 = 256;

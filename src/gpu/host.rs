@@ -1,7 +1,17 @@
 //! The host's share of a batch: validating and splitting rays, answering those the GPU need
 //! not see, sorting the rest for coherence; which cameras the shader reproduces exactly.
 
-use super::*;
+use bytemuck::Zeroable;
+use rayon::iter::{
+    IndexedParallelIterator, IntoParallelRefIterator, IntoParallelRefMutIterator, ParallelIterator,
+};
+use rayon::prelude::ParallelSliceMut;
+
+use crate::camera::Camera;
+use crate::cpu_ref::LONG_RAY;
+use crate::gpu::window::Upload;
+use crate::gpu::{GpuRay, GpuRaycaster, GpuWorld, RAY_NEGATIVE_SHIFT};
+use crate::ray::{RaycastOptions, RaycastOutcome, VoxelRay};
 
 impl GpuRaycaster {
     /// The host's share of a batch of rays, on all threads: validation, the i128 split and
@@ -204,6 +214,7 @@ fn coherence_key(r: &GpuRay) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::coords::WorldPos;
 
     #[test]
     fn coherence_key_interleaves_chunk_coordinates() {

@@ -1,10 +1,23 @@
 //! Batches that return at once: the `submit_*` calls of [`GpuRaycaster`] and the
 //! [`PendingBatch`] handle they return. The blocking calls are a submit and a wait.
 
+use rayon::iter::{
+    IndexedParallelIterator, IntoParallelRefIterator, IntoParallelRefMutIterator, ParallelIterator,
+};
+use std::sync::Arc;
 use std::time::Instant;
 
+use crate::camera::{Camera, CameraError};
+use crate::cpu_ref::LONG_RAY;
+use crate::gpu::device::{Entry, option_flags};
+use crate::gpu::host::shader_camera;
+use crate::gpu::window::Window;
+use crate::gpu::{
+    BatchStats, GpuError, GpuHit, GpuParams, GpuRay, GpuRaycaster, GpuWorld, WORKGROUP_SIZE,
+};
+use crate::ray::{LineOfSight, LineOfSightOptions, RaycastOptions, RaycastOutcome, VoxelRay};
+
 use super::dispatch::{Binding, Flight, Items, Shared};
-use super::*;
 
 /// A batch submitted to the GPU whose answers (a `T`: the outcomes in the caller's order, or
 /// agent visibility) have not been taken yet (see [`GpuRaycaster::submit_raycast`]). It owns

@@ -1,8 +1,11 @@
 //! The self-check a [`GpuRaycaster`] runs on its device when it is created: a few thousand rays
 //! and a small camera image, each answer compared with the CPU reference.
 
-use super::*;
+use crate::camera::Camera;
+use crate::coords::WorldPos;
 use crate::cpu_ref::voxel_raycast_with;
+use crate::gpu::{GpuError, GpuRaycaster, GpuWorld};
+use crate::ray::{RaycastOptions, RaycastOutcome, VoxelRay};
 use crate::scene::{SplitMix64, Terrain};
 
 /// Whether a [`GpuRaycaster`] may be created on a device whose self-check differs from the CPU

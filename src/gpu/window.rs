@@ -1,7 +1,20 @@
 //! The window of chunks a `GpuWorld` covers: the i128 ↔ i32 split, clipping rays to the
 //! window on the host, and decoding the shader's hits back into i128 outcomes.
 
-use super::*;
+use glam::{IVec3, Vec2};
+
+use crate::coords::{ChunkPos, VoxelBox, WorldPos};
+use crate::cpu_ref::{AXIS_NONE, Dda, grow_by_a_chunk, unloaded_tie_extra};
+use crate::gpu::{
+    COUNT_MAX, GpuError, GpuHit, GpuRay, RAY_CLIPPED, RAY_COUNTS_SHIFT, RAY_ENTRY_SHIFT,
+    RAY_NEGATIVE_SHIFT, RAY_PLANE_SHIFT, STATUS_HIT, STATUS_MISS, STATUS_TOO_LONG, STATUS_UNLOADED,
+    STATUS_ZERO_LENGTH, TAG_EMPTY, TAG_MASK, TAG_UNLOADED,
+};
+use crate::ray::{
+    OriginPolicy, PreparedRay, RayError, RaycastOptions, RaycastOutcome, UnloadedPolicy,
+    VoxelRaycastHit,
+};
+use crate::world::{REGION_SHIFT, VoxelId};
 
 /// How a prepared ray goes to the GPU.
 pub(super) enum Upload {

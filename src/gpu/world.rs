@@ -1,6 +1,14 @@
 //! `GpuWorld`: a window of a `VoxelWorld` in GPU buffers, and its updates.
 
-use super::*;
+use rustc_hash::FxHashMap;
+
+use crate::coords::ChunkPos;
+use crate::gpu::window::{Window, window_index};
+use crate::gpu::{
+    BRICK_WORDS, FLAG_STEP_EMPTY_BRICKS, GpuError, GpuRaycaster, ID_WORDS, TAG_EMPTY, TAG_UNIFORM,
+    TAG_UNLOADED, device_error,
+};
+use crate::world::{ChunkView, DenseChunk, OCCUPANCY_WORDS, REGION_SHIFT, VoxelWorld};
 
 /// A window of a [`VoxelWorld`] uploaded to the GPU: a chunk table plus, per chunk that is not
 /// one id throughout, its occupancy bits, brick summary and u16 ids. Uniform chunks (all air,

@@ -1,7 +1,7 @@
 //! What a cast does at its edges: the origin, material and unloaded policies and the options
 //! that bundle them.
 
-use super::*;
+use crate::world::VoxelId;
 
 /// What to do when the ray starts inside a voxel that stops it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -13,7 +13,7 @@ pub enum OriginPolicy {
     /// axis where the start point lies exactly on that voxel's low face and the ray moves down,
     /// where it is the voxel below (see the crate docs). So a ray cast straight down from a
     /// point exactly on top of a block starts in that block: under `Report` it is hit at
-    /// distance 0 with a zero normal ([`VoxelRaycastHit::previous_pos`] is `None`). Cast from a
+    /// distance 0 with a zero normal ([`VoxelRaycastHit::previous_pos`](crate::ray::VoxelRaycastHit::previous_pos) is `None`). Cast from a
     /// point above the surface (an eye) to get the top face and a place to put a block.
     #[default]
     Report,
@@ -30,7 +30,7 @@ pub enum UnloadedPolicy {
     /// Unloaded space is air. The default.
     #[default]
     Air,
-    /// The ray stops where it enters unloaded space: [`RaycastOutcome::Unloaded`].
+    /// The ray stops where it enters unloaded space: [`RaycastOutcome::Unloaded`](crate::ray::RaycastOutcome::Unloaded).
     Stop,
 }
 

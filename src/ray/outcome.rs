@@ -1,6 +1,10 @@
 //! What a cast returns: the hit, the outcome of a raycast and of a line-of-sight test.
 
-use super::*;
+use glam::{IVec3, Vec2};
+
+use crate::coords::WorldPos;
+use crate::ray::RayError;
+use crate::world::VoxelId;
 
 /// The first voxel a ray hits.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -48,10 +52,10 @@ pub enum RaycastOutcome {
     /// The ray hit a stopping voxel.
     Hit(VoxelRaycastHit),
     /// Nothing stops the ray within its max distance (or before it leaves the occupied bounds,
-    /// the chunks that hold anything but air, under [`UnloadedPolicy::Air`], or the edge of the
+    /// the chunks that hold anything but air, under [`UnloadedPolicy::Air`](crate::ray::UnloadedPolicy::Air), or the edge of the
     /// i128 world).
     Miss,
-    /// Under [`UnloadedPolicy::Stop`]: the ray entered unloaded space at voxel `at`, at
+    /// Under [`UnloadedPolicy::Stop`](crate::ray::UnloadedPolicy::Stop): the ray entered unloaded space at voxel `at`, at
     /// `distance` voxels.
     Unloaded {
         /// The first unloaded voxel on the ray.
@@ -118,7 +122,7 @@ pub enum LineOfSight {
     Clear,
     /// The first stopping voxel on the segment.
     Blocked(VoxelRaycastHit),
-    /// Under [`UnloadedPolicy::Stop`], unloaded space lies on the segment before any blocker:
+    /// Under [`UnloadedPolicy::Stop`](crate::ray::UnloadedPolicy::Stop), unloaded space lies on the segment before any blocker:
     /// whether the end can be seen is unknown until that space is loaded. As
     /// [`RaycastOutcome::Unloaded`].
     Unknown {

@@ -1,6 +1,11 @@
 //! A testing aid: every summary a [`VoxelWorld`] keeps, recounted from its chunks' ids.
 
-use super::*;
+use rustc_hash::FxHashMap;
+
+use crate::coords::{CHUNK_VOLUME, LocalPos};
+use crate::world::{
+    ChunkView, OCCUPANCY_WORDS, Region, VoxelWorld, brick_index, grow, region_cell, region_of,
+};
 
 impl VoxelWorld {
     /// Testing aid, not part of the API (the fuzz targets and tests call it; it may change

@@ -1,6 +1,8 @@
 //! [`Chunk`]: `32³` voxels, stored as one id or voxel by voxel with occupancy summaries.
 
-use super::*;
+use crate::coords::{CHUNK_VOLUME, LocalPos};
+use crate::world::packed_ids::PackedIds;
+use crate::world::{BRICK_EDGE, BRICKS_PER_CHUNK, OCCUPANCY_WORDS, VoxelId, brick_index};
 
 /// A chunk stored voxel by voxel, with its occupancy summaries kept current on every edit.
 #[derive(Clone)]
@@ -86,7 +88,7 @@ impl DenseChunk {
 /// ids, typically 32 KiB where its ids lie in 0-15 and 16 KiB where they lie in 0-3; one that
 /// has held more than 128 distinct ids at once takes 64 KiB until [`Chunk::shrink_to_fit`]
 /// (the standard terrain's 604 stored chunks: 31.6 KiB on average, tables included;
-/// [`VoxelWorld::memory_bytes`]).
+/// [`VoxelWorld::memory_bytes`](crate::world::VoxelWorld::memory_bytes)).
 #[derive(Clone)]
 pub struct Chunk {
     repr: ChunkRepr,

@@ -2,6 +2,7 @@
 //! against recounts over random edits, and the bounds.
 
 use super::*;
+use crate::coords::LocalPos;
 
 #[test]
 fn region_summaries_track_edits() {
