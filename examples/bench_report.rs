@@ -51,7 +51,10 @@ use peers::{Answer, Bounds, OccupancyGrid, ParryScene, Workload, WorkloadId};
 /// Command line.
 #[derive(Debug, Parser)]
 #[command(
-    about = "voxcast benchmark report: the standard workloads on every engine",
+    about = "voxcast benchmark report: the standard workloads on every engine.\n\
+        Workloads: W1 reach (8-voxel rays), W2 line of sight (segments up to 64), W3 camera \
+        (a ray per pixel, max 1024), W4 sparse world (rays of 512), W5 agents (pairs within \
+        64); --help says more.",
     long_about = "voxcast benchmark report: the standard workloads on every engine, in one process.\n\n\
         W1 reach: rays of 8 voxels from eye height on the standard terrain (block targeting).\n\
         W2 line of sight: segments up to 64 voxels between eye points on the terrain.\n\

@@ -253,3 +253,75 @@ impl Camera {
             .collect()
     }
 }
+
+/// A camera's parameters by name, for code that reads better than seven positional arguments:
+/// fill the fields you need, take the rest from [`CameraSpec::default`], and [`CameraSpec::build`].
+///
+/// ```
+/// use voxcast::{CameraSpec, WorldPos, glam::Vec3};
+/// let camera = CameraSpec {
+///     position: WorldPos::new(10, 64, -3),
+///     forward: Vec3::new(1.0, -0.2, 0.0),
+///     width: 640,
+///     height: 360,
+///     ..CameraSpec::default()
+/// }
+/// .build()?;
+/// assert_eq!((camera.width, camera.height), (640, 360));
+/// # Ok::<(), voxcast::CameraError>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CameraSpec {
+    /// The voxel the eye is in.
+    pub position: WorldPos,
+    /// The eye's offset inside that voxel, each component in `[0, 1)` (as [`VoxelRay::new`]
+    /// takes it). Default: the voxel's centre, `(0.5, 0.5, 0.5)`.
+    pub sub_offset: Vec3,
+    /// The view direction, any length but not zero. Default: `+Z`.
+    pub forward: Vec3,
+    /// The direction that points to the top of the image as nearly as it can
+    /// ([`Camera::with_up`]). Default: `+Y`.
+    pub up: Vec3,
+    /// Vertical field of view, in `(0, 180)` degrees. Default: 60.
+    pub fov_y_degrees: f32,
+    /// Image width in pixels, at least 1. Default: 1280.
+    pub width: u32,
+    /// Image height in pixels, at least 1. Default: 720.
+    pub height: u32,
+    /// Max distance of every ray, in voxels, at most [`crate::MAX_DISTANCE_CAP`]. Default: 1024.
+    pub max_distance: f32,
+}
+
+impl Default for CameraSpec {
+    fn default() -> Self {
+        Self {
+            position: WorldPos::ZERO,
+            sub_offset: Vec3::splat(0.5),
+            forward: Vec3::Z,
+            up: Vec3::Y,
+            fov_y_degrees: 60.0,
+            width: 1280,
+            height: 720,
+            max_distance: 1024.0,
+        }
+    }
+}
+
+impl CameraSpec {
+    /// The camera, as [`Camera::with_up`] builds it from these fields.
+    ///
+    /// # Errors
+    /// Those of [`Camera::with_up`].
+    pub fn build(&self) -> Result<Camera, CameraError> {
+        Camera::with_up(
+            self.position,
+            self.sub_offset,
+            self.forward,
+            self.up,
+            self.fov_y_degrees,
+            self.width,
+            self.height,
+            self.max_distance,
+        )
+    }
+}

@@ -98,7 +98,7 @@ pub use glam;
 pub use aabb::ray_aabb;
 pub use agents::{Agent, agent_visibility, pairs_within};
 pub use blocks::{break_block, place_block};
-pub use camera::{Camera, CameraError};
+pub use camera::{Camera, CameraError, CameraSpec};
 pub use coords::{CHUNK_EDGE, CHUNK_VOLUME, ChunkPos, LocalPos, VoxelBox, WorldPos};
 pub use cpu_ref::{
     TraversalStep, VoxelTraversal, line_of_sight, line_of_sight_batch, line_of_sight_batch_into,

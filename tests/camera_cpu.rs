@@ -8,9 +8,9 @@ use common::{ORIGIN_POLICIES, offset, opts, random_solids, world_with};
 use voxcast::glam::Vec3;
 use voxcast::scene::{SplitMix64, Terrain};
 use voxcast::{
-    Camera, CameraError, MaterialFilter, RayError, RaycastOptions, RaycastOutcome, UnloadedPolicy,
-    VoxelId, VoxelWorld, WorldPos, raycast_camera, raycast_camera_into, raycast_camera_rows_into,
-    voxel_raycast_with,
+    Camera, CameraError, CameraSpec, MaterialFilter, RayError, RaycastOptions, RaycastOutcome,
+    UnloadedPolicy, VoxelId, VoxelWorld, WorldPos, raycast_camera, raycast_camera_into,
+    raycast_camera_rows_into, voxel_raycast_with,
 };
 
 /// Every pixel of `camera` cast one by one.
@@ -335,4 +335,71 @@ fn hand_edited_cameras_give_errors_not_panics() {
         raycast_camera(&huge, &world, &o),
         Err(CameraError::ImageTooLarge(pixels))
     );
+}
+
+/// `CameraSpec` names the parameters of `Camera::with_up`: it builds the same camera, and the
+/// same errors; its defaults are those its docs give.
+#[test]
+fn a_camera_spec_builds_what_with_up_builds() {
+    let spec = CameraSpec {
+        position: WorldPos::new(-7, 40, 1 << 90),
+        sub_offset: Vec3::new(0.25, 0.5, 0.75),
+        forward: Vec3::new(0.3, -1.0, 0.2),
+        up: Vec3::X,
+        fov_y_degrees: 75.0,
+        width: 33,
+        height: 17,
+        max_distance: 300.0,
+    };
+    let made = Camera::with_up(
+        spec.position,
+        spec.sub_offset,
+        spec.forward,
+        spec.up,
+        spec.fov_y_degrees,
+        spec.width,
+        spec.height,
+        spec.max_distance,
+    );
+    assert_eq!(spec.build(), made);
+    assert!(made.is_ok());
+    let d = CameraSpec::default();
+    assert_eq!(
+        d.build(),
+        Camera::new(
+            WorldPos::ZERO,
+            Vec3::splat(0.5),
+            Vec3::Z,
+            60.0,
+            1280,
+            720,
+            1024.0
+        )
+    );
+    for (bad, error) in [
+        (CameraSpec { width: 0, ..d }, CameraError::EmptyImage),
+        (
+            CameraSpec {
+                fov_y_degrees: 180.0,
+                ..d
+            },
+            CameraError::FieldOfView,
+        ),
+        (
+            CameraSpec {
+                forward: Vec3::Y,
+                ..d
+            },
+            CameraError::VerticalView,
+        ),
+        (
+            CameraSpec {
+                up: Vec3::ZERO,
+                ..d
+            },
+            CameraError::InvalidUp,
+        ),
+    ] {
+        assert_eq!(bad.build(), Err(error), "{bad:?}");
+    }
 }
