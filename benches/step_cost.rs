@@ -63,7 +63,7 @@ fn step_cost(c: &mut Criterion) {
         }
     }
     let opts = RaycastOptions {
-        blocks: MaterialFilter::all_solid().without(GLASS),
+        blocks: MaterialFilter::every_non_air().without(GLASS),
         ..RaycastOptions::default()
     };
     let mut group = c.benchmark_group("step_cost");

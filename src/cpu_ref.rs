@@ -43,7 +43,7 @@ mod traversal;
 
 pub use camera::{raycast_camera, raycast_camera_into, raycast_camera_rows_into};
 use dda::Walk;
-pub(crate) use dda::{Dda, Halt, face_uv};
+pub(crate) use dda::{Dda, Ended, face_uv};
 pub use queries::{
     line_of_sight, line_of_sight_batch, line_of_sight_batch_into, raycast_batch,
     raycast_batch_into, voxel_raycast, voxel_raycast_with,
@@ -238,7 +238,7 @@ pub(crate) fn cast_ray(
                     at: d.voxel(),
                     distance: d.t,
                 },
-                Err(Halt::Miss) => RaycastOutcome::Miss,
+                Err(Ended) => RaycastOutcome::Miss,
             };
         }
         UnloadedPolicy::Stop => {
@@ -409,7 +409,7 @@ pub(crate) fn cast_ray(
                 return o;
             }
             match d.dda_step() {
-                Err(Halt::Miss) => return RaycastOutcome::Miss,
+                Err(Ended) => return RaycastOutcome::Miss,
                 Ok(entered) if entered || moved => break,
                 Ok(_) => {}
             }

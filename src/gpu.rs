@@ -261,7 +261,7 @@ pub(crate) struct GpuParams {
 ///
 /// Each kind of batch comes in two forms: `submit_*` returns a [`PendingBatch`] at once,
 /// whose answers are taken later without blocking (for a frame loop: submit this frame, take
-/// next frame); the plain calls (`raycast`, `line_of_sight`, `render_camera`, ...) submit and
+/// next frame); the plain calls (`raycast`, `line_of_sight`, `raycast_camera`, ...) submit and
 /// wait. Several batches may be in flight at once, from one thread or several: a raycaster
 /// (and a [`GpuWorld`]) is `Send + Sync`.
 ///
@@ -519,23 +519,23 @@ impl GpuRaycaster {
     /// As [`GpuRaycaster::raycast`]; [`GpuError::Camera`] for a width or height of 0,
     /// [`GpuError::BatchTooLarge`] for more than `u32::MAX` pixels,
     /// [`GpuError::OutputTooLarge`] when the outcomes do not fit in host memory.
-    pub fn render_camera(
+    pub fn raycast_camera(
         &self,
         world: &GpuWorld,
         camera: &Camera,
         opts: &RaycastOptions,
     ) -> Result<Vec<RaycastOutcome>, GpuError> {
         let mut out = Vec::new();
-        self.render_camera_into(world, camera, opts, &mut out)?;
+        self.raycast_camera_into(world, camera, opts, &mut out)?;
         Ok(out)
     }
 
-    /// [`GpuRaycaster::render_camera`] into `out`, cleared and refilled row by row, its
+    /// [`GpuRaycaster::raycast_camera`] into `out`, cleared and refilled row by row, its
     /// allocation reused (see [`GpuRaycaster::raycast_into`]): for a camera rendered every frame.
     ///
     /// # Errors
     /// As [`GpuRaycaster::raycast_into`].
-    pub fn render_camera_into(
+    pub fn raycast_camera_into(
         &self,
         world: &GpuWorld,
         camera: &Camera,
@@ -545,6 +545,39 @@ impl GpuRaycaster {
         let pending = self.submit_camera_into(world, camera, opts, std::mem::take(out))?;
         *out = pending.wait()?;
         Ok(())
+    }
+
+    /// The former name of [`GpuRaycaster::raycast_camera`].
+    ///
+    /// # Errors
+    /// As [`GpuRaycaster::raycast_camera`].
+    #[deprecated(
+        note = "renamed to GpuRaycaster::raycast_camera, the CPU's name for the same call"
+    )]
+    pub fn render_camera(
+        &self,
+        world: &GpuWorld,
+        camera: &Camera,
+        opts: &RaycastOptions,
+    ) -> Result<Vec<RaycastOutcome>, GpuError> {
+        self.raycast_camera(world, camera, opts)
+    }
+
+    /// The former name of [`GpuRaycaster::raycast_camera_into`].
+    ///
+    /// # Errors
+    /// As [`GpuRaycaster::raycast_camera_into`].
+    #[deprecated(
+        note = "renamed to GpuRaycaster::raycast_camera_into, the CPU's name for the same call"
+    )]
+    pub fn render_camera_into(
+        &self,
+        world: &GpuWorld,
+        camera: &Camera,
+        opts: &RaycastOptions,
+        out: &mut Vec<RaycastOutcome>,
+    ) -> Result<(), GpuError> {
+        self.raycast_camera_into(world, camera, opts, out)
     }
 
     /// A blocking call: `submit` of `rays` in bands of at most [`HOST_BAND`](host::HOST_BAND)

@@ -59,7 +59,8 @@
 //! every product that feeds a sum, and every sum that feeds a sum, behind a barrier no compiler
 //! can see through, and never makes a subnormal value. `shaders/exact.wgsl` states the rules.
 //!
-//! How it is tested, on Mesa's lavapipe in CI (which takes none of those freedoms itself):
+//! `tests/README.md` names the tests that check each rule of this page. How the contract is
+//! tested, on Mesa's lavapipe in CI (which takes none of those freedoms itself):
 //! - the parity suite compares the GPU with the CPU ray by ray: over a million random rays
 //!   and an adversarial set (integer and half-integer origins, axis-aligned and 45° rays, zero
 //!   components, chunk faces, negative coordinates, the edges of `i128`, max distance 0, rays

@@ -1,6 +1,7 @@
 //! Deterministic scenes and ray sets shared by tests, benches and examples: a noise terrain
-//! with caves and several materials, a sparse random world, and the standard workloads
-//! W1 (reach), W2 (line of sight), W3 (camera) and W4 (sparse).
+//! with caves and several materials, a sparse random world, and the standard ray sets on them:
+//! reach rays, line-of-sight segments, a camera over the terrain and rays through the sparse
+//! world (BENCHMARKS.md's workloads are built from these).
 //!
 //! The random numbers come from SplitMix64, written out here so that scenes stay bit-identical
 //! across dependency upgrades (benchmarks compare runs over months).
@@ -111,7 +112,8 @@ pub struct Terrain {
 }
 
 impl Terrain {
-    /// The standard terrain of workloads W1-W3: 512 × 128 × 512 voxels.
+    /// The standard terrain of the reach, line-of-sight and camera ray sets: 512 × 128 × 512
+    /// voxels.
     pub const STANDARD: Self = Self {
         size: [512, 128, 512],
         seed: 0x766F_7863,
@@ -254,7 +256,7 @@ impl Terrain {
             .collect()
     }
 
-    /// W1 reach: `n` rays from 1.6 voxels above random ground (or water) points in uniformly random
+    /// Reach rays: `n` rays from 1.6 voxels above random ground (or water) points in uniformly random
     /// directions, max distance 8.
     #[must_use]
     pub fn reach_rays(&self, n: usize, seed: u64) -> Vec<VoxelRay> {
@@ -268,7 +270,7 @@ impl Terrain {
             .collect()
     }
 
-    /// W2 line of sight: `n` segments between random eye points (1.6 above ground or water) at
+    /// Line of sight: `n` segments between random eye points (1.6 above ground or water) at
     /// most `max_len` voxels apart (64 in the standard workload). At most `64·n + 1024`
     /// candidates are drawn, so that a `max_len` too short for any segment (under about a
     /// voxel, or NaN) or a terrain with no columns returns fewer than `n` (none) instead of
@@ -299,7 +301,7 @@ impl Terrain {
         out
     }
 
-    /// W3 camera: a pinhole camera 40 voxels above the ground, centred in x and an eighth of the
+    /// The standard camera: a pinhole camera 40 voxels above the ground, centred in x and an eighth of the
     /// way in along z, looking across the terrain (mostly +z) and slightly down, 60 degree
     /// vertical field of view, max distance 1024. A width or height of 0 is taken as 1.
     #[must_use]
@@ -335,7 +337,7 @@ pub struct Sparse {
 }
 
 impl Sparse {
-    /// The standard sparse world of workload W4: 256³ voxels, 0.5% solid.
+    /// The standard sparse world: 256³ voxels, 0.5% solid.
     pub const STANDARD: Self = Self {
         size: 256,
         density: 0.005,
@@ -372,7 +374,7 @@ impl Sparse {
         world
     }
 
-    /// W4: `n` rays from random interior points in random directions, max distance 512.
+    /// Rays through the sparse world: `n` rays from random interior points in random directions, max distance 512.
     #[must_use]
     pub fn rays(&self, n: usize, seed: u64) -> Vec<VoxelRay> {
         let mut rng = SplitMix64::new(seed);

@@ -29,11 +29,11 @@ fn into_forms_refill_kept_buffers() {
     assert_parity("raycast_into, longer buffer", &rays, &kept, &cpu);
     let cam = t.camera(64, 48);
     let cam_rays = cam.rays().expect("camera rays");
-    gpu.render_camera_into(&gw, &cam, &opts, &mut kept)
-        .expect("render_camera_into");
+    gpu.raycast_camera_into(&gw, &cam, &opts, &mut kept)
+        .expect("raycast_camera_into");
     let cam_cpu = raycast_batch(&cam_rays, tw, &opts);
     assert_parity(
-        "render_camera_into, kept buffer",
+        "raycast_camera_into, kept buffer",
         &cam_rays,
         &kept,
         &cam_cpu,
@@ -155,7 +155,7 @@ fn many_small_dispatches_in_flight() {
     );
     let cam = t.camera(160, 90);
     let g = gpu
-        .render_camera(&tg, &cam, &RaycastOptions::default())
+        .raycast_camera(&tg, &cam, &RaycastOptions::default())
         .expect("render");
     let cam_rays = cam.rays().expect("camera rays");
     let c = raycast_batch(&cam_rays, tw, &RaycastOptions::default());
@@ -207,7 +207,7 @@ fn a_world_from_another_raycaster_is_an_error() {
     )
     .expect("camera");
     assert_eq!(
-        other.render_camera(&gw, &cam, &opts).err(),
+        other.raycast_camera(&gw, &cam, &opts).err(),
         Some(GpuError::WorldFromAnotherDevice)
     );
     check(gpu, "own device", &world, &gw, &[ray], &opts);
@@ -222,7 +222,7 @@ fn a_world_from_another_raycaster_is_an_error() {
     );
 }
 
-/// `render_camera` gives pixel (px, py) the outcome of `Camera::ray(px, py)`, also for a
+/// `raycast_camera` gives pixel (px, py) the outcome of `Camera::ray(px, py)`, also for a
 /// camera whose public fields were edited by hand: `Invalid` where that ray is invalid, and
 /// exactly the CPU's answer where it is not (the shader cannot take every such camera; those
 /// are rendered from host-built rays).
@@ -286,7 +286,7 @@ fn hand_edited_cameras_give_each_pixel_its_rays_outcome() {
             })
             .collect();
         let got = gpu
-            .render_camera(&gw, &cam, &opts)
+            .raycast_camera(&gw, &cam, &opts)
             .unwrap_or_else(|e| panic!("{what}: {e}"));
         let rays = vec![common::ray(WorldPos::ZERO, Vec3::ZERO, Vec3::X, 0.0); got.len()];
         assert_parity(
@@ -311,11 +311,11 @@ fn hand_edited_cameras_give_each_pixel_its_rays_outcome() {
             ..good
         };
         assert_eq!(
-            gpu.render_camera(&gw, &empty, &opts),
+            gpu.raycast_camera(&gw, &empty, &opts),
             Err(GpuError::Camera(CameraError::EmptyImage))
         );
     }
-    assert!(gpu.render_camera(&gw, &good, &opts).is_ok());
+    assert!(gpu.raycast_camera(&gw, &good, &opts).is_ok());
 }
 
 /// A camera whose outcomes cannot be allocated is an error, not an aborted process. Only run
@@ -351,7 +351,7 @@ fn a_camera_too_large_for_host_memory_is_an_error() {
     )
     .expect("camera");
     assert_eq!(
-        gpu.render_camera(&gw, &cam, &RaycastOptions::default())
+        gpu.raycast_camera(&gw, &cam, &RaycastOptions::default())
             .err(),
         Some(GpuError::OutputTooLarge(u64::from(w) * u64::from(h)))
     );
@@ -473,7 +473,7 @@ fn batches_larger_than_a_host_band() {
     )
     .expect("camera");
     let g = gpu
-        .render_camera(&gw, &cam, &RaycastOptions::default())
+        .raycast_camera(&gw, &cam, &RaycastOptions::default())
         .expect("render");
     let cam_rays = cam.rays().expect("camera rays");
     let c = raycast_batch(&cam_rays, tw, &RaycastOptions::default());
@@ -497,4 +497,30 @@ fn gpu_world_debug_is_a_summary() {
         "{} bytes: {text}",
         text.len()
     );
+}
+
+/// The former names of `raycast_camera` and `raycast_camera_into` give the same image.
+#[test]
+#[expect(deprecated, reason = "the aliases are what is tested")]
+fn the_former_camera_call_names_give_the_same_image() {
+    let Some(gpu) = gpu() else { return };
+    let (_, sw) = sparse();
+    let gw = GpuWorld::from_world(gpu, sw).expect("upload");
+    let cam = Camera::new(
+        WorldPos::new(100, 100, 100),
+        Vec3::splat(0.5),
+        Vec3::new(1.0, -0.3, 0.6),
+        70.0,
+        24,
+        16,
+        300.0,
+    )
+    .expect("camera");
+    let opts = RaycastOptions::default();
+    let image = gpu.raycast_camera(&gw, &cam, &opts).expect("image");
+    assert_eq!(gpu.render_camera(&gw, &cam, &opts).as_ref(), Ok(&image));
+    let mut out = Vec::new();
+    gpu.render_camera_into(&gw, &cam, &opts, &mut out)
+        .expect("image");
+    assert_eq!(out, image);
 }

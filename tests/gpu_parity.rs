@@ -125,7 +125,7 @@ fn parity_camera_rays_made_in_the_shader() {
     .expect("camera");
     let pixels = w as usize * h as usize;
     assert_eq!(
-        gpu.render_camera(&gw, &huge, &RaycastOptions::default())
+        gpu.raycast_camera(&gw, &huge, &RaycastOptions::default())
             .err(),
         Some(GpuError::BatchTooLarge(pixels))
     );
@@ -141,7 +141,7 @@ fn parity_camera_rays_made_in_the_shader() {
     )
     .expect("camera");
     let g = gpu
-        .render_camera(&gw, &far, &RaycastOptions::default())
+        .raycast_camera(&gw, &far, &RaycastOptions::default())
         .expect("render");
     assert_parity(
         "camera outside window",
@@ -293,7 +293,7 @@ fn both_walks_through_empty_bricks_agree_with_the_cpu() {
         .expect("camera");
         let opts = RaycastOptions::default();
         let g = gpu
-            .render_camera(&tg, &camera, &opts)
+            .raycast_camera(&tg, &camera, &opts)
             .expect("camera on the GPU");
         let rays: Vec<VoxelRay> = (0..90)
             .flat_map(|y| (0..160).map(move |x| (x, y)))

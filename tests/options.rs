@@ -255,7 +255,7 @@ fn material_filter_lets_rays_through_glass() {
         Some((WorldPos::new(3, 0, 0), GLASS))
     );
     let see_through = RaycastOptions {
-        blocks: MaterialFilter::all_solid().without(GLASS),
+        blocks: MaterialFilter::every_non_air().without(GLASS),
         ..RaycastOptions::default()
     };
     let h = expect_hit(&r, &world, &see_through);
@@ -320,4 +320,12 @@ fn material_filter_lets_rays_through_glass() {
         expect_hit(&inside, &world, &exit).voxel_pos,
         WorldPos::new(6, 0, 0)
     );
+}
+
+/// The former name of `MaterialFilter::every_non_air` still gives the same filter.
+#[test]
+#[expect(deprecated, reason = "the alias is what is tested")]
+fn the_former_name_of_every_non_air_is_the_same_filter() {
+    assert!(MaterialFilter::all_solid() == MaterialFilter::every_non_air());
+    assert!(MaterialFilter::every_non_air().is_every_non_air());
 }

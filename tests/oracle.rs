@@ -69,7 +69,7 @@ fn filter_of(kind: u8) -> (MaterialFilter, String) {
     match kind % 4 {
         0 | 1 => (MaterialFilter::default(), "default".into()),
         2 => (
-            MaterialFilter::all_solid().without(VoxelId(2)),
+            MaterialFilter::every_non_air().without(VoxelId(2)),
             "without 2".into(),
         ),
         _ => (MaterialFilter::only(&[VoxelId(3)]), "only 3".into()),

@@ -103,7 +103,7 @@ fn skipping_is_exact() {
     }));
 
     let mut total = 0;
-    let filter = MaterialFilter::all_solid().without(scene::WATER);
+    let filter = MaterialFilter::every_non_air().without(scene::WATER);
     for (name, world, rays) in [
         ("terrain", &tworld, &terrain_rays),
         ("sparse", &sworld, &sparse_rays),
@@ -264,7 +264,7 @@ fn region_runs_are_exact() {
     ] {
         let world = region_world(base, seed);
         let rays = region_rays(base, seed ^ 0xABC, 24_000);
-        let filter = MaterialFilter::all_solid().without(VoxelId(2));
+        let filter = MaterialFilter::every_non_air().without(VoxelId(2));
         for unloaded in [UnloadedPolicy::Air, UnloadedPolicy::Stop] {
             for policy in common::ORIGIN_POLICIES {
                 let opts = RaycastOptions {

@@ -101,7 +101,7 @@ fn camera_differences(gpu: &GpuRaycaster) -> usize {
     let gw = GpuWorld::from_world(gpu, tw).expect("upload");
     let cam = t.camera(320, 180);
     let opts = RaycastOptions::default();
-    let g = gpu.render_camera(&gw, &cam, &opts).expect("render");
+    let g = gpu.raycast_camera(&gw, &cam, &opts).expect("render");
     let c = raycast_camera(&cam, tw, &opts).expect("cpu camera");
     g.iter().zip(&c).filter(|(a, b)| !a.matches(b)).count()
 }

@@ -601,7 +601,7 @@ pub(crate) mod gpu {
         }
 
         /// Answers every ray of `rays` (read back to the host). For W3 with all of the
-        /// workload's rays, the shader makes the camera rays itself (`render_camera`).
+        /// workload's rays, the shader makes the camera rays itself (`raycast_camera`).
         pub(crate) fn run(
             &self,
             scene: &GpuScene,
@@ -622,7 +622,7 @@ pub(crate) mod gpu {
                 }
                 (Query::Raycast, Some(cam)) if rays.len() == w.rays.len() => self
                     .gpu
-                    .render_camera_into(world, cam, &opts, &mut outcomes),
+                    .raycast_camera_into(world, cam, &opts, &mut outcomes),
                 (Query::Raycast, _) => self.gpu.raycast_into(world, rays, &opts, &mut outcomes),
             }
             .map_err(err)?;

@@ -281,8 +281,8 @@ pub fn check(gpu: &GpuRaycaster, input: &Input) -> Result<(), String> {
             c.max.get(),
         ) {
             let g = gpu
-                .render_camera(&gw, &camera, &opts)
-                .map_err(|e| format!("render_camera: {e}"))?;
+                .raycast_camera(&gw, &camera, &opts)
+                .map_err(|e| format!("raycast_camera: {e}"))?;
             let cpu = raycast_camera(&camera, &world, &opts)
                 .map_err(|e| format!("raycast_camera: {e}"))?;
             let rays: Vec<VoxelRay> = camera.rays().unwrap_or_default();

@@ -183,8 +183,8 @@ impl FilterIn {
     #[must_use]
     pub fn get(&self) -> MaterialFilter {
         match self {
-            Self::AllSolid => MaterialFilter::all_solid(),
-            Self::Without(id) => MaterialFilter::all_solid().without(id.material()),
+            Self::AllSolid => MaterialFilter::every_non_air(),
+            Self::Without(id) => MaterialFilter::every_non_air().without(id.material()),
             Self::Only(ids) => {
                 let ids: Vec<VoxelId> = ids.iter().take(8).map(|i| i.material()).collect();
                 MaterialFilter::only(&ids)

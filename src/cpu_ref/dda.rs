@@ -20,12 +20,10 @@ pub(super) enum Walk {
     Miss,
 }
 
-/// Why a ray stopped moving.
+/// The ray ended as a miss: its next crossing lies beyond max distance, or it left the i128
+/// world.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Halt {
-    /// The next crossing lies beyond max distance, or the ray left the i128 world.
-    Miss,
-}
+pub(crate) struct Ended;
 
 /// The stepping state of one ray: current voxel (as chunk plus local), crossing counts, the
 /// cached next crossing per axis, and how the current voxel was entered.
@@ -109,14 +107,14 @@ impl<'r> Dda<'r> {
     }
 
     /// One DDA step: cross the nearest boundary. Twin of `dda_step` in `shaders/dda.wgsl`.
-    /// Returns whether the step entered another chunk; `Err(Halt::Miss)` beyond max distance
+    /// Returns whether the step entered another chunk; `Err(Ended)` beyond max distance
     /// or the i128 edge.
     #[inline(always)]
-    pub(crate) fn dda_step(&mut self) -> Result<bool, Halt> {
+    pub(crate) fn dda_step(&mut self) -> Result<bool, Ended> {
         let a = next_axis(self.t_next);
         let t = self.t_next[a];
         if t > self.ray.max_distance {
-            return Err(Halt::Miss);
+            return Err(Ended);
         }
         self.n[a] += 1;
         // The stepped axis is enabled: a disabled one sits at T_DISABLED, beyond every max
@@ -132,7 +130,7 @@ impl<'r> Dda<'r> {
         if self.carry_chunk(a, l) {
             Ok(true)
         } else {
-            Err(Halt::Miss)
+            Err(Ended)
         }
     }
 
@@ -282,14 +280,14 @@ impl<'r> Dda<'r> {
     /// lands exactly where voxel-by-voxel stepping would be just before the first crossing that
     /// leaves the cell, and before any crossing tied with it (with `NEAR`, for conservative line
     /// of sight, also before any near-tied with it: see `NEAR_TIE`). Twin of `skip_cell` in
-    /// `shaders/dda.wgsl`. `Err(Halt::Miss)` when that crossing lies beyond max distance (with
+    /// `shaders/dda.wgsl`. `Err(Ended)` when that crossing lies beyond max distance (with
     /// `NEAR`, when the next crossing after the landing does).
     #[inline]
     pub(crate) fn skip_cell<const NEAR: bool>(
         &mut self,
         lo: [i32; 3],
         hi: [i32; 3],
-    ) -> Result<(), Halt> {
+    ) -> Result<(), Ended> {
         let r = self.ray;
         let mut t_exit = [T_DISABLED; 3];
         let mut k = [0u32; 3];
@@ -308,7 +306,7 @@ impl<'r> Dda<'r> {
         // Under `NEAR` a crossing inside the cell within max distance can still form an edge
         // with an exit beyond it: land first, and end once the next crossing lies beyond.
         if !NEAR && t_end > r.max_distance {
-            return Err(Halt::Miss);
+            return Err(Ended);
         }
         for a in 0..3 {
             if r.enabled[a] {
@@ -327,7 +325,7 @@ impl<'r> Dda<'r> {
             }
         }
         if NEAR && self.t_next[next_axis(self.t_next)] > r.max_distance {
-            return Err(Halt::Miss);
+            return Err(Ended);
         }
         Ok(())
     }

@@ -235,7 +235,7 @@ mod tests {
         assert_eq!(key([-1, 0, 0], 0), 0x1249_2492_4924_9249 & ((1 << 51) - 1));
     }
 
-    /// Cameras made by `Camera::new` and `Camera::with_up` go to the shader (`render_camera`
+    /// Cameras made by `Camera::new` and `Camera::with_up` go to the shader (`raycast_camera`
     /// would otherwise build every pixel's ray on the host, with the same outcomes, so the
     /// parity tests alone cannot tell); cameras edited into ones the shader may not reproduce
     /// stay on the host.

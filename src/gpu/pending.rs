@@ -338,11 +338,11 @@ impl GpuRaycaster {
     }
 
     /// A camera's image, submitted: returns at once; the pixels, row by row from the top, are
-    /// [`GpuRaycaster::render_camera`]'s. A camera the shader cannot reproduce exactly (see
-    /// `render_camera`) is cast from host-built rays, also submitted.
+    /// [`GpuRaycaster::raycast_camera`]'s. A camera the shader cannot reproduce exactly (see
+    /// `raycast_camera`) is cast from host-built rays, also submitted.
     ///
     /// # Errors
-    /// As [`GpuRaycaster::render_camera`].
+    /// As [`GpuRaycaster::raycast_camera`].
     pub fn submit_camera(
         &self,
         world: &GpuWorld,
@@ -355,7 +355,7 @@ impl GpuRaycaster {
     /// [`GpuRaycaster::submit_camera`] filling `out` (cleared first), its allocation reused.
     ///
     /// # Errors
-    /// As [`GpuRaycaster::render_camera`].
+    /// As [`GpuRaycaster::raycast_camera`].
     pub fn submit_camera_into(
         &self,
         world: &GpuWorld,

@@ -133,7 +133,7 @@ pub(super) fn run(gpu: &GpuRaycaster) -> Result<SelfCheckReport, GpuError> {
         96.0,
     )
     .map_err(|e| GpuError::Internal(format!("the self-check's camera: {e}")))?;
-    let pixels = gpu.render_camera(&on_gpu, &camera, &opts)?;
+    let pixels = gpu.raycast_camera(&on_gpu, &camera, &opts)?;
     if difference.is_none() {
         for (i, got) in pixels.iter().enumerate() {
             let (px, py) = (i as u32 % w, i as u32 / w);

@@ -52,14 +52,22 @@ impl std::fmt::Debug for MaterialFilter {
 
 impl Default for MaterialFilter {
     fn default() -> Self {
-        Self::all_solid()
+        Self::every_non_air()
     }
 }
 
 impl MaterialFilter {
     /// Every id except air stops the ray (the default).
     #[must_use]
+    #[deprecated(note = "renamed to MaterialFilter::every_non_air (\"non-air\" everywhere)")]
     pub fn all_solid() -> Self {
+        Self::every_non_air()
+    }
+
+    /// Every id except air stops the ray (the default); see
+    /// [`MaterialFilter::is_every_non_air`].
+    #[must_use]
+    pub fn every_non_air() -> Self {
         let mut words = Box::new([u32::MAX; 2048]);
         words[0] &= !1;
         Self {

@@ -214,8 +214,8 @@ pub(crate) fn every_option() -> Vec<RaycastOptions> {
     for origin in common::ORIGIN_POLICIES {
         for unloaded in [UnloadedPolicy::Air, UnloadedPolicy::Stop] {
             for blocks in [
-                MaterialFilter::all_solid(),
-                MaterialFilter::all_solid().without(VoxelId(2)),
+                MaterialFilter::every_non_air(),
+                MaterialFilter::every_non_air().without(VoxelId(2)),
                 MaterialFilter::none(),
             ] {
                 for per_voxel in [false, true] {
@@ -316,7 +316,7 @@ pub(crate) fn every_option_with_clipped_rays(gpu: &GpuRaycaster) {
         for unloaded in [UnloadedPolicy::Air, UnloadedPolicy::Stop] {
             for blocks in [
                 MaterialFilter::default(),
-                MaterialFilter::all_solid().without(WATER),
+                MaterialFilter::every_non_air().without(WATER),
                 MaterialFilter::only(&[VoxelId(1)]),
             ] {
                 let opts = RaycastOptions {
@@ -391,7 +391,7 @@ pub(crate) fn camera_images(gpu: &GpuRaycaster) {
     let opts = RaycastOptions::default();
     let render = |what: &str, cam: &Camera| {
         let g = gpu
-            .render_camera(&gw, cam, &opts)
+            .raycast_camera(&gw, cam, &opts)
             .unwrap_or_else(|e| panic!("{what}: {e}"));
         let rays: Vec<VoxelRay> = (0..cam.width * cam.height)
             .filter_map(|i| cam.ray(i % cam.width, i / cam.width).ok())

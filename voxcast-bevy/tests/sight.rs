@@ -230,7 +230,7 @@ fn the_queues_options_answer_the_batch() {
         LineOfSightOptions::default(),
         LineOfSightOptions {
             raycast: RaycastOptions {
-                blocks: MaterialFilter::all_solid().without(GLASS),
+                blocks: MaterialFilter::every_non_air().without(GLASS),
                 ..RaycastOptions::default()
             },
             conservative: true,

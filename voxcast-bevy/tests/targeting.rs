@@ -104,7 +104,7 @@ fn targets_use_the_targeters_options() {
     let options = [
         RaycastOptions::default(),
         RaycastOptions {
-            blocks: MaterialFilter::all_solid().without(GLASS),
+            blocks: MaterialFilter::every_non_air().without(GLASS),
             ..RaycastOptions::default()
         },
         RaycastOptions {

@@ -1,5 +1,6 @@
-//! The seven tests of the source material, with their names, plus block placement, breaking,
-//! `previous_pos` and `hit_uv`.
+//! The first things a game asks of a raycast: a hit, a miss, the face and its normal, max
+//! distance, a ray from inside a solid, a diagonal, the voxel's type, the UV on every face, and
+//! placing and breaking a block against a hit.
 
 mod common;
 
