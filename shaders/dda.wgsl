@@ -87,7 +87,7 @@ struct Params {
     _pad0: u32,
     ray_base: u32,          // first ray (or pixel) of this dispatch
     ray_count: u32,         // rays in this dispatch
-    region_offset: u32,     // the anchor's position in its region (0..4) per axis: x | y << 2 | z << 4
+    region_phase: u32,      // the anchor's position in its region (0..4) per axis: x | y << 2 | z << 4
     world_edge: u32,        // bit a: the window's low face on axis a is the i128 world's edge; bit 3 + a: its high face
     cam_position: vec3<i32>, // camera voxel, window-relative
     cam_width: u32,
@@ -554,7 +554,7 @@ fn empty_cell(slot: u32, l: vec3<u32>, lo: ptr<function, vec3<u32>>, hi: ptr<fun
 // past the window), and leaves them (the chunk alone) when c blocks runs. Twin of
 // `RegionCache::run` in src/cpu_ref.rs.
 fn region_run(c: vec3<i32>, stop_unloaded: bool, lo: ptr<function, vec3<i32>>, hi: ptr<function, vec3<i32>>) {
-    let phase = (vec3<u32>(params.region_offset) >> vec3<u32>(0u, 2u, 4u)) & vec3<u32>(3u);
+    let phase = (vec3<u32>(params.region_phase) >> vec3<u32>(0u, 2u, 4u)) & vec3<u32>(3u);
     let rc = vec3<u32>(c) + phase;
     let r = rc >> vec3<u32>(2u);
     let rdims = (params.dims + phase + vec3<u32>(3u)) >> vec3<u32>(2u);

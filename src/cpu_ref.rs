@@ -492,7 +492,7 @@ impl<'w> RegionCache<'w> {
 /// `0..32`); `None` where the voxel lies below its brick column's top.
 #[inline]
 fn column_cell(tops: &ColumnTops, d: &Dda<'_>) -> Option<Cell> {
-    let at = region_offset(d.chunk);
+    let at = chunk_corner_in_region(d.chunk);
     let (lo, hi) = tops.cell(
         at[0] + d.local[0] as u32,
         at[1] + d.local[1] as u32,
@@ -506,7 +506,7 @@ fn column_cell(tops: &ColumnTops, d: &Dda<'_>) -> Option<Cell> {
 
 /// Region-local voxel coordinates of the lowest voxel of chunk `c`.
 #[inline]
-fn region_offset(c: [i128; 3]) -> [u32; 3] {
+fn chunk_corner_in_region(c: [i128; 3]) -> [u32; 3] {
     region_cell(c).map(|v| v << CHUNK_SHIFT)
 }
 

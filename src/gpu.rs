@@ -229,7 +229,7 @@ pub(crate) struct GpuParams {
     _pad0: u32,
     ray_base: u32,
     ray_count: u32,
-    region_offset: u32,
+    region_phase: u32,
     world_edge: u32,
     cam_position: [i32; 3],
     cam_width: u32,

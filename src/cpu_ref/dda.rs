@@ -6,8 +6,8 @@ use glam::{IVec3, Vec2};
 use crate::aabb::ray_aabb_f64;
 use crate::coords::{CHUNK_SHIFT, VoxelBox, WorldPos};
 use crate::cpu_ref::{
-    AXIS_NONE, CHUNK_MAX, CHUNK_MIN, T_DISABLED, count_before, crossing_before, crossing_t,
-    next_axis, region_offset, tie_scaled,
+    AXIS_NONE, CHUNK_MAX, CHUNK_MIN, T_DISABLED, chunk_corner_in_region, count_before,
+    crossing_before, crossing_t, next_axis, tie_scaled,
 };
 use crate::ray::{MaterialFilter, PreparedRay, VoxelRaycastHit};
 use crate::world::{BRICK_EDGE, ColumnTops, DenseChunk, VoxelId, empty_cell};
@@ -163,7 +163,7 @@ impl<'r> Dda<'r> {
         tops: Option<&ColumnTops>,
     ) -> Walk {
         let r = self.ray;
-        let at = region_offset(self.chunk);
+        let at = chunk_corner_in_region(self.chunk);
         let occupancy = &*c.occupancy;
         let (records, shift) = (c.ids.words(), c.ids.record_shift());
         let load = |y: u32, z: u32| {

@@ -499,7 +499,7 @@ impl GpuRaycaster {
     pub(super) fn params_of(&self, world: &GpuWorld) -> GpuParams {
         GpuParams {
             dims: world.window.dims,
-            region_offset: world.window.region_offset(),
+            region_phase: world.window.packed_region_phase(),
             world_edge: world.window.world_edge(),
             ..Default::default()
         }

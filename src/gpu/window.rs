@@ -70,7 +70,7 @@ impl Window {
     }
 
     /// `region_phase` packed for the shader: x in bits 0..2, y in 2..4, z in 4..6.
-    pub(super) fn region_offset(&self) -> u32 {
+    pub(super) fn packed_region_phase(&self) -> u32 {
         let [x, y, z] = self.region_phase();
         x | y << 2 | z << 4
     }
