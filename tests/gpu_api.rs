@@ -232,16 +232,7 @@ fn hand_edited_cameras_give_each_pixel_its_rays_outcome() {
     let (_, sw) = sparse();
     let gw = GpuWorld::from_world(gpu, sw).expect("upload");
     let opts = RaycastOptions::default();
-    let good = Camera::new(
-        WorldPos::new(100, 100, 100),
-        Vec3::splat(0.5),
-        Vec3::new(1.0, -0.3, 0.6),
-        70.0,
-        24,
-        16,
-        300.0,
-    )
-    .expect("camera");
+    let good = sparse_camera();
     type Edit = (&'static str, fn(&mut Camera));
     let edits: [Edit; 13] = [
         ("as made", |_| {}),
@@ -506,7 +497,19 @@ fn the_former_camera_call_names_give_the_same_image() {
     let Some(gpu) = gpu() else { return };
     let (_, sw) = sparse();
     let gw = GpuWorld::from_world(gpu, sw).expect("upload");
-    let cam = Camera::new(
+    let cam = sparse_camera();
+    let opts = RaycastOptions::default();
+    let image = gpu.raycast_camera(&gw, &cam, &opts).expect("image");
+    assert_eq!(gpu.render_camera(&gw, &cam, &opts).as_ref(), Ok(&image));
+    let mut out = Vec::new();
+    gpu.render_camera_into(&gw, &cam, &opts, &mut out)
+        .expect("image");
+    assert_eq!(out, image);
+}
+
+/// A 24x16 camera inside the sparse world, looking down and across it.
+fn sparse_camera() -> Camera {
+    Camera::new(
         WorldPos::new(100, 100, 100),
         Vec3::splat(0.5),
         Vec3::new(1.0, -0.3, 0.6),
@@ -515,12 +518,5 @@ fn the_former_camera_call_names_give_the_same_image() {
         16,
         300.0,
     )
-    .expect("camera");
-    let opts = RaycastOptions::default();
-    let image = gpu.raycast_camera(&gw, &cam, &opts).expect("image");
-    assert_eq!(gpu.render_camera(&gw, &cam, &opts).as_ref(), Ok(&image));
-    let mut out = Vec::new();
-    gpu.render_camera_into(&gw, &cam, &opts, &mut out)
-        .expect("image");
-    assert_eq!(out, image);
+    .expect("camera")
 }
