@@ -2,13 +2,13 @@
 //
 // This file is the twin of the CPU reference. Its functions and their Rust twins:
 //   crossing_t, next_axis, tie_scaled, cast_ray      src/cpu_ref.rs (same names)
-//   refresh_axis, dda_step, skip_cell, walk_dense,   src/cpu_ref/dda.rs (Dda's methods;
+//   refresh_axis, dda_step, skip_box, walk_dense,    src/cpu_ref/dda.rs (Dda's methods;
 //     hit (Dda::hit), face_uv                          crossings_before, src/cpu_ref.rs, is
-//                                                      written out inside skip_cell)
+//                                                      written out inside skip_box)
 //   tied_axes, tie_ranks, tie_extra,                 src/cpu_ref/ties.rs
 //     check_tie_extras
 //   cast_segment, on_high_faces, nearer              src/cpu_ref/queries.rs
-//   empty_block, empty_cell                          src/world/summary.rs
+//   empty_block, empty_box                           src/world/summary.rs
 //   region_run                                       RegionCache::run in src/cpu_ref.rs
 //   camera_dir                                       Camera::pixel_dir in src/camera.rs
 //   made_ray, prepare_axis                           VoxelRay::new, VoxelRay::prepare (src/ray.rs)
@@ -43,11 +43,11 @@ const BRICK_WORDS: u32 = 2u;
 const ID_WORDS: u32 = 16384u;
 const BRICK_EDGE: i32 = 8;
 // In one word of a 4x4x4 summary (a chunk's bricks, a region's chunks): the bits of the eight
-// cells of a 2x2x2 block (shifted by the block's lowest cell index), of a layer of cells
+// entries of a 2x2x2 block (shifted by the block's lowest entry's bit), of a layer of entries
 // (shifted by 4 * y) and of two layers (by 8 * half).
-const BLOCK_CELLS: u32 = 0x00330033u;
-const LAYER_CELLS: u32 = 0x000F000Fu;
-const HALF_CELLS: u32 = 0x00FF00FFu;
+const BLOCK_BITS: u32 = 0x00330033u;
+const LAYER_BITS: u32 = 0x000F000Fu;
+const HALF_BITS: u32 = 0x00FF00FFu;
 
 // The batch's options, bits as below. A pipeline-overridable constant, not a uniform: each
 // combination of options gets its own pipeline, compiled on first use (src/gpu/device.rs,
@@ -246,11 +246,11 @@ fn dda_step(ray: Ray, d: ptr<function, Dda>) -> bool {
     return true;
 }
 
-// Skip to the last voxel inside the cell lo..=hi (window-relative, inclusive), before the
+// Skip to the last voxel inside the box lo..=hi (window-relative, inclusive), before the
 // first crossing that leaves it and before any crossing tied with that one (for conservative
 // line of sight also near-tied: crossings are compared scaled by NEAR_TIE). Returns false when
 // that crossing lies beyond max distance.
-fn skip_cell(ray: Ray, d: ptr<function, Dda>, lo: vec3<i32>, hi: vec3<i32>) -> bool {
+fn skip_box(ray: Ray, d: ptr<function, Dda>, lo: vec3<i32>, hi: vec3<i32>) -> bool {
     let conservative = (OPTIONS & FLAG_CONSERVATIVE) != 0u;
     // Written per lane with vectors and selects (same arithmetic as the Rust twin's per-axis
     // loops) because dynamic vector indexing and branches are slow on some drivers.
@@ -292,7 +292,7 @@ fn skip_cell(ray: Ray, d: ptr<function, Dda>, lo: vec3<i32>, hi: vec3<i32>) -> b
     return true;
 }
 
-// Crossings as skip_cell compares them with the one that leaves the cell: for conservative
+// Crossings as skip_box compares them with the one that leaves the box: for conservative
 // line of sight scaled by NEAR_TIE, so that a skip also stops before every crossing near-tied
 // with that exit. Twin of `tie_scaled` in src/cpu_ref.rs.
 fn tie_scaled(t: vec3<f32>) -> vec3<f32> {
@@ -303,7 +303,7 @@ fn tie_scaled(t: vec3<f32>) -> vec3<f32> {
 }
 
 // An estimate from below of the crossings before t_end on each axis, at most k: where
-// skip_cell's exact count starts (it checks the estimate, so any value gives the same count).
+// skip_box's exact count starts (it checks the estimate, so any value gives the same count).
 fn crossings_hint(ray: Ray, t_end: f32, n: vec3<u32>, k: vec3<u32>) -> vec3<u32> {
     let estimate = vec3<f32>(t_end) / ray.inv - ray.b - vec3<f32>(n) - vec3<f32>(1.0);
     return vec3<u32>(clamp(estimate, vec3<f32>(0.0), vec3<f32>(k)));
@@ -501,27 +501,27 @@ fn table_entry(v: vec3<i32>) -> u32 {
     return chunk_table[c.x + params.dims.x * (c.y + params.dims.y * c.z)];
 }
 
-// The largest empty block of cells around cell b (each in 0..4) of a 4x4x4 summary, given as
-// its two words w (bit set = the cell is not empty; cells with z >= 2 in w.y), as inclusive
-// cell corners in *lo and *hi; false when cell b is not empty. The first empty one of: the
-// half holding b (4x2x4 cells), its layer (4x1x4), its aligned 2x2x2 block, b alone. Twin of
-// `empty_block` in src/world/summary.rs: a layer has cells in both words, a 2x2x2 block only
-// in the word of its own cells.
+// The largest empty block of entries around entry b (each in 0..4) of a 4x4x4 summary, given
+// as its two words w (bit set = the entry is not empty; entries with z >= 2 in w.y), as
+// inclusive entry corners in *lo and *hi; false when entry b is not empty. The first empty one
+// of: the half holding b (4x2x4 entries), its layer (4x1x4), its aligned 2x2x2 block, b alone.
+// Twin of `empty_block` in src/world/summary.rs: a layer has entries in both words, a 2x2x2
+// block only in the word of its own entries.
 fn empty_block(w: vec2<u32>, b: vec3<u32>, lo: ptr<function, vec3<u32>>, hi: ptr<function, vec3<u32>>) -> bool {
-    let cell = b.x | (b.y << 2u) | (b.z << 4u);
-    let word = select(w.x, w.y, cell >= 32u);
-    if (((word >> (cell & 31u)) & 1u) != 0u) {
+    let bit = b.x | (b.y << 2u) | (b.z << 4u);
+    let word = select(w.x, w.y, bit >= 32u);
+    if (((word >> (bit & 31u)) & 1u) != 0u) {
         return false;
     }
     let y2 = b.y & ~1u;
-    if (((w.x | w.y) & (HALF_CELLS << (4u * y2))) == 0u) {
+    if (((w.x | w.y) & (HALF_BITS << (4u * y2))) == 0u) {
         *lo = vec3<u32>(0u, y2, 0u);
         *hi = vec3<u32>(3u, y2 + 1u, 3u);
-    } else if (((w.x | w.y) & (LAYER_CELLS << (4u * b.y))) == 0u) {
+    } else if (((w.x | w.y) & (LAYER_BITS << (4u * b.y))) == 0u) {
         *lo = vec3<u32>(0u, b.y, 0u);
         *hi = vec3<u32>(3u, b.y, 3u);
-    } else if (((word >> (cell & 0xAu)) & BLOCK_CELLS) == 0u) {
-        // cell & 0xA: the block's lowest cell within the word (bit 1 of cell x and of cell y).
+    } else if (((word >> (bit & 0xAu)) & BLOCK_BITS) == 0u) {
+        // bit & 0xA: the block's lowest entry within the word (bit 1 of entry x and of entry y).
         *lo = b & vec3<u32>(~1u);
         *hi = *lo + vec3<u32>(1u);
     } else {
@@ -531,11 +531,11 @@ fn empty_block(w: vec2<u32>, b: vec3<u32>, lo: ptr<function, vec3<u32>>, hi: ptr
     return true;
 }
 
-// The largest empty cell around local voxel l of the dense chunk in `slot`, as inclusive local
+// The largest empty box of whole bricks around local voxel l of the dense chunk in `slot`, as inclusive local
 // corners in *lo and *hi; false when l's brick is not empty: empty_block over the chunk's
-// bricks (32x16x32, 32x8x32, 16^3 or 8^3 voxels). Twin of `empty_cell` in
+// bricks (32x16x32, 32x8x32, 16^3 or 8^3 voxels). Twin of `empty_box` in
 // src/world/summary.rs.
-fn empty_cell(slot: u32, l: vec3<u32>, lo: ptr<function, vec3<u32>>, hi: ptr<function, vec3<u32>>) -> bool {
+fn empty_box(slot: u32, l: vec3<u32>, lo: ptr<function, vec3<u32>>, hi: ptr<function, vec3<u32>>) -> bool {
     let w = vec2<u32>(bricks[slot * BRICK_WORDS], bricks[slot * BRICK_WORDS + 1u]);
     var blo: vec3<u32>;
     var bhi: vec3<u32>;
@@ -728,8 +728,8 @@ fn cast_ray(ray: Ray) -> Hit {
         var stop_id = 0u;
         var stopping = false;
         var passable = false;
-        var cell_lo = cur_chunk * 32;
-        var cell_hi = cell_lo + vec3<i32>(31);
+        var box_lo = cur_chunk * 32;
+        var box_hi = box_lo + vec3<i32>(31);
         if (tag == TAG_UNLOADED) {
             if (!stop_unloaded) {
                 passable = true;
@@ -758,17 +758,17 @@ fn cast_ray(ray: Ray) -> Hit {
             } else {
                 var lo: vec3<u32>;
                 var hi: vec3<u32>;
-                if (empty_cell(entry, l, &lo, &hi)) {
+                if (empty_box(entry, l, &lo, &hi)) {
                     passable = true;
-                    cell_hi = cell_lo + bitcast<vec3<i32>>(hi);
-                    cell_lo += bitcast<vec3<i32>>(lo);
+                    box_hi = box_lo + bitcast<vec3<i32>>(hi);
+                    box_lo += bitcast<vec3<i32>>(lo);
                 }
             }
         }
         // A whole chunk that holds nothing that stops the ray: cross the run of such chunks
         // around it.
         if (passable && tag != 0u && !per_voxel) {
-            region_run(cur_chunk, stop_unloaded, &cell_lo, &cell_hi);
+            region_run(cur_chunk, stop_unloaded, &box_lo, &box_hi);
         }
         if (stopping) {
             if (!skip_origin && air_seen) {
@@ -777,9 +777,9 @@ fn cast_ray(ray: Ray) -> Hit {
         } else {
             air_seen = true;
         }
-        // Skip a cell that holds nothing that stops the ray, then cross out of it.
+        // Skip a box that holds nothing that stops the ray, then cross out of it.
         if (passable && !per_voxel) {
-            if (!skip_cell(ray, &d, cell_lo, cell_hi)) {
+            if (!skip_box(ray, &d, box_lo, box_hi)) {
                 return miss();
             }
         }

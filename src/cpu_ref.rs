@@ -4,10 +4,10 @@
 //! runs has a twin of the same name in `shaders/dda.wgsl`, with the same constants and the same
 //! comparisons in the same order, so the two can be read side by side (the shader's header
 //! lists them): `crossing_t`, `next_axis`, `crossings_before` (written out inside the
-//! shader's `skip_cell`),
+//! shader's `skip_box`),
 //! `RegionCache::run` (`region_run` there) and `cast_ray` here; `tied_axes`, `tie_ranks` and
-//! `tie_extra` in `ties.rs`; `dda_step`, `walk_dense`, `skip_cell` and `face_uv` in `dda.rs`;
-//! `empty_block` and `empty_cell` in `world/summary.rs`. The public queries built on
+//! `tie_extra` in `ties.rs`; `dda_step`, `walk_dense`, `skip_box` and `face_uv` in `dda.rs`;
+//! `empty_block` and `empty_box` in `world/summary.rs`. The public queries built on
 //! `cast_ray` (one ray, line of sight, the batches) are in `queries.rs`. The host-only parts
 //! (validation in [`VoxelRay::prepare`](crate::ray::VoxelRay::prepare), clipping to a box in `enter_box`) produce the state
 //! the GPU starts from. Under [`UnloadedPolicy::Air`] a ray ends where it leaves the occupied
@@ -15,24 +15,24 @@
 //! bounds at upload, grown by a chunk).
 //!
 //! Empty space is skipped at three levels, each landing on exactly the state that stepping
-//! voxel by voxel reaches (`skip_cell`): inside a dense chunk, runs of empty `8³` bricks
-//! (`empty_cell`); a chunk that holds nothing that stops the ray, whole; and around an empty
+//! voxel by voxel reaches (`skip_box`): inside a dense chunk, runs of empty `8³` bricks
+//! (`empty_box`); a chunk that holds nothing that stops the ray, whole; and around an empty
 //! or (under [`UnloadedPolicy::Air`]) unloaded chunk, runs of such chunks inside its region of
 //! `4×4×4` chunks (`RegionCache::run`, from the region summaries `VoxelWorld` keeps).
 //!
 //! The CPU also skips the air above the ground: `VoxelWorld` keeps, per region, how high the
 //! non-air voxels of each column of bricks reach (`ColumnTops`), and where a voxel lies above
 //! its column's top, the box from the top of its brick column, chunk column or whole region up
-//! to the region's top is skipped whole (`column_cell`), before the cells above are tried. A
+//! to the region's top is skipped whole (`column_box`), before the boxes above are tried. A
 //! ray over terrain crosses a chunk column per skip there instead of walking down its empty
 //! bricks. Under `Stop` only in regions where every chunk is loaded. The GPU keeps no tops and
-//! reaches the same states by the cells above (as it does without the occupied bounds).
+//! reaches the same states by the boxes above (as it does without the occupied bounds).
 
 use crate::coords::{CHUNK_SHIFT, ChunkPos, VoxelBox};
 use crate::ray::{OriginPolicy, PreparedRay, RaycastOptions, RaycastOutcome, UnloadedPolicy};
 use crate::world::{
     ChunkView, ColumnTops, DenseChunk, REGION_SHIFT, RegionSummary, VoxelId, VoxelWorld,
-    empty_block, empty_cell, region_cell, region_of,
+    chunk_in_region, empty_block, empty_box, region_of,
 };
 
 mod camera;
@@ -93,8 +93,8 @@ pub(crate) fn next_axis(t: [f32; 3]) -> usize {
 /// How many crossings on one axis, counting from crossing `n`, come strictly before distance
 /// `t_end`: the first `c` with `crossing_t(b, inv, n + c) >= t_end`. Used to land a skip on
 /// exactly the state that stepping voxel by voxel reaches. The DDA counts linearly (counts
-/// within a brick are small; `skip_cell` starts long skips from a checked estimate), and the
-/// shader runs the same count on all three axes at once inside `skip_cell` in
+/// within a brick are small; `skip_box` starts long skips from a checked estimate), and the
+/// shader runs the same count on all three axes at once inside `skip_box` in
 /// `shaders/dda.wgsl`; this public form searches, so that any input returns at once.
 ///
 /// At the edges: 0 when crossing `n` is not before `t_end` (also for a NaN `b`, `inv` or
@@ -153,7 +153,7 @@ fn count_before<const NEAR: bool>(b: f32, inv: f32, n: u32, t_n: f32, t_end: f32
 /// taken, each crossing once more). Same constant in `shaders/dda.wgsl`.
 pub(crate) const NEAR_TIE: f32 = 1.0 + 1.0 / 1_048_576.0;
 
-/// `t` as a skip compares it with the crossing that leaves the cell: under conservative line of
+/// `t` as a skip compares it with the crossing that leaves the box: under conservative line of
 /// sight (`NEAR`) scaled by [`NEAR_TIE`], so that a skip also stops before every crossing that
 /// is near-tied with that exit, and the tie test sees the whole group.
 #[inline(always)]
@@ -169,7 +169,7 @@ fn crossing_before(t: f32, axis: usize, t_ref: f32, axis_ref: usize) -> bool {
 
 /// An inclusive box of local voxel coordinates, `(lo, hi)`, that holds nothing that stops the
 /// ray and so can be skipped in one step.
-type Cell = ([i32; 3], [i32; 3]);
+type LocalBox = ([i32; 3], [i32; 3]);
 
 /// The chunk range `lo..=hi` grown by one chunk on every side, within the i128 world.
 pub(crate) fn grow_by_a_chunk(lo: ChunkPos, hi: ChunkPos) -> (ChunkPos, ChunkPos) {
@@ -328,7 +328,7 @@ pub(crate) fn cast_ray(
                 }
             }
             // Examine the current voxel.
-            let (stop_id, passable_cell): (Option<VoxelId>, Option<Cell>) = match kind {
+            let (stop_id, passable_box): (Option<VoxelId>, Option<LocalBox>) = match kind {
                 ChunkKind::Unloaded => match opts.unloaded {
                     UnloadedPolicy::Air => (None, Some(([0; 3], [31; 3]))),
                     UnloadedPolicy::Stop
@@ -360,7 +360,7 @@ pub(crate) fn cast_ray(
                         } else {
                             (None, None)
                         }
-                    } else if let Some((lo, hi)) = empty_cell(c.bricks, x, y, z) {
+                    } else if let Some((lo, hi)) = empty_box(c.bricks, x, y, z) {
                         (None, Some((lo.map(|v| v as i32), hi.map(|v| v as i32))))
                     } else {
                         (None, None)
@@ -374,26 +374,26 @@ pub(crate) fn cast_ray(
                 Some(_) => {}
                 None => air_seen = true,
             }
-            // Skip a cell that holds nothing that stops the ray, then cross out of it. The skip
-            // lands before any crossing tied with the cell's exit, so the conservative corner
+            // Skip a box that holds nothing that stops the ray, then cross out of it. The skip
+            // lands before any crossing tied with the box's exit, so the conservative corner
             // test below still sees the whole tie group.
             let mut moved = false;
-            if let (Some((mut lo, mut hi)), false) = (passable_cell, opts.per_voxel) {
+            if let (Some((mut lo, mut hi)), false) = (passable_box, opts.per_voxel) {
                 // A whole chunk that holds nothing that stops the ray: cross the run of such
                 // chunks around it (as the shader does, after classifying the chunk).
                 if !matches!(kind, ChunkKind::Dense(_)) {
                     (lo, hi) = match regions
                         .tops(world, d.chunk, opts.unloaded)
-                        .and_then(|t| column_cell(t, &d))
+                        .and_then(|t| column_box(t, &d))
                     {
-                        Some(cell) => cell,
+                        Some(b) => b,
                         None => regions.run(world, d.chunk, opts.unloaded),
                     };
                 }
                 let skipped = if conservative {
-                    d.skip_cell::<true>(lo, hi)
+                    d.skip_box::<true>(lo, hi)
                 } else {
-                    d.skip_cell::<false>(lo, hi)
+                    d.skip_box::<false>(lo, hi)
                 };
                 if skipped.is_err() {
                     return RaycastOutcome::Miss;
@@ -465,12 +465,12 @@ impl<'w> RegionCache<'w> {
         }
     }
 
-    /// The cell to skip from chunk `c`, which holds nothing that stops the ray: the largest
+    /// The box to skip from chunk `c`, which holds nothing that stops the ray: the largest
     /// run of chunks around it that hold nothing but air (or, under `UnloadedPolicy::Air`, are
     /// not loaded) in its region (see `empty_block`), or `c` alone. In local coordinates of
     /// `c`, so corners may lie outside `0..32`. Twin of `region_run` in `shaders/dda.wgsl`,
     /// which reads the same bits from the region records `GpuWorld` uploads.
-    fn run(&mut self, world: &'w VoxelWorld, c: [i128; 3], unloaded: UnloadedPolicy) -> Cell {
+    fn run(&mut self, world: &'w VoxelWorld, c: [i128; 3], unloaded: UnloadedPolicy) -> LocalBox {
         let (s, _) = self.get(world, c);
         let blocked = match unloaded {
             UnloadedPolicy::Air => s.occupied,
@@ -487,13 +487,13 @@ impl<'w> RegionCache<'w> {
     }
 }
 
-/// The empty box above the column tops `tops` of its region (see `ColumnTops::cell`) that holds
+/// The empty box above the column tops `tops` of its region (see `ColumnTops::box_above`) that holds
 /// the current voxel of `d`, in local coordinates of its chunk (corners may lie outside
 /// `0..32`); `None` where the voxel lies below its brick column's top.
 #[inline]
-fn column_cell(tops: &ColumnTops, d: &Dda<'_>) -> Option<Cell> {
+fn column_box(tops: &ColumnTops, d: &Dda<'_>) -> Option<LocalBox> {
     let at = chunk_corner_in_region(d.chunk);
-    let (lo, hi) = tops.cell(
+    let (lo, hi) = tops.box_above(
         at[0] + d.local[0] as u32,
         at[1] + d.local[1] as u32,
         at[2] + d.local[2] as u32,
@@ -507,7 +507,7 @@ fn column_cell(tops: &ColumnTops, d: &Dda<'_>) -> Option<Cell> {
 /// Region-local voxel coordinates of the lowest voxel of chunk `c`.
 #[inline]
 fn chunk_corner_in_region(c: [i128; 3]) -> [u32; 3] {
-    region_cell(c).map(|v| v << CHUNK_SHIFT)
+    chunk_in_region(c).map(|v| v << CHUNK_SHIFT)
 }
 
 #[cfg(test)]

@@ -697,9 +697,9 @@ mod tests {
         ];
         // Constants the host never writes or reads: internal to the shader.
         let shader_only = [
-            "BLOCK_CELLS",
-            "LAYER_CELLS",
-            "HALF_CELLS",
+            "BLOCK_BITS",
+            "LAYER_BITS",
+            "HALF_BITS",
             "FLAG_ORIGIN_MASK",
             "RAY_ENABLED_SHIFT",
             "STATUS_BITS",

@@ -15,8 +15,8 @@ pub use chunk::Chunk;
 pub(crate) use chunk::{ChunkView, DenseChunk};
 pub use summary::BRICK_EDGE;
 pub(crate) use summary::{
-    BRICKS_PER_CHUNK, OCCUPANCY_WORDS, REGION_SHIFT, RegionSummary, brick_index, empty_block,
-    empty_cell, region_cell, region_of,
+    BRICKS_PER_CHUNK, OCCUPANCY_WORDS, REGION_SHIFT, RegionSummary, brick_index, chunk_in_region,
+    empty_block, empty_box, region_of,
 };
 pub(crate) use tops::ColumnTops;
 
@@ -142,7 +142,7 @@ impl VoxelWorld {
             && let (region, _) = region_of([cp.x, cp.y, cp.z])
             && let Some(r) = self.regions.get_mut(&(region[0], region[1], region[2]))
         {
-            let at = region_cell([cp.x, cp.y, cp.z]);
+            let at = chunk_in_region([cp.x, cp.y, cp.z]);
             let (bx, bz, y) = (
                 u32::from(local.x) >> 3,
                 u32::from(local.z) >> 3,
@@ -278,13 +278,13 @@ impl VoxelWorld {
             while bits != 0 {
                 let i = bits.trailing_zeros();
                 bits &= bits - 1;
-                let cell = |shift: u32| i128::from(i >> shift & 3);
+                let entry = |shift: u32| i128::from(i >> shift & 3);
                 range = Some(grow(
                     range,
                     ChunkPos::new(
-                        (rx << REGION_SHIFT) + cell(0),
-                        (ry << REGION_SHIFT) + cell(2),
-                        (rz << REGION_SHIFT) + cell(4),
+                        (rx << REGION_SHIFT) + entry(0),
+                        (ry << REGION_SHIFT) + entry(2),
+                        (rz << REGION_SHIFT) + entry(4),
                     ),
                 ));
             }
@@ -303,7 +303,8 @@ impl VoxelWorld {
     fn set_tops(&mut self, pos: ChunkPos, tops: [u8; 16]) {
         let (region, _) = region_of([pos.x, pos.y, pos.z]);
         if let Some(r) = self.regions.get_mut(&(region[0], region[1], region[2])) {
-            r.tops.set_chunk(region_cell([pos.x, pos.y, pos.z]), tops);
+            r.tops
+                .set_chunk(chunk_in_region([pos.x, pos.y, pos.z]), tops);
         }
     }
 

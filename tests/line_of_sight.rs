@@ -342,7 +342,7 @@ fn conservative_sight_along_a_face_plane_tests_both_sides() {
 /// Conservative line of sight answers the same with and without skips where an edge's crossings
 /// straddle max distance, as they do for a segment from a voxel centre to a voxel corner, which
 /// ends exactly on that corner: its crossings there round to either side of the end. (Found in
-/// review: a skip whose cell exit lay beyond max distance ended the ray, passing over an edge
+/// review: a skip whose box exit lay beyond max distance ended the ray, passing over an edge
 /// whose first crossing lies within it.)
 #[test]
 fn conservative_sight_at_max_distance_is_the_same_with_skips() {

@@ -1,5 +1,5 @@
 //! The stepping state of one ray and its moves: a DDA step, the dense-chunk hot loop, exact
-//! skips of empty cells and clipping to a box. Twins in `shaders/dda.wgsl` as named on each.
+//! skips of empty boxes and clipping to a box. Twins in `shaders/dda.wgsl` as named on each.
 
 use glam::{IVec3, Vec2};
 
@@ -10,7 +10,7 @@ use crate::cpu_ref::{
     crossing_before, crossing_t, next_axis, tie_scaled,
 };
 use crate::ray::{MaterialFilter, PreparedRay, VoxelRaycastHit};
-use crate::world::{BRICK_EDGE, ColumnTops, DenseChunk, VoxelId, empty_cell};
+use crate::world::{BRICK_EDGE, ColumnTops, DenseChunk, VoxelId, empty_box};
 
 /// How [`Dda::walk_dense`] left its loop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,7 +91,7 @@ impl<'r> Dda<'r> {
     }
 
     /// After a skip across several chunks, moves whole chunks of `local` into `chunk` so that
-    /// `local` is in `0..32` again. Returns whether the chunk changed. The skipped cell lies
+    /// `local` is in `0..32` again. Returns whether the chunk changed. The skipped box lies
     /// in one region, which lies inside the i128 world, so the chunk index cannot overflow.
     pub(super) fn carry_local(&mut self) -> bool {
         let mut moved = false;
@@ -136,7 +136,7 @@ impl<'r> Dda<'r> {
 
     /// The hot loop for a dense chunk, with the whole state in registers: examines the
     /// current voxel and steps, exactly as `dda_step` does, skipping empty bricks with
-    /// `skip_cell`, until a voxel stops the ray ([`Walk::Hit`], state at that voxel), the ray
+    /// `skip_box`, until a voxel stops the ray ([`Walk::Hit`], state at that voxel), the ray
     /// enters another chunk ([`Walk::LeftChunk`], state in the new chunk) or it ends
     /// ([`Walk::Miss`]). Only where the origin policy no longer matters (past the origin voxel
     /// and out of any solid it started in, or anywhere under `Report`) and without the
@@ -147,7 +147,7 @@ impl<'r> Dda<'r> {
     /// stepped through voxel by voxel (faster for short rays, and in worlds with few empty
     /// bricks: see [`LONG_RAY`]) or skipped whole. When skipping, a voxel above its region's column tops (`tops`, where the caller's unloaded
     /// policy allows them) skips the box above the tops instead, cut to this chunk (see
-    /// `ColumnTops::cell`); the shader has no tops and skips the bricks.
+    /// `ColumnTops::box_above`); the shader has no tops and skips the bricks.
     /// `ROWS`: whether occupancy words are read from the id records (`PackedIds`), where the
     /// hit voxel's id shares a cache line with its occupancy word (faster for short rays), or
     /// from the compact occupancy bits (faster for long rays, which cross many rows). Only for
@@ -193,7 +193,7 @@ impl<'r> Dda<'r> {
                 }
             } else if !STEP_EMPTY_BRICKS
                 && let Some((lo, hi)) = tops
-                    .and_then(|t| t.cell(at[0] + x, at[1] + y, at[2] + z))
+                    .and_then(|t| t.box_above(at[0] + x, at[1] + y, at[2] + z))
                     .map(|(lo, hi)| {
                         // The part of the box above the column tops inside this chunk.
                         let clip = |v: u32, a: usize| v.saturating_sub(at[a]).min(31);
@@ -202,17 +202,17 @@ impl<'r> Dda<'r> {
                             std::array::from_fn(|a| clip(hi[a], a)),
                         )
                     })
-                    .or_else(|| empty_cell(bricks, x, y, z))
+                    .or_else(|| empty_box(bricks, x, y, z))
             {
-                // An empty box above the column tops of the region (see `ColumnTops::cell`),
-                // else an empty cell of whole bricks (see `empty_cell`): `skip_cell` to its
+                // An empty box above the column tops of the region (see `ColumnTops::box_above`),
+                // else an empty box of whole bricks (see `empty_box`): `skip_box` to its
                 // last voxel on the ray, then step out of it below, as `cast_ray` does,
                 // without leaving this loop.
                 self.local = [x, y, z].map(|v| v as i32);
                 self.n = [nx, ny, nz];
                 self.t_next = [tx, ty, tz];
                 if self
-                    .skip_cell::<false>(lo.map(|v| v as i32), hi.map(|v| v as i32))
+                    .skip_box::<false>(lo.map(|v| v as i32), hi.map(|v| v as i32))
                     .is_err()
                 {
                     break Walk::Miss;
@@ -274,16 +274,16 @@ impl<'r> Dda<'r> {
         walk
     }
 
-    /// Skips to the last voxel the ray visits inside the cell `lo..=hi` (local coordinates of
+    /// Skips to the last voxel the ray visits inside the box `lo..=hi` (local coordinates of
     /// the current chunk, inclusive; a run of chunks reaches outside `0..32`, and the caller
     /// then carries `local` back into range), which must hold nothing that stops the ray. The state
     /// lands exactly where voxel-by-voxel stepping would be just before the first crossing that
-    /// leaves the cell, and before any crossing tied with it (with `NEAR`, for conservative line
-    /// of sight, also before any near-tied with it: see `NEAR_TIE`). Twin of `skip_cell` in
+    /// leaves the box, and before any crossing tied with it (with `NEAR`, for conservative line
+    /// of sight, also before any near-tied with it: see `NEAR_TIE`). Twin of `skip_box` in
     /// `shaders/dda.wgsl`. `Err(Ended)` when that crossing lies beyond max distance (with
     /// `NEAR`, when the next crossing after the landing does).
     #[inline]
-    pub(crate) fn skip_cell<const NEAR: bool>(
+    pub(crate) fn skip_box<const NEAR: bool>(
         &mut self,
         lo: [i32; 3],
         hi: [i32; 3],
@@ -303,7 +303,7 @@ impl<'r> Dda<'r> {
         }
         let exit_axis = next_axis(t_exit);
         let t_end = t_exit[exit_axis];
-        // Under `NEAR` a crossing inside the cell within max distance can still form an edge
+        // Under `NEAR` a crossing inside the box within max distance can still form an edge
         // with an exit beyond it: land first, and end once the next crossing lies beyond.
         if !NEAR && t_end > r.max_distance {
             return Err(Ended);

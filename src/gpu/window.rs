@@ -96,11 +96,11 @@ impl Window {
         let phase = self.region_phase();
         let (mut loaded, mut occupied) = (0u64, 0u64);
         for bit in 0..64u32 {
-            let cell = [bit & 3, bit >> 2 & 3, bit >> 4];
+            let entry = [bit & 3, bit >> 2 & 3, bit >> 4];
             let mut index = 0;
             let mut inside = true;
             for a in (0..3).rev() {
-                let rel = i64::from((r[a] << REGION_SHIFT) + cell[a]) - i64::from(phase[a]);
+                let rel = i64::from((r[a] << REGION_SHIFT) + entry[a]) - i64::from(phase[a]);
                 inside &= (0..i64::from(self.dims[a])).contains(&rel);
                 index = index * self.dims[a] as usize + rel.max(0) as usize;
             }

@@ -16,7 +16,8 @@ pub struct VoxelRaycastHit {
     pub face_normal: IVec3,
     /// Distance from the ray's start point to the entry point, in voxels (0 for the origin voxel).
     pub distance: f32,
-    /// The id of the hit voxel.
+    /// The hit voxel's type, its [`VoxelId`]. Everywhere else the crate calls a voxel's type
+    /// its id; this field keeps the name block-targeting code reads (`hit.voxel_type`).
     pub voxel_type: VoxelId,
     /// Where the ray entered the face, in `[0, 1]²`: for an x face `(y, z)`, for a y face
     /// `(x, z)`, for a z face `(x, y)`, measured from the voxel's low corner. Zero for the origin

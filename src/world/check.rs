@@ -4,7 +4,7 @@ use rustc_hash::FxHashMap;
 
 use crate::coords::{CHUNK_VOLUME, LocalPos};
 use crate::world::{
-    ChunkView, OCCUPANCY_WORDS, Region, VoxelWorld, brick_index, grow, region_cell, region_of,
+    ChunkView, OCCUPANCY_WORDS, Region, VoxelWorld, brick_index, chunk_in_region, grow, region_of,
 };
 
 impl VoxelWorld {
@@ -101,7 +101,8 @@ impl VoxelWorld {
                 r.summary.occupied |= bit;
                 occupied = Some(grow(occupied, pos));
             }
-            r.tops.set_chunk(region_cell([pos.x, pos.y, pos.z]), tops);
+            r.tops
+                .set_chunk(chunk_in_region([pos.x, pos.y, pos.z]), tops);
             loaded = Some(grow(loaded, pos));
         }
         if regions.len() != self.regions.len() {

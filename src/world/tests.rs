@@ -7,7 +7,7 @@ use crate::coords::LocalPos;
 #[test]
 fn region_summaries_track_edits() {
     let mut w = VoxelWorld::new();
-    // Chunk (-1, 4, 5) is cell (3, 0, 1) of region (-1, 1, 1).
+    // Chunk (-1, 4, 5) is entry (3, 0, 1) of region (-1, 1, 1).
     let c = ChunkPos::new(-1, 4, 5);
     let (region, bit) = region_of([c.x, c.y, c.z]);
     assert_eq!(region, [-1, 1, 1]);
@@ -116,7 +116,7 @@ fn brute_tops(w: &VoxelWorld) -> FxHashMap<(i128, i128, i128), ColumnTops> {
         let (r, _) = region_of([pos.x, pos.y, pos.z]);
         out.entry((r[0], r[1], r[2]))
             .or_default()
-            .set_chunk(region_cell([pos.x, pos.y, pos.z]), tops);
+            .set_chunk(chunk_in_region([pos.x, pos.y, pos.z]), tops);
     }
     out
 }
@@ -352,7 +352,7 @@ fn check_summaries_finds_a_stale_summary() {
         .regions
         .get_mut(&(region[0], region[1], region[2]))
         .expect("loaded");
-    r.tops.set_top(region_cell([5, 0, 0]), 0, 0, 3);
+    r.tops.set_top(chunk_in_region([5, 0, 0]), 0, 0, 3);
     assert!(w.check_summaries().is_err());
     let mut w = kept;
     w.track_changes = false;

@@ -102,7 +102,7 @@ impl ColumnTops {
     /// footprint's top up to the region's top, as inclusive region-local corners. `None` when
     /// `y` is below the top of its brick column.
     #[inline]
-    pub(crate) fn cell(&self, x: u32, y: u32, z: u32) -> Option<([u32; 3], [u32; 3])> {
+    pub(crate) fn box_above(&self, x: u32, y: u32, z: u32) -> Option<([u32; 3], [u32; 3])> {
         let all = u32::from(self.all);
         if all <= y {
             return Some(([0, all, 0], [REGION_TOP; 3]));
@@ -269,16 +269,22 @@ mod tests {
         assert_eq!(t.top([1, 2, 0], 3, 3), 21);
         assert_eq!(t.all, 64 + 21);
         // Above everything: the whole region above its top.
-        assert_eq!(t.cell(0, 100, 0), Some(([0, 85, 0], [127, 127, 127])));
+        assert_eq!(t.box_above(0, 100, 0), Some(([0, 85, 0], [127, 127, 127])));
         // Below the region's top but above the chunk column's (another chunk column).
-        assert_eq!(t.cell(0, 0, 0), Some(([0, 0, 0], [31, 127, 31])));
+        assert_eq!(t.box_above(0, 0, 0), Some(([0, 0, 0], [31, 127, 31])));
         // In the chunk column, above brick column (1, 0)'s top but below (3, 3)'s.
-        assert_eq!(t.cell(32 + 9, 71, 2), Some(([40, 70, 0], [47, 127, 7])));
-        assert_eq!(t.cell(32 + 9, 69, 2), None);
+        assert_eq!(
+            t.box_above(32 + 9, 71, 2),
+            Some(([40, 70, 0], [47, 127, 7]))
+        );
+        assert_eq!(t.box_above(32 + 9, 69, 2), None);
         // One column lowered, then the chunk removed: its columns cleared.
         t.set_top([1, 2, 0], 3, 3, 2);
         assert_eq!(t.all, 64 + 6);
-        assert_eq!(t.cell(32 + 31, 80, 31), Some(([0, 70, 0], [127, 127, 127])));
+        assert_eq!(
+            t.box_above(32 + 31, 80, 31),
+            Some(([0, 70, 0], [127, 127, 127]))
+        );
         t.set_chunk([1, 2, 0], [0; 16]);
         assert_eq!(t, ColumnTops::default());
     }
