@@ -21,6 +21,12 @@
 // Coordinates here are i32 voxels relative to the window's lowest voxel (anchor chunk * 32);
 // the host adds the i128 anchor back. Every f32 operation follows the rules at the top of
 // shaders/exact.wgsl (joined after this file), so that any conforming GPU gives these bits.
+//
+// Sections, each headed by a "// ====" line naming its twins' files: the layout (constants,
+// structs, bindings; src/gpu.rs), the walk, edges and corners, the window, casting, and the
+// entry points (rays, cameras, agent pairs).
+
+// ==== Layout: constants, structs and bindings, twins of those in src/gpu.rs
 
 const AXIS_NONE: u32 = 3u;
 // f32::MAX: the next crossing of a disabled axis. Finite, because WGSL lets an implementation
@@ -175,6 +181,8 @@ struct Hit {
 fn opaque_zero() -> u32 {
     return params.zero;
 }
+
+// ==== The walk: twins of src/cpu_ref/dda.rs (crossing_t, next_axis: src/cpu_ref.rs)
 
 // Per-invocation DDA state; twin of `Dda` in src/cpu_ref/dda.rs.
 struct Dda {
@@ -449,6 +457,8 @@ fn face_frac(ray: Ray, n: vec3<u32>, t: f32, b: u32) -> f32 {
     return clamp(f, 0.0, 1.0);
 }
 
+// ==== Edges and corners: twins of src/cpu_ref/ties.rs
+
 // The axes whose next crossing is t (the first) or near-tied with it: an edge or corner when
 // two or three bits are set.
 fn tied_axes(t_next: vec3<f32>, t: f32) -> u32 {
@@ -473,6 +483,49 @@ fn tie_extra(tied: u32, ranks: vec3<u32>, mask: u32) -> bool {
     let last = max(max(ranked.x, ranked.y), ranked.z);
     return (mask & tied) == mask && last > countOneBits(mask);
 }
+
+// Conservative line of sight: test the voxels touching a crossed edge or corner that stepping
+// will not visit. Returns a hit with status MISS when none stops the ray.
+fn check_tie_extras(ray: Ray, d: Dda, t_cross: f32, air_seen: bool) -> Hit {
+    let tied = tied_axes(d.t_next, t_cross);
+    if (countOneBits(tied) < 2u) {
+        return miss();
+    }
+    let ranks = tie_ranks(d.t_next, tied);
+    for (var mask = 1u; mask < 8u; mask += 1u) {
+        if (!tie_extra(tied, ranks, mask)) {
+            continue;
+        }
+        var p = d.voxel;
+        var n = d.n;
+        // The mask's axis crossed last in stepping order: the face the voxel is entered by.
+        var last_axis = 0u;
+        var last_rank = 0u;
+        for (var a = 0u; a < 3u; a += 1u) {
+            if (((mask >> a) & 1u) != 0u) {
+                p[a] += axis_step(ray, a);
+                n[a] += 1u;
+                if (ranks[a] + 1u > last_rank) {
+                    last_axis = a;
+                    last_rank = ranks[a] + 1u;
+                }
+            }
+        }
+        if (beyond_world(p)) {
+            continue;
+        }
+        let at = voxel_at(p);
+        if (at.x == 1u && (OPTIONS & FLAG_STOP_UNLOADED) != 0u) {
+            return make_hit(STATUS_UNLOADED, p, t_cross, 0u, AXIS_NONE, false, vec3<u32>(0u));
+        }
+        if (at.x == 0u && stops(at.y) && air_seen) {
+            return make_hit(STATUS_HIT, p, t_cross, at.y, last_axis, axis_step(ray, last_axis) < 0, n);
+        }
+    }
+    return miss();
+}
+
+// ==== The window: chunk table and summaries (src/gpu/window.rs, src/world/summary.rs)
 
 fn stops(id: u32) -> bool {
     if ((OPTIONS & FLAG_EVERY_NON_AIR) != 0u) {
@@ -592,6 +645,9 @@ fn voxel_at(v: vec3<i32>) -> vec2<u32> {
     return vec2<u32>(0u, slot_id(e, vec3<u32>(v & vec3<i32>(31))));
 }
 
+// ==== Casting: hits (Dda::hit in src/cpu_ref/dda.rs), cast_ray (src/cpu_ref.rs), cast_segment
+// and its helpers (src/cpu_ref/queries.rs)
+
 fn make_hit(status: u32, voxel: vec3<i32>, t: f32, id: u32, face_axis: u32, normal_positive: bool, n: vec3<u32>) -> Hit {
     var h: Hit;
     h.voxel = voxel;
@@ -625,47 +681,6 @@ fn with_uv(ray: Ray, hit: Hit) -> Hit {
         h.uv = face_uv(ray, h.n, h.distance, (h.status >> 4u) & 3u);
     }
     return h;
-}
-
-// Conservative line of sight: test the voxels touching a crossed edge or corner that stepping
-// will not visit. Returns a hit with status MISS when none stops the ray.
-fn check_tie_extras(ray: Ray, d: Dda, t_cross: f32, air_seen: bool) -> Hit {
-    let tied = tied_axes(d.t_next, t_cross);
-    if (countOneBits(tied) < 2u) {
-        return miss();
-    }
-    let ranks = tie_ranks(d.t_next, tied);
-    for (var mask = 1u; mask < 8u; mask += 1u) {
-        if (!tie_extra(tied, ranks, mask)) {
-            continue;
-        }
-        var p = d.voxel;
-        var n = d.n;
-        // The mask's axis crossed last in stepping order: the face the voxel is entered by.
-        var last_axis = 0u;
-        var last_rank = 0u;
-        for (var a = 0u; a < 3u; a += 1u) {
-            if (((mask >> a) & 1u) != 0u) {
-                p[a] += axis_step(ray, a);
-                n[a] += 1u;
-                if (ranks[a] + 1u > last_rank) {
-                    last_axis = a;
-                    last_rank = ranks[a] + 1u;
-                }
-            }
-        }
-        if (beyond_world(p)) {
-            continue;
-        }
-        let at = voxel_at(p);
-        if (at.x == 1u && (OPTIONS & FLAG_STOP_UNLOADED) != 0u) {
-            return make_hit(STATUS_UNLOADED, p, t_cross, 0u, AXIS_NONE, false, vec3<u32>(0u));
-        }
-        if (at.x == 0u && stops(at.y) && air_seen) {
-            return make_hit(STATUS_HIT, p, t_cross, at.y, last_axis, axis_step(ray, last_axis) < 0, n);
-        }
-    }
-    return miss();
 }
 
 // The whole algorithm for one ray; twin of `cast_ray` in src/cpu_ref.rs.
@@ -864,6 +879,9 @@ fn cast_segment(ray: Ray) -> Hit {
     }
     return best;
 }
+
+// ==== Entry points: rays (GpuRay, GpuHit in src/gpu.rs), cameras (src/camera.rs), agent pairs
+// (segment: src/ray.rs)
 
 fn unpack_ray(r: GpuRay) -> Ray {
     var ray: Ray;
