@@ -7,6 +7,7 @@
 //! cargo run --release --example bench_report -- --quick      # about 7 s on 2 cores
 //! cargo run --release --example bench_report -- --workload w1,w3 --rays 200000 --json
 //! cargo run --release --example bench_report -- --crossover  # GPU against CPU by batch size
+//! cargo run --release --example bench_report -- --streaming  # GPU memory, a moving window
 //! ```
 //!
 //! Engines: voxcast CPU one thread (`voxel_raycast_with` / `line_of_sight` in a loop), for W3
@@ -36,6 +37,8 @@
 mod output;
 #[path = "peers/mod.rs"]
 mod peers;
+#[path = "bench_report/streaming.rs"]
+mod streaming;
 
 use std::time::{Duration, Instant};
 
@@ -90,6 +93,11 @@ struct Args {
     /// 1,024, 16,384 and 262,144 W2 segments, to see from which batch size the GPU pays off.
     #[arg(long)]
     crossover: bool,
+    /// Instead of the workloads: GPU memory per stored chunk of the standard worlds, and a
+    /// window that follows a player through about 100,000 loaded chunks (bytes and time per
+    /// one-chunk move, and of a jump that fills the window anew).
+    #[arg(long)]
+    streaming: bool,
 }
 
 /// Run sizes after flags.
@@ -845,6 +853,10 @@ fn main() {
 
     if args.crossover {
         print_crossover(&machine, cfg.repeats, gpu.as_ref().ok());
+        return;
+    }
+    if args.streaming {
+        streaming::print_streaming(&machine, gpu.as_ref().ok().map(GpuEngine::raycaster));
         return;
     }
     let started = Instant::now();

@@ -43,10 +43,15 @@ const TAG_EMPTY: u32 = 0x40000000u;
 const TAG_UNLOADED: u32 = 0x80000000u;
 const TAG_UNIFORM: u32 = 0xC0000000u;
 
-// Per-slot sizes in u32 words: 32^3 occupancy bits, 64 brick bits, 32^3 u16 ids.
+// Per slot: 32^3 occupancy bits (OCC_WORDS words) in `occupancy`, and in `slots` its record:
+// the brick summary (64 bits), where its id record starts in `ids`, and the id record's bits
+// per value (1, 2, 4 or 8 through the palette, 16 raw). An id record: one entry per 8^3 brick
+// (BRICK_UNIFORM | id for a brick of one id, else where its values start, from the record's
+// start), then the palette (two u16 ids a word), then the values (src/gpu/store.rs).
 const OCC_WORDS: u32 = 1024u;
-const BRICK_WORDS: u32 = 2u;
-const ID_WORDS: u32 = 16384u;
+const SLOT_WORDS: u32 = 4u;
+const RECORD_BRICKS: u32 = 64u;
+const BRICK_UNIFORM: u32 = 0x80000000u;
 const BRICK_EDGE: i32 = 8;
 // In one word of a 4x4x4 summary (a chunk's bricks, a region's chunks): the bits of the eight
 // entries of a 2x2x2 block (shifted by the block's lowest entry's bit), of a layer of entries
@@ -88,13 +93,18 @@ const STATUS_UNLOADED: u32 = 2u;
 const STATUS_RUNAWAY: u32 = 3u;
 const MAX_ITERATIONS: u32 = 1048576u;
 
+// The chunk table is addressed toroidally: window chunk c has entry (c + table_phase) mod dims
+// per axis, window region r (chunks (c + region_phase) >> 2) has record
+// (r + region_table_phase) mod region_dims (src/gpu/window.rs).
 struct Params {
     dims: vec3<u32>,        // window size in chunks
-    _pad0: u32,
-    ray_base: u32,          // first ray (or pixel) of this dispatch
-    ray_count: u32,         // rays in this dispatch
     region_phase: u32,      // the anchor's position in its region (0..4) per axis: x | y << 2 | z << 4
+    table_phase: vec3<u32>, // the anchor's table entry per axis (anchor mod dims)
     world_edge: u32,        // bit a: the window's low face on axis a is the i128 world's edge; bit 3 + a: its high face
+    region_dims: vec3<u32>, // the region records' grid
+    ray_base: u32,          // first ray (or pixel) of this dispatch
+    region_table_phase: vec3<u32>, // the anchor's region's record per axis
+    ray_count: u32,         // rays in this dispatch
     cam_position: vec3<i32>, // camera voxel, window-relative
     cam_width: u32,
     cam_sub: vec3<f32>,
@@ -165,7 +175,7 @@ struct Hit {
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> chunk_table: array<u32>;
 @group(0) @binding(2) var<storage, read> occupancy: array<u32>;
-@group(0) @binding(3) var<storage, read> bricks: array<u32>;
+@group(0) @binding(3) var<storage, read> slots: array<u32>;
 @group(0) @binding(4) var<storage, read> ids: array<u32>;
 // One bit per voxel id: the ids that stop a ray (MaterialFilter), 128 to an element.
 @group(0) @binding(5) var<uniform> filter_bits: array<vec4<u32>, 512>;
@@ -339,7 +349,7 @@ const WALK_MISS: u32 = 3u;
 // loop, with the same result. At most 96 steps: each one moves one voxel through the chunk.
 fn walk_dense(ray: Ray, d: ptr<function, Dda>, slot: u32, hit_id: ptr<function, u32>) -> u32 {
     let occ_base = slot * OCC_WORDS;
-    let brick_bits = vec2<u32>(bricks[slot * BRICK_WORDS], bricks[slot * BRICK_WORDS + 1u]);
+    let brick_bits = vec2<u32>(slots[slot * SLOT_WORDS], slots[slot * SLOT_WORDS + 1u]);
     let base = (*d).voxel & vec3<i32>(~31);
     // The state in separate locals rather than a Dda copy, which the loop would carry whole.
     // Local coordinates in 0..32; a step out of the chunk wraps to 32 or 0xFFFFFFFF.
@@ -549,8 +559,15 @@ fn beyond_world(v: vec3<i32>) -> bool {
     return any((v < vec3<i32>(0)) & (low != vec3<u32>(0u))) || any((v >= size) & (high != vec3<u32>(0u)));
 }
 
+// (a + b) mod n for a, b in 0..n.
+fn wrap_add(a: vec3<u32>, b: vec3<u32>, n: vec3<u32>) -> vec3<u32> {
+    let s = a + b;
+    return select(s, s - n, s >= n);
+}
+
+// The table entry of the chunk holding window voxel v (in the window).
 fn table_entry(v: vec3<i32>) -> u32 {
-    let c = vec3<u32>(v >> vec3<u32>(5u));
+    let c = wrap_add(vec3<u32>(v >> vec3<u32>(5u)), params.table_phase, params.dims);
     return chunk_table[c.x + params.dims.x * (c.y + params.dims.y * c.z)];
 }
 
@@ -589,7 +606,7 @@ fn empty_block(w: vec2<u32>, b: vec3<u32>, lo: ptr<function, vec3<u32>>, hi: ptr
 // bricks (32x16x32, 32x8x32, 16^3 or 8^3 voxels). Twin of `empty_box` in
 // src/world/summary.rs.
 fn empty_box(slot: u32, l: vec3<u32>, lo: ptr<function, vec3<u32>>, hi: ptr<function, vec3<u32>>) -> bool {
-    let w = vec2<u32>(bricks[slot * BRICK_WORDS], bricks[slot * BRICK_WORDS + 1u]);
+    let w = vec2<u32>(slots[slot * SLOT_WORDS], slots[slot * SLOT_WORDS + 1u]);
     var blo: vec3<u32>;
     var bhi: vec3<u32>;
     if (!empty_block(w, l >> vec3<u32>(3u), &blo, &bhi)) {
@@ -609,8 +626,8 @@ fn empty_box(slot: u32, l: vec3<u32>, lo: ptr<function, vec3<u32>>, hi: ptr<func
 fn region_run(c: vec3<i32>, stop_unloaded: bool, lo: ptr<function, vec3<i32>>, hi: ptr<function, vec3<i32>>) {
     let phase = (vec3<u32>(params.region_phase) >> vec3<u32>(0u, 2u, 4u)) & vec3<u32>(3u);
     let rc = vec3<u32>(c) + phase;
-    let r = rc >> vec3<u32>(2u);
-    let rdims = (params.dims + phase + vec3<u32>(3u)) >> vec3<u32>(2u);
+    let rdims = params.region_dims;
+    let r = wrap_add(rc >> vec3<u32>(2u), params.region_table_phase, rdims);
     let record = params.dims.x * params.dims.y * params.dims.z
         + 4u * (r.x + rdims.x * (r.y + rdims.y * r.z)) + select(0u, 2u, stop_unloaded);
     let w = vec2<u32>(chunk_table[record], chunk_table[record + 1u]);
@@ -623,9 +640,22 @@ fn region_run(c: vec3<i32>, stop_unloaded: bool, lo: ptr<function, vec3<i32>>, h
     }
 }
 
+// The id of local voxel l of the chunk in `slot`, from its id record: the brick's own id, or
+// its value (through the palette below 16 bits).
 fn slot_id(slot: u32, l: vec3<u32>) -> u32 {
-    let index = l.x | (l.y << 5u) | (l.z << 10u);
-    return (ids[slot * ID_WORDS + (index >> 1u)] >> ((index & 1u) * 16u)) & 0xFFFFu;
+    let record = slots[slot * SLOT_WORDS + 2u];
+    let bits = slots[slot * SLOT_WORDS + 3u];
+    let brick = (l.x >> 3u) | ((l.y >> 3u) << 2u) | ((l.z >> 3u) << 4u);
+    let entry = ids[record + brick];
+    if ((entry & BRICK_UNIFORM) != 0u) {
+        return entry & 0xFFFFu;
+    }
+    let bit = ((l.x & 7u) | ((l.y & 7u) << 3u) | ((l.z & 7u) << 6u)) * bits;
+    let v = (ids[record + entry + (bit >> 5u)] >> (bit & 31u)) & ((1u << bits) - 1u);
+    if (bits == 16u) {
+        return v;
+    }
+    return (ids[record + RECORD_BRICKS + (v >> 1u)] >> ((v & 1u) * 16u)) & 0xFFFFu;
 }
 
 // Id of any voxel, for the conservative corner test. x = 0 loaded, 1 unloaded; y = id.

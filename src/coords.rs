@@ -186,6 +186,20 @@ impl ChunkPos {
             _ => self.z,
         }
     }
+
+    /// The chunk indices as an array `[x, y, z]`.
+    #[inline]
+    #[must_use]
+    pub const fn to_array(self) -> [i128; 3] {
+        [self.x, self.y, self.z]
+    }
+
+    /// Builds a chunk position from its indices `[x, y, z]`.
+    #[inline]
+    #[must_use]
+    pub const fn from_array(a: [i128; 3]) -> Self {
+        Self::new(a[0], a[1], a[2])
+    }
 }
 
 impl LocalPos {

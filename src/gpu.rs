@@ -29,9 +29,11 @@ pub use wgpu::AdapterInfo;
 mod agents;
 mod device;
 mod dispatch;
+mod follow;
 mod host;
 mod pending;
 mod probe;
+mod store;
 mod window;
 mod world;
 
@@ -41,7 +43,7 @@ use dispatch::{DispatchBuffers, Shared};
 use host::HostStaging;
 pub use pending::PendingBatch;
 pub use probe::{GpuConfig, SelfCheck, SelfCheckReport};
-pub use world::GpuWorld;
+pub use world::{GpuWorld, WindowMove};
 
 /// The WGSL source of the compute shader: `shaders/dda.wgsl` followed by `shaders/exact.wgsl`
 /// (the exact arithmetic it uses), joined in that order so that naga's line numbers in
@@ -59,10 +61,23 @@ const TAG_MASK: u32 = 0xC000_0000;
 const TAG_EMPTY: u32 = 0x4000_0000;
 const TAG_UNLOADED: u32 = 0x8000_0000;
 const TAG_UNIFORM: u32 = 0xC000_0000;
-const ID_WORDS: usize = crate::coords::CHUNK_VOLUME / 2;
-const BRICK_WORDS: usize = 2;
-/// Bytes of GPU memory per stored (non-uniform) chunk: occupancy, brick summary and ids.
-pub const BYTES_PER_STORED_CHUNK: u64 = ((OCCUPANCY_WORDS + BRICK_WORDS + ID_WORDS) * 4) as u64;
+/// Words of a stored chunk's slot record: its brick summary (two words), where its id record
+/// starts in the id heap, and the id record's bits per value.
+const SLOT_WORDS: usize = 4;
+/// An id record's first words: one entry per `8³` brick of the chunk.
+const RECORD_BRICKS: usize = 64;
+/// In a brick's entry of an id record: the brick is this one id throughout (the low 16 bits),
+/// with no values stored.
+const BRICK_UNIFORM: u32 = 0x8000_0000;
+/// The most bytes of GPU memory a stored chunk can take: occupancy bits, slot record and an id
+/// record of raw 16-bit ids in every brick.
+#[deprecated(
+    since = "0.1.0",
+    note = "stored chunks are packed: GpuWorld::stored_chunk_bytes gives a chunk's size, \
+            GpuWorld::stored_bytes the total"
+)]
+pub const BYTES_PER_STORED_CHUNK: u64 =
+    ((OCCUPANCY_WORDS + SLOT_WORDS + RECORD_BRICKS + crate::coords::CHUNK_VOLUME / 2) * 4) as u64;
 
 // The shader's OPTIONS bits and the other constants both sides write: twins of the same-named
 // constants of shaders/dda.wgsl (the test `shader_constants_equal_their_rust_twins` compares).
@@ -151,7 +166,8 @@ pub enum GpuError {
     )]
     BatchTooLarge(usize),
     /// `update_chunks` named a chunk outside the uploaded window, or a loaded chunk in the
-    /// window's margin (see [`GpuWorld::update_chunks`]).
+    /// window's margin, of a world made by [`GpuWorld::from_world`] (see
+    /// [`GpuWorld::update_chunks`]).
     #[error(
         "chunk {0:?} lies outside the chunks this GpuWorld can hold (the world's loaded bounds \
          when it was built): rebuild it with GpuWorld::from_world"
@@ -164,6 +180,36 @@ pub enum GpuError {
          raycaster that casts against it (GpuWorld::from_world(&gpu, &world))"
     )]
     WorldFromAnotherDevice,
+    /// [`GpuWorld::with_window`] or [`GpuWorld::recenter`] was given a centre that is no chunk
+    /// of the i128 world (an index outside [`ChunkPos::MIN_INDEX`]`..=`[`ChunkPos::MAX_INDEX`]).
+    #[error(
+        "centre {0:?} is no chunk of the i128 world: chunk indices lie in \
+         ChunkPos::MIN_INDEX..=ChunkPos::MAX_INDEX (the chunk of a voxel: WorldPos::chunk)"
+    )]
+    CentreOutsideWorld(ChunkPos),
+    /// [`GpuWorld::recenter`] on a world made by [`GpuWorld::from_world`], whose window is the
+    /// box around the loaded chunks and does not move.
+    #[error(
+        "this GpuWorld covers the loaded chunks' box (GpuWorld::from_world) and cannot move: \
+         create it with GpuWorld::with_window to follow a centre"
+    )]
+    WindowCannotMove,
+    /// A batch still in flight would have seen an update or move of its world in a later
+    /// dispatch (a batch of more than two dispatches, see
+    /// [`GpuRaycaster::set_max_dispatch_rays`]): its answers would mix two worlds, so it has
+    /// none. Take a large batch before changing its world, or cast it again.
+    #[error(
+        "the GpuWorld changed while this batch was in flight, between its dispatches: take \
+         large batches before updating or moving their world, or cast the batch again"
+    )]
+    WorldChanged,
+    /// The [`GpuAgents`] were uploaded for the window the world had before it moved
+    /// ([`GpuWorld::recenter`]): their eyes are relative to the window.
+    #[error(
+        "these GpuAgents were uploaded before their GpuWorld moved (GpuWorld::recenter): \
+         upload them again with GpuAgents::update"
+    )]
+    AgentsForAnotherWindow,
     /// The results of one call (the count of outcomes is given) do not fit in host memory.
     #[error(
         "the results of {0} rays (or pixels) could not be allocated in host memory: split the \
@@ -226,11 +272,13 @@ pub(crate) struct GpuHit {
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
 pub(crate) struct GpuParams {
     dims: [u32; 3],
-    _pad0: u32,
-    ray_base: u32,
-    ray_count: u32,
     region_phase: u32,
+    table_phase: [u32; 3],
     world_edge: u32,
+    region_dims: [u32; 3],
+    ray_base: u32,
+    region_table_phase: [u32; 3],
+    ray_count: u32,
     cam_position: [i32; 3],
     cam_width: u32,
     cam_sub: [f32; 3],
@@ -670,8 +718,9 @@ mod tests {
             ("TAG_UNLOADED", U(TAG_UNLOADED)),
             ("TAG_UNIFORM", U(TAG_UNIFORM)),
             ("OCC_WORDS", U(OCCUPANCY_WORDS as u32)),
-            ("BRICK_WORDS", U(BRICK_WORDS as u32)),
-            ("ID_WORDS", U(ID_WORDS as u32)),
+            ("SLOT_WORDS", U(SLOT_WORDS as u32)),
+            ("RECORD_BRICKS", U(RECORD_BRICKS as u32)),
+            ("BRICK_UNIFORM", U(BRICK_UNIFORM)),
             ("BRICK_EDGE", I(crate::world::BRICK_EDGE as i32)),
             ("ORIGIN_REPORT", U(ORIGIN_REPORT)),
             ("ORIGIN_SKIP", U(ORIGIN_SKIP)),

@@ -508,6 +508,11 @@ pub(crate) mod gpu {
                 .map_err(|e| format!("no adapter: {e}"))
         }
 
+        /// The raycaster itself.
+        pub(crate) fn raycaster(&self) -> &GpuRaycaster {
+            &self.gpu
+        }
+
         /// The adapter, for the report.
         pub(crate) fn adapter(&self) -> String {
             let info = self.gpu.adapter_info();

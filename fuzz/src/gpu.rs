@@ -1,6 +1,8 @@
 //! Target `gpu`: the GPU batch against the CPU reference on random worlds, after edits sent
-//! with `GpuWorld::update_chunks`, with batches that mix valid and invalid rays, under every
-//! option: raycasts, line of sight (plain and conservative) and a small camera, outcome by
+//! with `GpuWorld::update_chunks`, in a window around the loaded chunks or one that follows a
+//! centre through moves (`GpuWorld::with_window`, `recenter`; its table checked against a
+//! recount after each, the CPU answering on the chunks the window may hold), with batches
+//! that mix valid and invalid rays, under every option: raycasts, line of sight (plain and conservative) and a small camera, outcome by
 //! outcome under the parity contract (`RaycastOutcome::matches`: the same voxel, face, id and
 //! distance bit for bit, UV within 1e-5; an invalid ray `Invalid` with the same error on both).
 //!
@@ -13,8 +15,8 @@ use std::sync::OnceLock;
 use arbitrary::{Arbitrary, Unstructured};
 use voxcast::gpu::{GpuError, GpuRaycaster, GpuWorld};
 use voxcast::{
-    Camera, LineOfSightOptions, RaycastOptions, RaycastOutcome, UnloadedPolicy, VoxelRay, WorldPos,
-    line_of_sight_batch, raycast_batch, raycast_camera,
+    Camera, ChunkPos, LineOfSightOptions, RaycastOptions, RaycastOutcome, UnloadedPolicy, VoxelRay,
+    VoxelWorld, WorldPos, line_of_sight_batch, raycast_batch, raycast_camera,
 };
 
 use super::input::{AnchorIn, CoordIn, F32In, FilterIn, IdIn, ORIGIN_POLICIES, vec3};
@@ -25,6 +27,8 @@ use super::raycast::RayIn;
 const EDITS: usize = 16;
 const LATER_EDITS: usize = 8;
 const RAYS: usize = 32;
+/// Most moves of a window that follows a centre.
+const MOVES: usize = 6;
 
 /// The shared raycaster, `None` where no adapter is usable (a failure under
 /// `VOXCAST_REQUIRE_GPU=1`).
@@ -73,6 +77,18 @@ pub struct CameraIn {
     pub max: F32In,
 }
 
+/// A window that follows a centre: where it starts (in chunks from the anchor's chunk), its
+/// half extent (0 to 2 chunks per axis) and its moves (in chunks, jumps too).
+#[derive(Arbitrary, Debug)]
+pub struct WindowIn {
+    /// The first centre, relative to the anchor's chunk.
+    pub centre: [i8; 3],
+    /// The half extent, taken modulo 3.
+    pub half: [u8; 3],
+    /// Each move, relative to the last centre.
+    pub moves: Vec<[i8; 3]>,
+}
+
 /// One input of the target.
 #[derive(Arbitrary, Debug)]
 pub struct Input {
@@ -90,6 +106,27 @@ pub struct Input {
     pub options: OptionsIn,
     /// A camera rendered on both.
     pub camera: Option<CameraIn>,
+    /// A window that follows a centre instead of the one around the loaded chunks.
+    pub window: Option<WindowIn>,
+}
+
+/// `from` moved by `by` chunks, `None` beyond the i128 world (no centre there).
+fn moved(from: ChunkPos, by: [i8; 3]) -> Option<ChunkPos> {
+    let c = ChunkPos::from_array(std::array::from_fn(|a| {
+        from.axis(a).saturating_add(i128::from(by[a]))
+    }));
+    c.is_in_world().then_some(c)
+}
+
+/// `world` as a window that may load `loadable` sees it: those chunks alone.
+fn seen_through(world: &VoxelWorld, loadable: (ChunkPos, ChunkPos)) -> VoxelWorld {
+    let mut seen = VoxelWorld::new();
+    for (p, c) in world.chunks() {
+        if (0..3).all(|a| (loadable.0.axis(a)..=loadable.1.axis(a)).contains(&p.axis(a))) {
+            let _ = seen.insert_chunk(p, c.clone());
+        }
+    }
+    seen
 }
 
 /// The target: decodes `data` and compares the GPU with the CPU; panics on a difference.
@@ -187,7 +224,17 @@ pub fn check(gpu: &GpuRaycaster, input: &Input) -> Result<(), String> {
         apply(&mut world, &mut model, anchor, e, IdIn::get)?;
     }
     world.set_track_changes(true);
-    let mut gw = GpuWorld::from_world(gpu, &world).map_err(|e| format!("from_world: {e}"))?;
+    let start = input
+        .window
+        .as_ref()
+        .and_then(|w| moved(anchor.chunk(), w.centre).map(|c| (w, c)));
+    let mut gw = match start {
+        Some((w, centre)) => {
+            GpuWorld::with_window(gpu, &world, centre, w.half.map(|h| u32::from(h % 3)))
+                .map_err(|e| format!("with_window: {e}"))?
+        }
+        None => GpuWorld::from_world(gpu, &world).map_err(|e| format!("from_world: {e}"))?,
+    };
     let uploaded = world.loaded_chunk_bounds();
     for e in input.later.iter().take(LATER_EDITS) {
         apply(&mut world, &mut model, anchor, e, IdIn::get)?;
@@ -215,6 +262,23 @@ pub fn check(gpu: &GpuRaycaster, input: &Input) -> Result<(), String> {
             }
         }
         Err(e) => return Err(format!("update_chunks: {e}")),
+    }
+    if let Some((w, mut centre)) = start {
+        for &by in w.moves.iter().take(MOVES) {
+            let to = ChunkPos::from_array(std::array::from_fn(|a| {
+                centre.axis(a).saturating_add(i128::from(by[a]))
+            }));
+            let before = gw.loadable_chunks();
+            match gw.recenter(&world, to) {
+                Ok(_) if to.is_in_world() => centre = to,
+                Err(GpuError::CentreOutsideWorld(c))
+                    if c == to && !to.is_in_world() && gw.loadable_chunks() == before => {}
+                other => return Err(format!("recenter to {to:?}: {other:?}")),
+            }
+            gw.check_table(&world)
+                .map_err(|e| format!("after recenter to {to:?}: {e}"))?;
+        }
+        world = seen_through(&world, gw.loadable_chunks());
     }
     let o = &input.options;
     let opts = RaycastOptions {

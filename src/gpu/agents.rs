@@ -430,8 +430,11 @@ impl GpuRaycaster {
         answers: bool,
     ) -> Result<(Vec<Flight>, PairAnswers, u64), GpuError> {
         let w = &world.window;
-        if agents.owner != self.token || agents.window != (w.anchor, w.dims) {
+        if agents.owner != self.token {
             return Err(GpuError::WorldFromAnotherDevice);
+        }
+        if agents.window != (w.anchor, w.dims) {
+            return Err(GpuError::AgentsForAnotherWindow);
         }
         let mut visibility = Visibility::with_len(pairs.len(), answers);
         let mut on_gpu = Vec::new();

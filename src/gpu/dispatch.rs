@@ -14,6 +14,7 @@ use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex};
 
 use crate::gpu::host::HostStaging;
+use crate::gpu::world::WorldSync;
 use crate::gpu::{BatchStats, GpuError, GpuHit, GpuParams, GpuRay, WORKGROUP_SIZE, device_error};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Sender, TryRecvError, channel};
@@ -253,6 +254,116 @@ enum Job {
         offset: u64,
         data: Vec<u8>,
     },
+    /// A world's changes, in one submission before any dispatch submitted after this.
+    Upload(Upload),
+}
+
+/// Changes to a world's buffers, sent to the courier in one job so that they land between
+/// the dispatches submitted before and after: buffers copied into their larger successors,
+/// then ranges of one staging buffer written into place. Where it fails (the device ran out
+/// of memory or was lost), `failed` says so, and batches on the world report it.
+#[derive(Debug)]
+pub(super) struct Upload {
+    grow: Vec<(wgpu::Buffer, wgpu::Buffer)>,
+    data: Vec<u8>,
+    /// Destination, its offset, and the range of `data` written there.
+    writes: Vec<(wgpu::Buffer, u64, std::ops::Range<usize>)>,
+    failed: Arc<Mutex<Option<String>>>,
+}
+
+impl Upload {
+    /// No changes yet; a failure will be recorded in `failed`.
+    pub(super) fn new(failed: &Arc<Mutex<Option<String>>>) -> Self {
+        Self {
+            grow: Vec::new(),
+            data: Vec::new(),
+            writes: Vec::new(),
+            failed: Arc::clone(failed),
+        }
+    }
+
+    /// Copies the whole of `old` into the start of `new` (before every write).
+    pub(super) fn grow(&mut self, old: &wgpu::Buffer, new: &wgpu::Buffer) {
+        self.grow.push((old.clone(), new.clone()));
+    }
+
+    /// Writes `bytes` (a multiple of four) into `buffer` at `offset`; a write that continues
+    /// the last one into the same buffer joins it.
+    pub(super) fn write(&mut self, buffer: &wgpu::Buffer, offset: u64, bytes: &[u8]) {
+        let start = self.data.len();
+        self.data.extend_from_slice(bytes);
+        if let Some((b, at, range)) = self.writes.last_mut()
+            && b == buffer
+            && *at + range.len() as u64 == offset
+        {
+            range.end = self.data.len();
+            return;
+        }
+        self.writes
+            .push((buffer.clone(), offset, start..self.data.len()));
+    }
+
+    /// Bytes written (the copies of grown buffers, made on the device, not counted).
+    pub(super) fn bytes(&self) -> u64 {
+        self.data.len() as u64
+    }
+
+    /// Whether there is nothing to do.
+    pub(super) fn is_empty(&self) -> bool {
+        self.grow.is_empty() && self.writes.is_empty()
+    }
+
+    /// Records and submits the changes: on the courier's thread, or on the caller's for a
+    /// world no batch has seen yet. Returns why it failed, if it did.
+    pub(super) fn submit(self, device: &wgpu::Device, queue: &wgpu::Queue) -> Option<String> {
+        let scope_oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let scope_val = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("voxcast world upload"),
+        });
+        for (old, new) in &self.grow {
+            encoder.copy_buffer_to_buffer(old, 0, new, 0, old.size());
+        }
+        let mut mapping = None;
+        if !self.writes.is_empty() {
+            let staging = device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("voxcast world staging"),
+                size: (self.data.len() as u64).next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT),
+                usage: wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: true,
+            });
+            match staging.slice(..).get_mapped_range_mut() {
+                Ok(mut view) => view.slice(..self.data.len()).copy_from_slice(&self.data),
+                Err(e) => mapping = Some(e.to_string()),
+            }
+            staging.unmap();
+            for (buffer, offset, range) in &self.writes {
+                encoder.copy_buffer_to_buffer(
+                    &staging,
+                    range.start as u64,
+                    buffer,
+                    *offset,
+                    range.len() as u64,
+                );
+            }
+        }
+        queue.submit([encoder.finish()]);
+        let errors = [
+            pollster::block_on(scope_val.pop()),
+            pollster::block_on(scope_oom.pop()),
+        ];
+        let error = errors
+            .into_iter()
+            .flatten()
+            .next()
+            .map(|e| e.to_string())
+            .or(mapping)?;
+        let message = format!("uploading chunks failed: {error}");
+        if let Ok(mut failed) = self.failed.lock() {
+            failed.get_or_insert_with(|| message.clone());
+        }
+        Some(message)
+    }
 }
 
 /// How long the courier waits for the GPU at a time before it looks for new work.
@@ -283,6 +394,14 @@ impl Courier {
             offset,
             data,
         })
+    }
+
+    /// Queues a world's changes: done before any dispatch submitted after this call.
+    pub(super) fn upload(&self, upload: Upload) -> Result<(), GpuError> {
+        if upload.is_empty() {
+            return Ok(());
+        }
+        self.send(Job::Upload(upload))
     }
 
     fn send(&self, job: Job) -> Result<(), GpuError> {
@@ -359,6 +478,10 @@ fn courier(device: &wgpu::Device, queue: &wgpu::Queue, todo: &Receiver<Job>) {
                 offset,
                 data,
             }) => queue.write_buffer(&buffer, offset, &data),
+            Some(Job::Upload(upload)) => {
+                // A failure is recorded in the world's flag, which its batches check.
+                let _ = upload.submit(device, queue);
+            }
             None => {
                 let poll = device.poll(wgpu::PollType::Wait {
                     submission_index: running.front().cloned(),
@@ -446,6 +569,9 @@ pub(super) struct Binding {
     pub(super) pipeline: wgpu::ComputePipeline,
     pub(super) layout: wgpu::BindGroupLayout,
     pub(super) world: [wgpu::Buffer; 4],
+    /// The world's changes, and how many it had when the batch was submitted.
+    pub(super) sync: Arc<WorldSync>,
+    pub(super) version: u64,
     pub(super) params: GpuParams,
     /// The material filter's words, or `None` where the shader does not read it (every
     /// non-air voxel stops: `FLAG_EVERY_NON_AIR`).
@@ -489,6 +615,8 @@ pub(super) struct Flight {
     pub(super) bytes_down: u64,
     /// Seconds spent waiting for the device (not host work).
     pub(super) waited: f64,
+    /// A dispatch was submitted after its world changed: the batch has no answers.
+    stale: bool,
 }
 
 /// Dispatches of one batch in flight at once: the GPU runs one while the host reads the last
@@ -504,6 +632,7 @@ impl Flight {
         per_dispatch: u32,
     ) -> Result<Self, GpuError> {
         shared.check_lost()?;
+        binding.sync.check()?;
         let mut flight = Self {
             shared,
             binding,
@@ -516,6 +645,7 @@ impl Flight {
             bytes_up: 0,
             bytes_down: 0,
             waited: 0.0,
+            stale: false,
         };
         flight.submit_more()?;
         Ok(flight)
@@ -648,6 +778,11 @@ impl Flight {
             shared.give_back(set);
             return Err(e);
         }
+        // The world's changes are sent to the courier after their version is counted: a
+        // version unchanged now means that any later change lands after this dispatch.
+        if self.binding.sync.version() != self.binding.version {
+            self.stale = true;
+        }
         self.dispatches += 1;
         self.bytes_up += bytes_up;
         self.bytes_down += output_bytes;
@@ -704,6 +839,9 @@ impl Flight {
     /// polling has completed.
     pub(super) fn advance(&mut self, wait: bool, sink: &mut Sink<'_>) -> Result<bool, GpuError> {
         loop {
+            if self.stale {
+                return Err(GpuError::WorldChanged);
+            }
             let Some(oldest) = self.in_flight.front() else {
                 return Ok(self.finished());
             };

@@ -497,10 +497,14 @@ impl GpuRaycaster {
 
     /// The parameters every dispatch on `world` shares.
     pub(super) fn params_of(&self, world: &GpuWorld) -> GpuParams {
+        let w = &world.window;
         GpuParams {
-            dims: world.window.dims,
-            region_phase: world.window.packed_region_phase(),
-            world_edge: world.window.world_edge(),
+            dims: w.dims,
+            region_phase: w.packed_region_phase(),
+            table_phase: w.table_phase(),
+            world_edge: w.world_edge(),
+            region_dims: w.region_dims(),
+            region_table_phase: w.region_table_phase(),
             ..Default::default()
         }
     }
@@ -520,10 +524,12 @@ impl GpuRaycaster {
             layout: self.layout(entry).clone(),
             world: [
                 world.table.clone(),
-                world.occupancy.clone(),
-                world.bricks.clone(),
-                world.ids.clone(),
+                world.store.occupancy.clone(),
+                world.store.slots.clone(),
+                world.store.ids.clone(),
             ],
+            sync: Arc::clone(&world.sync),
+            version: world.sync.version(),
             params,
             filter: (!opts.blocks.is_every_non_air()).then(|| opts.blocks.words().to_vec()),
         })

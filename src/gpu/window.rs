@@ -23,7 +23,12 @@ pub(super) enum Upload {
 }
 
 /// The window of chunks a [`GpuWorld`] covers, and the i128 ↔ i32 split around it.
-#[derive(Clone, Copy, Debug)]
+///
+/// The chunk table is addressed toroidally: chunk `c` of the window has table entry
+/// `c mod dims` per axis, and region `r` (chunk coordinates `>> REGION_SHIFT`) has region
+/// record `r mod region_dims`. A window moved by a chunk then changes only the entries of the
+/// chunks that enter it (which take the slots of those that leave); nothing else moves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Window {
     pub(super) anchor: ChunkPos,
     pub(super) dims: [u32; 3],
@@ -33,19 +38,76 @@ pub(super) struct Window {
     /// clipped to the window without the conservative tie test at the crossing into it, which
     /// is exact only while the margin holds nothing.
     pub(super) interior: (ChunkPos, ChunkPos),
+    /// The region records' grid: room for every region a window of `dims` chunks touches,
+    /// wherever it lies.
+    region_dims: [u32; 3],
 }
 
 impl Window {
-    /// The window around the chunks `interior` may hold: grown by a margin of one chunk,
-    /// except at the edge of the i128 world.
-    pub(super) fn around(interior: (ChunkPos, ChunkPos)) -> Self {
-        let (lo, hi) = grow_by_a_chunk(interior.0, interior.1);
+    /// The window of `dims` chunks from `anchor`, whose chunks may be loaded within
+    /// `interior`.
+    fn new(anchor: ChunkPos, dims: [u32; 3], interior: (ChunkPos, ChunkPos)) -> Self {
+        let hi = ChunkPos::from_array(std::array::from_fn(|a| {
+            anchor.axis(a) + i128::from(dims[a]) - 1
+        }));
         Self {
-            anchor: lo,
-            dims: [0; 3],
-            bounds: VoxelBox::from_chunks(lo, hi),
+            anchor,
+            dims,
+            bounds: VoxelBox::from_chunks(anchor, hi),
             interior,
+            region_dims: dims.map(|d| d.div_ceil(1 << REGION_SHIFT) + 1),
         }
+    }
+
+    /// The window around the chunks `interior` may hold: grown by a margin of one chunk,
+    /// except at the edge of the i128 world. `Err` with the axis's span in chunks where it is
+    /// [`MAX_WINDOW_CHUNKS`] or more.
+    pub(super) fn around(interior: (ChunkPos, ChunkPos)) -> Result<Self, u128> {
+        let (lo, hi) = grow_by_a_chunk(interior.0, interior.1);
+        let mut dims = [0; 3];
+        for (a, d) in dims.iter_mut().enumerate() {
+            // At most 2^128 - 1 (the whole i128 world in chunks), so u128 holds it.
+            let span = hi.axis(a).abs_diff(lo.axis(a)) + 1;
+            if span >= u128::from(MAX_WINDOW_CHUNKS) {
+                return Err(span);
+            }
+            *d = span as u32;
+        }
+        Ok(Self::new(lo, dims, interior))
+    }
+
+    /// The window of `2 · half_extent + 1` chunks a side centred on `centre` that may be
+    /// loaded, plus its margin: moved inside the i128 world where it would cross its edge
+    /// (then the chunks at the edge may be loaded, as the world has no margin there).
+    /// `centre` must lie in the world and `half_extent` below [`MAX_WINDOW_CHUNKS`] / 2 - 1.
+    pub(super) fn following(centre: ChunkPos, half_extent: [u32; 3]) -> Self {
+        let dims = half_extent.map(|h| 2 * h + 3);
+        let mut anchor = [0; 3];
+        let mut interior = ([0; 3], [0; 3]);
+        for a in 0..3 {
+            let span = i128::from(dims[a]) - 1;
+            let lo = (centre.axis(a) - i128::from(half_extent[a]) - 1)
+                .clamp(ChunkPos::MIN_INDEX, ChunkPos::MAX_INDEX - span);
+            anchor[a] = lo;
+            interior.0[a] = if lo == ChunkPos::MIN_INDEX {
+                lo
+            } else {
+                lo + 1
+            };
+            interior.1[a] = if lo + span == ChunkPos::MAX_INDEX {
+                lo + span
+            } else {
+                lo + span - 1
+            };
+        }
+        Self::new(
+            ChunkPos::from_array(anchor),
+            dims,
+            (
+                ChunkPos::from_array(interior.0),
+                ChunkPos::from_array(interior.1),
+            ),
+        )
     }
 
     /// Whether chunk `pos` may be loaded in this window (see `interior`).
@@ -54,10 +116,24 @@ impl Window {
         (0..3).all(|a| (lo.axis(a)..=hi.axis(a)).contains(&pos.axis(a)))
     }
 
+    /// Whether chunk `pos` lies in the window (its margin included).
+    pub(super) fn contains(&self, pos: ChunkPos) -> bool {
+        (0..3).all(|a| {
+            pos.axis(a)
+                .checked_sub(self.anchor.axis(a))
+                .is_some_and(|rel| (0..i128::from(self.dims[a])).contains(&rel))
+        })
+    }
+
+    /// The last chunk of the window (inclusive).
+    pub(super) fn last_chunk(&self) -> ChunkPos {
+        self.bounds.max.chunk()
+    }
+
     /// For the shader's `beyond_world`: bit `a` set where the window's low face on axis `a` is
     /// the i128 world's edge, bit `3 + a` where its high face is.
     pub(super) fn world_edge(&self) -> u32 {
-        let hi = self.bounds.max.chunk();
+        let hi = self.last_chunk();
         (0..3).fold(0, |bits, a| {
             bits | u32::from(self.anchor.axis(a) == ChunkPos::MIN_INDEX) << a
                 | u32::from(hi.axis(a) == ChunkPos::MAX_INDEX) << (3 + a)
@@ -75,10 +151,22 @@ impl Window {
         x | y << 2 | z << 4
     }
 
-    /// The window's size in regions: those holding at least one of its chunks.
+    /// The anchor's table entry per axis (`anchor mod dims`): for the shader, which finds
+    /// a window chunk's entry from its window-relative position.
+    pub(super) fn table_phase(&self) -> [u32; 3] {
+        std::array::from_fn(|a| self.anchor.axis(a).rem_euclid(i128::from(self.dims[a])) as u32)
+    }
+
+    /// The region grid's size in records (see `region_dims`).
     pub(super) fn region_dims(&self) -> [u32; 3] {
-        let phase = self.region_phase();
-        std::array::from_fn(|a| (self.dims[a] + phase[a]).div_ceil(1 << REGION_SHIFT))
+        self.region_dims
+    }
+
+    /// The anchor's region's record per axis (`(anchor >> REGION_SHIFT) mod region_dims`).
+    pub(super) fn region_table_phase(&self) -> [u32; 3] {
+        std::array::from_fn(|a| {
+            (self.anchor.axis(a) >> REGION_SHIFT).rem_euclid(i128::from(self.region_dims[a])) as u32
+        })
     }
 
     /// Number of chunk table entries; the region records follow them.
@@ -86,28 +174,47 @@ impl Window {
         self.dims.iter().map(|&d| d as usize).product()
     }
 
-    /// The region record of window region `r` (see `RegionCache::run` in `cpu_ref.rs` and
+    /// Number of region records (four words each).
+    pub(super) fn records(&self) -> usize {
+        self.region_dims.iter().map(|&d| d as usize).product()
+    }
+
+    /// The table entry of chunk `pos`, `None` outside the window.
+    pub(super) fn entry_index(&self, pos: ChunkPos) -> Option<usize> {
+        self.contains(pos)
+            .then(|| torus_index(pos.to_array(), self.dims))
+    }
+
+    /// The index among the region records of region `r` (chunk coordinates `>> REGION_SHIFT`).
+    pub(super) fn record_index(&self, r: [i128; 3]) -> usize {
+        torus_index(r, self.region_dims)
+    }
+
+    /// The regions holding at least one chunk of the window (inclusive corners).
+    pub(super) fn regions(&self) -> ([i128; 3], [i128; 3]) {
+        let hi = self.last_chunk();
+        (
+            self.anchor.to_array().map(|c| c >> REGION_SHIFT),
+            hi.to_array().map(|c| c >> REGION_SHIFT),
+        )
+    }
+
+    /// The region record of region `r` (see `RegionCache::run` in `cpu_ref.rs` and
     /// `region_run` in `shaders/dda.wgsl`): the chunks that block a run of empty chunks under
     /// `UnloadedPolicy::Air` (loaded and not all air), then under `Stop` (also not loaded),
     /// each as two words, read from the chunk entries `table` (what the GPU has, which may
     /// be older than the world for chunks edited but not passed to `update_chunks`). Chunks of
     /// the region outside the window count as not loaded.
-    pub(super) fn region_record(&self, table: &[u32], r: [u32; 3]) -> [u32; 4] {
-        let phase = self.region_phase();
+    pub(super) fn region_record(&self, table: &[u32], r: [i128; 3]) -> [u32; 4] {
         let (mut loaded, mut occupied) = (0u64, 0u64);
         for bit in 0..64u32 {
             let entry = [bit & 3, bit >> 2 & 3, bit >> 4];
-            let mut index = 0;
-            let mut inside = true;
-            for a in (0..3).rev() {
-                let rel = i64::from((r[a] << REGION_SHIFT) + entry[a]) - i64::from(phase[a]);
-                inside &= (0..i64::from(self.dims[a])).contains(&rel);
-                index = index * self.dims[a] as usize + rel.max(0) as usize;
-            }
-            let tag = if inside {
-                table[index] & TAG_MASK
-            } else {
-                TAG_UNLOADED
+            let pos = ChunkPos::from_array(std::array::from_fn(|a| {
+                (r[a] << REGION_SHIFT) + i128::from(entry[a])
+            }));
+            let tag = match self.entry_index(pos) {
+                Some(i) => table[i] & TAG_MASK,
+                None => TAG_UNLOADED,
             };
             loaded |= u64::from(tag != TAG_UNLOADED) << bit;
             occupied |= u64::from(tag != TAG_UNLOADED && tag != TAG_EMPTY) << bit;
@@ -120,20 +227,6 @@ impl Window {
             stop as u32,
             (stop >> 32) as u32,
         ]
-    }
-
-    /// Index of window region `r` among the region records.
-    pub(super) fn region_index(&self, r: [u32; 3]) -> usize {
-        let d = self.region_dims();
-        r[0] as usize + d[0] as usize * (r[1] as usize + d[1] as usize * r[2] as usize)
-    }
-
-    /// The window region holding window chunk `pos`.
-    pub(super) fn region_of_chunk(&self, pos: ChunkPos) -> [u32; 3] {
-        let phase = self.region_phase();
-        std::array::from_fn(|a| {
-            ((pos.axis(a) - self.anchor.axis(a)) as u32 + phase[a]) >> REGION_SHIFT
-        })
     }
 
     pub(super) fn relative(&self, p: WorldPos) -> Option<[i32; 3]> {
@@ -290,14 +383,14 @@ impl Window {
 /// UV in the shader's hits: `[0, 1]` in 23-bit fixed point.
 const UV_STEPS: f32 = 8_388_607.0;
 
-pub(super) fn window_index(w: &Window, pos: ChunkPos) -> Option<usize> {
-    let mut idx = [0usize; 3];
-    for (a, i) in idx.iter_mut().enumerate() {
-        let rel = pos.axis(a).checked_sub(w.anchor.axis(a))?;
-        if !(0..i128::from(w.dims[a])).contains(&rel) {
-            return None;
-        }
-        *i = rel as usize;
-    }
-    Some(idx[0] + w.dims[0] as usize * (idx[1] + w.dims[1] as usize * idx[2]))
+/// The most chunks a window spans on an axis (exclusive): window-relative voxel coordinates
+/// must fit in i32, with room for a run of empty chunks that reaches past the window to the
+/// end of its region.
+pub(super) const MAX_WINDOW_CHUNKS: u32 = (1 << 26) - (1 << REGION_SHIFT);
+
+/// Row-major index of `p mod dims` (per axis) in a grid of `dims`: the toroidal address.
+fn torus_index(p: [i128; 3], dims: [u32; 3]) -> usize {
+    let [x, y, z] =
+        std::array::from_fn::<usize, 3, _>(|a| p[a].rem_euclid(i128::from(dims[a])) as usize);
+    x + dims[0] as usize * (y + dims[1] as usize * z)
 }

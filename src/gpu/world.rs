@@ -1,44 +1,97 @@
 //! `GpuWorld`: a window of a `VoxelWorld` in GPU buffers, and its updates.
 
-use rustc_hash::FxHashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use crate::coords::ChunkPos;
-use crate::gpu::window::{Window, window_index};
+use crate::gpu::dispatch::{Shared, Upload};
+use crate::gpu::store::{ChunkStore, StoreChanges, create_storage};
+use crate::gpu::window::{MAX_WINDOW_CHUNKS, Window};
 use crate::gpu::{
-    BRICK_WORDS, FLAG_STEP_EMPTY_BRICKS, GpuError, GpuRaycaster, ID_WORDS, TAG_EMPTY, TAG_UNIFORM,
-    TAG_UNLOADED, device_error,
+    FLAG_STEP_EMPTY_BRICKS, GpuError, GpuRaycaster, TAG_EMPTY, TAG_UNIFORM, TAG_UNLOADED,
+    device_error,
 };
-use crate::world::{ChunkView, DenseChunk, OCCUPANCY_WORDS, REGION_SHIFT, VoxelWorld};
+use crate::world::{ChunkView, DenseChunk, VoxelWorld};
 
 /// A window of a [`VoxelWorld`] uploaded to the GPU: a chunk table plus, per chunk that is not
-/// one id throughout, its occupancy bits, brick summary and u16 ids. Uniform chunks (all air,
-/// all stone, ...) take one table entry and no storage. After the table's chunk entries comes
-/// one 16-byte record per region of `4×4×4` chunks that the window touches (which of its chunks
-/// block a run of empty chunks), kept current by [`GpuWorld::update_chunks`]. Its `Debug`
-/// output is a summary (anchor, size, stored chunks, bytes), not the table.
+/// one id throughout, its occupancy bits, brick summary and packed ids. Uniform chunks (all
+/// air, all stone, ...) take one table entry and no storage. After the table's chunk entries
+/// comes one 16-byte record per region of `4×4×4` chunks that the window touches (which of its
+/// chunks block a run of empty chunks), kept current by every update.
+///
+/// Two kinds of window:
+/// - [`GpuWorld::from_world`]: the box around every loaded chunk, for a world that stays
+///   within it (edits and loads inside it go through [`GpuWorld::update_chunks`]);
+/// - [`GpuWorld::with_window`]: a box of a fixed size around a centre that the caller moves
+///   ([`GpuWorld::recenter`]), for a world streamed around a player. A move uploads only the
+///   chunks that enter the window.
+///
+/// A stored chunk takes its `32³` occupancy bits (4 KiB), a 16-byte slot record and its ids
+/// packed as narrowly as its ids allow, with `8³` bricks of one id stored as that id alone
+/// ([`GpuWorld::stored_bytes`] has the total). Its `Debug` output is a summary (anchor,
+/// size, stored chunks, bytes), not the table.
 pub struct GpuWorld {
-    device: wgpu::Device,
-    queue: wgpu::Queue,
+    shared: Arc<Shared>,
     pub(super) window: Window,
-    slots: FxHashMap<ChunkPos, u32>,
-    free_slots: Vec<u32>,
-    slot_capacity: u32,
-    max_binding: u64,
+    /// The window's half extent in chunks and its centre as last given, where it follows a
+    /// centre ([`GpuWorld::with_window`]).
+    pub(super) following: Option<([u32; 3], ChunkPos)>,
     /// The `token` of the raycaster that uploaded it.
     pub(super) owner: u64,
     pub(super) table: wgpu::Buffer,
-    pub(super) occupancy: wgpu::Buffer,
-    pub(super) bricks: wgpu::Buffer,
-    pub(super) ids: wgpu::Buffer,
-    /// The chunk entries of `table`, as last written (the region records are made from them).
-    entries: Vec<u32>,
-    /// Per slot: the stored chunk's air voxels, and those of them in bricks that hold only air.
-    slot_air: Vec<[u32; 2]>,
+    pub(super) store: ChunkStore,
+    /// The table as last written: chunk entries, then region records.
+    host_table: Vec<u32>,
+    pub(super) sync: Arc<WorldSync>,
     /// Whether much of the stored chunks' air lies in empty bricks, so that long rays skip
     /// them ([`GpuWorld::skips_empty_bricks`]).
     bricks_worth_skipping: bool,
     /// The choice set by [`GpuWorld::set_skip_empty_bricks`]; `None`: made from the chunks.
     skip_bricks_set: Option<bool>,
+    /// Bytes written to the device since the world was built.
+    uploaded: u64,
+}
+
+/// What a world shares with the batches cast against it: how many times it has changed
+/// (a batch whose later dispatches would see a change fails instead of mixing two worlds)
+/// and why an upload failed, if one did.
+#[derive(Debug, Default)]
+pub(super) struct WorldSync {
+    version: AtomicU64,
+    pub(super) failed: Arc<Mutex<Option<String>>>,
+}
+
+impl WorldSync {
+    /// The number of changes so far.
+    pub(super) fn version(&self) -> u64 {
+        self.version.load(Ordering::SeqCst)
+    }
+
+    /// The error of a failed upload, if one failed.
+    pub(super) fn check(&self) -> Result<(), GpuError> {
+        match self.failed.lock().map(|f| f.clone()) {
+            Ok(None) => Ok(()),
+            Ok(Some(msg)) => Err(GpuError::Device(msg)),
+            Err(_) => Err(GpuError::Internal("upload-failure flag poisoned".into())),
+        }
+    }
+}
+
+/// What [`GpuWorld::recenter`] did: which chunks entered and left the part of the window that
+/// may be loaded, and what it uploaded.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WindowMove {
+    /// Chunks that entered the part of the window that may be loaded (loaded or not).
+    pub entered: u64,
+    /// Chunks that left it.
+    pub left: u64,
+    /// Of the chunks that entered, those stored voxel by voxel (the others are a table entry).
+    pub stored: u64,
+    /// Bytes of the stored chunks that entered: occupancy bits, slot records and id records,
+    /// as [`GpuWorld::stored_chunk_bytes`] counts them.
+    pub chunk_bytes: u64,
+    /// Bytes of chunk table entries and region records written (only those that changed).
+    pub table_bytes: u64,
 }
 
 impl std::fmt::Debug for GpuWorld {
@@ -46,10 +99,21 @@ impl std::fmt::Debug for GpuWorld {
         f.debug_struct("GpuWorld")
             .field("anchor", &self.window.anchor)
             .field("dims", &self.window.dims)
+            .field("following", &self.following)
             .field("stored_chunks", &self.stored_chunks())
             .field("memory_bytes", &self.memory_bytes())
             .field("skips_empty_bricks", &self.skips_empty_bricks())
             .finish_non_exhaustive()
+    }
+}
+
+/// A chunk's table entry, and its storage where it is stored voxel by voxel.
+pub(super) fn entry_of(view: Option<ChunkView<'_>>) -> (u32, Option<&DenseChunk>) {
+    match view {
+        None => (TAG_UNLOADED, None),
+        Some(ChunkView::Uniform(id)) if id.is_air() => (TAG_EMPTY, None),
+        Some(ChunkView::Uniform(id)) => (TAG_UNIFORM | u32::from(id.0), None),
+        Some(ChunkView::Dense(d)) => (0, Some(d)),
     }
 }
 
@@ -64,163 +128,209 @@ impl GpuWorld {
     /// [`GpuError::LimitExceeded`] when the window's chunk table or the stored chunks exceed a
     /// device limit, or the window is wider than about 2^26 chunks on an axis (it is dense
     /// over the box around the loaded chunks, so chunks far apart make it huge: keep far-apart
-    /// regions in separate worlds); [`GpuError::Device`] when an allocation fails.
+    /// regions in separate worlds, or use [`GpuWorld::with_window`]); [`GpuError::Device`]
+    /// when an allocation fails.
     pub fn from_world(gpu: &GpuRaycaster, world: &VoxelWorld) -> Result<Self, GpuError> {
-        // A margin of one unloaded chunk around the loaded ones: conservative line of sight
-        // tests voxels beside the ray, so a ray clipped to the window must start one chunk out.
         let origin = ChunkPos::new(0, 0, 0);
-        let mut window = Window::around(world.loaded_chunk_bounds().unwrap_or((origin, origin)));
-        let (lo, hi) = (window.anchor, window.bounds.max.chunk());
-        for a in 0..3 {
-            // At most 2^128 - 1 (the whole i128 world in chunks), so u128 holds it.
-            let span = hi.axis(a).abs_diff(lo.axis(a)) + 1;
-            // Window-relative voxel coordinates must fit in i32, with room for a run of
-            // empty chunks that reaches past the window to the end of its region.
-            let limit = (i32::MAX as u128 + 1) / 32 - (1 << REGION_SHIFT);
-            if span >= limit {
+        let window = Window::around(world.loaded_chunk_bounds().unwrap_or((origin, origin)))
+            .map_err(|span| GpuError::LimitExceeded {
+                what: "window extent in chunks",
+                needed: u64::try_from(span).unwrap_or(u64::MAX),
+                limit: u64::from(MAX_WINDOW_CHUNKS),
+            })?;
+        Self::build(gpu, world, window, None)
+    }
+
+    /// Uploads the chunks of `world` within `half_extent` chunks of `centre` on each axis
+    /// (`2 · half_extent + 1` chunks a side), in a window that follows the centre as
+    /// [`GpuWorld::recenter`] moves it. Chunks outside that box answer as unloaded (under
+    /// either [`UnloadedPolicy`](crate::UnloadedPolicy)); the window keeps a margin of one
+    /// unloaded chunk around it, as [`GpuWorld::from_world`] does, so a ray answers as it would
+    /// on the CPU in a world holding only the box's chunks. Near the edge of the i128 world
+    /// the box is moved inward to stay in it (and then reaches the edge).
+    ///
+    /// The GPU memory it takes is a table entry per chunk of the window (4 bytes) and the
+    /// stored chunks inside it: plan `half_extent` from the chunks the player should see.
+    ///
+    /// # Errors
+    /// [`GpuError::CentreOutsideWorld`] when `centre` is no chunk of the i128 world;
+    /// [`GpuError::LimitExceeded`] when the window (`2 · half_extent + 3` chunks a side, with
+    /// its margin) is wider than about 2^26 chunks, its table exceeds a storage binding, or
+    /// the stored chunks exceed a device limit; [`GpuError::Device`] when an allocation fails.
+    pub fn with_window(
+        gpu: &GpuRaycaster,
+        world: &VoxelWorld,
+        centre: ChunkPos,
+        half_extent: [u32; 3],
+    ) -> Result<Self, GpuError> {
+        if !centre.is_in_world() {
+            return Err(GpuError::CentreOutsideWorld(centre));
+        }
+        for &h in &half_extent {
+            let span = 2 * u64::from(h) + 3;
+            if span >= u64::from(MAX_WINDOW_CHUNKS) {
                 return Err(GpuError::LimitExceeded {
                     what: "window extent in chunks",
-                    needed: u64::try_from(span).unwrap_or(u64::MAX),
-                    limit: limit as u64,
+                    needed: span,
+                    limit: u64::from(MAX_WINDOW_CHUNKS),
                 });
             }
-            window.dims[a] = span as u32;
         }
-        let dims = window.dims;
-        let regions: [u64; 3] = std::array::from_fn(|a| {
-            (u64::from(dims[a]) + (lo.axis(a) & ((1 << REGION_SHIFT) - 1)) as u64)
-                .div_ceil(1 << REGION_SHIFT)
-        });
-        // Chunk entries, then one four-word record per region.
-        let entries = u64::from(dims[0]) * u64::from(dims[1]) * u64::from(dims[2])
-            + 4 * regions.iter().product::<u64>();
+        Self::build(
+            gpu,
+            world,
+            Window::following(centre, half_extent),
+            Some((half_extent, centre)),
+        )
+    }
+
+    /// Uploads the chunks of `world` that `window` may hold.
+    fn build(
+        gpu: &GpuRaycaster,
+        world: &VoxelWorld,
+        window: Window,
+        following: Option<([u32; 3], ChunkPos)>,
+    ) -> Result<Self, GpuError> {
         let max_binding = gpu
             .limits
             .max_storage_buffer_binding_size
             .min(gpu.limits.max_buffer_size);
-        if entries * 4 > max_binding {
+        // Chunk entries, then one four-word record per region.
+        let words = window.entries() as u64 + 4 * window.records() as u64;
+        if words * 4 > max_binding {
             return Err(GpuError::LimitExceeded {
                 what: "chunk table (bytes)",
-                needed: entries * 4,
+                needed: words * 4,
                 limit: max_binding,
             });
         }
-        let mut table = vec![TAG_UNLOADED; window.entries()];
-        let mut slots = FxHashMap::default();
+        let mut host_table = Vec::new();
+        host_table
+            .try_reserve_exact(words as usize)
+            .map_err(|_| GpuError::OutputTooLarge(words))?;
+        host_table.resize(words as usize, TAG_UNLOADED);
         let mut dense = Vec::new();
         for (pos, chunk) in world.chunks() {
-            let i = window_index(&window, pos)
-                .ok_or_else(|| GpuError::Internal("chunk outside bounds".into()))?;
-            table[i] = match chunk.view() {
-                ChunkView::Uniform(id) if id.is_air() => TAG_EMPTY,
-                ChunkView::Uniform(id) => TAG_UNIFORM | u32::from(id.0),
-                ChunkView::Dense(d) => {
-                    let slot = slots.len() as u32;
-                    slots.insert(pos, slot);
-                    dense.push((slot, d));
-                    slot
-                }
-            };
-        }
-        let rd = window.region_dims();
-        let mut records = Vec::new();
-        for z in 0..rd[2] {
-            for y in 0..rd[1] {
-                for x in 0..rd[0] {
-                    records.extend(window.region_record(&table, [x, y, z]));
-                }
+            if !window.may_load(pos) {
+                continue;
+            }
+            let i = window
+                .entry_index(pos)
+                .ok_or_else(|| GpuError::Internal("chunk outside the window".into()))?;
+            let (entry, d) = entry_of(Some(chunk.view()));
+            host_table[i] = entry;
+            if let Some(d) = d {
+                dense.push((pos, d));
             }
         }
-        let slot_capacity = (slots.len() as u32).max(1);
+        let changes = StoreChanges::new(dense, Vec::new());
+        let heap_words: u64 = changes
+            .store
+            .iter()
+            .map(|(_, _, r)| r.words.len() as u64)
+            .sum();
+        let device = &gpu.shared.device;
         // Validation errors (a lost or destroyed device) come back as errors instead of going
         // to the device's uncaptured-error handler, which on an application's device is the
         // application's and may panic.
-        let validation = gpu
-            .shared
-            .device
-            .push_error_scope(wgpu::ErrorFilter::Validation);
-        let mut gw = Self {
-            device: gpu.shared.device.clone(),
-            owner: gpu.token,
-            queue: gpu.shared.queue.clone(),
-            window,
-            table: create_storage(&gpu.shared.device, "chunk table", entries * 4),
-            occupancy: create_storage(&gpu.shared.device, "occupancy", 4),
-            bricks: create_storage(&gpu.shared.device, "bricks", 4),
-            ids: create_storage(&gpu.shared.device, "ids", 4),
-            slots,
-            free_slots: Vec::new(),
-            slot_capacity: 0,
+        let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let scope = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let made = ChunkStore::new(
+            device,
             max_binding,
-            entries: Vec::new(),
-            slot_air: Vec::new(),
+            changes.store.len() as u32,
+            heap_words + heap_words / 8,
+        )
+        .map(|store| (store, create_storage(device, "chunk table", words * 4)));
+        let errors = [
+            pollster::block_on(scope.pop()),
+            pollster::block_on(validation.pop()),
+        ];
+        let (store, table) = made?;
+        if let Some(e) = errors.into_iter().flatten().next() {
+            return Err(device_error(e));
+        }
+        let sync = Arc::new(WorldSync::default());
+        let mut gw = Self {
+            shared: Arc::clone(&gpu.shared),
+            window,
+            following,
+            owner: gpu.token,
+            table,
+            store,
+            host_table,
+            sync,
             bricks_worth_skipping: false,
             skip_bricks_set: None,
+            uploaded: 0,
         };
-        let scope = gw.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        [gw.occupancy, gw.bricks, gw.ids] = gw.slot_buffers(slot_capacity)?;
-        gw.slot_capacity = slot_capacity;
-        gw.queue
-            .write_buffer(&gw.table, 0, bytemuck::cast_slice(&table));
-        gw.queue.write_buffer(
-            &gw.table,
-            (table.len() * 4) as u64,
-            bytemuck::cast_slice(&records),
-        );
-        for (slot, d) in dense {
-            gw.write_slot(slot, d);
-            gw.note_slot_air(slot, d);
+        let mut upload = Upload::new(&gw.sync.failed);
+        let positions: Vec<ChunkPos> = changes.store.iter().map(|(p, _, _)| *p).collect();
+        gw.store.apply(changes, &mut upload)?;
+        for pos in positions {
+            gw.set_entry(pos, gw.stored_entry(pos)?);
         }
+        let (lo, hi) = gw.window.regions();
+        for_each_in(lo, hi, |r| gw.refresh_record(r));
+        upload.write(&gw.table, 0, bytemuck::cast_slice(&gw.host_table));
         gw.choose_walk();
-        if let Some(e) = pollster::block_on(scope.pop()) {
-            return Err(device_error(e));
+        // No batch has this world's buffers yet, so the upload need not wait its turn behind
+        // them on the courier: done here, its errors are this call's.
+        gw.uploaded += upload.bytes();
+        if let Some(e) = upload.submit(&gpu.shared.device, &gpu.shared.queue) {
+            return Err(GpuError::Device(e));
         }
-        if let Some(e) = pollster::block_on(validation.pop()) {
-            return Err(device_error(e));
-        }
-        gw.entries = table;
         Ok(gw)
     }
 
-    /// Slot buffers (occupancy, brick summaries, ids) for `capacity` stored chunks, or
-    /// [`GpuError::LimitExceeded`] before allocating anything.
-    fn slot_buffers(&self, capacity: u32) -> Result<[wgpu::Buffer; 3], GpuError> {
-        let ids_bytes = u64::from(capacity) * (ID_WORDS * 4) as u64;
-        if ids_bytes > self.max_binding {
-            return Err(GpuError::LimitExceeded {
-                what: "voxel ids of the stored chunks (bytes)",
-                needed: ids_bytes,
-                limit: self.max_binding,
-            });
-        }
-        let per_slot = [OCCUPANCY_WORDS * 4, BRICK_WORDS * 4, ID_WORDS * 4];
-        let labels = ["occupancy", "bricks", "ids"];
-        Ok(std::array::from_fn(|i| {
-            create_storage(
-                &self.device,
-                labels[i],
-                u64::from(capacity) * per_slot[i] as u64,
-            )
-        }))
+    /// The entry of stored chunk `pos`: its slot.
+    fn stored_entry(&self, pos: ChunkPos) -> Result<u32, GpuError> {
+        self.store
+            .slot(pos)
+            .ok_or_else(|| GpuError::Internal(format!("chunk {pos:?} has no slot")))
     }
 
-    /// Records the air of dense chunk `d`, stored in `slot`, for [`GpuWorld::skips_empty_bricks`].
-    fn note_slot_air(&mut self, slot: u32, d: &DenseChunk) {
-        let slot = slot as usize;
-        if self.slot_air.len() <= slot {
-            self.slot_air.resize(slot + 1, [0, 0]);
+    /// Sets the host table's entry of window chunk `pos`.
+    fn set_entry(&mut self, pos: ChunkPos, entry: u32) {
+        if let Some(i) = self.window.entry_index(pos) {
+            self.host_table[i] = entry;
         }
-        let (air, brick_air) = d.air_and_brick_air();
-        self.slot_air[slot] = [air, brick_air];
+    }
+
+    /// Makes the host table's record of region `r` from its chunk entries.
+    fn refresh_record(&mut self, r: [i128; 3]) {
+        let entries = self.window.entries();
+        let record = self.window.region_record(&self.host_table[..entries], r);
+        let at = entries + 4 * self.window.record_index(r);
+        self.host_table[at..at + 4].copy_from_slice(&record);
+    }
+
+    /// Sends `upload` to the device (ordered after every batch submitted before) and counts
+    /// its bytes.
+    pub(super) fn send(&mut self, upload: Upload) -> Result<(), GpuError> {
+        self.uploaded += upload.bytes();
+        self.sync.version.fetch_add(1, Ordering::SeqCst);
+        self.shared.courier.upload(upload)
+    }
+
+    /// Writes the words of the host table at `changed` (indices, any order) in runs.
+    fn write_table(&self, mut changed: Vec<usize>, upload: &mut Upload) -> u64 {
+        changed.sort_unstable();
+        changed.dedup();
+        for &i in &changed {
+            upload.write(
+                &self.table,
+                (i * 4) as u64,
+                bytemuck::bytes_of(&self.host_table[i]),
+            );
+        }
+        changed.len() as u64 * 4
     }
 
     /// Decides from the stored chunks as they are now whether long rays skip empty bricks
     /// ([`GpuWorld::skips_empty_bricks`]).
-    fn choose_walk(&mut self) {
-        let (air, brick_air) = self.slots.values().fold((0u64, 0u64), |(a, b), &s| {
-            let [sa, sb] = self.slot_air.get(s as usize).copied().unwrap_or([0, 0]);
-            (a + u64::from(sa), b + u64::from(sb))
-        });
+    pub(super) fn choose_walk(&mut self) {
+        let (air, brick_air) = self.store.air();
         self.bricks_worth_skipping = crate::world::bricks_worth_skipping(air, brick_air);
     }
 
@@ -257,182 +367,139 @@ impl GpuWorld {
         if skip { 0 } else { FLAG_STEP_EMPTY_BRICKS }
     }
 
-    /// Writes dense chunk `d` into slot `slot` of the slot buffers.
-    fn write_slot(&self, slot: u32, d: &DenseChunk) {
-        let slot = u64::from(slot);
-        self.queue.write_buffer(
-            &self.occupancy,
-            slot * (OCCUPANCY_WORDS * 4) as u64,
-            bytemuck::cast_slice(&d.occupancy[..]),
-        );
-        let bricks = [d.bricks as u32, (d.bricks >> 32) as u32];
-        self.queue.write_buffer(
-            &self.bricks,
-            slot * (BRICK_WORDS * 4) as u64,
-            bytemuck::cast_slice(&bricks),
-        );
-        let ids: Vec<u32> = (0..ID_WORDS)
-            .map(|w| u32::from(d.ids.get(2 * w).0) | u32::from(d.ids.get(2 * w + 1).0) << 16)
-            .collect();
-        self.queue.write_buffer(
-            &self.ids,
-            slot * (ID_WORDS * 4) as u64,
-            bytemuck::cast_slice(&ids),
-        );
-    }
-
     /// Re-uploads the listed chunks from `world` after edits (set, insert or remove). Only
     /// these chunks are written; the GPU keeps what it has of every other chunk, even one
     /// edited in `world` since. [`VoxelWorld::take_changed_chunks`] gives the list of chunks
-    /// edited since it was last taken. New stored chunks that outgrow the slot buffers make them grow
-    /// (doubling, the old contents copied on the GPU).
+    /// edited since it was last taken. New stored chunks that outgrow the GPU buffers make
+    /// them grow (doubling, the old contents copied on the GPU).
     ///
-    /// The chunks that may be loaded are those within the world's loaded bounds when the
-    /// `GpuWorld` was built: the window adds a margin of one chunk around them that must stay
-    /// unloaded (a ray from outside the window is clipped to it, and conservative line of sight
-    /// is exact there only while the margin is empty). Listing a margin chunk that is still
-    /// unloaded is fine.
+    /// From [`GpuWorld::from_world`], the chunks that may be loaded are those within the
+    /// world's loaded bounds when the `GpuWorld` was built: the window adds a margin of one
+    /// chunk around them that must stay unloaded (a ray from outside the window is clipped to
+    /// it, and conservative line of sight is exact there only while the margin is empty).
+    /// Listing a margin chunk that is still unloaded is fine, and so is listing a chunk
+    /// outside the window that `world` does not hold (loaded and unloaded again, as
+    /// [`VoxelWorld::take_changed_chunks`] may list it). From [`GpuWorld::with_window`], a
+    /// listed chunk outside the box of chunks the window may load is skipped: it answers as
+    /// unloaded until a move brings it in.
     ///
-    /// A listed chunk outside the window that `world` does not hold (loaded and unloaded
-    /// again, as [`VoxelWorld::take_changed_chunks`] may list it) is skipped: outside the
-    /// window everything is unloaded already.
+    /// The update is ordered after every batch submitted before it: those batches see the
+    /// world as it was (a batch that would see the update in a later dispatch fails with
+    /// [`GpuError::WorldChanged`] instead).
     ///
     /// Nothing changes when an error is returned, but for a device lost while writing: the
     /// update is checked and planned in full before anything is written.
     ///
     /// # Errors
-    /// [`GpuError::ChunkOutsideWindow`] for a loaded chunk outside the window or in its
-    /// margin (rebuild with [`GpuWorld::from_world`]); [`GpuError::LimitExceeded`] when the
-    /// stored chunks outgrow a device limit; [`GpuError::Device`] when growing the slot
-    /// buffers runs out of GPU memory, or the device is lost (then rebuild this `GpuWorld` on
-    /// a new raycaster).
+    /// [`GpuError::ChunkOutsideWindow`] (from [`GpuWorld::from_world`] only) for a loaded chunk
+    /// outside the window or in its margin (rebuild with [`GpuWorld::from_world`]);
+    /// [`GpuError::LimitExceeded`] when the stored chunks outgrow a device limit;
+    /// [`GpuError::Device`] when growing a buffer runs out of GPU memory, or the device is
+    /// lost (then rebuild this `GpuWorld` on a new raycaster).
     pub fn update_chunks(
         &mut self,
         world: &VoxelWorld,
         chunks: &[ChunkPos],
     ) -> Result<(), GpuError> {
-        // Plan on copies: new table entries, slot assignments, chunks to write.
-        let mut slots = self.slots.clone();
-        let mut free_slots = self.free_slots.clone();
         let mut planned = Vec::with_capacity(chunks.len());
         for &pos in chunks {
             let view = world.chunk(pos).map(|c| c.view());
-            let Some(i) = window_index(&self.window, pos) else {
-                // Outside the window everything is unloaded already: an unloaded chunk there
-                // (loaded and unloaded again since the last update) needs nothing.
-                if view.is_none() {
+            if !self.window.may_load(pos) {
+                // Outside what the window may load everything is unloaded already; a fixed
+                // window cannot hold a loaded chunk there.
+                if view.is_none() || self.following.is_some() {
                     continue;
                 }
                 return Err(GpuError::ChunkOutsideWindow(pos));
+            }
+            planned.push((pos, view));
+        }
+        // A chunk listed twice: its last plan is the one that counts.
+        let mut last = rustc_hash::FxHashMap::default();
+        for (k, (pos, _)) in planned.iter().enumerate() {
+            last.insert(*pos, k);
+        }
+        let mut store = Vec::new();
+        let mut drop = Vec::new();
+        let mut entries = Vec::with_capacity(planned.len());
+        for (k, &(pos, view)) in planned.iter().enumerate() {
+            if last[&pos] != k {
+                continue;
+            }
+            let (entry, d) = entry_of(view);
+            match d {
+                Some(d) => store.push((pos, d)),
+                None if self.store.slot(pos).is_some() => drop.push(pos),
+                None => {}
+            }
+            entries.push((pos, entry));
+        }
+        let mut upload = Upload::new(&self.sync.failed);
+        self.apply(
+            StoreChanges::new(store, drop),
+            entries,
+            Vec::new(),
+            &mut upload,
+        )?;
+        self.choose_walk();
+        self.send(upload)
+    }
+
+    /// Applies `changes` to the store, then sets the listed chunks' entries (a stored chunk's
+    /// to its slot) and writes what changed of the table: those entries and the records of
+    /// their regions and of `regions` (those of the window's). Returns the chunk bytes and
+    /// the table bytes written.
+    pub(super) fn apply(
+        &mut self,
+        changes: StoreChanges<'_>,
+        entries: Vec<(ChunkPos, u32)>,
+        mut regions: Vec<[i128; 3]>,
+        upload: &mut Upload,
+    ) -> Result<(u64, u64), GpuError> {
+        let stored: rustc_hash::FxHashSet<ChunkPos> =
+            changes.store.iter().map(|(p, _, _)| *p).collect();
+        let chunk_bytes = self.store.apply(changes, upload)?;
+        let mut changed = Vec::new();
+        for (pos, entry) in entries {
+            let entry = if stored.contains(&pos) {
+                self.stored_entry(pos)?
+            } else {
+                entry
             };
-            if view.is_some() && !self.window.may_load(pos) {
-                return Err(GpuError::ChunkOutsideWindow(pos));
-            }
-            planned.push((i, pos, view));
-        }
-        // Chunks no longer stored give their slots back before new ones take slots, so that
-        // the order of the list does not decide whether the slot buffers grow.
-        for &(_, pos, view) in &planned {
-            if !matches!(view, Some(ChunkView::Dense(_)))
-                && let Some(s) = slots.remove(&pos)
-            {
-                free_slots.push(s);
-            }
-        }
-        let mut entries = Vec::with_capacity(chunks.len());
-        let mut to_write = Vec::new();
-        let mut regions = Vec::new();
-        for (i, pos, view) in planned {
-            let entry = match view {
-                None => TAG_UNLOADED,
-                Some(ChunkView::Uniform(id)) if id.is_air() => TAG_EMPTY,
-                Some(ChunkView::Uniform(id)) => TAG_UNIFORM | u32::from(id.0),
-                Some(ChunkView::Dense(d)) => {
-                    let slot = match slots.get(&pos) {
-                        Some(&s) => s,
-                        None => {
-                            // Slots in use and free slots are always 0..n.
-                            let s = free_slots.pop().unwrap_or(slots.len() as u32);
-                            slots.insert(pos, s);
-                            s
-                        }
-                    };
-                    to_write.push((slot, d));
-                    slot
-                }
+            let Some(i) = self.window.entry_index(pos) else {
+                continue;
             };
-            entries.push((i, entry));
-            regions.push(self.window.region_of_chunk(pos));
-        }
-        // A chunk listed twice was planned twice: its last plan is the one that counts, and
-        // writing a slot twice with the same chunk is harmless.
-        let needed = slots.values().max().map_or(0, |&s| s + 1);
-        // As in `from_world`: a lost device's validation errors come back as errors.
-        let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let grown = if needed > self.slot_capacity {
-            // Doubling, but never past what the device allows (then `slot_buffers` reports
-            // the real need).
-            let most = u32::try_from(self.max_binding / (ID_WORDS * 4) as u64).unwrap_or(u32::MAX);
-            let capacity = needed.next_power_of_two().min(most).max(needed);
-            let buffers = self.slot_buffers(capacity)?;
-            let mut encoder = self
-                .device
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                    label: Some("voxcast grow slots"),
-                });
-            for (old, new) in [&self.occupancy, &self.bricks, &self.ids]
-                .into_iter()
-                .zip(&buffers)
-            {
-                encoder.copy_buffer_to_buffer(old, 0, new, 0, old.size());
+            if self.host_table[i] != entry {
+                self.host_table[i] = entry;
+                changed.push(i);
+                regions.push(pos.to_array().map(|c| c >> crate::world::REGION_SHIFT));
             }
-            self.queue.submit([encoder.finish()]);
-            Some((capacity, buffers))
-        } else {
-            None
-        };
-        if let Some(e) = pollster::block_on(scope.pop()) {
-            return Err(device_error(e));
         }
-        // Commit. Writes queued from here run after the copy submitted above.
-        if let Some((capacity, [occupancy, bricks, ids])) = grown {
-            self.occupancy = occupancy;
-            self.bricks = bricks;
-            self.ids = ids;
-            self.slot_capacity = capacity;
-        }
-        for (i, entry) in entries {
-            self.entries[i] = entry;
-            self.queue
-                .write_buffer(&self.table, (i * 4) as u64, bytemuck::bytes_of(&entry));
-        }
+        let (lo, hi) = self.window.regions();
+        regions.retain(|r| (0..3).all(|a| (lo[a]..=hi[a]).contains(&r[a])));
         regions.sort_unstable();
         regions.dedup();
+        let entries = self.window.entries();
         for r in regions {
-            let record = self.window.region_record(&self.entries, r);
-            let at = self.window.entries() + 4 * self.window.region_index(r);
-            self.queue
-                .write_buffer(&self.table, (at * 4) as u64, bytemuck::cast_slice(&record));
+            let at = entries + 4 * self.window.record_index(r);
+            let before: [u32; 4] = std::array::from_fn(|k| self.host_table[at + k]);
+            self.refresh_record(r);
+            changed.extend(
+                (0..4)
+                    .filter(|&k| self.host_table[at + k] != before[k])
+                    .map(|k| at + k),
+            );
         }
-        for (slot, d) in to_write {
-            self.write_slot(slot, d);
-            self.note_slot_air(slot, d);
-        }
-        self.slots = slots;
-        self.free_slots = free_slots;
-        self.choose_walk();
-        match pollster::block_on(validation.pop()) {
-            Some(e) => Err(device_error(e)),
-            None => Ok(()),
-        }
+        let table_bytes = self.write_table(changed, upload);
+        Ok((chunk_bytes, table_bytes))
     }
 
     /// [`GpuWorld::update_chunks`] for a world that grows: when a listed chunk lies outside
     /// what this `GpuWorld` can hold ([`GpuError::ChunkOutsideWindow`]), the whole of `world`
     /// is uploaded again ([`GpuWorld::from_world`]), around its loaded bounds as they are now.
     /// Returns `true` when it did so. A rebuild uploads every chunk as `world` has it, also
-    /// chunks edited but not listed.
+    /// chunks edited but not listed. A window that follows a centre
+    /// ([`GpuWorld::with_window`]) is never rebuilt: chunks outside it wait for a move.
     ///
     /// # Errors
     /// As [`GpuWorld::update_chunks`] and [`GpuWorld::from_world`]; when a rebuild fails, this
@@ -458,39 +525,137 @@ impl GpuWorld {
         }
     }
 
-    /// The anchor: the lowest chunk of the window.
+    /// The anchor: the lowest chunk of the window (its margin included).
     #[must_use]
     pub fn anchor(&self) -> ChunkPos {
         self.window.anchor
     }
 
-    /// The window's size in chunks (x, y, z).
+    /// The window's size in chunks (x, y, z), its margin included.
     #[must_use]
     pub fn dims(&self) -> [u32; 3] {
         self.window.dims
     }
 
+    /// The chunks the window may hold loaded (inclusive corners): the window less its margin
+    /// (see [`GpuWorld::from_world`] and [`GpuWorld::with_window`]). Rays see every other
+    /// chunk as unloaded.
+    #[must_use]
+    pub fn loadable_chunks(&self) -> (ChunkPos, ChunkPos) {
+        self.window.interior
+    }
+
     /// Number of chunks stored voxel by voxel (the others are uniform and cost one table entry).
     #[must_use]
     pub fn stored_chunks(&self) -> usize {
-        self.slots.len()
+        self.store.len()
     }
 
-    /// Bytes of GPU buffers this world holds: chunk table plus slot buffers (allocated capacity).
+    /// Bytes of GPU buffers this world holds: chunk table plus the stored chunks' buffers
+    /// (allocated capacity, which grows by doubling).
     #[must_use]
     pub fn memory_bytes(&self) -> u64 {
-        self.table.size() + self.occupancy.size() + self.bricks.size() + self.ids.size()
+        self.table.size() + self.store.buffer_bytes()
+    }
+
+    /// Bytes the stored chunks take of [`GpuWorld::memory_bytes`]: the sum of
+    /// [`GpuWorld::stored_chunk_bytes`] over them.
+    #[must_use]
+    pub fn stored_bytes(&self) -> u64 {
+        self.store.used_bytes()
+    }
+
+    /// Bytes written to the device since this world was built, the build included: chunk
+    /// data, table entries and region records (copies made on the device when a buffer grows
+    /// are not counted).
+    #[must_use]
+    pub fn uploaded_bytes(&self) -> u64 {
+        self.uploaded
+    }
+
+    /// Bytes of GPU memory `chunk` takes when a `GpuWorld` stores it: 0 for a chunk of one id
+    /// (a table entry), else its `32³` occupancy bits (4 KiB), a 16-byte slot record and its
+    /// packed ids: per `8³` brick a 4-byte entry, the chunk's palette (2 bytes an id, for up
+    /// to 256 distinct ids), and for each brick not of one id its 512 values in 1, 2, 4, 8 or
+    /// 16 bits (the narrowest that numbers the palette; 16: raw ids).
+    #[must_use]
+    pub fn stored_chunk_bytes(chunk: &crate::world::Chunk) -> u64 {
+        match chunk.view() {
+            ChunkView::Uniform(_) => 0,
+            ChunkView::Dense(d) => {
+                crate::gpu::store::stored_bytes(&crate::gpu::store::IdRecord::encode(d))
+            }
+        }
     }
 }
 
-fn create_storage(device: &wgpu::Device, label: &str, size: u64) -> wgpu::Buffer {
-    device.create_buffer(&wgpu::BufferDescriptor {
-        label: Some(label),
-        size: size.max(4).next_multiple_of(4),
-        // COPY_SRC: slot buffers are copied into larger ones when they grow.
-        usage: wgpu::BufferUsages::STORAGE
-            | wgpu::BufferUsages::COPY_DST
-            | wgpu::BufferUsages::COPY_SRC,
-        mapped_at_creation: false,
-    })
+impl GpuWorld {
+    /// Testing aid, not part of the API (tests call it; it may change without notice):
+    /// compares what this world has written to its chunk table with what `world` holds, as if
+    /// every change had been passed to [`GpuWorld::update_chunks`]: each chunk of the window
+    /// (unloaded outside the loadable box, its slot where it is stored), every region record
+    /// of the window against a recount, and the number of stored chunks.
+    ///
+    /// # Errors
+    /// The first difference, in words.
+    #[doc(hidden)]
+    pub fn check_table(&self, world: &VoxelWorld) -> Result<(), String> {
+        let w = &self.window;
+        let mut dense = 0;
+        let (lo, hi) = (w.anchor.to_array(), w.last_chunk().to_array());
+        let mut result = Ok(());
+        for_each_in(lo, hi, |p| {
+            let pos = ChunkPos::from_array(p);
+            let view = if w.may_load(pos) {
+                world.chunk(pos).map(|c| c.view())
+            } else {
+                None
+            };
+            let (entry, d) = entry_of(view);
+            let expected = if d.is_some() {
+                dense += 1;
+                self.store.slot(pos)
+            } else {
+                Some(entry)
+            };
+            let at = w.entry_index(pos).map(|i| self.host_table[i]);
+            if result.is_ok() && (expected.is_none() || at != expected) {
+                result = Err(format!(
+                    "chunk {pos:?}: entry {at:?}, expected {expected:?}"
+                ));
+            }
+        });
+        result?;
+        if dense != self.store.len() {
+            return Err(format!(
+                "{} chunks stored, {dense} expected",
+                self.store.len()
+            ));
+        }
+        let entries = w.entries();
+        let (rlo, rhi) = w.regions();
+        let mut result = Ok(());
+        for_each_in(rlo, rhi, |r| {
+            let at = entries + 4 * w.record_index(r);
+            let expected = w.region_record(&self.host_table[..entries], r);
+            if result.is_ok() && self.host_table[at..at + 4] != expected {
+                result = Err(format!(
+                    "region {r:?}: record {:?}, expected {expected:?}",
+                    &self.host_table[at..at + 4]
+                ));
+            }
+        });
+        result
+    }
+}
+
+/// Calls `f` on every point of the inclusive box `lo..=hi`.
+pub(super) fn for_each_in(lo: [i128; 3], hi: [i128; 3], mut f: impl FnMut([i128; 3])) {
+    for z in lo[2]..=hi[2] {
+        for y in lo[1]..=hi[1] {
+            for x in lo[0]..=hi[0] {
+                f([x, y, z]);
+            }
+        }
+    }
 }
