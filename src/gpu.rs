@@ -139,14 +139,16 @@ pub enum GpuError {
     )]
     UnsuitableDevice(String),
     /// The world needs more than a device limit allows, or a window wider than voxcast's
-    /// i32 window-relative coordinates hold. The window is dense: it spans the box around every
-    /// loaded chunk, so chunks far apart make it huge even when few are loaded.
+    /// i32 window-relative coordinates hold. The window is dense: from
+    /// [`GpuWorld::from_world`] it spans the box around every loaded chunk, so chunks far
+    /// apart make it huge even when few are loaded; from [`GpuWorld::with_window`] it is the
+    /// box its half extent gives.
     #[error(
-        "{what} needs {} but the limit is {limit}: the GPU window covers the whole box \
-         around the loaded chunks, so unload chunks far from the rest, or keep far-apart \
-         regions in separate VoxelWorlds, one GpuWorld each; a device given to \
-         GpuRaycaster::from_device has the limits it was created with, so request it with the \
-         adapter's own (adapter.limits())",
+        "{what} needs {} but the limit is {limit}: a GpuWorld holds a whole box of chunks \
+         (from_world: the box around the loaded chunks, so unload chunks far from the rest or \
+         keep far-apart regions in separate VoxelWorlds; with_window: its half extent, so \
+         choose a smaller one); a device given to GpuRaycaster::from_device has the limits it \
+         was created with, so request it with the adapter's own (adapter.limits())",
         needed_text(*.needed)
     )]
     LimitExceeded {

@@ -9,29 +9,6 @@ use gpu_common::*;
 use voxcast::gpu::{GpuError, GpuRaycaster, GpuWorld, wgpu};
 use voxcast::{RaycastOptions, VoxelWorld, line_of_sight_batch};
 
-/// A device on the adapter the shared raycaster uses, with the given limits and no optional
-/// features, as an application would create its own.
-fn application_device(limits: wgpu::Limits) -> (wgpu::Device, wgpu::Queue) {
-    let name = gpu()
-        .expect("gpu() was checked")
-        .adapter_info()
-        .name
-        .clone();
-    let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
-    desc.backends = wgpu::Backends::PRIMARY;
-    let instance = wgpu::Instance::new(desc.with_env());
-    let adapter = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()))
-        .into_iter()
-        .find(|a| a.get_info().name == name)
-        .expect("the shared raycaster's adapter is listed");
-    pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-        label: Some("application"),
-        required_limits: limits,
-        ..Default::default()
-    }))
-    .expect("a device with these limits")
-}
-
 #[test]
 fn a_raycaster_on_the_applications_device() {
     if gpu().is_none() {

@@ -530,3 +530,95 @@ fn batches_in_flight_see_the_world_they_were_cast_on() {
     );
     assert_eq!(large.wait().map(|_| ()), Err(GpuError::WorldChanged));
 }
+
+/// On a device whose storage bindings hold 304 KiB (76 stored chunks' occupancy, 76 Ki words
+/// of ids, 2% more than the walk's busiest window needs), a window walking over the terrain fills its id heap: records are packed anew when
+/// it is too fragmented, every move keeps the answers exact, and a window whose chunks cannot
+/// fit is refused, the world left as it was.
+#[test]
+fn a_full_id_heap_is_packed_and_an_overflow_refused() {
+    if gpu().is_none() {
+        return;
+    }
+    let limits = voxcast::gpu::wgpu::Limits {
+        max_storage_buffer_binding_size: 304 << 10,
+        ..voxcast::gpu::wgpu::Limits::default()
+    };
+    let (device, queue) = application_device(limits);
+    let small = voxcast::gpu::GpuRaycaster::from_device(&device, &queue).expect("a raycaster");
+    let (_, terrain) = terrain();
+    let mut rng = SplitMix64::new(21);
+    let mut gw =
+        GpuWorld::with_window(&small, terrain, ChunkPos::new(3, 1, 3), [2, 1, 2]).expect("window");
+    let rays = adversarial_rays(WorldPos::new(128, 48, 128), 300, 22);
+    for step in 0..60 {
+        let to = ChunkPos::new(1 + rng.below(6) as i128, 1, 1 + rng.below(6) as i128);
+        gw.recenter(terrain, to)
+            .unwrap_or_else(|e| panic!("move {step} to {to:?}: {e}"));
+        gw.check_table(terrain).expect("the table");
+        let seen = Streamed {
+            world: terrain.clone(),
+            radius: [0; 3],
+            chunk_at,
+        }
+        .seen_through(gw.loadable_chunks());
+        check(
+            &small,
+            &format!("move {step} to {to:?}"),
+            &seen,
+            &gw,
+            &rays,
+            &RaycastOptions::default(),
+        );
+    }
+    assert!(
+        gw.heap_packs() > 0,
+        "the walk never filled the heap: {gw:?}"
+    );
+    let before = gw.loadable_chunks();
+    let wide = GpuWorld::with_window(&small, terrain, ChunkPos::new(3, 1, 3), [4, 1, 4]);
+    assert!(
+        matches!(wide, Err(GpuError::LimitExceeded { .. })),
+        "{wide:?}"
+    );
+    assert_eq!(gw.loadable_chunks(), before);
+}
+
+/// On a device with wgpu's default limits (128 MiB per storage binding), a `GpuWorld` holds
+/// over 8,000 stored terrain chunks (the test terrain repeated), and answers as the CPU does.
+#[test]
+fn eight_thousand_terrain_chunks_fit_the_default_limits() {
+    if gpu().is_none() {
+        return;
+    }
+    let (device, queue) = application_device(voxcast::gpu::wgpu::Limits::default());
+    let gpu = voxcast::gpu::GpuRaycaster::from_device(&device, &queue).expect("a raycaster");
+    let (_, terrain) = terrain();
+    let mut world = VoxelWorld::new();
+    let mut stored = 0;
+    'tiles: for tz in 0..8 {
+        for tx in 0..8 {
+            for (p, c) in terrain.chunks() {
+                stored += usize::from(GpuWorld::stored_chunk_bytes(c) > 0);
+                let at = ChunkPos::new(p.x + 8 * tx, p.y, p.z + 8 * tz);
+                world.insert_chunk(at, c.clone()).expect("in the world");
+            }
+            if stored > 8_000 {
+                break 'tiles;
+            }
+        }
+    }
+    let gw = GpuWorld::from_world(&gpu, &world).expect("upload within the default limits");
+    assert!(gw.stored_chunks() > 8_000, "{gw:?}");
+    let per_chunk = gw.stored_bytes() / gw.stored_chunks() as u64;
+    assert!(per_chunk <= 17 << 10, "{per_chunk} bytes a stored chunk");
+    let rays = adversarial_rays(WorldPos::new(1000, 60, 1000), 2000, 31);
+    check(
+        &gpu,
+        "8,000 stored chunks",
+        &world,
+        &gw,
+        &rays,
+        &RaycastOptions::default(),
+    );
+}

@@ -1,5 +1,6 @@
 //! `--streaming`: the GPU memory a `GpuWorld` takes per stored chunk on the standard worlds,
-//! and a window that follows a player through a world of about 100,000 loaded chunks
+//! and a window that follows a player through a world of about 100,000 loaded chunks (the
+//! standard terrain repeated)
 //! (`GpuWorld::with_window`, `recenter`): bytes uploaded and time per one-chunk move, and of a
 //! jump that fills the window anew.
 
@@ -7,62 +8,53 @@ use std::time::Instant;
 
 use voxcast::gpu::{GpuRaycaster, GpuWorld};
 use voxcast::scene::{Sparse, Terrain};
-use voxcast::{
-    Chunk, ChunkPos, LocalPos, RaycastOptions, VoxelId, VoxelRay, VoxelWorld, glam::Vec3,
-};
+use voxcast::{ChunkPos, RaycastOptions, VoxelRay, VoxelWorld, glam::Vec3};
 
-/// The streaming world: `X × 5 × Z` chunks (stone, a surface layer, three of air).
-const STREAM_X: i128 = 301;
-const STREAM_Z: i128 = 67;
+/// The streaming world: `X × 5 × Z` chunks, the standard terrain's 16 × 4 × 16 chunks
+/// repeated across x and z, with a layer of air chunks above.
+const STREAM_X: i128 = 201;
+const STREAM_Z: i128 = 101;
 /// The window's half extent in chunks: 65 × 5 × 65 chunks may be loaded.
 const HALF_EXTENT: [u32; 3] = [32, 2, 32];
 /// One-chunk moves along x.
 const STEPS: i128 = 60;
 
-/// A surface chunk: stone up to a height that varies by column (between 4 and 27 voxels),
-/// three voxels of dirt, grass on top, a few ore voxels in the stone; `k` picks the shape.
-fn surface(k: i128) -> Chunk {
-    let mut c = Chunk::default();
-    for x in 0..32u8 {
-        for z in 0..32u8 {
-            let h = 4 + (i128::from(x) * (k + 1) + i128::from(z) * (k + 3) + k * 7) % 24;
-            for y in 0..=h as u8 {
-                let id = match h - i128::from(y) {
-                    0 => 3,
-                    1..=3 => 2,
-                    _ if (u32::from(x) * 7 + u32::from(y) * 13 + u32::from(z) * 3) % 97 == 0 => 4,
-                    _ => 1,
-                };
-                c.set(LocalPos::new(x, y, z), VoxelId(id));
-            }
-        }
-    }
-    c
-}
-
-/// The world streamed through: a layer of stone chunks, a layer of surface chunks (eight
-/// shapes, chosen by position), three layers of air; x in `-150..=150`, z in `-33..=33`.
+/// The world streamed through: x in `-100..=100`, z in `-50..=50`.
 fn streaming_world() -> VoxelWorld {
-    let shapes: Vec<Chunk> = (0..8).map(surface).collect();
+    let terrain = Terrain::STANDARD.build();
     let mut w = VoxelWorld::new();
     let (hx, hz) = (STREAM_X / 2, STREAM_Z / 2);
     for z in -hz..=hz {
         for x in -hx..=hx {
-            let pick = (x * 31 + z * 17).rem_euclid(8) as usize;
-            let column = [
-                Chunk::filled(VoxelId(1)),
-                shapes[pick].clone(),
-                Chunk::default(),
-                Chunk::default(),
-                Chunk::default(),
-            ];
-            for (y, c) in column.into_iter().enumerate() {
-                w.insert_chunk(ChunkPos::new(x, y as i128, z), c)
+            for y in 0..5 {
+                let from = ChunkPos::new(x.rem_euclid(16), y, z.rem_euclid(16));
+                let chunk = terrain.chunk(from).cloned().unwrap_or_default();
+                w.insert_chunk(ChunkPos::new(x, y, z), chunk)
                     .expect("in the world");
             }
         }
     }
     w
+}
+
+/// A raycaster on a device of `gpu`'s adapter created with wgpu's default limits (128 MiB
+/// per storage binding), as a game's own device often is.
+fn with_default_limits(gpu: &GpuRaycaster) -> Result<GpuRaycaster, String> {
+    use voxcast::gpu::wgpu;
+    let name = gpu.adapter_info().name.clone();
+    let instance =
+        wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle().with_env());
+    let adapter = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()))
+        .into_iter()
+        .find(|a| a.get_info().name == name)
+        .ok_or("the adapter is not listed again")?;
+    let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+        label: Some("default limits"),
+        required_limits: wgpu::Limits::default(),
+        ..Default::default()
+    }))
+    .map_err(|e| e.to_string())?;
+    GpuRaycaster::from_device(&device, &queue).map_err(|e| e.to_string())
 }
 
 /// Waits until everything sent to the device so far is done: one ray cast after it.
@@ -89,6 +81,16 @@ pub(crate) fn print_streaming(machine: &[(&str, String)], gpu: Option<&GpuRaycas
         println!("no GPU: nothing to report");
         return;
     };
+    let default = match with_default_limits(gpu) {
+        Ok(g) => g,
+        Err(e) => {
+            println!("no device with wgpu's default limits: {e}");
+            return;
+        }
+    };
+    let gpu = &default;
+    println!("On a device with wgpu's default limits (128 MiB per storage binding):");
+    println!();
     println!(
         "| world | stored chunks | GPU bytes per stored chunk (in use) | (buffers) | CPU bytes per stored chunk | stored chunks in a 128 MiB id binding |"
     );
@@ -119,7 +121,7 @@ pub(crate) fn print_streaming(machine: &[(&str, String)], gpu: Option<&GpuRaycas
     let t = Instant::now();
     let world = streaming_world();
     let built = t.elapsed().as_secs_f64();
-    let start = ChunkPos::new(-100, 2, 0);
+    let start = ChunkPos::new(-60, 2, 0);
     let t = Instant::now();
     let mut gw = match GpuWorld::with_window(gpu, &world, start, HALF_EXTENT) {
         Ok(gw) => gw,
@@ -132,7 +134,7 @@ pub(crate) fn print_streaming(machine: &[(&str, String)], gpu: Option<&GpuRaycas
     settle(gpu, &gw);
     let filled = t.elapsed().as_secs_f64();
     println!(
-        "streaming world: {} loaded chunks ({} x 5 x {}, built in {built:.1} s); window of {:?} \
+        "streaming world: {} loaded chunks ({} x 5 x {}: the standard terrain repeated, built in {built:.1} s); window of {:?} \
          chunks (half extent {HALF_EXTENT:?}); {} stored chunks in it, {} of GPU memory \
          ({} in use by stored chunks, {} a chunk); filled in {:.0} ms ({:.0} ms on the host), \
          {} uploaded",

@@ -254,8 +254,9 @@ enum Job {
         offset: u64,
         data: Vec<u8>,
     },
-    /// A world's changes, in one submission before any dispatch submitted after this.
-    Upload(Upload),
+    /// A world's changes, in one submission before any dispatch submitted after this; where
+    /// a sender is given, why it failed (or `None`) goes there once it is submitted.
+    Upload(Upload, Option<Sender<Option<String>>>),
 }
 
 /// Changes to a world's buffers, sent to the courier in one job so that they land between
@@ -264,7 +265,8 @@ enum Job {
 /// of memory or was lost), `failed` says so, and batches on the world report it.
 #[derive(Debug)]
 pub(super) struct Upload {
-    grow: Vec<(wgpu::Buffer, wgpu::Buffer)>,
+    /// Copies on the device: source, destination, their offsets and the size.
+    grow: Vec<(wgpu::Buffer, wgpu::Buffer, u64, u64, u64)>,
     data: Vec<u8>,
     /// Destination, its offset, and the range of `data` written there.
     writes: Vec<(wgpu::Buffer, u64, std::ops::Range<usize>)>,
@@ -282,9 +284,29 @@ impl Upload {
         }
     }
 
-    /// Copies the whole of `old` into the start of `new` (before every write).
+    /// Copies the whole of `old` into the start of `new` (before every other copy and write).
     pub(super) fn grow(&mut self, old: &wgpu::Buffer, new: &wgpu::Buffer) {
-        self.grow.push((old.clone(), new.clone()));
+        self.grow.push((old.clone(), new.clone(), 0, 0, old.size()));
+    }
+
+    /// Copies `size` bytes of `from` at `at` into `to` at `to_at` (after the copies of
+    /// [`Upload::grow`], before every write).
+    pub(super) fn copy(
+        &mut self,
+        from: &wgpu::Buffer,
+        at: u64,
+        to: &wgpu::Buffer,
+        to_at: u64,
+        size: u64,
+    ) {
+        self.grow.push((from.clone(), to.clone(), at, to_at, size));
+    }
+
+    /// Records that the world cannot be used any more, and why.
+    pub(super) fn fail(&self, why: &str) {
+        if let Ok(mut failed) = self.failed.lock() {
+            failed.get_or_insert_with(|| format!("{why}: rebuild the GpuWorld"));
+        }
     }
 
     /// Writes `bytes` (a multiple of four) into `buffer` at `offset`; a write that continues
@@ -313,16 +335,16 @@ impl Upload {
         self.grow.is_empty() && self.writes.is_empty()
     }
 
-    /// Records and submits the changes: on the courier's thread, or on the caller's for a
-    /// world no batch has seen yet. Returns why it failed, if it did.
-    pub(super) fn submit(self, device: &wgpu::Device, queue: &wgpu::Queue) -> Option<String> {
+    /// Records and submits the changes (on the courier's thread). Returns why it failed, if
+    /// it did.
+    fn submit(self, device: &wgpu::Device, queue: &wgpu::Queue) -> Option<String> {
         let scope_oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let scope_val = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
             label: Some("voxcast world upload"),
         });
-        for (old, new) in &self.grow {
-            encoder.copy_buffer_to_buffer(old, 0, new, 0, old.size());
+        for (from, to, at, to_at, size) in &self.grow {
+            encoder.copy_buffer_to_buffer(from, *at, to, *to_at, *size);
         }
         let mut mapping = None;
         if !self.writes.is_empty() {
@@ -401,7 +423,20 @@ impl Courier {
         if upload.is_empty() {
             return Ok(());
         }
-        self.send(Job::Upload(upload))
+        self.send(Job::Upload(upload, None))
+    }
+
+    /// Submits a world's changes and waits until they are submitted: for a new world, whose
+    /// errors are the call's. (Only the courier submits: wgpu's submission bookkeeping does
+    /// not expect submits from two threads at once.)
+    pub(super) fn upload_now(&self, upload: Upload) -> Result<(), GpuError> {
+        let (reply, answer) = channel();
+        self.send(Job::Upload(upload, Some(reply)))?;
+        match answer.recv() {
+            Ok(None) => Ok(()),
+            Ok(Some(e)) => Err(GpuError::Device(e)),
+            Err(_) => Err(GpuError::Device("voxcast's courier thread ended".into())),
+        }
     }
 
     fn send(&self, job: Job) -> Result<(), GpuError> {
@@ -478,9 +513,12 @@ fn courier(device: &wgpu::Device, queue: &wgpu::Queue, todo: &Receiver<Job>) {
                 offset,
                 data,
             }) => queue.write_buffer(&buffer, offset, &data),
-            Some(Job::Upload(upload)) => {
+            Some(Job::Upload(upload, reply)) => {
                 // A failure is recorded in the world's flag, which its batches check.
-                let _ = upload.submit(device, queue);
+                let failed = upload.submit(device, queue);
+                if let Some(reply) = reply {
+                    let _ = reply.send(failed);
+                }
             }
             None => {
                 let poll = device.poll(wgpu::PollType::Wait {

@@ -150,6 +150,8 @@ pub(super) struct ChunkStore {
     max_binding: u64,
     /// Per slot: the stored chunk's air voxels, and those of them in bricks that hold only air.
     slot_air: Vec<[u32; 2]>,
+    /// How many times the heap was packed anew.
+    pub(super) packs: u32,
 }
 
 /// What one call changes in the store: chunks stored anew or again (with their records,
@@ -197,6 +199,7 @@ impl ChunkStore {
             heap_used: 0,
             max_binding,
             slot_air: Vec::new(),
+            packs: 0,
         })
     }
 
@@ -242,8 +245,11 @@ impl ChunkStore {
     /// record back, and what changed is written through `upload` (buffers that grow are
     /// copied into their larger successors first). Returns the bytes of chunk data written.
     ///
-    /// Nothing changes when an error is returned: the slots are planned on copies, and new
-    /// records are allocated before old ones are freed (and freed again on failure).
+    /// Nothing changes when a limit would be exceeded or a buffer cannot grow: both are
+    /// checked before anything is freed. Records are freed before new ones are placed, so a
+    /// window filled anew needs no room for both; where the heap is too fragmented for a new
+    /// record, the records in use are packed anew into a fresh heap, copied on the GPU (if
+    /// that heap cannot be allocated, the world is left unusable and says so).
     pub(super) fn apply(
         &mut self,
         changes: StoreChanges<'_>,
@@ -272,40 +278,43 @@ impl ChunkStore {
             slots.push(s);
         }
         let needed = slot_of.values().max().map_or(0, |&s| s + 1);
-        // Records: new ones first, so that a failure leaves the old ones in place.
-        let mut records = Vec::with_capacity(changes.store.len());
-        for (_, _, record) in &changes.store {
-            match self.heap.allocate(record.words.len() as u32) {
-                Some(a) => records.push(a),
-                None => {
-                    let words = record.words.len() as u64;
-                    for a in records {
-                        self.heap.free(a);
-                    }
-                    return Err(GpuError::LimitExceeded {
-                        what: "voxel ids of the stored chunks (bytes)",
-                        needed: (self.heap_used + words) * 4,
-                        limit: self.max_binding,
-                    });
-                }
-            }
-        }
-        let heap_end = records
+        // Records: what the heap holds afterwards must fit its range.
+        let leaving: Vec<ChunkPos> = changes
+            .drop
             .iter()
-            .zip(&changes.store)
-            .map(|(a, (_, _, r))| u64::from(a.offset) + r.words.len() as u64)
+            .chain(changes.store.iter().map(|(p, _, _)| p))
+            .copied()
+            .filter(|p| self.stored.contains_key(p))
+            .collect::<rustc_hash::FxHashSet<_>>()
+            .into_iter()
+            .collect();
+        let freed: u64 = leaving
+            .iter()
+            .map(|p| u64::from(self.stored[p].words))
+            .sum();
+        let added: u64 = changes
+            .store
+            .iter()
+            .map(|(_, _, r)| r.words.len() as u64)
+            .sum();
+        let after = self.heap_used - freed + added;
+        if after > self.heap_range() {
+            return Err(GpuError::LimitExceeded {
+                what: "voxel ids of the stored chunks (bytes)",
+                needed: after * 4,
+                limit: self.max_binding,
+            });
+        }
+        // Where new records can end at worst: above every record that stays.
+        let top = self
+            .stored
+            .iter()
+            .filter(|(p, _)| !leaving.contains(p))
+            .map(|(_, s)| u64::from(s.record.offset) + u64::from(s.words))
             .max()
             .unwrap_or(0);
-        let grown = self.grow(needed, heap_end);
-        let (slot_buffers, ids) = match grown {
-            Ok(g) => g,
-            Err(e) => {
-                for a in records {
-                    self.heap.free(a);
-                }
-                return Err(e);
-            }
-        };
+        let heap_end = (top + added).min(self.heap_range());
+        let (slot_buffers, ids) = self.grow(needed, heap_end)?;
         // Commit.
         if let Some((capacity, [occupancy, slots_buffer])) = slot_buffers {
             upload.grow(&self.occupancy, &occupancy);
@@ -318,27 +327,46 @@ impl ChunkStore {
             upload.grow(&self.ids, &ids);
             self.ids = ids;
         }
-        for pos in &changes.drop {
+        for pos in &leaving {
             if let Some(old) = self.stored.remove(pos) {
                 self.heap.free(old.record);
                 self.heap_used -= u64::from(old.words);
             }
         }
+        let mut records = Vec::with_capacity(changes.store.len());
+        let mut packed = false;
+        loop {
+            records.clear();
+            for (_, _, record) in &changes.store {
+                match self.heap.allocate(record.words.len() as u32) {
+                    Some(a) => records.push(a),
+                    None => break,
+                }
+            }
+            if records.len() == changes.store.len() {
+                break;
+            }
+            // Too fragmented: pack the records in use into a fresh heap (this call's partial
+            // placements go with the old one) and place the new ones again.
+            if packed {
+                return Err(GpuError::Internal(
+                    "no room for the records after packing the heap".into(),
+                ));
+            }
+            self.compact(upload, added)?;
+            packed = true;
+        }
+        self.heap_used += added;
         let mut bytes = 0;
         for (((pos, d, record), slot), alloc) in changes.store.iter().zip(slots).zip(records) {
-            let words = record.words.len() as u32;
-            if let Some(old) = self.stored.insert(
+            self.stored.insert(
                 *pos,
                 Stored {
                     slot,
                     record: alloc,
-                    words,
+                    words: record.words.len() as u32,
                 },
-            ) {
-                self.heap.free(old.record);
-                self.heap_used -= u64::from(old.words);
-            }
-            self.heap_used += u64::from(words);
+            );
             let slot64 = u64::from(slot);
             upload.write(
                 &self.occupancy,
@@ -370,9 +398,60 @@ impl ChunkStore {
             self.slot_air[s] = [air, brick_air];
         }
         self.free_slots = free_slots;
-        // A slot given back and not taken again holds a stale chunk no table entry names.
         debug_assert_eq!(self.stored.len(), slot_of.len());
         Ok(bytes)
+    }
+
+    /// Words of id records the heap can address: what a binding holds.
+    fn heap_range(&self) -> u64 {
+        self.max_binding / 4
+    }
+
+    /// Packs every record in use anew, in order, into a fresh heap with room for `more`
+    /// words and to spare (its records copied there on the GPU, their slot records pointed at
+    /// them), for a heap too fragmented to place a record. An allocation failure leaves the world unusable: its
+    /// batches then fail with the error.
+    fn compact(&mut self, upload: &mut Upload, more: u64) -> Result<(), GpuError> {
+        let range = u32::try_from(self.heap_range()).unwrap_or(u32::MAX);
+        let mut heap = Allocator::with_max_allocs(range, max_records(self.max_binding));
+        let words = heap_capacity(
+            (2 * self.heap_used).max(self.heap_used + more),
+            self.max_binding,
+        );
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let ids = create_storage(&self.device, "ids", words * 4);
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            let e = crate::gpu::device_error(e);
+            upload.fail(&e.to_string());
+            return Err(e);
+        }
+        let mut order: Vec<ChunkPos> = self.stored.keys().copied().collect();
+        order.sort_by_key(|p| self.stored[p].record.offset);
+        for pos in order {
+            let s = self.stored[&pos];
+            let placed = heap.allocate(s.words).ok_or_else(|| {
+                GpuError::Internal("records in use do not fit a fresh heap".into())
+            })?;
+            upload.copy(
+                &self.ids,
+                u64::from(s.record.offset) * 4,
+                &ids,
+                u64::from(placed.offset) * 4,
+                u64::from(s.words) * 4,
+            );
+            upload.write(
+                &self.slots,
+                (u64::from(s.slot) * SLOT_WORDS as u64 + 2) * 4,
+                bytemuck::bytes_of(&placed.offset),
+            );
+            if let Some(st) = self.stored.get_mut(&pos) {
+                st.record = placed;
+            }
+        }
+        self.heap = heap;
+        self.ids = ids;
+        self.packs += 1;
+        Ok(())
     }
 
     /// Larger slot buffers where `slots` slots do not fit (doubling, never past what the
@@ -387,20 +466,17 @@ impl ChunkStore {
         slots: u32,
         heap_end: u64,
     ) -> Result<(Option<(u32, [wgpu::Buffer; 2])>, Option<wgpu::Buffer>), GpuError> {
-        let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let slot_buffers = if slots > self.slot_capacity {
+        let capacity = if slots > self.slot_capacity {
             let most =
                 u32::try_from(self.max_binding / (OCCUPANCY_WORDS * 4) as u64).unwrap_or(u32::MAX);
             let capacity = slots.next_power_of_two().min(most).max(slots);
-            if let Err(e) = check_slots(capacity, self.max_binding) {
-                // Pop the scope before returning, so that it does not outlive the call.
-                let _ = pollster::block_on(scope.pop());
-                return Err(e);
-            }
-            Some((capacity, slot_buffers(&self.device, capacity)))
+            check_slots(capacity, self.max_binding)?;
+            Some(capacity)
         } else {
             None
         };
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let slot_buffers = capacity.map(|c| (c, slot_buffers(&self.device, c)));
         let ids = (heap_end * 4 > self.ids.size()).then(|| {
             let words = heap_capacity(heap_end.max(self.ids.size() / 4 * 2), self.max_binding);
             create_storage(&self.device, "ids", words * 4)

@@ -274,12 +274,9 @@ impl GpuWorld {
         for_each_in(lo, hi, |r| gw.refresh_record(r));
         upload.write(&gw.table, 0, bytemuck::cast_slice(&gw.host_table));
         gw.choose_walk();
-        // No batch has this world's buffers yet, so the upload need not wait its turn behind
-        // them on the courier: done here, its errors are this call's.
+        // Waited for, so that its errors are this call's.
         gw.uploaded += upload.bytes();
-        if let Some(e) = upload.submit(&gpu.shared.device, &gpu.shared.queue) {
-            return Err(GpuError::Device(e));
-        }
+        gw.shared.courier.upload_now(upload)?;
         Ok(gw)
     }
 
@@ -590,6 +587,14 @@ impl GpuWorld {
 }
 
 impl GpuWorld {
+    /// Testing aid, not part of the API (tests call it; it may change without notice): how
+    /// many times the id heap was packed anew because it was too fragmented for a record.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn heap_packs(&self) -> u32 {
+        self.store.packs
+    }
+
     /// Testing aid, not part of the API (tests call it; it may change without notice):
     /// compares what this world has written to its chunk table with what `world` holds, as if
     /// every change had been passed to [`GpuWorld::update_chunks`]: each chunk of the window

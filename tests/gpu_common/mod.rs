@@ -11,7 +11,7 @@
 use std::sync::OnceLock;
 
 use crate::common;
-use voxcast::gpu::{GpuRaycaster, GpuWorld};
+use voxcast::gpu::{GpuRaycaster, GpuWorld, wgpu};
 use voxcast::scene::{Sparse, SplitMix64, Terrain, WATER};
 use voxcast::{
     Camera, ChunkPos, LineOfSight, LineOfSightOptions, MaterialFilter, RaycastOptions,
@@ -35,6 +35,29 @@ pub(crate) fn gpu() -> Option<&'static GpuRaycaster> {
         }
     })
     .as_ref()
+}
+
+/// A device on the adapter the shared raycaster uses, with the given limits and no optional
+/// features, as an application would create its own.
+pub(crate) fn application_device(limits: wgpu::Limits) -> (wgpu::Device, wgpu::Queue) {
+    let name = gpu()
+        .expect("gpu() was checked")
+        .adapter_info()
+        .name
+        .clone();
+    let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+    desc.backends = wgpu::Backends::PRIMARY;
+    let instance = wgpu::Instance::new(desc.with_env());
+    let adapter = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()))
+        .into_iter()
+        .find(|a| a.get_info().name == name)
+        .expect("the shared raycaster's adapter is listed");
+    pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+        label: Some("application"),
+        required_limits: limits,
+        ..Default::default()
+    }))
+    .expect("a device with these limits")
 }
 
 /// A raycaster of the test's own, for tests that read `last_batch_stats` or change settings:
