@@ -52,6 +52,8 @@ const OCC_WORDS: u32 = 1024u;
 const SLOT_WORDS: u32 = 4u;
 const RECORD_BRICKS: u32 = 64u;
 const BRICK_UNIFORM: u32 = 0x80000000u;
+// A hit's id while it is still to be read from its chunk (no id is this large).
+const ID_LATER: u32 = 0x10000u;
 const BRICK_EDGE: i32 = 8;
 // In one word of a 4x4x4 summary (a chunk's bricks, a region's chunks): the bits of the eight
 // entries of a 2x2x2 block (shifted by the block's lowest entry's bit), of a layer of entries
@@ -74,6 +76,7 @@ const FLAG_EVERY_NON_AIR: u32 = 8u;
 const FLAG_CONSERVATIVE: u32 = 16u;
 const FLAG_PER_VOXEL: u32 = 32u;
 const FLAG_STEP_EMPTY_BRICKS: u32 = 64u; // walk_dense steps through empty bricks (GpuWorld::skips_empty_bricks)
+const FLAG_TOROIDAL: u32 = 128u;       // the table is addressed toroidally (a window that follows a centre)
 
 // Ray.flags (GpuRay.flags bits 0..11)
 const RAY_ENABLED_SHIFT: u32 = 0u;     // bits 0..2: axis crosses within max distance
@@ -93,9 +96,9 @@ const STATUS_UNLOADED: u32 = 2u;
 const STATUS_RUNAWAY: u32 = 3u;
 const MAX_ITERATIONS: u32 = 1048576u;
 
-// The chunk table is addressed toroidally: window chunk c has entry (c + table_phase) mod dims
-// per axis, window region r (chunks (c + region_phase) >> 2) has record
-// (r + region_table_phase) mod region_dims (src/gpu/window.rs).
+// Window chunk c has table entry (c + table_phase) mod dims per axis, window region r (chunks
+// (c + region_phase) >> 2) has record (r + region_table_phase) mod region_dims; both phases are
+// 0 and no wrap-around is made for a window that does not move (FLAG_TOROIDAL, src/gpu/window.rs).
 struct Params {
     dims: vec3<u32>,        // window size in chunks
     region_phase: u32,      // the anchor's position in its region (0..4) per axis: x | y << 2 | z << 4
@@ -167,9 +170,9 @@ struct Hit {
     voxel: vec3<i32>,
     status: u32,
     distance: f32,
-    id: u32,
-    uv: vec2<f32>,          // set by with_uv once the walk has ended
-    n: vec3<u32>,           // the crossings done on reaching the voxel (with_uv's input)
+    id: u32,                // ID_LATER: read by finished once the walk has ended
+    uv: vec2<f32>,          // set by finished once the walk has ended
+    n: vec3<u32>,           // the crossings done on reaching the voxel (finished's input)
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
@@ -400,7 +403,7 @@ fn walk_dense(ray: Ray, d: ptr<function, Dda>, slot: u32, hit_id: ptr<function, 
         word = occupancy[occ_base + (l.y | (l.z << 5u))];
     }
     if (result == WALK_HIT && (OPTIONS & FLAG_EVERY_NON_AIR) != 0u) {
-        *hit_id = slot_id(slot, l);
+        *hit_id = ID_LATER;
     }
     if (any(last)) {
         // The last step's crossing, (b + n - 1) * inv on its axis: the bits of its t_step.
@@ -559,8 +562,11 @@ fn beyond_world(v: vec3<i32>) -> bool {
     return any((v < vec3<i32>(0)) & (low != vec3<u32>(0u))) || any((v >= size) & (high != vec3<u32>(0u)));
 }
 
-// (a + b) mod n for a, b in 0..n.
+// (a + b) mod n for a, b in 0..n where the table is toroidal (b is 0 where it is not).
 fn wrap_add(a: vec3<u32>, b: vec3<u32>, n: vec3<u32>) -> vec3<u32> {
+    if ((OPTIONS & FLAG_TOROIDAL) == 0u) {
+        return a;
+    }
     let s = a + b;
     return select(s, s - n, s >= n);
 }
@@ -702,15 +708,27 @@ fn hit(ray: Ray, d: Dda, id: u32) -> Hit {
     return make_hit(STATUS_HIT, d.voxel, d.t, id, d.entry_axis, normal_positive, d.n);
 }
 
-// The hit with its UV, from the crossings and distance it was made with. Made once after the
-// walk, not where the walk stops: lanes of a SIMD group that stop at different steps would
-// each run it inside the loop.
-fn with_uv(ray: Ray, hit: Hit) -> Hit {
+// The hit with its id and UV, once the walk has ended: the id of a voxel whose occupancy
+// bit alone stopped the ray (ID_LATER) read from its chunk, and the UV from the crossings and
+// distance the hit was made with. Made once after the walk, not where the walk stops: lanes
+// of a SIMD group that stop at different steps would each run it inside the loop.
+fn finished(ray: Ray, hit: Hit) -> Hit {
     var h = hit;
     if ((h.status & 15u) == STATUS_HIT) {
+        if (h.id == ID_LATER) {
+            h.id = slot_id(table_entry(h.voxel), vec3<u32>(h.voxel & vec3<i32>(31)));
+        }
         h.uv = face_uv(ray, h.n, h.distance, (h.status >> 4u) & 3u);
     }
     return h;
+}
+
+// `finished` where `finish` (uniform across a dispatch), else the hit as the walk left it.
+fn finished_if(ray: Ray, hit: Hit, finish: bool) -> Hit {
+    if (finish) {
+        return finished(ray, hit);
+    }
+    return hit;
 }
 
 // The whole algorithm for one ray; twin of `cast_ray` in src/cpu_ref.rs.
@@ -795,10 +813,15 @@ fn cast_ray(ray: Ray) -> Hit {
             let l = vec3<u32>(d.voxel & vec3<i32>(31));
             let word = occupancy[entry * OCC_WORDS + (l.y | (l.z << 5u))];
             if (((word >> l.x) & 1u) != 0u) {
-                let id = slot_id(entry, l);
-                if (stops(id)) {
+                if ((OPTIONS & FLAG_EVERY_NON_AIR) != 0u) {
                     stopping = true;
-                    stop_id = id;
+                    stop_id = ID_LATER;
+                } else {
+                    let id = slot_id(entry, l);
+                    if (stops(id)) {
+                        stopping = true;
+                        stop_id = id;
+                    }
                 }
             } else {
                 var lo: vec3<u32>;
@@ -880,16 +903,17 @@ fn on_high_faces(hit: Hit, layer: u32) -> Hit {
 // cast_ray, and for conservative line of sight on a ray that lies in a voxel face plane also
 // the layers of voxels on the other side of each such plane: the ray shifted one voxel down on
 // those axes (the host's clipping and step never move them, so the shifted start state is that
-// layer's). The nearest answer wins, at equal distances the first layer. Twin of
-// `cast_segment` in src/cpu_ref/queries.rs.
-fn cast_segment(ray: Ray) -> Hit {
+// layer's). The nearest answer wins, at equal distances the first layer. With `finish`, each
+// hit gets its id and UV (`finished`); without, a hit's id and UV are not made (agent pairs
+// asked for their bits alone). Twin of `cast_segment` in src/cpu_ref/queries.rs.
+fn cast_segment(ray: Ray, finish: bool) -> Hit {
     if ((OPTIONS & FLAG_CONSERVATIVE) == 0u) {
-        return with_uv(ray, cast_ray(ray));
+        return finished_if(ray, cast_ray(ray), finish);
     }
     let planes = (ray.flags >> RAY_PLANE_SHIFT) & 7u;
     if (planes == 0u) {
         // Most rays: without the loop, which would keep `best` live around cast_ray.
-        return with_uv(ray, cast_ray(ray));
+        return finished_if(ray, cast_ray(ray), finish);
     }
     var best = miss();
     for (var layer = 0u; layer < 8u; layer += 1u) {
@@ -902,7 +926,7 @@ fn cast_segment(ray: Ray) -> Hit {
         if (layer != 0u && beyond_world(r.voxel)) {
             continue;
         }
-        let h = on_high_faces(with_uv(r, cast_ray(r)), layer);
+        let h = on_high_faces(finished_if(r, cast_ray(r), finish), layer);
         if (nearer(h, best)) {
             best = h;
         }
@@ -950,7 +974,7 @@ fn cast_rays(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgro
         return;
     }
     let ray = unpack_ray(rays[i]);
-    hits[i] = pack_hit(cast_segment(ray), ray.voxel);
+    hits[i] = pack_hit(cast_segment(ray, true), ray.voxel);
 }
 
 // The unit direction through the centre of pixel (px, py); twin of `Camera::pixel_dir` in
@@ -1014,7 +1038,7 @@ fn cast_camera(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workg
     let py = pixel / params.cam_width;
     let dir = camera_dir(px, py);
     let ray = made_ray(params.cam_position, params.cam_sub, dir, params.cam_max_distance);
-    hits[i] = pack_hit(with_uv(ray, cast_ray(ray)), params.cam_position);
+    hits[i] = pack_hit(finished(ray, cast_ray(ray)), params.cam_position);
 }
 
 // A ray made in the shader (a camera's pixel, a pair's segment) from its start voxel, the
@@ -1075,7 +1099,7 @@ fn cast_pairs(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
     } else if (seg.w < 0.0) {
         h = make_hit(STATUS_TOO_LONG, a.voxel, 0.0, 0u, AXIS_NONE, false, vec3<u32>(0u));
     } else {
-        h = cast_segment(made_ray(a.voxel, a.sub, seg.xyz, seg.w));
+        h = cast_segment(made_ray(a.voxel, a.sub, seg.xyz, seg.w), params.details != 0u);
     }
     if ((h.status & 15u) == STATUS_MISS) {
         atomicOr(&pair_out[i >> 5u], 1u << (i & 31u));

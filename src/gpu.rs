@@ -89,6 +89,7 @@ const FLAG_EVERY_NON_AIR: u32 = 8;
 const FLAG_CONSERVATIVE: u32 = 16;
 const FLAG_PER_VOXEL: u32 = 32;
 const FLAG_STEP_EMPTY_BRICKS: u32 = 64;
+const FLAG_TOROIDAL: u32 = 128;
 const RAY_NEGATIVE_SHIFT: u32 = 3;
 const RAY_ENTRY_SHIFT: u32 = 6;
 const RAY_CLIPPED: u32 = 256;
@@ -732,6 +733,7 @@ mod tests {
             ("FLAG_CONSERVATIVE", U(FLAG_CONSERVATIVE)),
             ("FLAG_PER_VOXEL", U(FLAG_PER_VOXEL)),
             ("FLAG_STEP_EMPTY_BRICKS", U(FLAG_STEP_EMPTY_BRICKS)),
+            ("FLAG_TOROIDAL", U(FLAG_TOROIDAL)),
             ("RAY_NEGATIVE_SHIFT", U(RAY_NEGATIVE_SHIFT)),
             ("RAY_ENTRY_SHIFT", U(RAY_ENTRY_SHIFT)),
             ("RAY_CLIPPED", U(RAY_CLIPPED)),
@@ -760,6 +762,7 @@ mod tests {
             "WALK_EMPTY_BRICK",
             "WALK_LEFT_CHUNK",
             "WALK_MISS",
+            "ID_LATER",
         ];
         let m = module();
         let mut seen = Vec::new();

@@ -129,12 +129,14 @@ impl GpuRaycaster {
     /// A raycaster on a device the application already has (a game engine's own wgpu device),
     /// so that [`GpuWorld`](crate::gpu::GpuWorld)s and batches share its memory and queue instead of a second device.
     /// Both handles are cloned (wgpu handles are shared references). The device's own limits
-    /// and features apply. With [`wgpu::Limits::default()`] (128 MiB storage bindings) about
-    /// 2,000 chunks stored voxel by voxel fit (64 KiB of ids each; the standard 512×128×512
-    /// terrain stores 604), and batches of the default dispatch size; a world that needs more
-    /// gets [`GpuError::LimitExceeded`], so a game with a large view distance requests its
-    /// device with the adapter's own limits (`adapter.limits()`), as [`GpuRaycaster::new`]
-    /// does. Kernel times (`BatchStats::kernel_seconds`) need the
+    /// and features apply. With [`wgpu::Limits::default()`] (128 MiB storage bindings) up to
+    /// 32,768 chunks stored voxel by voxel fit (their occupancy bits fill a binding), fewer
+    /// where their packed ids fill theirs first (about 20,000 of terrain like the standard
+    /// 512×128×512 terrain, whose 604 stored chunks take 10 KiB each:
+    /// [`GpuWorld::stored_chunk_bytes`](crate::gpu::GpuWorld::stored_chunk_bytes)), and
+    /// batches of the default dispatch size; a world that needs more gets
+    /// [`GpuError::LimitExceeded`], so a game with a large view distance requests its device
+    /// with the adapter's own limits (`adapter.limits()`), as [`GpuRaycaster::new`] does. Kernel times (`BatchStats::kernel_seconds`) need the
     /// device to have been created with [`wgpu::Features::TIMESTAMP_QUERY`]; without it they
     /// are `None`.
     ///

@@ -520,7 +520,7 @@ impl GpuRaycaster {
         opts: &RaycastOptions,
     ) -> Result<Binding, GpuError> {
         Ok(Binding {
-            pipeline: self.pipeline(entry, flags)?,
+            pipeline: self.pipeline(entry, flags | world.window.flags())?,
             layout: self.layout(entry).clone(),
             world: [
                 world.table.clone(),

@@ -6,9 +6,9 @@ use glam::{IVec3, Vec2};
 use crate::coords::{ChunkPos, VoxelBox, WorldPos};
 use crate::cpu_ref::{AXIS_NONE, Dda, grow_by_a_chunk, unloaded_tie_extra};
 use crate::gpu::{
-    COUNT_MAX, GpuError, GpuHit, GpuRay, RAY_CLIPPED, RAY_COUNTS_SHIFT, RAY_ENTRY_SHIFT,
-    RAY_NEGATIVE_SHIFT, RAY_PLANE_SHIFT, STATUS_HIT, STATUS_MISS, STATUS_TOO_LONG, STATUS_UNLOADED,
-    STATUS_ZERO_LENGTH, TAG_EMPTY, TAG_MASK, TAG_UNLOADED,
+    COUNT_MAX, FLAG_TOROIDAL, GpuError, GpuHit, GpuRay, RAY_CLIPPED, RAY_COUNTS_SHIFT,
+    RAY_ENTRY_SHIFT, RAY_NEGATIVE_SHIFT, RAY_PLANE_SHIFT, STATUS_HIT, STATUS_MISS, STATUS_TOO_LONG,
+    STATUS_UNLOADED, STATUS_ZERO_LENGTH, TAG_EMPTY, TAG_MASK, TAG_UNLOADED,
 };
 use crate::ray::{
     OriginPolicy, PreparedRay, RayError, RaycastOptions, RaycastOutcome, UnloadedPolicy,
@@ -24,10 +24,12 @@ pub(super) enum Upload {
 
 /// The window of chunks a [`GpuWorld`] covers, and the i128 ↔ i32 split around it.
 ///
-/// The chunk table is addressed toroidally: chunk `c` of the window has table entry
-/// `c mod dims` per axis, and region `r` (chunk coordinates `>> REGION_SHIFT`) has region
-/// record `r mod region_dims`. A window moved by a chunk then changes only the entries of the
-/// chunks that enter it (which take the slots of those that leave); nothing else moves.
+/// A window that follows a centre addresses its chunk table toroidally: chunk `c` of the
+/// window has table entry `c mod dims` per axis, and region `r` (chunk coordinates
+/// `>> REGION_SHIFT`) has region record `r mod region_dims`. A window moved by a chunk then
+/// changes only the entries of the chunks that enter it (which take the slots of those that
+/// leave); nothing else moves. A window that does not move numbers its entries and records
+/// from its anchor, and its batches skip the shader's wrap-around (`FLAG_TOROIDAL`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Window {
     pub(super) anchor: ChunkPos,
@@ -41,12 +43,19 @@ pub(super) struct Window {
     /// The region records' grid: room for every region a window of `dims` chunks touches,
     /// wherever it lies.
     region_dims: [u32; 3],
+    /// Whether the table is addressed toroidally (a window that follows a centre).
+    pub(super) toroidal: bool,
 }
 
 impl Window {
     /// The window of `dims` chunks from `anchor`, whose chunks may be loaded within
     /// `interior`.
-    fn new(anchor: ChunkPos, dims: [u32; 3], interior: (ChunkPos, ChunkPos)) -> Self {
+    fn new(
+        anchor: ChunkPos,
+        dims: [u32; 3],
+        interior: (ChunkPos, ChunkPos),
+        toroidal: bool,
+    ) -> Self {
         let hi = ChunkPos::from_array(std::array::from_fn(|a| {
             anchor.axis(a) + i128::from(dims[a]) - 1
         }));
@@ -56,6 +65,7 @@ impl Window {
             bounds: VoxelBox::from_chunks(anchor, hi),
             interior,
             region_dims: dims.map(|d| d.div_ceil(1 << REGION_SHIFT) + 1),
+            toroidal,
         }
     }
 
@@ -73,7 +83,7 @@ impl Window {
             }
             *d = span as u32;
         }
-        Ok(Self::new(lo, dims, interior))
+        Ok(Self::new(lo, dims, interior, false))
     }
 
     /// The window of `2 · half_extent + 1` chunks a side centred on `centre` that may be
@@ -107,6 +117,7 @@ impl Window {
                 ChunkPos::from_array(interior.0),
                 ChunkPos::from_array(interior.1),
             ),
+            true,
         )
     }
 
@@ -151,9 +162,13 @@ impl Window {
         x | y << 2 | z << 4
     }
 
-    /// The anchor's table entry per axis (`anchor mod dims`): for the shader, which finds
-    /// a window chunk's entry from its window-relative position.
+    /// The anchor's table entry per axis (`anchor mod dims`, 0 where the table is not
+    /// toroidal): for the shader, which finds a window chunk's entry from its window-relative
+    /// position.
     pub(super) fn table_phase(&self) -> [u32; 3] {
+        if !self.toroidal {
+            return [0; 3];
+        }
         std::array::from_fn(|a| self.anchor.axis(a).rem_euclid(i128::from(self.dims[a])) as u32)
     }
 
@@ -162,8 +177,12 @@ impl Window {
         self.region_dims
     }
 
-    /// The anchor's region's record per axis (`(anchor >> REGION_SHIFT) mod region_dims`).
+    /// The anchor's region's record per axis (`(anchor >> REGION_SHIFT) mod region_dims`, 0
+    /// where the table is not toroidal).
     pub(super) fn region_table_phase(&self) -> [u32; 3] {
+        if !self.toroidal {
+            return [0; 3];
+        }
         std::array::from_fn(|a| {
             (self.anchor.axis(a) >> REGION_SHIFT).rem_euclid(i128::from(self.region_dims[a])) as u32
         })
@@ -182,12 +201,32 @@ impl Window {
     /// The table entry of chunk `pos`, `None` outside the window.
     pub(super) fn entry_index(&self, pos: ChunkPos) -> Option<usize> {
         self.contains(pos)
-            .then(|| torus_index(pos.to_array(), self.dims))
+            .then(|| self.grid_index(pos.to_array(), self.anchor.to_array(), self.dims))
     }
 
     /// The index among the region records of region `r` (chunk coordinates `>> REGION_SHIFT`).
     pub(super) fn record_index(&self, r: [i128; 3]) -> usize {
-        torus_index(r, self.region_dims)
+        let first = self.anchor.to_array().map(|c| c >> REGION_SHIFT);
+        self.grid_index(r, first, self.region_dims)
+    }
+
+    /// Row-major index of `p` in a grid of `dims`: `p mod dims` per axis where the table is
+    /// toroidal, else `p - first`.
+    fn grid_index(&self, p: [i128; 3], first: [i128; 3], dims: [u32; 3]) -> usize {
+        let [x, y, z] = std::array::from_fn::<usize, 3, _>(|a| {
+            if self.toroidal {
+                p[a].rem_euclid(i128::from(dims[a])) as usize
+            } else {
+                (p[a] - first[a]) as usize
+            }
+        });
+        x + dims[0] as usize * (y + dims[1] as usize * z)
+    }
+
+    /// The shader's `OPTIONS` bits this window decides: `FLAG_TOROIDAL` where it follows a
+    /// centre.
+    pub(super) fn flags(&self) -> u32 {
+        if self.toroidal { FLAG_TOROIDAL } else { 0 }
     }
 
     /// The regions holding at least one chunk of the window (inclusive corners).
@@ -387,10 +426,3 @@ const UV_STEPS: f32 = 8_388_607.0;
 /// must fit in i32, with room for a run of empty chunks that reaches past the window to the
 /// end of its region.
 pub(super) const MAX_WINDOW_CHUNKS: u32 = (1 << 26) - (1 << REGION_SHIFT);
-
-/// Row-major index of `p mod dims` (per axis) in a grid of `dims`: the toroidal address.
-fn torus_index(p: [i128; 3], dims: [u32; 3]) -> usize {
-    let [x, y, z] =
-        std::array::from_fn::<usize, 3, _>(|a| p[a].rem_euclid(i128::from(dims[a])) as usize);
-    x + dims[0] as usize * (y + dims[1] as usize * z)
-}

@@ -49,7 +49,7 @@ use voxcast::{ChunkPos, LineOfSight, LineOfSightOptions, VoxelRay, VoxelWorld};
 /// ```
 ///
 /// The device keeps the limits Bevy requested for it (`WgpuSettings::limits`); with wgpu's
-/// defaults about 2,000 chunks stored voxel by voxel fit (see
+/// defaults about 20,000 terrain chunks stored voxel by voxel fit (see
 /// [`GpuRaycaster::from_device`]), and a larger world gets
 /// [`GpuError::LimitExceeded`] in [`SightStatus::gpu_error`](crate::SightStatus) while the
 /// CPU answers.
