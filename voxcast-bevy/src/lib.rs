@@ -51,7 +51,9 @@
 //!   [`BlockEdited`].
 //! - [`SightQueue`]: line-of-sight requests from any system, answered together as
 //!   [`SightAnswer`] messages, on the GPU when the app inserted a [`VoxelGpu`], else on the
-//!   CPU on all threads. [`SightStatus`] says which.
+//!   CPU on all threads. [`SightStatus`] says which. For a world streamed around the player,
+//!   [`VoxelGpu::with_window`] keeps only a box of chunks around the [`GpuWindowFocus`]
+//!   entity on the GPU, moved as it moves.
 //! - [`ChunksChanged`]: the chunks of the world that changed, once a frame.
 //!
 //! ## One frame
@@ -96,7 +98,8 @@ use bevy_ecs::prelude::*;
 
 pub use edit::{BlockEdit, BlockEdited, EditError, MineBlock, PlaceBlock};
 pub use sight::{
-    SightAnswer, SightEngine, SightError, SightId, SightQueue, SightRequest, SightStatus, VoxelGpu,
+    GpuWindowFocus, SightAnswer, SightEngine, SightError, SightId, SightQueue, SightRequest,
+    SightStatus, VoxelGpu,
 };
 pub use target::{BlockTarget, BlockTargeter, VoxelPosition};
 pub use world::{ChunksChanged, Voxels};

@@ -3,14 +3,14 @@
 
 use bevy_ecs::prelude::*;
 use voxcast::gpu::GpuError;
-use voxcast::{LineOfSight, LineOfSightOptions, VoxelRay, line_of_sight_batch_into};
+use voxcast::{ChunkPos, LineOfSight, LineOfSightOptions, VoxelRay, WorldPos};
 
 use crate::{VoxelPosition, Voxels};
 
 mod gpu;
 
 pub(crate) use gpu::GpuSightWorld;
-pub use gpu::VoxelGpu;
+pub use gpu::{GpuWindowFocus, VoxelGpu};
 
 /// Names one sight request: [`SightQueue`] hands it out, and the [`SightAnswer`] carries it.
 /// Ids count up from 0 over the life of the queue.
@@ -126,6 +126,13 @@ pub struct SightStatus {
     pub engine: Option<SightEngine>,
     /// Requests answered in the last batch.
     pub answered: usize,
+    /// Of the last GPU batch's segments, those that reached outside the GPU window of a
+    /// [`VoxelGpu::with_window`] and were answered on the CPU (0 for [`VoxelGpu::new`]).
+    pub outside_window: usize,
+    /// The chunks the GPU window held for the last GPU batch (inclusive corners, see
+    /// [`GpuWorld::loadable_chunks`](voxcast::gpu::GpuWorld::loadable_chunks)); `None`
+    /// before the first and for [`VoxelGpu::new`].
+    pub window: Option<(ChunkPos, ChunkPos)>,
     /// The last GPU failure (upload or batch), when the GPU was asked and failed: that batch
     /// was answered on the CPU instead, with the same answers. Cleared by the next GPU batch
     /// that succeeds. After a failure the GPU is not asked again until the world or the
@@ -133,11 +140,11 @@ pub struct SightStatus {
     pub gpu_error: Option<GpuError>,
 }
 
-/// The segment of `request`, or its answer when it has none.
+/// The segment of `request` and the voxels of its ends, or its answer when it has none.
 fn segment(
     request: &SightRequest,
     positions: &Query<&VoxelPosition>,
-) -> Result<VoxelRay, Result<LineOfSight, SightError>> {
+) -> Result<(VoxelRay, [WorldPos; 2]), Result<LineOfSight, SightError>> {
     let (from, to) = match *request {
         SightRequest::Segment { from, to } => (from, to),
         SightRequest::Entities { from, to } => {
@@ -150,8 +157,17 @@ fn segment(
             (at(from)?, at(to)?)
         }
     };
-    VoxelRay::between(from.voxel, from.offset, to.voxel, to.offset)
-        .map_err(|e| Ok(LineOfSight::Invalid(e)))
+    let ray = VoxelRay::between(from.voxel, from.offset, to.voxel, to.offset)
+        .map_err(|e| Ok(LineOfSight::Invalid(e)))?;
+    // The voxels of the ends, as the ray has them (offsets carried into the voxel).
+    let end = voxel_of(&to);
+    Ok((ray, [ray.origin, end]))
+}
+
+/// The voxel holding `p`: its offset's whole units carried into its voxel, as a ray does
+/// (the voxel as given where the offset is not finite).
+fn voxel_of(p: &VoxelPosition) -> WorldPos {
+    VoxelRay::new(p.voxel, p.offset, voxcast::glam::Vec3::X, 0.0).map_or(p.voxel, |r| r.origin)
 }
 
 /// Per request of a batch: `Ok(i)` for the `i`-th segment cast, or `Err` with its answer.
@@ -162,12 +178,81 @@ type Slots = Vec<Result<usize, Result<LineOfSight, SightError>>>;
 pub(crate) struct Batch {
     requests: Vec<(SightId, SightRequest)>,
     slots: Slots,
-    /// The segments cast, and the options they are cast with.
+    /// The segments cast, the voxels of their ends, and the options they are cast with.
     rays: Vec<VoxelRay>,
+    ends: Vec<[WorldPos; 2]>,
     options: LineOfSightOptions,
+    /// Per segment, where the GPU window does not hold them all: the answer of one answered
+    /// on the CPU, `None` for one the GPU answers. Empty where the GPU answers every segment.
+    host: Vec<Option<LineOfSight>>,
+    /// The segments sent to the GPU where `host` is not empty.
+    sent: Vec<VoxelRay>,
+    /// The chunks the GPU window held, for a window.
+    window: Option<(ChunkPos, ChunkPos)>,
 }
 
 impl Batch {
+    /// Answers on the CPU the segments that do not lie inside the GPU window's chunks
+    /// `inside` (with a voxel to spare), leaving the others to the GPU.
+    pub(crate) fn split_at_window(
+        &mut self,
+        world: &voxcast::VoxelWorld,
+        inside: (ChunkPos, ChunkPos),
+    ) {
+        self.window = Some(inside);
+        let held: Vec<bool> = self
+            .ends
+            .iter()
+            .map(|&[a, b]| gpu::held(inside, a, b))
+            .collect();
+        if held.iter().all(|&h| h) {
+            return;
+        }
+        let outside: Vec<VoxelRay> = self
+            .rays
+            .iter()
+            .zip(&held)
+            .filter(|(_, h)| !**h)
+            .map(|(r, _)| *r)
+            .collect();
+        let mut answered = Vec::new();
+        gpu::on_cpu(&outside, world, &self.options, &mut answered);
+        let mut answered = answered.into_iter();
+        self.host = held
+            .iter()
+            .map(|&h| if h { None } else { answered.next() })
+            .collect();
+        self.sent = self
+            .rays
+            .iter()
+            .zip(&held)
+            .filter(|(_, h)| **h)
+            .map(|(r, _)| *r)
+            .collect();
+    }
+
+    /// The segments the GPU casts.
+    pub(crate) fn gpu_rays(&self) -> &[VoxelRay] {
+        if self.host.is_empty() {
+            &self.rays
+        } else {
+            &self.sent
+        }
+    }
+
+    /// Every segment's answer: the CPU's where it answered (see `split_at_window`), else
+    /// the next of `from_gpu`.
+    fn merged(&self, from_gpu: Vec<LineOfSight>) -> Vec<LineOfSight> {
+        if self.host.is_empty() {
+            return from_gpu;
+        }
+        let mut gpu = from_gpu.into_iter();
+        self.host
+            .iter()
+            .map(|h| h.or_else(|| gpu.next()).unwrap_or(LineOfSight::Clear))
+            .collect()
+    }
+
     /// Writes one [`SightAnswer`] per request, the cast ones from `outcomes` (one per segment,
     /// in order), and records in `status` how many were answered.
     fn answer(
@@ -194,10 +279,11 @@ impl Batch {
         answers: &mut MessageWriter<SightAnswer>,
     ) {
         let mut outcomes = Vec::new();
-        line_of_sight_batch_into(&self.rays, voxels, &self.options, &mut outcomes);
+        gpu::on_cpu(&self.rays, voxels, &self.options, &mut outcomes);
         if !self.rays.is_empty() {
             status.engine = Some(SightEngine::Cpu);
         }
+        status.outside_window = 0;
         self.answer(&outcomes, status, answers);
     }
 }
@@ -228,6 +314,9 @@ fn collect(
         Ok(outcomes) => {
             status.engine = Some(SightEngine::Gpu);
             status.gpu_error = None;
+            status.outside_window = batch.host.iter().filter(|h| h.is_some()).count();
+            status.window = batch.window;
+            let outcomes = batch.merged(outcomes);
             batch.answer(&outcomes, status, answers);
         }
         Err(e) => {
@@ -241,10 +330,15 @@ fn collect(
 /// Answers every queued request in one batch: on the GPU when a [`VoxelGpu`] resource exists
 /// and works (submitted now, answered by [`collect_gpu_answers`] at the start of the next
 /// frame), else on the CPU on all threads, now.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "a Bevy system: each argument is a resource or query it reads"
+)]
 pub(crate) fn answer_sight_requests(
     voxels: Res<Voxels>,
     mut queue: ResMut<SightQueue>,
     positions: Query<&VoxelPosition>,
+    focus: Query<&VoxelPosition, With<GpuWindowFocus>>,
     mut gpu: Option<ResMut<VoxelGpu>>,
     mut gpu_world: ResMut<GpuSightWorld>,
     mut status: ResMut<SightStatus>,
@@ -264,20 +358,26 @@ pub(crate) fn answer_sight_requests(
     }
     let requests = std::mem::take(&mut queue.requests);
     let mut rays = Vec::new();
+    let mut ends = Vec::new();
     let slots: Slots = requests
         .iter()
         .map(|(_, request)| {
-            segment(request, &positions).map(|ray| {
+            segment(request, &positions).map(|(ray, end)| {
                 rays.push(ray);
+                ends.push(end);
                 rays.len() - 1
             })
         })
         .collect();
-    let batch = Batch {
+    let mut batch = Batch {
         requests,
         slots,
         rays,
+        ends,
         options: queue.options.clone(),
+        host: Vec::new(),
+        sent: Vec::new(),
+        window: None,
     };
     // Chunks edited after `VoxcastSystems::PublishChanges` are not on the GPU yet: such a
     // batch is answered on the CPU, which sees the world as it is.
@@ -286,7 +386,9 @@ pub(crate) fn answer_sight_requests(
         batch.answer_on_cpu(&voxels, &mut status, &mut answers);
         return;
     };
-    match gpu_world.submit(&gpu, &voxels, &batch.rays, &batch.options) {
+    // The window's centre: the focus's chunk, its offset carried into its voxel.
+    let centre = focus.iter().next().map(|p| voxel_of(p).chunk());
+    match gpu_world.submit(&gpu, &voxels, &mut batch, centre) {
         Ok(pending) => gpu_world.set_in_flight(pending, batch),
         Err(e) => {
             status.gpu_error = Some(e);

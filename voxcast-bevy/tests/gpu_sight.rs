@@ -17,8 +17,8 @@ use voxcast::glam::{IVec3, Vec3};
 use voxcast::gpu::GpuError;
 use voxcast::{LineOfSight, VoxelId, VoxelWorld, WorldPos};
 use voxcast_bevy::{
-    MineBlock, PlaceBlock, SightAnswer, SightEngine, SightQueue, SightStatus, VoxcastSystems,
-    VoxelGpu, VoxelPosition, Voxels,
+    GpuWindowFocus, MineBlock, PlaceBlock, SightAnswer, SightEngine, SightQueue, SightStatus,
+    VoxcastSystems, VoxelGpu, VoxelPosition, Voxels,
 };
 
 const STONE: VoxelId = VoxelId(1);
@@ -142,6 +142,76 @@ fn gpu_sight_matches_line_of_sight_through_edits() {
     assert!(
         blocked >= total / 10 && total - blocked >= total / 10,
         "{blocked} of {total} blocked"
+    );
+}
+
+/// `VoxelGpu::with_window`: a box of 3 × 3 × 3 chunks on the GPU follows the focus entity as
+/// it walks across the terrain while blocks are mined and set, also outside the box; segments
+/// the box does not hold are answered on the CPU in the same batch, and every answer is the
+/// CPU reference's, in the order of the requests.
+#[test]
+fn a_gpu_window_follows_the_focus() {
+    let (terrain, world) = support::pillared_terrain(5);
+    let Some(gpu) = gpu_common::own_gpu() else {
+        return;
+    };
+    let mut app = app_with(world);
+    app.insert_resource(VoxelGpu::with_window(gpu, [1, 1, 1]));
+    let player = app
+        .world_mut()
+        .spawn((GpuWindowFocus, eye(10, 40, 10)))
+        .id();
+    let segments = terrain.sight_segments(400, 64.0, 10);
+    let mut cursor = app.world().resource::<Messages<SightAnswer>>().get_cursor();
+    let (mut outside, mut total) = (0, 0);
+    for frame in 0..8_usize {
+        // The player walks diagonally across the terrain, a chunk every frame or two.
+        let step = (frame * 20) as i128;
+        *app.world_mut()
+            .get_mut::<VoxelPosition>(player)
+            .expect("the player") = eye(10 + step, 40, 10 + step / 2);
+        {
+            let mut queue = app.world_mut().resource_mut::<SightQueue>();
+            for s in segments.iter().skip(frame * 50).take(50) {
+                let (to, to_sub) = s.point_at(s.max_distance).expect("inside the world");
+                queue.push_segment(
+                    VoxelPosition::new(s.origin, s.sub_offset),
+                    VoxelPosition::new(to, to_sub),
+                );
+            }
+        }
+        let got = answer(&mut app, &mut cursor, SightEngine::Gpu);
+        let ids: Vec<u64> = got.iter().map(|a| a.id.0).collect();
+        assert!(
+            ids.windows(2).all(|w| w[0] < w[1]),
+            "answers in order: {ids:?}"
+        );
+        let status = app.world().resource::<SightStatus>().clone();
+        outside += status.outside_window;
+        let (lo, hi) = status.window.expect("a window");
+        let at = WorldPos::new(10 + step, 40, 10 + step / 2).chunk();
+        assert!(
+            (0..3).all(|a| lo.axis(a) + 1 == at.axis(a) && at.axis(a) + 1 == hi.axis(a)),
+            "frame {frame}: the window {lo:?}..={hi:?} is not centred on the player's chunk {at:?}"
+        );
+        total += got.len();
+        // Edits by message near the player, and a block set far outside the box.
+        if let Some(hit) = got.iter().find_map(|a| match a.result {
+            Ok(LineOfSight::Blocked(hit)) => Some(hit),
+            _ => None,
+        }) {
+            app.world_mut().write_message(MineBlock {
+                entity: player,
+                aimed: hit,
+            });
+        }
+        app.world_mut()
+            .resource_mut::<Voxels>()
+            .set_voxel(WorldPos::new(300 + step, 10, 40), STONE);
+    }
+    assert!(
+        outside > 0 && outside < total,
+        "{outside} of {total} segments answered outside the window"
     );
 }
 

@@ -5,7 +5,10 @@ use std::sync::Mutex;
 
 use bevy_ecs::prelude::*;
 use voxcast::gpu::{GpuError, GpuRaycaster, GpuWorld, PendingBatch};
-use voxcast::{ChunkPos, LineOfSight, LineOfSightOptions, VoxelRay, VoxelWorld};
+use voxcast::{
+    ChunkPos, LineOfSight, LineOfSightOptions, VoxelRay, VoxelWorld, WorldPos,
+    line_of_sight_batch_into,
+};
 
 /// The app's [`GpuRaycaster`], as a resource: while it exists, sight batches run on it (see
 /// [`SightStatus`](crate::SightStatus) for how that went). Without it, the CPU answers; the
@@ -13,6 +16,16 @@ use voxcast::{ChunkPos, LineOfSight, LineOfSightOptions, VoxelRay, VoxelWorld};
 ///
 /// The plugin uploads [`Voxels`](crate::Voxels) to it on the first batch and then re-uploads
 /// only the chunks that changed. Inserting another `VoxelGpu` uploads the world again.
+///
+/// # A world streamed around the player
+/// [`VoxelGpu::new`] uploads the box around every loaded chunk, and uploads it whole again
+/// when a chunk is loaded outside it: right for a world of fixed size. For a world streamed
+/// around a player, [`VoxelGpu::with_window`] keeps a box of a fixed size on the GPU that
+/// follows the entity with a [`GpuWindowFocus`] ([`GpuWorld::with_window`]): a move uploads
+/// the chunks that enter the box and nothing else. A segment that reaches outside the box
+/// (within a voxel of its edge) is answered on the CPU in the same batch, so every answer is
+/// still the CPU reference's ([`SightStatus::outside_window`](crate::SightStatus) counts
+/// them).
 ///
 /// # Sharing Bevy's device
 /// An app that renders with Bevy gives the raycaster Bevy's own wgpu device and queue, so
@@ -56,6 +69,8 @@ use voxcast::{ChunkPos, LineOfSight, LineOfSightOptions, VoxelRay, VoxelWorld};
 #[derive(Resource, Debug)]
 pub struct VoxelGpu {
     raycaster: GpuRaycaster,
+    /// The half extent of a window that follows the [`GpuWindowFocus`], in chunks.
+    window: Option<[u32; 3]>,
     /// No sight batch has seen it yet: the world must be uploaded to it. A flag of the value
     /// rather than Bevy's "added" tick, which a resource inserted over another keeps.
     new: bool,
@@ -67,8 +82,27 @@ impl VoxelGpu {
     pub fn new(raycaster: GpuRaycaster) -> Self {
         Self {
             raycaster,
+            window: None,
             new: true,
         }
+    }
+
+    /// Sight batches on `raycaster` from the next one on, against a box of chunks within
+    /// `half_extent` chunks on each axis of the [`GpuWindowFocus`] entity's chunk (see
+    /// [`GpuWorld::with_window`]), which follows it from batch to batch. Without a focus the
+    /// box stays where it is (around chunk `(0, 0, 0)` at first).
+    #[must_use]
+    pub fn with_window(raycaster: GpuRaycaster, half_extent: [u32; 3]) -> Self {
+        Self {
+            window: Some(half_extent),
+            ..Self::new(raycaster)
+        }
+    }
+
+    /// The half extent given to [`VoxelGpu::with_window`]; `None` for [`VoxelGpu::new`].
+    #[must_use]
+    pub fn window(&self) -> Option<[u32; 3]> {
+        self.window
     }
 
     /// Gives the raycaster back.
@@ -97,6 +131,12 @@ impl std::ops::DerefMut for VoxelGpu {
         &mut self.raycaster
     }
 }
+
+/// The entity whose position the GPU window of [`VoxelGpu::with_window`] follows (the player,
+/// the camera): the window centres on the chunk of its [`VoxelPosition`](crate::VoxelPosition)
+/// at each sight batch. With several, one of them; with none, the window stays.
+#[derive(Component, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GpuWindowFocus;
 
 /// A submitted batch: the GPU's work and the requests it answers.
 type InFlight = (PendingBatch<Vec<LineOfSight>>, super::Batch);
@@ -165,49 +205,93 @@ impl GpuSightWorld {
         self.failed = None;
     }
 
-    /// Line of sight for `rays` on `gpu`, submitted after bringing the upload up to date:
-    /// returns at once, the GPU's work pending.
+    /// Line of sight for `batch`'s segments on `gpu`, submitted after bringing the upload up
+    /// to date (and, for a window, moving it to `focus`): returns at once, the GPU's work
+    /// pending. Segments the window does not hold are answered on the CPU now, into `batch`.
     ///
     /// # Errors
     /// The upload's or the submission's [`GpuError`], or the last one again while neither the
     /// world nor the raycaster changed since.
     pub(crate) fn submit(
         &mut self,
-        gpu: &GpuRaycaster,
+        gpu: &VoxelGpu,
         world: &VoxelWorld,
-        rays: &[VoxelRay],
-        opts: &LineOfSightOptions,
+        batch: &mut super::Batch,
+        focus: Option<ChunkPos>,
     ) -> Result<PendingBatch<Vec<LineOfSight>>, GpuError> {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
-        let result = self
-            .synced(gpu, world)
-            .and_then(|gpu_world| gpu.submit_line_of_sight(gpu_world, rays, opts));
+        let result = self.synced(gpu, world, focus).and_then(|gpu_world| {
+            if gpu_world.centre().is_some() {
+                batch.split_at_window(world, gpu_world.loadable_chunks());
+            }
+            gpu.submit_line_of_sight(gpu_world, batch.gpu_rays(), &batch.options)
+        });
         if let Err(e) = &result {
             self.failed(e.clone());
         }
         result
     }
 
-    /// The upload, made or brought up to date with the pending chunks.
-    fn synced(&mut self, gpu: &GpuRaycaster, world: &VoxelWorld) -> Result<&GpuWorld, GpuError> {
+    /// The upload, made or brought up to date with the pending chunks, and for a window moved
+    /// to `focus`.
+    fn synced(
+        &mut self,
+        gpu: &VoxelGpu,
+        world: &VoxelWorld,
+        focus: Option<ChunkPos>,
+    ) -> Result<&GpuWorld, GpuError> {
         let gpu_world = match self.world.take() {
             Some(mut gpu_world) => {
                 if !self.pending.is_empty() {
                     self.pending.sort_unstable();
                     self.pending.dedup();
-                    // A chunk loaded outside the uploaded window makes this a whole upload.
+                    // A chunk loaded outside the uploaded box makes this a whole upload; a
+                    // window leaves it to the moves.
                     gpu_world.update_or_rebuild(gpu, world, &self.pending)?;
                     self.pending.clear();
+                }
+                if let Some(centre) = focus.filter(|_| gpu_world.centre().is_some()) {
+                    gpu_world.recenter(world, centre)?;
                 }
                 gpu_world
             }
             None => {
                 self.pending.clear();
-                GpuWorld::from_world(gpu, world)?
+                match gpu.window {
+                    Some(half) => {
+                        let centre = focus.unwrap_or(ChunkPos::new(0, 0, 0));
+                        GpuWorld::with_window(gpu, world, centre, half)?
+                    }
+                    None => GpuWorld::from_world(gpu, world)?,
+                }
             }
         };
         Ok(self.world.insert(gpu_world))
     }
+}
+
+/// Whether a segment between voxels `a` and `b` lies inside the chunk box `inside` with a
+/// voxel to spare on every side: every voxel line of sight examines is then in the box.
+pub(crate) fn held(inside: (ChunkPos, ChunkPos), a: WorldPos, b: WorldPos) -> bool {
+    let lo = inside.0.origin();
+    let hi = inside.1.origin();
+    (0..3).all(|k| {
+        [a, b].iter().all(|p| {
+            let v = p.axis(k);
+            v.checked_sub(1).is_some_and(|v| v >= lo.axis(k))
+                && v.checked_add(1).is_some_and(|v| v <= hi.axis(k) + 31)
+        })
+    })
+}
+
+/// Line of sight on the CPU for `rays`, answers appended to `out` in order.
+pub(crate) fn on_cpu(
+    rays: &[VoxelRay],
+    world: &VoxelWorld,
+    opts: &LineOfSightOptions,
+    out: &mut Vec<LineOfSight>,
+) {
+    line_of_sight_batch_into(rays, world, opts, out);
 }
