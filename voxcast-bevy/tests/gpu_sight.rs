@@ -95,13 +95,7 @@ fn gpu_sight_matches_line_of_sight_through_edits() {
             for i in 0..40 {
                 queue.push_entities(npcs[i], npcs[(i * 11 + frame + 1) % npcs.len()]);
             }
-            for s in segments.iter().skip(frame * 40).take(40) {
-                let (to, to_sub) = s.point_at(s.max_distance).expect("inside the world");
-                queue.push_segment(
-                    VoxelPosition::new(s.origin, s.sub_offset),
-                    VoxelPosition::new(to, to_sub),
-                );
-            }
+            support::queue_segments(&mut queue, segments.iter().skip(frame * 40).take(40));
         }
         let got = answer(&mut app, &mut cursor, SightEngine::Gpu);
         total += got.len();
@@ -172,13 +166,7 @@ fn a_gpu_window_follows_the_focus() {
             .expect("the player") = eye(10 + step, 40, 10 + step / 2);
         {
             let mut queue = app.world_mut().resource_mut::<SightQueue>();
-            for s in segments.iter().skip(frame * 50).take(50) {
-                let (to, to_sub) = s.point_at(s.max_distance).expect("inside the world");
-                queue.push_segment(
-                    VoxelPosition::new(s.origin, s.sub_offset),
-                    VoxelPosition::new(to, to_sub),
-                );
-            }
+            support::queue_segments(&mut queue, segments.iter().skip(frame * 50).take(50));
         }
         let got = answer(&mut app, &mut cursor, SightEngine::Gpu);
         let ids: Vec<u64> = got.iter().map(|a| a.id.0).collect();

@@ -63,13 +63,10 @@ fn sight_answers_match_line_of_sight_as_npcs_move_and_blocks_break() {
                     ids.push(queue.push_entities(from, to));
                 }
             }
-            for s in segments.iter().skip(frame * 30).take(30) {
-                let end = s.point_at(s.max_distance).expect("inside the world");
-                ids.push(queue.push_segment(
-                    VoxelPosition::new(s.origin, s.sub_offset),
-                    VoxelPosition::new(end.0, end.1),
-                ));
-            }
+            ids.extend(support::queue_segments(
+                &mut queue,
+                segments.iter().skip(frame * 30).take(30),
+            ));
         }
         app.update();
         let got = answers(&app, &mut cursor);

@@ -18,8 +18,25 @@ use voxcast::{
     line_of_sight, voxel_raycast_with,
 };
 use voxcast_bevy::{
-    BlockTarget, BlockTargeter, SightAnswer, SightRequest, VoxcastPlugin, VoxelPosition, Voxels,
+    BlockTarget, BlockTargeter, SightAnswer, SightId, SightQueue, SightRequest, VoxcastPlugin,
+    VoxelPosition, Voxels,
 };
+
+/// Queues a segment request for each of `segments` (from its start to its end point).
+pub(crate) fn queue_segments<'a>(
+    queue: &mut SightQueue,
+    segments: impl Iterator<Item = &'a VoxelRay>,
+) -> Vec<SightId> {
+    segments
+        .map(|s| {
+            let (to, to_sub) = s.point_at(s.max_distance).expect("inside the world");
+            queue.push_segment(
+                VoxelPosition::new(s.origin, s.sub_offset),
+                VoxelPosition::new(to, to_sub),
+            )
+        })
+        .collect()
+}
 
 /// An app with the plugin and `world` as its [`Voxels`].
 pub(crate) fn app_with(world: VoxelWorld) -> App {
