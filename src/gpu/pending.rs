@@ -1,9 +1,8 @@
 //! Batches that return at once: the `submit_*` calls of [`GpuRaycaster`] and the
 //! [`PendingBatch`] handle they return. The blocking calls are a submit and a wait.
 
-use rayon::iter::{
-    IndexedParallelIterator, IntoParallelRefIterator, IntoParallelRefMutIterator, ParallelIterator,
-};
+use rayon::iter::{IndexedParallelIterator, ParallelIterator};
+use rayon::slice::{ParallelSlice, ParallelSliceMut};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -194,6 +193,10 @@ impl<T> PendingBatch<T> {
     }
 }
 
+/// Rays decoded together: their hits (20 bytes each) gathered into a block that stays in the
+/// cache while it is decoded.
+const DECODE_BLOCK: usize = 1024;
+
 /// The answers of rays prepared on the host: each result belongs to the ray at its place in
 /// the upload order, relative to that ray's start voxel.
 #[derive(Debug)]
@@ -218,16 +221,25 @@ impl<T: Send + std::fmt::Debug> Collector<Vec<T>> for RayAnswers<T> {
         let hits: &[GpuHit] = bytemuck::cast_slice(bytes);
         let (first, end) = (base as u32, (base + count) as u32);
         let (window, convert) = (self.window, self.convert);
-        // In the caller's order, on all threads: each answer written in place, its hit read
-        // from the ray's upload position.
+        // In the caller's order, on all threads, a block of rays at a time: first the block's
+        // hits gathered from their upload positions (a loop of independent loads, which the
+        // processor overlaps where the reads miss the caches), then each decoded in place.
+        let n = self.out.len();
         self.out
-            .par_iter_mut()
-            .zip(staging.position.par_iter())
-            .zip(staging.rays.par_iter())
-            .with_min_len(4096)
-            .try_for_each(|((o, &j), ray)| {
-                if (first..end).contains(&j) {
-                    *o = convert(window.decode(&hits[(j - first) as usize], ray.voxel)?);
+            .par_chunks_mut(DECODE_BLOCK)
+            .zip(staging.position[..n].par_chunks(DECODE_BLOCK))
+            .zip(staging.rays[..n].par_chunks(DECODE_BLOCK))
+            .try_for_each(|((out, positions), rays)| {
+                let mut block = [GpuHit::default(); DECODE_BLOCK];
+                for (h, &j) in block.iter_mut().zip(positions) {
+                    if (first..end).contains(&j) {
+                        *h = hits[(j - first) as usize];
+                    }
+                }
+                for (((o, &j), ray), h) in out.iter_mut().zip(positions).zip(rays).zip(&block) {
+                    if (first..end).contains(&j) {
+                        *o = convert(window.decode(h, ray.voxel)?);
+                    }
                 }
                 Ok(())
             })
