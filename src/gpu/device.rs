@@ -136,7 +136,8 @@ impl GpuRaycaster {
     /// [`GpuWorld::stored_chunk_bytes`](crate::gpu::GpuWorld::stored_chunk_bytes)), and
     /// batches of the default dispatch size; a world that needs more gets
     /// [`GpuError::LimitExceeded`], so a game with a large view distance requests its device
-    /// with the adapter's own limits (`adapter.limits()`), as [`GpuRaycaster::new`] does. Kernel times (`BatchStats::kernel_seconds`) need the
+    /// with the adapter's own limits (`adapter.limits()`), as [`GpuRaycaster::new`] does.
+    /// Kernel times (`BatchStats::kernel_seconds`) need the
     /// device to have been created with [`wgpu::Features::TIMESTAMP_QUERY`]; without it they
     /// are `None`.
     ///

@@ -303,8 +303,11 @@ impl GpuWorld {
     }
 
     /// Sends `upload` to the device (ordered after every batch submitted before) and counts
-    /// its bytes.
+    /// its bytes. An upload that changes nothing leaves batches in flight alone.
     pub(super) fn send(&mut self, upload: Upload) -> Result<(), GpuError> {
+        if upload.is_empty() {
+            return Ok(());
+        }
         self.uploaded += upload.bytes();
         self.sync.version.fetch_add(1, Ordering::SeqCst);
         self.shared.courier.upload(upload)
@@ -398,8 +401,13 @@ impl GpuWorld {
         world: &VoxelWorld,
         chunks: &[ChunkPos],
     ) -> Result<(), GpuError> {
+        // Each chunk once (a chunk listed twice has one state in `world`).
+        let mut seen = rustc_hash::FxHashSet::default();
         let mut planned = Vec::with_capacity(chunks.len());
         for &pos in chunks {
+            if !seen.insert(pos) {
+                continue;
+            }
             let view = world.chunk(pos).map(|c| c.view());
             if !self.window.may_load(pos) {
                 // Outside what the window may load everything is unloaded already; a fixed
@@ -411,18 +419,10 @@ impl GpuWorld {
             }
             planned.push((pos, view));
         }
-        // A chunk listed twice: its last plan is the one that counts.
-        let mut last = rustc_hash::FxHashMap::default();
-        for (k, (pos, _)) in planned.iter().enumerate() {
-            last.insert(*pos, k);
-        }
         let mut store = Vec::new();
         let mut drop = Vec::new();
         let mut entries = Vec::with_capacity(planned.len());
-        for (k, &(pos, view)) in planned.iter().enumerate() {
-            if last[&pos] != k {
-                continue;
-            }
+        for (pos, view) in planned {
             let (entry, d) = entry_of(view);
             match d {
                 Some(d) => store.push((pos, d)),
