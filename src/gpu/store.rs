@@ -279,14 +279,12 @@ impl ChunkStore {
         }
         let needed = slot_of.values().max().map_or(0, |&s| s + 1);
         // Records: what the heap holds afterwards must fit its range.
-        let leaving: Vec<ChunkPos> = changes
+        let leaving: rustc_hash::FxHashSet<ChunkPos> = changes
             .drop
             .iter()
             .chain(changes.store.iter().map(|(p, _, _)| p))
             .copied()
             .filter(|p| self.stored.contains_key(p))
-            .collect::<rustc_hash::FxHashSet<_>>()
-            .into_iter()
             .collect();
         let freed: u64 = leaving
             .iter()
