@@ -241,16 +241,24 @@ impl Batch {
     }
 
     /// Every segment's answer: the CPU's where it answered (see `split_at_window`), else
-    /// the next of `from_gpu`.
-    fn merged(&self, from_gpu: Vec<LineOfSight>) -> Vec<LineOfSight> {
+    /// the next of `from_gpu`; an error where the GPU did not answer each segment it got.
+    fn merged(&self, from_gpu: Vec<LineOfSight>) -> Result<Vec<LineOfSight>, GpuError> {
+        if from_gpu.len() != self.gpu_rays().len() {
+            return Err(GpuError::Internal(format!(
+                "{} answers for {} segments",
+                from_gpu.len(),
+                self.gpu_rays().len()
+            )));
+        }
         if self.host.is_empty() {
-            return from_gpu;
+            return Ok(from_gpu);
         }
         let mut gpu = from_gpu.into_iter();
-        self.host
+        Ok(self
+            .host
             .iter()
-            .map(|h| h.or_else(|| gpu.next()).unwrap_or(LineOfSight::Clear))
-            .collect()
+            .filter_map(|h| h.or_else(|| gpu.next()))
+            .collect())
     }
 
     /// Writes one [`SightAnswer`] per request, the cast ones from `outcomes` (one per segment,
@@ -310,13 +318,12 @@ fn collect(
     let Some((pending, batch)) = gpu_world.take_in_flight() else {
         return;
     };
-    match pending.wait() {
+    match pending.wait().and_then(|outcomes| batch.merged(outcomes)) {
         Ok(outcomes) => {
             status.engine = Some(SightEngine::Gpu);
             status.gpu_error = None;
             status.outside_window = batch.host.iter().filter(|h| h.is_some()).count();
             status.window = batch.window;
-            let outcomes = batch.merged(outcomes);
             batch.answer(&outcomes, status, answers);
         }
         Err(e) => {
