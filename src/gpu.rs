@@ -373,8 +373,9 @@ pub struct KeptMemory {
     /// (or what [`GpuRaycaster::set_max_dispatch_rays`] set) a dispatch; a set per dispatch
     /// that was in flight at once; plus a few KiB each of parameters and material filter.
     pub gpu_bytes: u64,
-    /// Host working buffers of finished ray batches: 116 bytes per ray of the largest batch
-    /// (at most two such sets, each at most 2^20 rays for blocking calls).
+    /// Host working buffers of finished ray batches: 104 bytes per ray of the largest batch
+    /// (at most two such sets, each at most 2^20 rays for blocking calls), plus the coherence
+    /// sort's counters, at most 128 KiB per thread (2 MiB in all).
     pub host_bytes: u64,
 }
 

@@ -541,7 +541,7 @@ fn courier(device: &wgpu::Device, queue: &wgpu::Queue, todo: &Receiver<Job>) {
 /// What a batch's dispatches cast: the items each invocation takes.
 #[derive(Debug)]
 pub(super) enum Items {
-    /// Rays prepared on the host: `staging.upload`, in upload order (`staging.order`).
+    /// Rays prepared on the host: `staging.upload`, in upload order, and their count.
     Rays(HostStaging, usize),
     /// Pixels of a camera, made in the shader.
     Camera(u32),
@@ -560,6 +560,15 @@ impl Items {
             Items::Rays(_, n) => *n as u64,
             Items::Camera(n) => u64::from(*n),
             Items::Pairs { pairs, .. } => pairs.len() as u64,
+        }
+    }
+
+    /// Where the run of items that one dispatch may take from `at` on ends: a part of a
+    /// batch of rays ([`HostStaging::part_end`]), or the end.
+    fn run_end(&self, at: u64) -> u64 {
+        match self {
+            Items::Rays(staging, _) => staging.part_end(at),
+            _ => self.count(),
         }
     }
 
@@ -698,7 +707,7 @@ impl Flight {
     fn submit_more(&mut self) -> Result<(), GpuError> {
         let total = self.items.count();
         while self.in_flight.len() < IN_FLIGHT && self.next < total {
-            let count = (total - self.next).min(self.per_dispatch);
+            let count = (self.items.run_end(self.next) - self.next).min(self.per_dispatch);
             let f = self.submit(self.next, count)?;
             self.next += count;
             self.in_flight.push_back(f);

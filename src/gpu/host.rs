@@ -5,7 +5,7 @@ use bytemuck::Zeroable;
 use rayon::iter::{
     IndexedParallelIterator, IntoParallelRefIterator, IntoParallelRefMutIterator, ParallelIterator,
 };
-use rayon::prelude::ParallelSliceMut;
+use rayon::slice::{ParallelSlice, ParallelSliceMut};
 
 use crate::camera::Camera;
 use crate::cpu_ref::LONG_RAY;
@@ -16,11 +16,11 @@ use crate::ray::{RaycastOptions, RaycastOutcome, VoxelRay};
 impl GpuRaycaster {
     /// The host's share of a batch of rays, on all threads: validation, the i128 split and
     /// clipping. Rays answered here go straight to `out` (as `convert` of their outcome); the
-    /// others are staged at their index, and sorted for coherence (neighbouring invocations
-    /// then get rays from the same chunk going the same way, so they walk the same chunks and
-    /// branch alike). Returns the staging (upload order first: the `uploaded` rays that go to
-    /// the GPU), how many those are, and whether every one of them is at least
-    /// [`LONG_RAY`] long (for the choice of walk).
+    /// others are staged at their index and put in upload order: the batch's parts (runs of
+    /// `per_dispatch` rays in the caller's order) one after another, and within a part by
+    /// coherence bucket (neighbouring invocations then get rays from the same chunks going the
+    /// same way, so they walk the same chunks and branch alike). Returns the staging and
+    /// whether every uploaded ray is at least [`LONG_RAY`] long (for the choice of walk).
     pub(super) fn prepare_rays<T: Send>(
         &self,
         world: &GpuWorld,
@@ -29,22 +29,22 @@ impl GpuRaycaster {
         conservative: bool,
         out: &mut [T],
         convert: fn(RaycastOutcome) -> T,
-    ) -> (HostStaging, usize, bool) {
+    ) -> (HostStaging, bool) {
         let mut staging = self.shared.take_staging();
         let n = rays.len();
+        let buckets = Buckets::new(n, self.dispatch_capacity() as usize, world.window.dims);
         if staging.rays.len() < n {
             staging.rays.resize(n, GpuRay::zeroed());
         }
-        staging.order.clear();
-        staging.order.resize(n, (NOT_UPLOADED, 0));
-        let sort = n >= SORT_MIN_RAYS;
+        staging.keys.clear();
+        staging.keys.resize(n, NOT_UPLOADED);
         let short: usize = out
             .par_iter_mut()
             .zip(rays.par_iter())
             .zip(
                 staging.rays[..n]
                     .par_iter_mut()
-                    .zip(staging.order.par_iter_mut()),
+                    .zip(staging.keys.par_iter_mut()),
             )
             .enumerate()
             .with_min_len(4096)
@@ -60,7 +60,7 @@ impl GpuRaycaster {
                 Ok(Some(p)) => match world.window.upload_ray(&p, opts, conservative) {
                     Upload::Gpu(r) => {
                         *g = r;
-                        *key = (if sort { coherence_key(&r) } else { i as u64 }, i as u32);
+                        *key = buckets.key(i, &r);
                         usize::from(r.max_distance < LONG_RAY)
                     }
                     Upload::Answered(a) => {
@@ -70,33 +70,136 @@ impl GpuRaycaster {
                 },
             })
             .sum();
-        // Rays answered on the host sort last (their key is `NOT_UPLOADED`).
-        staging.order.par_sort_unstable_by_key(|&(key, _)| key);
-        let uploaded = staging
-            .order
-            .partition_point(|&(key, _)| key != NOT_UPLOADED);
-        // Where each ray went in the upload order: the answers are decoded in the caller's
-        // order (written one after another, on all threads) from it.
-        staging.position.clear();
-        staging.position.resize(n, NOT_UPLOADED_AT);
-        for (j, &(_, i)) in staging.order[..uploaded].iter().enumerate() {
-            staging.position[i as usize] = j as u32;
+        staging.counting_sort(&buckets);
+        let long = short == 0;
+        (staging, long)
+    }
+}
+
+impl HostStaging {
+    /// Puts the prepared rays (`rays[..n]` with their `keys`) in upload order, a counting sort
+    /// on all threads, stable within a bucket: `position` says where each ray went, `upload`
+    /// holds the rays in that order and `part_ends` where each part's rays end.
+    fn counting_sort(&mut self, buckets: &Buckets) {
+        let n = self.keys.len();
+        let total = buckets.total();
+        // Runs of the caller's order, one a thread, each counted on its own.
+        let tasks = (n / SORT_TASK_RAYS).clamp(1, rayon::current_num_threads().min(SORT_TASKS));
+        let run = n.div_ceil(tasks).max(1);
+        self.counts.clear();
+        self.counts.resize(tasks * total, 0);
+        self.counts
+            .par_chunks_mut(total)
+            .zip(self.keys.par_chunks(run))
+            .for_each(|(counts, keys)| {
+                for &k in keys.iter().filter(|&&k| k != NOT_UPLOADED) {
+                    counts[k as usize] += 1;
+                }
+            });
+        let uploaded: u32 = self.counts.iter().sum();
+        // Every place is written below: the rays of an earlier batch are not cleared first.
+        self.upload.truncate(uploaded as usize);
+        self.upload.resize(uploaded as usize, GpuRay::zeroed());
+        // Each run's share of each bucket: buckets in order, runs in order within a bucket,
+        // a slice of the upload order each (the counts become the first positions).
+        let mut slots: Vec<Vec<&mut [GpuRay]>> =
+            (0..tasks).map(|_| Vec::with_capacity(total)).collect();
+        let mut rest = self.upload.as_mut_slice();
+        let mut next = 0u32;
+        self.part_ends.clear();
+        for b in 0..total {
+            for (t, slot) in slots.iter_mut().enumerate() {
+                let c = &mut self.counts[t * total + b];
+                let (mine, later) = std::mem::take(&mut rest).split_at_mut(*c as usize);
+                slot.push(mine);
+                rest = later;
+                (*c, next) = (next, next + *c);
+            }
+            if (b + 1) % buckets.per_part as usize == 0 {
+                self.part_ends.push(u64::from(next));
+            }
         }
-        // The rays in upload order, gathered on all threads (copied whole into the mapped
-        // upload buffers later).
-        let HostStaging {
-            rays: staged,
-            order,
-            upload,
-            ..
-        } = &mut staging;
-        upload.clear();
-        order[..uploaded]
-            .par_iter()
-            .with_min_len(4096)
-            .map(|&(_, i)| staged[i as usize])
-            .collect_into_vec(upload);
-        (staging, uploaded, short == 0)
+        self.part_rays = buckets.part_rays;
+        self.position.clear();
+        self.position.resize(n, NOT_UPLOADED_AT);
+        self.counts
+            .par_chunks_mut(total)
+            .zip(slots)
+            .zip(self.keys.par_chunks(run))
+            .zip(self.position.par_chunks_mut(run))
+            .zip(self.rays[..n].par_chunks(run))
+            .for_each(|((((next, mut slots), keys), position), rays)| {
+                for ((&k, p), ray) in keys.iter().zip(position).zip(rays) {
+                    if k == NOT_UPLOADED {
+                        continue;
+                    }
+                    let k = k as usize;
+                    if let Some((first, rest)) = std::mem::take(&mut slots[k]).split_first_mut() {
+                        *first = *ray;
+                        slots[k] = rest;
+                        *p = next[k];
+                        next[k] += 1;
+                    }
+                }
+            });
+    }
+}
+
+/// How a batch's rays are grouped for upload: in parts of `part_rays` rays of the caller's
+/// order (each read back on its own), within a part by octant of direction, then by the
+/// window's cell of `2^shift` chunks a side they start in.
+#[derive(Clone, Copy, Debug)]
+struct Buckets {
+    part_rays: usize,
+    parts: usize,
+    /// Buckets per part: 1 when the batch is not sorted, else 8 octants of `cells`.
+    per_part: u32,
+    cells: [u32; 3],
+    shift: u32,
+}
+
+impl Buckets {
+    /// The grouping of a batch of `n` rays on a window of `dims` chunks, dispatched
+    /// `per_dispatch` rays at a time: at most [`MAX_BUCKETS`] buckets in all.
+    fn new(n: usize, per_dispatch: usize, dims: [u32; 3]) -> Self {
+        let part_rays = per_dispatch.max(n.div_ceil(MAX_BUCKETS)).max(1);
+        let parts = n.div_ceil(part_rays).max(1);
+        let budget = MAX_BUCKETS / parts / 8;
+        let cells_at =
+            |shift: u32| dims.map(|d| (d >> shift) + u32::from(d & ((1 << shift) - 1) != 0));
+        let product = |c: [u32; 3]| c.iter().map(|&c| c as usize).product::<usize>();
+        let mut shift = 0;
+        while shift < 31 && product(cells_at(shift)) > budget.max(1) {
+            shift += 1;
+        }
+        let cells = cells_at(shift);
+        let sort = n >= SORT_MIN_RAYS && budget >= 1;
+        Self {
+            part_rays,
+            parts,
+            per_part: if sort { 8 * product(cells) as u32 } else { 1 },
+            cells,
+            shift,
+        }
+    }
+
+    /// Buckets in all.
+    fn total(&self) -> usize {
+        self.parts * self.per_part as usize
+    }
+
+    /// The bucket of ray `i` of the batch, uploaded as `r`.
+    fn key(&self, i: usize, r: &GpuRay) -> u32 {
+        let part = (i / self.part_rays) as u32 * self.per_part;
+        if self.per_part == 1 {
+            return part;
+        }
+        let octant = (r.flags >> RAY_NEGATIVE_SHIFT) & 7;
+        // Window-relative voxels are never negative; a cell past the last is the last.
+        let cell =
+            |a: usize| (((r.voxel[a].max(0) as u32) >> 5) >> self.shift).min(self.cells[a] - 1);
+        let [cx, cy, _] = self.cells;
+        part + octant * (self.per_part / 8) + cell(0) + cx * (cell(1) + cy * cell(2))
     }
 }
 
@@ -160,55 +263,71 @@ fn no_subnormal_steps(c: &Camera) -> bool {
 }
 
 /// Rays (or host-built camera pixels) a blocking call prepares at a time: larger batches are
-/// cast in bands of this many, so that the host's working buffers (116 bytes a ray,
-/// `HostStaging`, for two bands at once) stay near 250 MB however large the batch.
+/// cast in bands of this many, so that the host's working buffers (104 bytes a ray,
+/// `HostStaging`, for two bands at once) stay near 220 MB however large the batch.
 pub(super) const HOST_BAND: usize = 1 << 20;
 
 /// Batches at least this large are sorted for coherence before upload.
 const SORT_MIN_RAYS: usize = 4096;
 
-/// The sort key of a ray answered on the host (no [`coherence_key`] is this large).
-const NOT_UPLOADED: u64 = u64::MAX;
+/// Most coherence buckets of a batch ([`Buckets`]): each sorting task counts them all.
+const MAX_BUCKETS: usize = 1 << 15;
+
+/// Most threads of the counting sort, and the fewest rays each is given.
+const SORT_TASKS: usize = 16;
+const SORT_TASK_RAYS: usize = 1 << 15;
+
+/// The bucket of a ray answered on the host (no bucket is this large).
+const NOT_UPLOADED: u32 = u32::MAX;
 
 /// The upload position of a ray answered on the host.
 pub(super) const NOT_UPLOADED_AT: u32 = u32::MAX;
 
 /// The host's working buffers for a batch of rays ([`GpuRaycaster::prepare_rays`]), kept in
-/// the raycaster's pool between batches: each prepared ray at its index, and the upload order
-/// with sort keys.
+/// the raycaster's pool between batches.
 #[derive(Debug, Default)]
 pub(super) struct HostStaging {
+    /// Each prepared ray at its index in the batch.
     pub(super) rays: Vec<GpuRay>,
-    pub(super) order: Vec<(u64, u32)>,
+    /// Each ray's bucket ([`Buckets`]), or [`NOT_UPLOADED`].
+    keys: Vec<u32>,
+    /// The counting sort's counts, then next positions: per task, per bucket.
+    counts: Vec<u32>,
     /// Per ray, its place in the upload order, or [`NOT_UPLOADED_AT`].
     pub(super) position: Vec<u32>,
     /// The uploaded rays in upload order.
     pub(super) upload: Vec<GpuRay>,
+    /// Rays of the caller's order per part (the last may have fewer), and where each part's
+    /// rays end in the upload order: a dispatch never takes rays of two parts.
+    pub(super) part_rays: usize,
+    pub(super) part_ends: Vec<u64>,
 }
 
 impl HostStaging {
     /// Bytes allocated.
     pub(super) fn bytes(&self) -> u64 {
         (self.rays.capacity() * size_of::<GpuRay>()
-            + self.order.capacity() * size_of::<(u64, u32)>()
+            + (self.keys.capacity() + self.counts.capacity()) * size_of::<u32>()
             + self.position.capacity() * size_of::<u32>()
-            + self.upload.capacity() * size_of::<GpuRay>()) as u64
+            + self.upload.capacity() * size_of::<GpuRay>()
+            + self.part_ends.capacity() * size_of::<u64>()) as u64
     }
-}
 
-/// Sort key: direction octant, then the start chunk in Morton order.
-fn coherence_key(r: &GpuRay) -> u64 {
-    let octant = u64::from((r.flags >> RAY_NEGATIVE_SHIFT) & 7);
-    let spread = |v: i32| {
-        // 17 bits of the chunk coordinate, each followed by two zero bits.
-        let mut x = u64::from((v >> 5) as u32 & 0x1_FFFF);
-        x = (x | x << 32) & 0x001F_0000_0000_FFFF;
-        x = (x | x << 16) & 0x001F_0000_FF00_00FF;
-        x = (x | x << 8) & 0x100F_00F0_0F00_F00F;
-        x = (x | x << 4) & 0x10C3_0C30_C30C_30C3;
-        (x | x << 2) & 0x1249_2492_4924_9249
-    };
-    octant << 61 | spread(r.voxel[0]) | spread(r.voxel[1]) << 1 | spread(r.voxel[2]) << 2
+    /// The caller's rays of the part whose upload range holds position `base`, and where that
+    /// part's uploaded rays start.
+    pub(super) fn part_of(&self, base: u64) -> (std::ops::Range<usize>, u64) {
+        let p = self.part_ends.partition_point(|&e| e <= base);
+        let n = self.position.len();
+        let first = (p * self.part_rays).min(n);
+        let start = if p == 0 { 0 } else { self.part_ends[p - 1] };
+        (first..(first + self.part_rays).min(n), start)
+    }
+
+    /// Where the part holding upload position `at` ends in the upload order.
+    pub(super) fn part_end(&self, at: u64) -> u64 {
+        let p = self.part_ends.partition_point(|&e| e <= at);
+        self.part_ends.get(p).copied().unwrap_or(at)
+    }
 }
 
 #[cfg(test)]
@@ -216,23 +335,79 @@ mod tests {
     use super::*;
     use crate::coords::WorldPos;
 
+    /// The upload order puts parts one after another, within a part buckets in order and
+    /// within a bucket the caller's order; `position` and `upload` agree, and rays answered on
+    /// the host are left out.
     #[test]
-    fn coherence_key_interleaves_chunk_coordinates() {
-        let key = |voxel: [i32; 3], negative: u32| {
-            coherence_key(&GpuRay {
-                voxel,
-                flags: negative << RAY_NEGATIVE_SHIFT,
-                ..GpuRay::zeroed()
-            })
+    fn counting_sort_orders_parts_then_buckets_then_callers() {
+        let (n, per_dispatch, dims) = (70_001, 20_000, [5, 2, 3]);
+        let buckets = Buckets::new(n, per_dispatch, dims);
+        assert_eq!((buckets.parts, buckets.part_rays), (4, 20_000));
+        assert_eq!(
+            (buckets.shift, buckets.cells, buckets.per_part),
+            (0, dims, 8 * 30)
+        );
+        let mut rng = crate::scene::SplitMix64::new(29);
+        let mut s = HostStaging {
+            rays: (0..n)
+                .map(|i| GpuRay {
+                    voxel: dims.map(|d| rng.below(u64::from(d) * 32) as i32),
+                    flags: (rng.below(8) as u32) << RAY_NEGATIVE_SHIFT,
+                    max_distance: i as f32,
+                    ..GpuRay::zeroed()
+                })
+                .collect(),
+            ..HostStaging::default()
         };
-        assert_eq!(key([0, 0, 0], 0), 0);
-        // Chunk x bit k is key bit 3k, y's 3k + 1, z's 3k + 2; the octant the top three bits.
-        assert_eq!(key([32, 0, 0], 0), 1);
-        assert_eq!(key([0, 64, 0], 0), 1 << 4);
-        assert_eq!(key([0, 0, 32 << 16], 0), 1 << 50);
-        assert_eq!(key([31, 31, 31], 7), 7 << 61);
-        // Only 17 bits of each chunk coordinate count: -1 is 0x1FFFF.
-        assert_eq!(key([-1, 0, 0], 0), 0x1249_2492_4924_9249 & ((1 << 51) - 1));
+        s.keys = (0..n)
+            .map(|i| {
+                if i % 7 == 3 {
+                    NOT_UPLOADED
+                } else {
+                    buckets.key(i, &s.rays[i])
+                }
+            })
+            .collect();
+        s.counting_sort(&buckets);
+        let uploaded = (0..n).filter(|i| i % 7 != 3).count();
+        assert_eq!(s.upload.len(), uploaded);
+        let mut last = None;
+        for (j, r) in s.upload.iter().enumerate() {
+            let i = r.max_distance as usize;
+            assert_eq!(s.position[i] as usize, j, "ray {i}");
+            let (part, key) = (i / 20_000, s.keys[i]);
+            assert!(j as u64 >= s.part_of(j as u64).1 && (j as u64) < s.part_end(j as u64));
+            assert_eq!(
+                s.part_of(j as u64).0,
+                part * 20_000..((part + 1) * 20_000).min(n)
+            );
+            assert!(last < Some((key, i)), "ray {i} after {last:?}");
+            last = Some((key, i));
+        }
+        for (i, &p) in s.position.iter().enumerate() {
+            assert_eq!(p == NOT_UPLOADED_AT, i % 7 == 3, "ray {i}");
+        }
+        assert_eq!(s.part_ends.len(), 4);
+        assert_eq!(*s.part_ends.last().unwrap(), uploaded as u64);
+        // Rays of one chunk and octant share a bucket; the octant weighs more than the cell.
+        let ray = |voxel: [i32; 3], octant: u32| GpuRay {
+            voxel,
+            flags: octant << RAY_NEGATIVE_SHIFT,
+            ..GpuRay::zeroed()
+        };
+        assert_eq!(
+            buckets.key(0, &ray([0, 0, 0], 0)),
+            buckets.key(5, &ray([31, 31, 31], 0))
+        );
+        assert_eq!(buckets.key(0, &ray([32, 0, 0], 0)), 1);
+        assert_eq!(buckets.key(0, &ray([0, 32, 64], 0)), 5 + 2 * 10);
+        assert_eq!(buckets.key(20_000, &ray([0, 0, 0], 1)), 240 + 30);
+        // A window too large for a bucket a chunk groups cells of 2^shift chunks.
+        let wide = Buckets::new(1 << 20, 1 << 19, [1000, 16, 1000]);
+        assert_eq!((wide.shift, wide.cells), (5, [32, 1, 32]));
+        assert!(wide.total() <= MAX_BUCKETS);
+        // Small batches are not sorted: one bucket a part.
+        assert_eq!(Buckets::new(SORT_MIN_RAYS - 1, 100, dims).per_part, 1);
     }
 
     /// Cameras made by `Camera::new` and `Camera::with_up` go to the shader (`raycast_camera`

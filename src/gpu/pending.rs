@@ -221,14 +221,15 @@ impl<T: Send + std::fmt::Debug> Collector<Vec<T>> for RayAnswers<T> {
         let hits: &[GpuHit] = bytemuck::cast_slice(bytes);
         let (first, end) = (base as u32, (base + count) as u32);
         let (window, convert) = (self.window, self.convert);
-        // In the caller's order, on all threads, a block of rays at a time: first the block's
-        // hits gathered from their upload positions (a loop of independent loads, which the
-        // processor overlaps where the reads miss the caches), then each decoded in place.
-        let n = self.out.len();
-        self.out
+        // The dispatch's rays are those of one part of the caller's order. Decoded in that
+        // order, on all threads, a block of rays at a time: first the block's hits gathered
+        // from their upload positions (a loop of independent loads, which the processor
+        // overlaps where the reads miss the caches), then each decoded in place.
+        let (part, _) = staging.part_of(base);
+        self.out[part.clone()]
             .par_chunks_mut(DECODE_BLOCK)
-            .zip(staging.position[..n].par_chunks(DECODE_BLOCK))
-            .zip(staging.rays[..n].par_chunks(DECODE_BLOCK))
+            .zip(staging.position[part.clone()].par_chunks(DECODE_BLOCK))
+            .zip(staging.rays[part].par_chunks(DECODE_BLOCK))
             .try_for_each(|((out, positions), rays)| {
                 let mut block = [GpuHit::default(); DECODE_BLOCK];
                 for (h, &j) in block.iter_mut().zip(positions) {
@@ -284,7 +285,7 @@ impl GpuRaycaster {
     /// [`GpuRaycaster::raycast`] gives them, come from the [`PendingBatch`] (without blocking
     /// with [`PendingBatch::try_take`], or [`PendingBatch::wait`]). The host's share
     /// (validation, the i128 split, rays that cannot reach the window) is done before this
-    /// returns. Several batches may be in flight at once. The batch keeps about 116 bytes
+    /// returns. Several batches may be in flight at once. The batch keeps about 104 bytes
     /// per ray of host memory until its answers are taken.
     ///
     /// # Errors
@@ -485,8 +486,8 @@ impl GpuRaycaster {
                 .map_err(|_| GpuError::OutputTooLarge(rays.len() as u64))?;
             out.resize(rays.len(), convert(RaycastOutcome::Miss));
         }
-        let (staging, uploaded, long) =
-            self.prepare_rays(world, rays, opts, conservative, &mut out, convert);
+        let (staging, long) = self.prepare_rays(world, rays, opts, conservative, &mut out, convert);
+        let uploaded = staging.upload.len();
         let collector = RayAnswers {
             out,
             convert,
