@@ -174,17 +174,13 @@ struct GpuCall {
 
 impl GpuCall {
     /// From a batch's statistics, with `extra_host_s` of host work outside the call (building
-    /// segments, uploading agents) and `extra_up` bytes it uploaded.
-    fn of(
-        queries: usize,
-        total_s: f64,
-        s: voxcast::gpu::BatchStats,
-        extra_host_s: f64,
-        extra_up: u64,
-    ) -> Self {
+    /// segments, uploading agents) and `extra_up` bytes it uploaded. The time is the call's
+    /// own (`BatchStats::total_seconds`) plus that work: not the report's conversion of the
+    /// answers for its comparisons.
+    fn of(queries: usize, s: voxcast::gpu::BatchStats, extra_host_s: f64, extra_up: u64) -> Self {
         Self {
             queries,
-            total_s,
+            total_s: s.total_seconds + extra_host_s,
             kernel_s: s.kernel_seconds,
             host_s: s.host_seconds + extra_host_s,
             bytes_up: s.bytes_up + extra_up,
@@ -556,7 +552,7 @@ fn run_workload(id: WorkloadId, cfg: &Config, gpu: Option<&GpuEngine>) -> Worklo
                         agreement(&reference, &sampled.pick(&answers), sample, "gpu", cfg.show),
                         format!("all {n} rays, {how}, incl. readback{kernel}"),
                     );
-                    r.gpu_call = stats.map(|s| GpuCall::of(n, secs(d), s, 0.0, 0));
+                    r.gpu_call = stats.map(|s| GpuCall::of(n, s, 0.0, 0));
                     rows.push(r);
                     rows.extend(extra);
                 }
@@ -705,7 +701,7 @@ fn gpu_agent_rows(
             "{} agents' eyes uploaded, then all {n} pairs in one call, a bit each",
             w.agents.len()
         ),
-        GpuCall::of(n, secs(d), stats, upload, eyes_up),
+        GpuCall::of(n, stats, upload, eyes_up),
     ));
     let mut answers = Vec::new();
     let (d, built, stats) = best_of(&mut || {
@@ -719,12 +715,13 @@ fn gpu_agent_rows(
         d,
         |i| answers[i].is_none(),
         format!("all {n} pairs: VoxelRay::between on the host, then line_of_sight_into"),
-        GpuCall::of(n, secs(d), stats, built, 0),
+        GpuCall::of(n, stats, built, 0),
     ));
     let mut visible = Vec::new();
-    let (d, _, stats) = best_of(&mut || {
-        visible = g.visible_pairs(scene, w)?;
-        Ok(0.0)
+    let (d, upload, stats) = best_of(&mut || {
+        let (v, upload) = g.visible_pairs(scene, w)?;
+        visible = v;
+        Ok(upload)
     })?;
     let set: std::collections::HashSet<[u32; 2]> = visible.iter().copied().collect();
     rows.push(judge.row(
@@ -736,7 +733,7 @@ fn gpu_agent_rows(
             "visible_pairs_within: pairs found on the host, eyes uploaded, {} visible",
             visible.len()
         ),
-        GpuCall::of(n, secs(d), stats, 0.0, eyes_up),
+        GpuCall::of(n, stats, upload, eyes_up),
     ));
     Ok(rows)
 }

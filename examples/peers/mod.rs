@@ -580,22 +580,27 @@ pub(crate) mod gpu {
         }
 
         /// W5 through `visible_pairs_within`: the pairs found on the host, then one agent
-        /// call; the agents' eyes uploaded first. Returns the visible pairs.
+        /// call; the agents' eyes uploaded first. Returns the visible pairs and the seconds
+        /// the eyes' upload took.
         pub(crate) fn visible_pairs(
             &self,
             scene: &GpuScene,
             w: &Workload,
-        ) -> Result<Vec<[u32; 2]>, String> {
+        ) -> Result<(Vec<[u32; 2]>, f64), String> {
             let err = |e: voxcast::gpu::GpuError| e.to_string();
+            let t = std::time::Instant::now();
             let agents = GpuAgents::new(&self.gpu, &scene.world, &w.agents).map_err(err)?;
-            self.gpu
+            let upload = t.elapsed().as_secs_f64();
+            let visible = self
+                .gpu
                 .visible_pairs_within(
                     &scene.world,
                     &agents,
                     super::W5_RADIUS,
                     &LineOfSightOptions::default(),
                 )
-                .map_err(err)
+                .map_err(err)?;
+            Ok((visible, upload))
         }
 
         /// Uploads a workload's world.
