@@ -224,6 +224,10 @@ impl Visibility {
         self.answers.as_deref()
     }
 
+    fn set_visible(&mut self, i: usize) {
+        self.bits[i / 64] |= 1 << (i % 64);
+    }
+
     fn with_len(len: usize, answers: bool) -> Self {
         Self {
             bits: vec![0; len.div_ceil(64)],
@@ -234,7 +238,7 @@ impl Visibility {
 
     fn set(&mut self, i: usize, answer: LineOfSight) {
         if answer == LineOfSight::Clear {
-            self.bits[i / 64] |= 1 << (i % 64);
+            self.set_visible(i);
         }
         if let Some(a) = &mut self.answers {
             a[i] = answer;
@@ -271,17 +275,26 @@ impl Collector<Visibility> for PairAnswers {
         }
         let words: &[u32] = bytemuck::cast_slice(bytes);
         let bits = bit_words(count) as usize;
-        for j in 0..count as usize {
-            let i = self.gpu[base as usize + j] as usize;
-            if self.visibility.answers.is_some() {
-                let h: &GpuHit = bytemuck::from_bytes(bytemuck::cast_slice(
-                    &words[bits + 5 * j..bits + 5 * j + 5],
-                ));
-                let answer = LineOfSight::from(self.window.decode(h, self.starts[i])?);
-                self.visibility.set(i, answer);
-            } else if words[j / 32] >> (j % 32) & 1 == 1 {
-                self.visibility.set(i, LineOfSight::Clear);
+        let gpu = &self.gpu[base as usize..(base + count) as usize];
+        if self.visibility.answers.is_none() {
+            // Only the set bits: the others are 0 already.
+            for (w, &word) in words[..bits].iter().enumerate() {
+                let mut rest = word;
+                while rest != 0 {
+                    if let Some(&i) = gpu.get(w * 32 + rest.trailing_zeros() as usize) {
+                        self.visibility.set_visible(i as usize);
+                    }
+                    rest &= rest - 1;
+                }
             }
+            return Ok(());
+        }
+        for (j, &i) in gpu.iter().enumerate() {
+            let i = i as usize;
+            let h: &GpuHit =
+                bytemuck::from_bytes(bytemuck::cast_slice(&words[bits + 5 * j..bits + 5 * j + 5]));
+            let answer = LineOfSight::from(self.window.decode(h, self.starts[i])?);
+            self.visibility.set(i, answer);
         }
         Ok(())
     }
@@ -437,41 +450,63 @@ impl GpuRaycaster {
             return Err(GpuError::AgentsForAnotherWindow);
         }
         let mut visibility = Visibility::with_len(pairs.len(), answers);
-        let mut on_gpu = Vec::new();
-        let mut gpu_index = Vec::new();
+        let start = |k: u32| agents.starts.get(k as usize).copied().flatten();
+        // Each pair's octant of direction where the shader takes it (both eyes in the
+        // window), else `HOST`; how many pairs each has.
+        const HOST: u8 = 8;
+        let mut per_octant = [0usize; 9];
+        let octants: Vec<u8> = pairs
+            .iter()
+            .map(|&[a, b]| {
+                let octant = match (start(a), start(b)) {
+                    (Some(sa), Some(sb)) => {
+                        (0..3).fold(0, |o, axis| o | u8::from(sb[axis] < sa[axis]) << axis)
+                    }
+                    _ => HOST,
+                };
+                per_octant[usize::from(octant)] += 1;
+                octant
+            })
+            .collect();
+        // The shader's pairs by octant, in the caller's order within one, so that neighbouring
+        // invocations step the same way; segments built on the host for the others.
+        let mut next = [0usize; 8];
+        let mut at = 0;
+        for (n, c) in next.iter_mut().zip(per_octant) {
+            (*n, at) = (at, at + c);
+        }
+        let mut on_gpu = vec![[0u32; 2]; at];
+        let mut gpu_index = vec![0u32; at];
         let mut host_segments = Vec::new();
         let mut host_index = Vec::new();
         let mut starts = vec![[0; 3]; if answers { pairs.len() } else { 0 }];
-        for (i, &[a, b]) in pairs.iter().enumerate() {
-            let start = |k: u32| agents.starts.get(k as usize).copied().flatten();
-            match (start(a), start(b)) {
-                (Some(sa), Some(_)) => {
-                    on_gpu.push([a, b]);
-                    gpu_index.push(i as u32);
-                    if answers {
-                        starts[i] = sa;
-                    }
+        for (i, (&[a, b], &octant)) in pairs.iter().zip(&octants).enumerate() {
+            if let Some(j) = next.get_mut(usize::from(octant)) {
+                on_gpu[*j] = [a, b];
+                gpu_index[*j] = i as u32;
+                *j += 1;
+                if answers && let Some(sa) = start(a) {
+                    starts[i] = sa;
                 }
-                _ => {
-                    let eye = |k: u32| {
-                        agents
-                            .eyes
-                            .get(k as usize)
-                            .copied()
-                            .unwrap_or(Err(RayError::NoSuchAgent))
-                    };
-                    let segment = eye(a).and_then(|(p, ps)| {
-                        let (q, qs) = eye(b)?;
-                        VoxelRay::between(p, ps, q, qs)
-                    });
-                    match segment {
-                        Ok(seg) => {
-                            host_segments.push(seg);
-                            host_index.push(i as u32);
-                        }
-                        Err(e) => visibility.set(i, LineOfSight::Invalid(e)),
-                    }
+                continue;
+            }
+            let eye = |k: u32| {
+                agents
+                    .eyes
+                    .get(k as usize)
+                    .copied()
+                    .unwrap_or(Err(RayError::NoSuchAgent))
+            };
+            let segment = eye(a).and_then(|(p, ps)| {
+                let (q, qs) = eye(b)?;
+                VoxelRay::between(p, ps, q, qs)
+            });
+            match segment {
+                Ok(seg) => {
+                    host_segments.push(seg);
+                    host_index.push(i as u32);
                 }
+                Err(e) => visibility.set(i, LineOfSight::Invalid(e)),
             }
         }
         let mut flights = Vec::new();
