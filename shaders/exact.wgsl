@@ -63,41 +63,60 @@ fn midpoint_below(q: u32, my: u32, root: bool) -> vec2<u32> {
     return mul_wide(m, select(my, m, root));
 }
 
+// How far the midpoint below q + 1 lies above the one below q: 2 * my for a quotient,
+// (2q + 1)^2 - (2q - 1)^2 = 8q for a root (below 2^28 either way).
+fn midpoint_gap(q: u32, my: u32, root: bool) -> u32 {
+    return select(2u * my, 8u * q, root);
+}
+
+// a + b and a - b for a 64-bit (hi, lo) pair and a u32 (no result leaves 64 bits here).
+fn add_wide(a: vec2<u32>, b: u32) -> vec2<u32> {
+    let lo = a.y + b;
+    return vec2<u32>(a.x + select(0u, 1u, lo < b), lo);
+}
+
+fn sub_wide(a: vec2<u32>, b: u32) -> vec2<u32> {
+    return vec2<u32>(a.x - select(0u, 1u, a.y < b), a.y - b);
+}
+
 // The significand q in [2^23, 2^24] that rounds the exact value to nearest even, where
 // `scaled` is that value with its midpoints scaled as midpoint_below gives them. Starts from
-// `guess` (the hardware's result) and checks it exactly; a guess off by more than a few ulps
-// (the spec allows 2.5 for a division; more for a root) falls back to bisection.
+// `guess` (the hardware's result) and checks it exactly, stepping from one midpoint to the
+// next by adding their gap; a guess off by more than a few ulps (the spec allows 2.5 for a
+// division; more for a root) falls back to bisection. No quotient or root of f32 values lies
+// exactly on a midpoint (its odd significand would need more than 24 bits), so no tie needs
+// breaking.
 fn round_significand(guess: u32, scaled: vec2<u32>, my: u32, root: bool) -> u32 {
     // The answer is the largest q whose midpoint below lies at or below the exact value.
     var q = clamp(guess, 0x800000u, 0x1000000u);
-    var found = false;
+    var below = midpoint_below(q, my, root);
     for (var step = 0u; step < 4u; step += 1u) {
-        if (le_wide(midpoint_below(q, my, root), scaled)) {
-            if (q == 0x1000000u || !le_wide(midpoint_below(q + 1u, my, root), scaled)) {
-                found = true;
-                break;
+        if (le_wide(below, scaled)) {
+            if (q == 0x1000000u) {
+                return q;
+            }
+            let next = add_wide(below, midpoint_gap(q, my, root));
+            if (!le_wide(next, scaled)) {
+                return q;
             }
             q += 1u;
+            below = next;
         } else {
             q -= 1u;
+            below = sub_wide(below, midpoint_gap(q, my, root));
         }
     }
-    if (!found) {
-        var lo = 0x800000u;
-        var hi = 0x1000000u;
-        while (lo < hi) {
-            let mid = hi - ((hi - lo) >> 1u);
-            if (le_wide(midpoint_below(mid, my, root), scaled)) {
-                lo = mid;
-            } else {
-                hi = mid - 1u;
-            }
+    var lo = 0x800000u;
+    var hi = 0x1000000u;
+    while (lo < hi) {
+        let mid = hi - ((hi - lo) >> 1u);
+        if (le_wide(midpoint_below(mid, my, root), scaled)) {
+            lo = mid;
+        } else {
+            hi = mid - 1u;
         }
-        q = lo;
     }
-    // A value exactly on the midpoint below q rounds to the even neighbour.
-    let on_midpoint = all(midpoint_below(q, my, root) == scaled);
-    return select(q, q - 1u, on_midpoint && (q & 1u) == 1u);
+    return lo;
 }
 
 // The candidate significand in [2^23, 2^24] that a positive hint gives for a result with
