@@ -3,7 +3,7 @@
 
 use glam::{IVec3, Vec2};
 
-use crate::coords::{ChunkPos, VoxelBox, WorldPos};
+use crate::coords::{CHUNK_SHIFT, ChunkPos, VoxelBox, WorldPos};
 use crate::cpu_ref::{AXIS_NONE, Dda, grow_by_a_chunk, unloaded_tie_extra};
 use crate::gpu::{
     COUNT_MAX, FLAG_TOROIDAL, GpuError, GpuHit, GpuRay, RAY_CLIPPED, RAY_COUNTS_SHIFT,
@@ -285,37 +285,19 @@ impl Window {
         Some(WorldPos::from_array(out))
     }
 
+    /// `p` relative to the window, where the window holds it.
+    fn inside(&self, p: WorldPos) -> Option<[i32; 3]> {
+        let v = self.relative(p)?;
+        (0..3)
+            .all(|a| (v[a] as u32) < self.dims[a] << CHUNK_SHIFT)
+            .then_some(v)
+    }
+
+    /// The GPU's state for a stepping state `d` (clipped into the window or not), or `None`
+    /// where its voxel lies beyond the window's coordinates.
     fn gpu_ray(&self, d: &Dda<'_>, clipped: bool) -> Option<GpuRay> {
-        let r = d.ray;
-        let mut flags = d.entry_axis << RAY_ENTRY_SHIFT;
-        for a in 0..3 {
-            flags |= u32::from(r.enabled[a]) << a;
-            flags |= u32::from(r.step[a] < 0) << (RAY_NEGATIVE_SHIFT + a as u32);
-        }
-        if clipped {
-            flags |= RAY_CLIPPED;
-        }
-        // Shifting on these axes commutes with clipping and the host's step: neither moves them.
-        flags |= r.plane_axes() << RAY_PLANE_SHIFT;
-        // Counts are at most one past MAX_DISTANCE_CAP, 17 bits each.
-        debug_assert!(d.n.iter().all(|&n| n <= COUNT_MAX), "{:?}", d.n);
-        let [x, y, z] = d.n.map(|n| u64::from(n.min(COUNT_MAX)));
-        let counts = x | y << 17 | z << 34;
-        flags |= ((counts & 0xF_FFFF) as u32) << RAY_COUNTS_SHIFT;
-        Some(GpuRay {
-            voxel: self.relative(d.voxel())?,
-            flags,
-            b: r.b,
-            max_distance: r.max_distance,
-            inv: std::array::from_fn(|a| {
-                if r.enabled[a] {
-                    r.inv[a]
-                } else {
-                    r.dir[a].abs()
-                }
-            }),
-            counts_hi: (counts >> 20) as u32,
-        })
+        let voxel = self.relative(d.voxel())?;
+        Some(gpu_ray_at(d.ray, voxel, d.entry_axis, d.n, clipped))
     }
 
     /// The host's share of the work: the state the GPU starts from, or the whole answer when
@@ -326,12 +308,12 @@ impl Window {
         opts: &RaycastOptions,
         conservative: bool,
     ) -> Upload {
-        let mut d = Dda::new(r);
-        if self.bounds.contains(r.start) {
-            return self
-                .gpu_ray(&d, false)
-                .map_or(Upload::Answered(RaycastOutcome::Miss), Upload::Gpu);
+        // A ray that starts inside goes up as it is: what `Dda::new` would make of it (no
+        // crossing done, entered through no face).
+        if let Some(voxel) = self.inside(r.start) {
+            return Upload::Gpu(gpu_ray_at(r, voxel, AXIS_NONE, [0; 3], false));
         }
+        let mut d = Dda::new(r);
         match opts.unloaded {
             // Outside the window nothing is loaded: air. Clip exactly as the CPU reference does.
             UnloadedPolicy::Air => {
@@ -416,6 +398,46 @@ impl Window {
                 "ray ran past the step limit (status {s})"
             ))),
         }
+    }
+}
+
+/// The GPU's state of ray `r` at window-relative `voxel`, entered through `entry_axis` after
+/// `n` crossings per axis (`clipped`: moved into the window on the host).
+fn gpu_ray_at(
+    r: &PreparedRay,
+    voxel: [i32; 3],
+    entry_axis: u32,
+    n: [u32; 3],
+    clipped: bool,
+) -> GpuRay {
+    let mut flags = entry_axis << RAY_ENTRY_SHIFT;
+    for a in 0..3 {
+        flags |= u32::from(r.enabled[a]) << a;
+        flags |= u32::from(r.step[a] < 0) << (RAY_NEGATIVE_SHIFT + a as u32);
+    }
+    if clipped {
+        flags |= RAY_CLIPPED;
+    }
+    // Shifting on these axes commutes with clipping and the host's step: neither moves them.
+    flags |= r.plane_axes() << RAY_PLANE_SHIFT;
+    // Counts are at most one past MAX_DISTANCE_CAP, 17 bits each.
+    debug_assert!(n.iter().all(|&n| n <= COUNT_MAX), "{n:?}");
+    let [x, y, z] = n.map(|n| u64::from(n.min(COUNT_MAX)));
+    let counts = x | y << 17 | z << 34;
+    flags |= ((counts & 0xF_FFFF) as u32) << RAY_COUNTS_SHIFT;
+    GpuRay {
+        voxel,
+        flags,
+        b: r.b,
+        max_distance: r.max_distance,
+        inv: std::array::from_fn(|a| {
+            if r.enabled[a] {
+                r.inv[a]
+            } else {
+                r.dir[a].abs()
+            }
+        }),
+        counts_hi: (counts >> 20) as u32,
     }
 }
 
