@@ -42,7 +42,7 @@ use device::Entry;
 use dispatch::{DispatchBuffers, Shared};
 use host::HostStaging;
 pub use pending::PendingBatch;
-pub use probe::{GpuConfig, SelfCheck, SelfCheckReport};
+pub use probe::{DispatchMemory, GpuConfig, SelfCheck, SelfCheckReport};
 pub use world::{GpuWorld, WindowMove};
 
 /// The WGSL source of the compute shader: `shaders/dda.wgsl` followed by `shaders/exact.wgsl`
@@ -231,7 +231,8 @@ pub enum GpuError {
     #[error(
         "this GPU's answers differ from the CPU reference, so voxcast's would not be exact on it: \
          {0}. Please report it with the adapter (GpuRaycaster::adapter_info); to use the GPU \
-         anyway, create the raycaster with GpuConfig {{ self_check: SelfCheck::AllowUnverified }}"
+         anyway, create the raycaster with GpuConfig {{ self_check: SelfCheck::AllowUnverified, \
+         ..GpuConfig::default() }}"
     )]
     SelfCheckFailed(String),
     /// The camera cannot give an image (a hand-edited one: [`Camera::new`] refuses the same).
@@ -369,7 +370,8 @@ pub struct BatchStats {
 pub struct KeptMemory {
     /// GPU buffers of finished dispatches, kept for later ones: per ray of a dispatch 48 bytes
     /// of ray and 20 of answer, each twice (on the device, and mapped for upload and
-    /// readback), rounded up to a power of two of bytes, at most [`MAX_DISPATCH_RAYS`] rays
+    /// readback; once where [`GpuRaycaster::shares_host_memory`]), rounded up to a power of
+    /// two of bytes, at most [`MAX_DISPATCH_RAYS`] rays
     /// (or what [`GpuRaycaster::set_max_dispatch_rays`] set) a dispatch; a set per dispatch
     /// that was in flight at once; plus a few KiB each of parameters and material filter.
     pub gpu_bytes: u64,
@@ -440,12 +442,21 @@ impl GpuRaycaster {
         &self.self_check
     }
 
+    /// Whether batches share their buffers with the host ([`DispatchMemory::Auto`] on a device
+    /// that is the CPU): the shader reads rays where the host writes them and the host reads
+    /// answers where the shader writes them. `false` where they are staged and copied.
+    #[must_use]
+    pub fn shares_host_memory(&self) -> bool {
+        self.shared.host_shared
+    }
+
     /// Sets the most rays (or pixels) one dispatch takes; larger batches are split into several
     /// dispatches, which run one after another while the host stages the next and reads the
     /// last. Smaller dispatches keep each GPU submission short (watchdogs, frame pacing) and
     /// the batch buffers small: 336 bytes of buffers per ray of this size (rays, hits, and two
-    /// sets of upload and readback buffers). Clamped to `1..=` what the device's limits allow;
-    /// the default is [`MAX_DISPATCH_RAYS`]. Results do not depend on it.
+    /// sets of upload and readback buffers; half that where they are shared with the host).
+    /// Clamped to `1..=` what the device's limits allow; the default is [`MAX_DISPATCH_RAYS`].
+    /// Results do not depend on it.
     pub fn set_max_dispatch_rays(&mut self, rays: u32) {
         self.max_dispatch_rays = rays.max(1);
     }

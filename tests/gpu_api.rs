@@ -8,7 +8,9 @@ mod gpu_common;
 
 use gpu_common::*;
 
-use voxcast::gpu::{GpuError, GpuWorld, MAX_DISPATCH_RAYS};
+use voxcast::gpu::{
+    DispatchMemory, GpuConfig, GpuError, GpuRaycaster, GpuWorld, MAX_DISPATCH_RAYS, wgpu,
+};
 use voxcast::{
     Camera, CameraError, ChunkPos, LineOfSight, LineOfSightOptions, RaycastOptions, RaycastOutcome,
     VoxelId, VoxelRay, VoxelWorld, WorldPos, glam::Vec3, line_of_sight_batch, raycast_batch,
@@ -172,6 +174,57 @@ fn many_small_dispatches_in_flight() {
         &RaycastOptions::default(),
     );
     assert_eq!(gpu.last_batch_stats().dispatches, 1);
+}
+
+/// On a CPU device batches share their buffers with the host (CI's lavapipe tests that path);
+/// staged buffers, the path of GPUs with their own memory, give the same answers: rays over
+/// several dispatches, sight segments, a camera made in the shader and agent pairs.
+#[test]
+fn staged_and_shared_dispatch_memory_give_the_same_answers() {
+    let Some(gpu) = gpu() else { return };
+    if gpu.adapter_info().device_type == wgpu::DeviceType::Cpu {
+        assert!(gpu.shares_host_memory(), "{}", gpu.adapter_summary());
+    }
+    let mut staged = GpuRaycaster::new_blocking_with(GpuConfig {
+        dispatch_memory: DispatchMemory::Staged,
+        ..GpuConfig::default()
+    })
+    .expect("a staged raycaster");
+    assert!(!staged.shares_host_memory());
+    staged.set_max_dispatch_rays(3000);
+    let (t, tw) = terrain();
+    let tg = GpuWorld::from_world(&staged, tw).expect("upload");
+    let opts = RaycastOptions::default();
+    check(
+        &staged,
+        "staged rays",
+        tw,
+        &tg,
+        &t.reach_rays(10_000, 81),
+        &opts,
+    );
+    assert_eq!(staged.last_batch_stats().dispatches, 4);
+    let segments = t.sight_segments(5_000, 64.0, 82);
+    sight_parity_with(&staged, &tg, tw, &segments, "staged sight", &opts);
+    let cam = t.camera(64, 36);
+    let g = staged.raycast_camera(&tg, &cam, &opts).expect("render");
+    let cam_rays = cam.rays().expect("camera rays");
+    assert_parity(
+        "staged camera",
+        &cam_rays,
+        &g,
+        &raycast_batch(&cam_rays, tw, &opts),
+    );
+    let agents = t.agents(200, 83);
+    let on_gpu = voxcast::gpu::GpuAgents::new(&staged, &tg, &agents).expect("agents");
+    let pairs = voxcast::pairs_within(&agents, 48.0);
+    let los = LineOfSightOptions::default();
+    let cpu = voxcast::agent_visibility(tw, &agents, &pairs, &los);
+    let v = staged
+        .visibility(&tg, &on_gpu, &pairs, &los, true)
+        .expect("visibility");
+    assert!(v.answers().is_some());
+    check_visibility("staged pairs", &v, &cpu, &pairs);
 }
 
 /// A `GpuWorld` belongs to the raycaster (device) that uploaded it: another one refuses it
@@ -378,9 +431,9 @@ fn batch_stats_describe_the_last_call() {
 }
 
 /// A finished batch leaves its buffers for the next (a set per dispatch: 48 bytes of ray and
-/// 20 of answer per ray, each on the device and mapped, rounded up to powers of two; 104 host
-/// bytes per ray and the coherence sort's counters), `release_buffers` frees them, and batches after it allocate again and still
-/// match the CPU.
+/// 20 of answer per ray, each on the device and mapped (once where they are shared), rounded
+/// up to powers of two; 104 host bytes per ray and the coherence sort's counters),
+/// `release_buffers` frees them, and batches after it allocate again and still match the CPU.
 #[test]
 fn release_buffers_frees_kept_memory() {
     let Some(gpu) = &own_gpu() else { return };
@@ -389,7 +442,9 @@ fn release_buffers_frees_kept_memory() {
     let opts = RaycastOptions::default();
     // A new raycaster keeps nothing.
     assert_eq!(gpu.kept_memory(), voxcast::gpu::KeptMemory::default());
-    let set = |rays: u64| 2 * ((rays * 48).next_power_of_two() + (rays * 20).next_power_of_two());
+    let copies = if gpu.shares_host_memory() { 1 } else { 2 };
+    let set =
+        |rays: u64| copies * ((rays * 48).next_power_of_two() + (rays * 20).next_power_of_two());
     let rays = t.reach_rays(20_000, 0x4B45_5054);
     check(gpu, "before release", world, &gw, &rays, &opts);
     let grown = gpu.kept_memory();

@@ -114,6 +114,7 @@ fn camera_differences(gpu: &GpuRaycaster) -> usize {
 fn the_variants_and_the_self_check_catch_inexact_arithmetic() {
     let allow = GpuConfig {
         self_check: SelfCheck::AllowUnverified,
+        ..GpuConfig::default()
     };
     for (what, shader, freedom) in [
         ("no pins, fused", unpinned(), Freedom::Fused),

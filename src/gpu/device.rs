@@ -6,10 +6,10 @@ use std::sync::{Arc, Mutex};
 
 use crate::gpu::dispatch::{Courier, Shared};
 use crate::gpu::{
-    BatchStats, FLAG_CONSERVATIVE, FLAG_EVERY_NON_AIR, FLAG_PER_VOXEL, FLAG_STEP_EMPTY_BRICKS,
-    FLAG_STOP_UNLOADED, GpuConfig, GpuError, GpuRaycaster, MAX_DISPATCH_RAYS, NEXT_TOKEN,
-    ORIGIN_EXIT_SOLID, ORIGIN_REPORT, ORIGIN_SKIP, SHADER_SOURCE, SelfCheck, SelfCheckReport,
-    WORKGROUP_SIZE, probe, replace_locked,
+    BatchStats, DispatchMemory, FLAG_CONSERVATIVE, FLAG_EVERY_NON_AIR, FLAG_PER_VOXEL,
+    FLAG_STEP_EMPTY_BRICKS, FLAG_STOP_UNLOADED, GpuConfig, GpuError, GpuRaycaster,
+    MAX_DISPATCH_RAYS, NEXT_TOKEN, ORIGIN_EXIT_SOLID, ORIGIN_REPORT, ORIGIN_SKIP, SHADER_SOURCE,
+    SelfCheck, SelfCheckReport, WORKGROUP_SIZE, probe, replace_locked,
 };
 use crate::ray::{OriginPolicy, RaycastOptions, UnloadedPolicy};
 
@@ -100,17 +100,19 @@ impl GpuRaycaster {
                 .map_err(|e| GpuError::NoAdapter(e.to_string()))?,
         };
         let limits = adapter.limits();
-        let timestamps = adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY);
+        // Timestamps where the adapter has them; buffers shared with the host on a CPU device.
+        let mut wanted = wgpu::Features::TIMESTAMP_QUERY;
+        if config.dispatch_memory == DispatchMemory::Auto
+            && adapter.get_info().device_type == wgpu::DeviceType::Cpu
+        {
+            wanted |= wgpu::Features::MAPPABLE_PRIMARY_BUFFERS;
+        }
 
         // Device with the adapter's own limits.
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("voxcast"),
-                required_features: if timestamps {
-                    wgpu::Features::TIMESTAMP_QUERY
-                } else {
-                    wgpu::Features::empty()
-                },
+                required_features: adapter.features() & wanted,
                 required_limits: limits.clone(),
                 ..Default::default()
             })
@@ -196,6 +198,11 @@ impl GpuRaycaster {
         let info = device.adapter_info();
         let limits = device.limits();
         let timestamps = device.features().contains(wgpu::Features::TIMESTAMP_QUERY);
+        let host_shared = config.dispatch_memory == DispatchMemory::Auto
+            && info.device_type == wgpu::DeviceType::Cpu
+            && device
+                .features()
+                .contains(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS);
         check_limits(&limits)?;
 
         // Shader and pipelines, validated inside an error scope.
@@ -268,6 +275,7 @@ impl GpuRaycaster {
             staging: Mutex::new(Vec::new()),
             lost,
             timestamps,
+            host_shared,
             period_ns,
             stats: Mutex::new(BatchStats::default()),
             courier,

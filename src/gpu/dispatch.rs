@@ -38,6 +38,9 @@ pub(super) struct DispatchBuffers {
     /// Host-writable staging, kept mapped between uses (see `upload_state`).
     upload: wgpu::Buffer,
     readback: wgpu::Buffer,
+    /// Whether the shader reads its input from `upload` (from [`INPUT_AT`] on) and the host
+    /// reads the output from `output` itself (`input` and `readback` are those buffers).
+    host_shared: bool,
     /// Two timestamps around the dispatch, resolved and read back, where the device has
     /// timestamp queries.
     timer: Option<(wgpu::QuerySet, wgpu::Buffer, wgpu::Buffer)>,
@@ -57,7 +60,16 @@ enum UploadState {
 }
 
 impl DispatchBuffers {
-    fn new(device: &wgpu::Device, input: u64, output: u64, timestamps: bool) -> Self {
+    /// A set for `input` and `output` bytes. With `host_shared` (a device whose memory is the
+    /// host's, with `MAPPABLE_PRIMARY_BUFFERS`) the shader reads the input where the host
+    /// stages it and the host maps the output itself: no copies either way.
+    fn new(
+        device: &wgpu::Device,
+        input: u64,
+        output: u64,
+        timestamps: bool,
+        host_shared: bool,
+    ) -> Self {
         let buf = |label, size: u64, usage, mapped_at_creation| {
             device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(label),
@@ -67,6 +79,27 @@ impl DispatchBuffers {
             })
         };
         use wgpu::BufferUsages as U;
+        let shared_usage = |u: U| if host_shared { u } else { U::empty() };
+        let upload = buf(
+            "upload",
+            INPUT_AT + input,
+            U::MAP_WRITE | U::COPY_SRC | shared_usage(U::STORAGE),
+            true,
+        );
+        let output = buf(
+            "output",
+            output,
+            U::STORAGE | U::COPY_SRC | U::COPY_DST | shared_usage(U::MAP_READ),
+            false,
+        );
+        let (input, readback) = if host_shared {
+            (upload.clone(), output.clone())
+        } else {
+            (
+                buf("input", input, U::STORAGE | U::COPY_DST, false),
+                buf("readback", output.size(), U::MAP_READ | U::COPY_DST, false),
+            )
+        };
         Self {
             params: buf(
                 "params",
@@ -75,15 +108,11 @@ impl DispatchBuffers {
                 false,
             ),
             filter: buf("filter", FILTER_BYTES, U::UNIFORM | U::COPY_DST, false),
-            input: buf("input", input, U::STORAGE | U::COPY_DST, false),
-            output: buf(
-                "output",
-                output,
-                U::STORAGE | U::COPY_SRC | U::COPY_DST,
-                false,
-            ),
-            upload: buf("upload", INPUT_AT + input, U::MAP_WRITE | U::COPY_SRC, true),
-            readback: buf("readback", output, U::MAP_READ | U::COPY_DST, false),
+            input,
+            output,
+            upload,
+            readback,
+            host_shared,
             timer: timestamps.then(|| {
                 (
                     device.create_query_set(&wgpu::QuerySetDescriptor {
@@ -102,17 +131,11 @@ impl DispatchBuffers {
 
     /// Bytes allocated on the device.
     pub(super) fn bytes(&self) -> u64 {
-        [
-            &self.params,
-            &self.filter,
-            &self.input,
-            &self.output,
-            &self.upload,
-            &self.readback,
-        ]
-        .iter()
-        .map(|b| b.size())
-        .sum::<u64>()
+        let mut buffers = vec![&self.params, &self.filter, &self.output, &self.upload];
+        if !self.host_shared {
+            buffers.extend([&self.input, &self.readback]);
+        }
+        buffers.iter().map(|b| b.size()).sum::<u64>()
             + self
                 .timer
                 .as_ref()
@@ -120,7 +143,7 @@ impl DispatchBuffers {
     }
 
     fn fits(&self, input: u64, output: u64) -> bool {
-        self.input.size() >= input && self.output.size() >= output
+        self.upload.size() >= INPUT_AT + input && self.output.size() >= output
     }
 
     /// Whether the upload buffer is mapped (checked without waiting).
@@ -149,6 +172,8 @@ pub(super) struct Shared {
     pub(super) staging: Mutex<Vec<HostStaging>>,
     pub(super) lost: Arc<Mutex<Option<String>>>,
     pub(super) timestamps: bool,
+    /// Whether dispatch buffers are shared with the host (see [`DispatchBuffers::new`]).
+    pub(super) host_shared: bool,
     pub(super) period_ns: f64,
     pub(super) stats: Mutex<BatchStats>,
     /// Where dispatches go to be submitted.
@@ -170,7 +195,7 @@ impl Shared {
             .filter(|(_, s)| s.fits(input, output))
             .filter_map(|(i, s)| {
                 s.upload_ready()
-                    .then_some((i, s.input.size() + s.output.size()))
+                    .then_some((i, s.upload.size() + s.output.size()))
             })
             .min_by_key(|&(_, size)| size)
             .map(|(i, _)| i);
@@ -182,6 +207,7 @@ impl Shared {
                 input.max(16).next_power_of_two(),
                 output.max(16).next_power_of_two(),
                 self.timestamps,
+                self.host_shared,
             ),
         }
     }
@@ -764,7 +790,7 @@ impl Flight {
             set.filter_words.clone_from(f);
             bytes_up += FILTER_BYTES;
         }
-        if input_bytes > 0 {
+        if input_bytes > 0 && !set.host_shared {
             encoder.copy_buffer_to_buffer(&set.upload, INPUT_AT, &set.input, 0, input_bytes);
         }
         if let Items::Pairs { .. } = self.items {
@@ -792,7 +818,9 @@ impl Flight {
             pass.set_bind_group(0, &bind_group, &[]);
             pass.dispatch_workgroups(gx, gy, 1);
         }
-        encoder.copy_buffer_to_buffer(&set.output, 0, &set.readback, 0, output_bytes);
+        if !set.host_shared {
+            encoder.copy_buffer_to_buffer(&set.output, 0, &set.readback, 0, output_bytes);
+        }
         if let Some((queries, resolve, readback)) = &set.timer {
             encoder.resolve_query_set(queries, 0..2, resolve, 0);
             encoder.copy_buffer_to_buffer(resolve, 0, readback, 0, 16);
@@ -852,6 +880,21 @@ impl Flight {
                 resource: buffer.as_entire_binding(),
             }
         }
+        // The input: in the upload buffer after the parameters and filter where it is shared.
+        let input = |binding: u32| {
+            if set.host_shared {
+                wgpu::BindGroupEntry {
+                    binding,
+                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                        buffer: &set.upload,
+                        offset: INPUT_AT,
+                        size: None,
+                    }),
+                }
+            } else {
+                entry(binding, &set.input)
+            }
+        };
         let mut entries = vec![
             entry(0, &set.params),
             entry(1, table),
@@ -862,11 +905,11 @@ impl Flight {
         ];
         match &self.items {
             Items::Rays(..) | Items::Camera(_) => {
-                entries.push(entry(6, &set.input));
+                entries.push(input(6));
                 entries.push(entry(7, &set.output));
             }
             Items::Pairs { agents, .. } => {
-                entries.push(entry(8, &set.input));
+                entries.push(input(8));
                 entries.push(entry(9, agents));
                 entries.push(entry(10, &set.output));
             }

@@ -26,6 +26,22 @@ pub enum SelfCheck {
 pub struct GpuConfig {
     /// What a failed self-check does.
     pub self_check: SelfCheck,
+    /// Where batches stage their rays and answers.
+    pub dispatch_memory: DispatchMemory,
+}
+
+/// Where a batch's rays and answers live on their way to and from the shader.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DispatchMemory {
+    /// Shared with the host on a device that is the CPU itself (lavapipe, WARP, SwiftShader)
+    /// and offers `wgpu::Features::MAPPABLE_PRIMARY_BUFFERS`: the shader reads the rays from
+    /// the buffer the host writes them into and the host reads the answers from the buffer the
+    /// shader writes, with no copies between them. Elsewhere as [`DispatchMemory::Staged`].
+    #[default]
+    Auto,
+    /// Written into mapped buffers and copied into the device's storage buffers, and back:
+    /// what a GPU with its own memory needs.
+    Staged,
 }
 
 /// What the self-check at creation found ([`GpuRaycaster::self_check`]).

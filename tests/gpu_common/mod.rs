@@ -11,7 +11,7 @@
 use std::sync::OnceLock;
 
 use crate::common;
-use voxcast::gpu::{GpuRaycaster, GpuWorld, wgpu};
+use voxcast::gpu::{GpuRaycaster, GpuWorld, Visibility, wgpu};
 use voxcast::scene::{Sparse, SplitMix64, Terrain, WATER};
 use voxcast::{
     Camera, ChunkPos, LineOfSight, LineOfSightOptions, MaterialFilter, RaycastOptions,
@@ -506,4 +506,40 @@ pub(crate) fn agent_pairs(gpu: &GpuRaycaster) {
             cpu[bad[0]]
         );
     }
+}
+
+/// The GPU's answers equal the CPU's pair by pair, and the bits are exactly the `Clear` ones.
+pub(crate) fn check_visibility(
+    what: &str,
+    gpu: &Visibility,
+    cpu: &[LineOfSight],
+    pairs: &[[u32; 2]],
+) {
+    assert_eq!(gpu.len(), cpu.len(), "{what}: pair count");
+    if let Some(answers) = gpu.answers() {
+        let bad: Vec<usize> = (0..cpu.len())
+            .filter(|&i| !answers[i].matches(&cpu[i]))
+            .collect();
+        assert!(
+            bad.is_empty(),
+            "{what}: {} of {} pairs differ; first: pair {:?}: gpu {:?}, cpu {:?}",
+            bad.len(),
+            cpu.len(),
+            pairs[bad[0]],
+            answers[bad[0]],
+            cpu[bad[0]]
+        );
+    }
+    for (i, c) in cpu.iter().enumerate() {
+        assert_eq!(
+            gpu.visible(i),
+            *c == LineOfSight::Clear,
+            "{what}: bit of pair {i} {:?}: cpu {c:?}",
+            pairs[i]
+        );
+    }
+    assert_eq!(
+        gpu.count_visible(),
+        cpu.iter().filter(|c| **c == LineOfSight::Clear).count()
+    );
 }
