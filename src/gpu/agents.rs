@@ -7,6 +7,7 @@ use glam::Vec3;
 use std::sync::Arc;
 
 use crate::coords::{ChunkPos, WorldPos};
+use crate::cpu_ref::LONG_RAY;
 use crate::gpu::device::{Entry, option_flags};
 use crate::gpu::window::Window;
 use crate::gpu::{GpuError, GpuHit, GpuRaycaster, GpuWorld, PendingBatch, device_error};
@@ -452,14 +453,19 @@ impl GpuRaycaster {
         let mut visibility = Visibility::with_len(pairs.len(), answers);
         let start = |k: u32| agents.starts.get(k as usize).copied().flatten();
         // Each pair's octant of direction where the shader takes it (both eyes in the
-        // window), else `HOST`; how many pairs each has.
+        // window), else `HOST`; how many pairs each has; whether every such pair is a long
+        // ray (eyes at least `LONG_RAY` voxels apart on some axis: then the shader skips
+        // empty bricks, as for a batch of rays that long).
         const HOST: u8 = 8;
         let mut per_octant = [0usize; 9];
+        let mut long = true;
         let octants: Vec<u8> = pairs
             .iter()
             .map(|&[a, b]| {
                 let octant = match (start(a), start(b)) {
                     (Some(sa), Some(sb)) => {
+                        let span = (0..3).map(|k| sb[k].abs_diff(sa[k])).max().unwrap_or(0);
+                        long &= span >= LONG_RAY as u32;
                         (0..3).fold(0, |o, axis| o | u8::from(sb[axis] < sa[axis]) << axis)
                     }
                     _ => HOST,
@@ -517,7 +523,7 @@ impl GpuRaycaster {
             let binding = self.binding(
                 world,
                 Entry::Pairs,
-                option_flags(&opts.raycast, opts.conservative),
+                option_flags(&opts.raycast, opts.conservative) | world.walk_flags(long),
                 params,
                 &opts.raycast,
             )?;
