@@ -376,8 +376,8 @@ pub struct KeptMemory {
     /// that was in flight at once; plus a few KiB each of parameters and material filter.
     pub gpu_bytes: u64,
     /// Host working buffers of finished ray batches: 104 bytes per ray of the largest batch
-    /// (at most two such sets, each at most 2^20 rays for blocking calls), plus the coherence
-    /// sort's counters, at most 128 KiB per thread (2 MiB in all).
+    /// (at most two such sets, each at most 2^20 rays for blocking calls), plus each set's
+    /// coherence sort counters and part ends (at most 128 KiB per thread and 256 KiB).
     pub host_bytes: u64,
 }
 

@@ -452,8 +452,9 @@ fn release_buffers_frees_kept_memory() {
     // the upload buffer (the same again) and timestamps.
     let fixed = grown.gpu_bytes - set(20_000);
     assert!(fixed < 20 << 10, "{grown:?}");
-    // The sort's counters: 4 bytes for each of at most 2^15 buckets, a set per thread.
-    let counters = 4 << 15;
+    // The sort's counters (4 bytes for each of at most 2^15 buckets, one thread at this size)
+    // and the part ends (8 bytes a part, one part here).
+    let counters = (4 << 15) + 8;
     let sorted = |rays: u64, host: u64| (104 * rays..=104 * rays + counters).contains(&host);
     assert!(sorted(20_000, grown.host_bytes), "{grown:?}");
     gpu.release_buffers();

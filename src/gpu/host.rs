@@ -17,7 +17,8 @@ impl GpuRaycaster {
     /// The host's share of a batch of rays, on all threads: validation, the i128 split and
     /// clipping. Rays answered here go straight to `out` (as `convert` of their outcome); the
     /// others are staged at their index and put in upload order: the batch's parts (runs of
-    /// `per_dispatch` rays in the caller's order) one after another, and within a part by
+    /// a dispatch's worth of rays in the caller's order, see [`Buckets::new`]) one after
+    /// another, and within a part by
     /// coherence bucket (neighbouring invocations then get rays from the same chunks going the
     /// same way, so they walk the same chunks and branch alike). Returns the staging and
     /// whether every uploaded ray is at least [`LONG_RAY`] long (for the choice of walk).
@@ -160,7 +161,9 @@ struct Buckets {
 
 impl Buckets {
     /// The grouping of a batch of `n` rays on a window of `dims` chunks, dispatched
-    /// `per_dispatch` rays at a time: at most [`MAX_BUCKETS`] buckets in all.
+    /// `per_dispatch` rays at a time: at most [`MAX_BUCKETS`] buckets in all. A part is
+    /// `per_dispatch` rays, or more where the batch has over `MAX_BUCKETS` of those; parts too
+    /// many for eight octants each (tiny dispatches) are not sorted within.
     fn new(n: usize, per_dispatch: usize, dims: [u32; 3]) -> Self {
         let part_rays = per_dispatch.max(n.div_ceil(MAX_BUCKETS)).max(1);
         let parts = n.div_ceil(part_rays).max(1);

@@ -32,6 +32,7 @@ pub struct GpuConfig {
 
 /// Where a batch's rays and answers live on their way to and from the shader.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DispatchMemory {
     /// Shared with the host on a device that is the CPU itself (lavapipe, WARP, SwiftShader)
     /// and offers `wgpu::Features::MAPPABLE_PRIMARY_BUFFERS`: the shader reads the rays from
