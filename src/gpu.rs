@@ -3,7 +3,8 @@
 //!
 //! The plumbing follows wgpu's `hello_compute`: instance, adapter, device, buffers (input
 //! `STORAGE`, output `STORAGE | COPY_SRC`, readback `MAP_READ | COPY_DST`), pipeline, bind
-//! group, dispatch, copy, map, read.
+//! group, dispatch, copy, map, read. On a device that is the CPU the copies are left out: the
+//! shader reads the mapped upload buffer and writes a buffer the host maps ([`DispatchMemory`]).
 //!
 //! The i128 world is split on the host: a [`GpuWorld`] covers a window of chunks from an
 //! anchor [`ChunkPos`], and everything on the GPU is an i32 voxel relative to the window's
