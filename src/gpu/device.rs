@@ -102,9 +102,7 @@ impl GpuRaycaster {
         let limits = adapter.limits();
         // Timestamps where the adapter has them; buffers shared with the host on a CPU device.
         let mut wanted = wgpu::Features::TIMESTAMP_QUERY;
-        if config.dispatch_memory == DispatchMemory::Auto
-            && adapter.get_info().device_type == wgpu::DeviceType::Cpu
-        {
+        if shares_host_memory(&config, adapter.get_info().device_type) {
             wanted |= wgpu::Features::MAPPABLE_PRIMARY_BUFFERS;
         }
 
@@ -198,8 +196,7 @@ impl GpuRaycaster {
         let info = device.adapter_info();
         let limits = device.limits();
         let timestamps = device.features().contains(wgpu::Features::TIMESTAMP_QUERY);
-        let host_shared = config.dispatch_memory == DispatchMemory::Auto
-            && info.device_type == wgpu::DeviceType::Cpu
+        let host_shared = shares_host_memory(&config, info.device_type)
             && device
                 .features()
                 .contains(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS);
@@ -449,4 +446,10 @@ fn make_pipeline(
         Some(e) => Err(GpuError::Device(format!("pipeline {entry} rejected: {e}"))),
         None => Ok(pipeline),
     }
+}
+
+/// Whether batches under `config` share their buffers with the host on a device of `kind`
+/// (where it has `MAPPABLE_PRIMARY_BUFFERS`): [`DispatchMemory::Auto`] on a CPU device.
+fn shares_host_memory(config: &GpuConfig, kind: wgpu::DeviceType) -> bool {
+    config.dispatch_memory == DispatchMemory::Auto && kind == wgpu::DeviceType::Cpu
 }

@@ -8,6 +8,7 @@ use rayon::iter::{
 use rayon::slice::{ParallelSlice, ParallelSliceMut};
 
 use crate::camera::Camera;
+use crate::coords::CHUNK_SHIFT;
 use crate::cpu_ref::LONG_RAY;
 use crate::gpu::window::Upload;
 use crate::gpu::{GpuRay, GpuRaycaster, GpuWorld, RAY_NEGATIVE_SHIFT};
@@ -18,9 +19,9 @@ impl GpuRaycaster {
     /// clipping. Rays answered here go straight to `out` (as `convert` of their outcome); the
     /// others are staged at their index and put in upload order: the batch's parts (runs of
     /// a dispatch's worth of rays in the caller's order, see [`Buckets::new`]) one after
-    /// another, and within a part by
-    /// coherence bucket (neighbouring invocations then get rays from the same chunks going the
-    /// same way, so they walk the same chunks and branch alike). Returns the staging and
+    /// another, and within a part by coherence bucket (neighbouring invocations then get rays
+    /// from the same chunks going the same way, so they walk the same chunks and branch
+    /// alike). Returns the staging and
     /// whether every uploaded ray is at least [`LONG_RAY`] long (for the choice of walk).
     pub(super) fn prepare_rays<T: Send>(
         &self,
@@ -168,8 +169,7 @@ impl Buckets {
         let part_rays = per_dispatch.max(n.div_ceil(MAX_BUCKETS)).max(1);
         let parts = n.div_ceil(part_rays).max(1);
         let budget = MAX_BUCKETS / parts / 8;
-        let cells_at =
-            |shift: u32| dims.map(|d| (d >> shift) + u32::from(d & ((1 << shift) - 1) != 0));
+        let cells_at = |shift: u32| dims.map(|d| d.div_ceil(1 << shift));
         let product = |c: [u32; 3]| c.iter().map(|&c| c as usize).product::<usize>();
         let mut shift = 0;
         while shift < 31 && product(cells_at(shift)) > budget.max(1) {
@@ -199,8 +199,9 @@ impl Buckets {
         }
         let octant = (r.flags >> RAY_NEGATIVE_SHIFT) & 7;
         // Window-relative voxels are never negative; a cell past the last is the last.
-        let cell =
-            |a: usize| (((r.voxel[a].max(0) as u32) >> 5) >> self.shift).min(self.cells[a] - 1);
+        let cell = |a: usize| {
+            ((r.voxel[a].max(0) as u32) >> (CHUNK_SHIFT + self.shift)).min(self.cells[a] - 1)
+        };
         let [cx, cy, _] = self.cells;
         part + octant * (self.per_part / 8) + cell(0) + cx * (cell(1) + cy * cell(2))
     }

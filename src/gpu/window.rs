@@ -3,7 +3,7 @@
 
 use glam::{IVec3, Vec2};
 
-use crate::coords::{CHUNK_SHIFT, ChunkPos, VoxelBox, WorldPos};
+use crate::coords::{ChunkPos, VoxelBox, WorldPos};
 use crate::cpu_ref::{AXIS_NONE, Dda, grow_by_a_chunk, unloaded_tie_extra};
 use crate::gpu::{
     COUNT_MAX, FLAG_TOROIDAL, GpuError, GpuHit, GpuRay, RAY_CLIPPED, RAY_COUNTS_SHIFT,
@@ -285,14 +285,6 @@ impl Window {
         Some(WorldPos::from_array(out))
     }
 
-    /// `p` relative to the window, where the window holds it.
-    fn inside(&self, p: WorldPos) -> Option<[i32; 3]> {
-        let v = self.relative(p)?;
-        (0..3)
-            .all(|a| (v[a] as u32) < self.dims[a] << CHUNK_SHIFT)
-            .then_some(v)
-    }
-
     /// The GPU's state for a stepping state `d` (clipped into the window or not), or `None`
     /// where its voxel lies beyond the window's coordinates.
     fn gpu_ray(&self, d: &Dda<'_>, clipped: bool) -> Option<GpuRay> {
@@ -310,7 +302,12 @@ impl Window {
     ) -> Upload {
         // A ray that starts inside goes up as it is: what `Dda::new` would make of it (no
         // crossing done, entered through no face).
-        if let Some(voxel) = self.inside(r.start) {
+        if let Some(voxel) = self
+            .bounds
+            .contains(r.start)
+            .then(|| self.relative(r.start))
+            .flatten()
+        {
             return Upload::Gpu(gpu_ray_at(r, voxel, AXIS_NONE, [0; 3], false));
         }
         let mut d = Dda::new(r);
