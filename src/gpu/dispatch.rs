@@ -249,11 +249,27 @@ impl Shared {
 
 /// The thread that submits dispatches, polls the device while they run (which completes their
 /// readback), maps upload buffers again and writes data ordered before later dispatches. It
-/// sleeps in the driver while the GPU is busy and on its channel while it is idle, and ends
-/// when its raycaster and the last batch are gone.
+/// sleeps in the driver while the GPU is busy and on its channel while it is idle. Dropping
+/// the courier (with the last handle of its raycaster, worlds and batches) closes its channel
+/// and joins the thread once the device has finished what it was given: nothing of voxcast
+/// uses the device after that, so a program can return from `main` at once (the driver may be
+/// unloaded by the exit handlers).
 #[derive(Debug)]
 pub(super) struct Courier {
-    jobs: Sender<Job>,
+    jobs: Option<Sender<Job>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Courier {
+    fn drop(&mut self) {
+        drop(self.jobs.take());
+        if let Some(thread) = self.thread.take()
+            && thread.thread().id() != std::thread::current().id()
+        {
+            // The thread catches nothing: a panic there has been reported already.
+            let _ = thread.join();
+        }
+    }
 }
 
 enum Job {
@@ -422,11 +438,14 @@ impl Courier {
     pub(super) fn start(device: &wgpu::Device, queue: &wgpu::Queue) -> Result<Self, GpuError> {
         let (jobs, todo) = channel::<Job>();
         let (device, queue) = (device.clone(), queue.clone());
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("voxcast courier".into())
             .spawn(move || courier(&device, &queue, &todo))
             .map_err(|e| GpuError::Device(format!("cannot start voxcast's courier thread: {e}")))?;
-        Ok(Self { jobs })
+        Ok(Self {
+            jobs: Some(jobs),
+            thread: Some(thread),
+        })
     }
 
     /// Queues a write of `data` into `buffer` at `offset`: done before any dispatch submitted
@@ -467,25 +486,27 @@ impl Courier {
 
     fn send(&self, job: Job) -> Result<(), GpuError> {
         self.jobs
-            .send(job)
-            .map_err(|_| GpuError::Device("voxcast's courier thread ended".into()))
+            .as_ref()
+            .and_then(|jobs| jobs.send(job).ok())
+            .ok_or_else(|| GpuError::Device("voxcast's courier thread ended".into()))
     }
 }
 
-/// The courier's loop.
+/// The courier's loop. When its channel closes it waits for the device to finish what was
+/// submitted, then ends.
 fn courier(device: &wgpu::Device, queue: &wgpu::Queue, todo: &Receiver<Job>) {
     let mut running: VecDeque<wgpu::SubmissionIndex> = VecDeque::new();
     loop {
         let job = if running.is_empty() {
             match todo.recv() {
                 Ok(job) => Some(job),
-                Err(_) => return,
+                Err(_) => break,
             }
         } else {
             match todo.try_recv() {
                 Ok(job) => Some(job),
                 Err(TryRecvError::Empty) => None,
-                Err(TryRecvError::Disconnected) => return,
+                Err(TryRecvError::Disconnected) => break,
             }
         };
         match job {
@@ -562,6 +583,8 @@ fn courier(device: &wgpu::Device, queue: &wgpu::Queue, todo: &Receiver<Job>) {
             }
         }
     }
+    // Everything submitted has finished (or the device is lost) before the thread ends.
+    let _ = device.poll(wgpu::PollType::wait_indefinitely());
 }
 
 /// What a batch's dispatches cast: the items each invocation takes.
