@@ -341,7 +341,7 @@ fn render_gpu(
 ) -> Option<Vec<RaycastOutcome>> {
     let (gpu, gpu_world) = common::gpu_setup(world, freedom)?;
     let started = Instant::now();
-    match gpu.raycast_camera(&gpu_world, camera, opts) {
+    match gpu.raycast_camera(camera, &gpu_world, opts) {
         Ok(image) => {
             let took = started.elapsed();
             println!(

@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use voxcast::glam::Vec3;
-use voxcast::gpu::{GpuAgents, GpuRaycaster, GpuWorld, PendingBatch};
+use voxcast::gpu::{GpuRaycaster, GpuWorld, PendingBatch};
 use voxcast::scene::{SplitMix64, Terrain};
 use voxcast::{
     Agent, LineOfSight, LineOfSightOptions, RaycastOptions, RaycastOutcome, VoxelRay, VoxelWorld,
@@ -146,7 +146,7 @@ fn reference(
     opts: &LineOfSightOptions,
 ) -> (Vec<[u32; 2]>, Vec<RaycastOutcome>) {
     let near = pairs_within(&asked.agents, SIGHT_RANGE);
-    let sight = agent_visibility(world, &asked.agents, &near, opts);
+    let sight = agent_visibility(&asked.agents, &near, world, opts);
     let visible = near
         .into_iter()
         .zip(sight)
@@ -207,7 +207,7 @@ fn run_on_gpu(
     args: &Args,
     opts: &LineOfSightOptions,
 ) -> bool {
-    let mut agents = match GpuAgents::new(gpu, gw, &crowd.agents) {
+    let mut agents = match gpu.upload_agents(&crowd.agents, gw) {
         Ok(a) => a,
         Err(e) => {
             eprintln!("npc_line_of_sight: cannot upload the NPCs: {e}");
@@ -228,10 +228,10 @@ fn run_on_gpu(
                 fans: crowd.fans(),
             };
             let batches = agents
-                .update(gpu, gw, &asked.agents)
-                .and_then(|()| gpu.submit_visible_pairs_within(gw, &agents, SIGHT_RANGE, opts))
+                .update(&asked.agents, gw)
+                .and_then(|()| gpu.submit_visible_pairs_within(&agents, SIGHT_RANGE, gw, opts))
                 .and_then(|pairs| {
-                    let fans = gpu.submit_raycast(gw, &asked.fans, &RaycastOptions::default())?;
+                    let fans = gpu.submit_raycast(&asked.fans, gw, &RaycastOptions::default())?;
                     Ok((pairs, fans))
                 });
             let took = t.elapsed();

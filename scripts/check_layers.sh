@@ -1,70 +1,150 @@
 #!/usr/bin/env bash
-# Checks that the modules of src/ depend on each other in one direction: no import cycle among
-# the crate's top-level modules (src/<m>.rs with its folder src/<m>/). A module depends on
-# another where its code (not comments, not its tests) names `crate::<other>`; its own
-# submodules' `super::` paths stay inside it. Prints the layers, or each cycle and exits 1.
+# Checks that the modules of src/ depend on each other in one direction, at every depth: the
+# crate's top-level modules (src/<m>.rs with its folder src/<m>/), and in every folder the
+# modules inside it (src/gpu/<m>.rs with src/gpu/<m>/, and so on). A module depends on a
+# sibling where its code (not comments, not its tests) names `crate::<path>::<sibling>`, or
+# `super::<sibling>` from the module's own file. Prints the layers of each folder, or each
+# cycle and exits 1.
 #
 #   scripts/check_layers.sh        (scripts/test.sh runs it)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../src"
 
-modules=()
-for f in *.rs; do
-    [[ "$f" == lib.rs ]] || modules+=("${f%.rs}")
-done
+failed=0
 
-declare -A deps
-for m in "${modules[@]}"; do
-    files=("$m.rs")
-    if [[ -d "$m" ]]; then
-        while IFS= read -r f; do files+=("$f"); done < <(find "$m" -name '*.rs' ! -name tests.rs | sort)
-    fi
-    # Code before the file's `#[cfg(test)]` module, without comments, then its crate:: paths.
-    code="$(for f in "${files[@]}"; do
-        awk '/^#\[cfg\(test\)\]/ { exit } { sub(/\/\/.*/, ""); print FILENAME ":" FNR ": " $0 }' "$f"
-    done)"
-    # A path through the crate root's re-exports would hide which module is used.
-    if grep -E 'crate::([A-Z{]|\*)' <<<"$code" >&2; then
-        echo "check_layers: name the module in these paths (crate::<module>::...)" >&2
-        exit 1
-    fi
-    found="$(grep -o 'crate::[a-z_0-9]*' <<<"$code" | sed 's/^crate:://' | sort -u || true)"
-    list=""
-    for d in $found; do
-        [[ "$d" != "$m" && -e "$d.rs" ]] && list+="$d "
+# Code before the file's `#[cfg(test)]` module, without comments, each line prefixed with
+# its place.
+code_of() {
+    awk '/^#\[cfg\(test\)\]/ { nextfile } { sub(/\/\/.*/, ""); print FILENAME ":" FNR ": " $0 }' "$@"
+}
+
+# check_folder DIR PATH: the modules of folder DIR (`.` for src/ itself), whose items are
+# named `crate::PATH::<module>` (PATH empty at the top).
+check_folder() {
+    local dir="$1" path="$2"
+    local prefix="crate::${path:+$path::}"
+    local modules=() f m
+    for f in "$dir"/*.rs; do
+        [[ -e "$f" ]] || continue
+        m="$(basename "$f" .rs)"
+        [[ "$m" == lib || "$m" == tests || "$m" == mod ]] && continue
+        modules+=("$m")
     done
-    deps[$m]="$list"
-done
+    [[ ${#modules[@]} -gt 0 ]] || return 0
+    local where="src/${path//:://}"
+    [[ -n "$path" ]] || where="src"
 
-# Everything each module reaches, by repeated widening (a handful of modules).
-declare -A reach
-for m in "${modules[@]}"; do reach[$m]=" ${deps[$m]}"; done
-changed=1
-while [[ $changed -eq 1 ]]; do
-    changed=0
+    # The names the folder's own file re-exports from its modules (`use <module>::...;`).
+    local reexports="" parent="${dir}.rs"
+    if [[ -n "$path" && -e "$parent" ]]; then
+        reexports="$(awk -v mods=" ${modules[*]} " '
+            /^[[:space:]]*(pub(\([a-z]+\))? )?use [a-z_0-9]+::/ {
+                m = $0; sub(/^[[:space:]]*(pub(\([a-z]+\))? )?use /, "", m); sub(/::.*/, "", m)
+                if (index(mods, " " m " ")) inside = 1
+            }
+            inside { sub(/^[^:]*::/, ""); text = text " " $0 }
+            inside && /;/ { inside = 0 }
+            END { print text }' "$parent" \
+            | grep -oE '\b[A-Za-z_][A-Za-z_0-9]*\b' | grep -vE '^(self|as|crate|super|pub|use)$' \
+            | sort -u | paste -sd'|' || true)"
+    fi
+    [[ -n "$reexports" ]] || reexports='[^[:print:]]'
+
+    declare -A deps=()
+    local files code found d list
     for m in "${modules[@]}"; do
-        for d in ${reach[$m]}; do
-            for e in ${deps[$d]}; do
-                if [[ "${reach[$m]}" != *" $e "* ]]; then
-                    reach[$m]+="$e "
-                    changed=1
-                fi
+        files=("$dir/$m.rs")
+        if [[ -d "$dir/$m" ]]; then
+            while IFS= read -r f; do files+=("$f"); done \
+                < <(find "$dir/$m" -name '*.rs' ! -name tests.rs | sort)
+        fi
+        code="$(code_of "${files[@]}")"
+        # A path through the folder's re-exports would hide which module is used: at the top
+        # every path names a module; inside a folder, a glob and the names its file re-exports
+        # from its modules are refused, also inside `{...}` (whose `<module>::` paths count).
+        if [[ -z "$path" ]]; then
+            hidden="${prefix}([A-Z{]|\*)"
+        else
+            hidden="(${prefix}|super::)(\*|(${reexports})\b)"
+        fi
+        braced=""
+        if [[ -n "$path" ]]; then
+            braced="$(sed 's/^[^:]*:[0-9]*: //' <<<"$code" | perl -0777 -ne '
+                my ($prefix, $re) = @ARGV ? () : ("'"$prefix"'", "'"$reexports"'");
+                while (/(?:\Q$prefix\E|\bsuper::)\{((?:[^{}]|\{(?1)\})*)\}/g) {
+                    my $inner = $1; my $depth = 0; my $cur = ""; my @parts;
+                    for my $c (split //, $inner) {
+                        $depth++ if $c eq "{"; $depth-- if $c eq "}";
+                        if ($c eq "," && $depth == 0) { push @parts, $cur; $cur = "" } else { $cur .= $c }
+                    }
+                    push @parts, $cur;
+                    for (@parts) {
+                        s/^\s+|\s+$//g; next if $_ eq "";
+                        if (/^([a-z_0-9]+)::/) { print "MOD $1\n" }
+                        elsif ($_ eq "*" || /^($re)\b/) { print "HIDDEN $_\n" }
+                    }
+                }')"
+        fi
+        if grep -E "$hidden" <<<"$code" >&2 || grep -q '^HIDDEN' <<<"$braced"; then
+            grep '^HIDDEN' <<<"$braced" | sed "s|^HIDDEN|$where/$m: through the folder's re-exports:|" >&2 || true
+            echo "check_layers: name the module in these paths (${prefix}<module>::...)" >&2
+            exit 1
+        fi
+        found="$(grep -oE "${prefix}[a-z_0-9]+" <<<"$code" | sed "s/^${prefix}//" || true)"
+        found+=" $(grep '^MOD' <<<"$braced" | sed 's/^MOD //' || true)"
+        # `super::<sibling>` from the module's own file (deeper files' `super` is the module).
+        found+=" $(code_of "$dir/$m.rs" | grep -oE '(^|[^:a-z_])super::[a-z_0-9]+' \
+            | sed 's/.*super:://' || true)"
+        list=""
+        for d in $(tr ' ' '\n' <<<"$found" | sort -u); do
+            [[ "$d" != "$m" && -e "$dir/$d.rs" && " $list " != *" $d "* ]] && list+="$d "
+        done
+        deps[$m]="$list"
+    done
+
+    # Everything each module reaches, by repeated widening (a handful of modules).
+    declare -A reach=()
+    for m in "${modules[@]}"; do reach[$m]=" ${deps[$m]}"; done
+    local changed=1 e
+    while [[ $changed -eq 1 ]]; do
+        changed=0
+        for m in "${modules[@]}"; do
+            for d in ${reach[$m]}; do
+                for e in ${deps[$d]}; do
+                    if [[ "${reach[$m]}" != *" $e "* ]]; then
+                        reach[$m]+="$e "
+                        changed=1
+                    fi
+                done
             done
         done
     done
-done
 
-cycles=0
-for m in "${modules[@]}"; do
-    if [[ "${reach[$m]}" == *" $m "* ]]; then
-        echo "check_layers: $m depends on itself through: ${deps[$m]}" >&2
-        cycles=1
+    local cycles=0
+    for m in "${modules[@]}"; do
+        if [[ "${reach[$m]}" == *" $m "* ]]; then
+            echo "check_layers: $where/$m depends on itself through: ${deps[$m]}" >&2
+            cycles=1
+        fi
+    done
+    if [[ $cycles -eq 1 ]]; then
+        echo "check_layers: import cycles among the modules of $where/; direct dependencies:" >&2
+        for m in "${modules[@]}"; do echo "  $m -> ${deps[$m]}" >&2; done
+        failed=1
+        return 0
     fi
-done
-if [[ $cycles -eq 1 ]]; then
-    echo "check_layers: import cycles among src/ modules (see above); direct dependencies:" >&2
-    for m in "${modules[@]}"; do echo "  $m -> ${deps[$m]}" >&2; done
+    echo "$where/:"
+    for m in "${modules[@]}"; do echo "  $m -> ${deps[$m]:-(nothing)}"; done
+}
+
+# Every folder of src/, the top first; a folder's modules are named by its path.
+check_folder . ""
+while IFS= read -r dir; do
+    check_folder "$dir" "$(sed 's|^\./||; s|/|::|g' <<<"$dir")"
+done < <(find . -mindepth 1 -type d | sort)
+
+if [[ $failed -eq 1 ]]; then
+    echo "check_layers: import cycles (see above)" >&2
     exit 1
 fi
-for m in "${modules[@]}"; do echo "  $m -> ${deps[$m]:-(nothing)}"; done
-echo "check_layers: no import cycle among the ${#modules[@]} modules of src/"
+echo "check_layers: no import cycle among the modules of src/ and of every folder in it"

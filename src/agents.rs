@@ -1,6 +1,6 @@
 //! Agents that see: their eyes, line of sight between pairs of them on the CPU (the reference
-//! of the GPU's agent visibility, [`crate::gpu::GpuRaycaster::submit_visibility`]), and the
-//! pairs within a radius.
+//! of the GPU's agent visibility, `GpuRaycaster::agent_visibility`), and the pairs within a
+//! radius.
 
 use glam::{DVec3, Vec3};
 use rayon::prelude::*;
@@ -77,9 +77,9 @@ pub fn agent_segment(agents: &[Agent], pair: [u32; 2]) -> Result<VoxelRay, RayEr
 /// The CPU reference of the GPU's agent visibility: the GPU gives these answers bit for bit.
 #[must_use]
 pub fn agent_visibility(
-    world: &VoxelWorld,
     agents: &[Agent],
     pairs: &[[u32; 2]],
+    world: &VoxelWorld,
     opts: &LineOfSightOptions,
 ) -> Vec<LineOfSight> {
     pairs
@@ -89,6 +89,26 @@ pub fn agent_visibility(
             Ok(seg) => line_of_sight(&seg, world, opts),
             Err(e) => LineOfSight::Invalid(e),
         })
+        .collect()
+}
+
+/// Every pair of agents whose eyes are at most `radius` voxels apart ([`pairs_within`]) that
+/// see each other ([`agent_visibility`] is `Clear`), as index pairs `[a, b]` with `a < b`,
+/// sorted. The CPU reference of the GPU's call of the same name.
+#[must_use]
+pub fn visible_pairs_within(
+    agents: &[Agent],
+    radius: f64,
+    world: &VoxelWorld,
+    opts: &LineOfSightOptions,
+) -> Vec<[u32; 2]> {
+    let pairs = pairs_within(agents, radius);
+    let seen = agent_visibility(agents, &pairs, world, opts);
+    pairs
+        .into_iter()
+        .zip(seen)
+        .filter(|(_, s)| *s == LineOfSight::Clear)
+        .map(|(p, _)| p)
         .collect()
 }
 

@@ -43,7 +43,7 @@ mod traversal;
 
 pub use camera::{raycast_camera, raycast_camera_into, raycast_camera_rows_into};
 use dda::Walk;
-pub(crate) use dda::{Dda, Ended, face_uv};
+pub(crate) use dda::{Dda, Ended};
 pub use queries::{
     line_of_sight, line_of_sight_batch, line_of_sight_batch_into, raycast_batch,
     raycast_batch_into, voxel_raycast, voxel_raycast_with,

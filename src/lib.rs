@@ -97,7 +97,7 @@ pub mod world;
 pub use glam;
 
 pub use aabb::ray_aabb;
-pub use agents::{Agent, agent_visibility, pairs_within};
+pub use agents::{Agent, agent_segment, agent_visibility, pairs_within, visible_pairs_within};
 pub use blocks::{break_block, place_block};
 pub use camera::{Camera, CameraError, CameraSpec};
 pub use coords::{CHUNK_EDGE, CHUNK_VOLUME, ChunkPos, LocalPos, VoxelBox, WorldPos};

@@ -15,8 +15,8 @@ pub use chunk::Chunk;
 pub(crate) use chunk::{ChunkView, DenseChunk};
 pub use summary::BRICK_EDGE;
 pub(crate) use summary::{
-    BRICKS_PER_CHUNK, OCCUPANCY_WORDS, REGION_SHIFT, RegionSummary, brick_index, chunk_in_region,
-    empty_block, empty_box, region_of,
+    OCCUPANCY_WORDS, REGION_SHIFT, RegionSummary, chunk_in_region, empty_block, empty_box,
+    region_of,
 };
 pub(crate) use tops::ColumnTops;
 

@@ -10,7 +10,7 @@
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use voxcast::gpu::{GpuRaycaster, GpuWorld};
+use voxcast::gpu::GpuRaycaster;
 use voxcast::{RaycastOptions, VoxelId, VoxelRay, VoxelWorld, WorldPos, glam::Vec3};
 
 /// Child processes run.
@@ -27,11 +27,11 @@ fn child() {
         let gpu = GpuRaycaster::new_blocking().expect("the parent checked for an adapter");
         let mut world = VoxelWorld::new();
         world.set_voxel(WorldPos::new(5, 0, 0), VoxelId(1));
-        let gpu_world = GpuWorld::from_world(&gpu, &world).expect("a small world uploads");
-        let ray = VoxelRay::new(WorldPos::ZERO, Vec3::splat(0.5), Vec3::X, 32.0)
-            .expect("a valid ray");
+        let gpu_world = gpu.upload_world(&world).expect("a small world uploads");
+        let ray =
+            VoxelRay::new(WorldPos::ZERO, Vec3::splat(0.5), Vec3::X, 32.0).expect("a valid ray");
         let answers = gpu
-            .raycast(&gpu_world, &vec![ray; 1000], &RaycastOptions::default())
+            .raycast(&vec![ray; 1000], &gpu_world, &RaycastOptions::default())
             .expect("the batch is answered");
         assert!(answers.iter().all(|a| a.hit().is_some()), "every ray hits");
     }

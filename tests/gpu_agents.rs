@@ -9,7 +9,7 @@ mod gpu_common;
 
 use gpu_common::*;
 use voxcast::glam::Vec3;
-use voxcast::gpu::{GpuAgents, GpuRaycaster, GpuWorld};
+use voxcast::gpu::GpuRaycaster;
 use voxcast::scene::SplitMix64;
 use voxcast::{
     Agent, Chunk, ChunkPos, LineOfSight, LineOfSightOptions, RayError, UnloadedPolicy, VoxelId,
@@ -38,9 +38,9 @@ fn pairs(n: u32, count: usize, seed: u64, past_end: bool) -> Vec<[u32; 2]> {
 fn agent_visibility_equals_the_cpu_under_every_option() {
     let Some(gpu) = gpu() else { return };
     let (t, tw) = terrain();
-    let gw = GpuWorld::from_world(gpu, tw).expect("upload");
+    let gw = gpu.upload_world(tw).expect("upload");
     let agents = t.agents(300, 5);
-    let on_gpu = GpuAgents::new(gpu, &gw, &agents).expect("agents");
+    let on_gpu = gpu.upload_agents(&agents, &gw).expect("agents");
     assert_eq!(on_gpu.errors().count(), 0);
     let mut pairs = pairs(300, 1_500, 6, false);
     pairs.extend(pairs_within(&agents, 40.0));
@@ -50,14 +50,14 @@ fn agent_visibility_equals_the_cpu_under_every_option() {
                 conservative,
                 raycast: raycast.clone(),
             };
-            let cpu = agent_visibility(tw, &agents, &pairs, &opts);
+            let cpu = agent_visibility(&agents, &pairs, tw, &opts);
             let what = format!("{opts:?}");
             let full = gpu
-                .visibility(&gw, &on_gpu, &pairs, &opts, true)
+                .agent_visibility(&on_gpu, &pairs, &gw, &opts, true)
                 .expect("visibility");
             check_visibility(&what, &full, &cpu, &pairs);
             let bits = gpu
-                .visibility(&gw, &on_gpu, &pairs, &opts, false)
+                .agent_visibility(&on_gpu, &pairs, &gw, &opts, false)
                 .expect("visibility");
             assert!(bits.answers().is_none());
             check_visibility(&format!("{what} (bits)"), &bits, &cpu, &pairs);
@@ -80,7 +80,7 @@ fn bad_agents_get_their_error_and_the_rest_are_answered() {
             .expect("in the world");
     }
     world.set_voxel(WorldPos::new(40, 40, 10), VoxelId(2));
-    let gw = GpuWorld::from_world(gpu, &world).expect("upload");
+    let gw = gpu.upload_world(&world).expect("upload");
     let at = |x: i128, y: i128| Agent::new(WorldPos::new(x, y, 10), Vec3::new(0.5, 0.0, 0.5), 1.5);
     let mut agents = vec![
         at(10, 40),
@@ -97,7 +97,7 @@ fn bad_agents_get_their_error_and_the_rest_are_answered() {
         at(25, 50),
     ];
     agents.push(at(30, 30));
-    let on_gpu = GpuAgents::new(gpu, &gw, &agents).expect("agents");
+    let on_gpu = gpu.upload_agents(&agents, &gw).expect("agents");
     let errors: Vec<_> = on_gpu.errors().collect();
     assert_eq!(
         errors,
@@ -109,9 +109,9 @@ fn bad_agents_get_their_error_and_the_rest_are_answered() {
     );
     let pairs = pairs(agents.len() as u32, 200, 7, true);
     let opts = LineOfSightOptions::default();
-    let cpu = agent_visibility(&world, &agents, &pairs, &opts);
+    let cpu = agent_visibility(&agents, &pairs, &world, &opts);
     let gpu_answers = gpu
-        .visibility(&gw, &on_gpu, &pairs, &opts, true)
+        .agent_visibility(&on_gpu, &pairs, &gw, &opts, true)
         .expect("visibility");
     check_visibility("bad agents", &gpu_answers, &cpu, &pairs);
     let answer = |p: [u32; 2]| {
@@ -139,7 +139,7 @@ fn bad_agents_get_their_error_and_the_rest_are_answered() {
 fn agents_outside_the_window_are_answered_from_host_segments() {
     let Some(gpu) = gpu() else { return };
     let (t, tw) = terrain();
-    let gw = GpuWorld::from_world(gpu, tw).expect("upload");
+    let gw = gpu.upload_world(tw).expect("upload");
     let mut agents = t.agents(60, 8);
     for i in 0..20 {
         agents.push(Agent::new(
@@ -148,7 +148,7 @@ fn agents_outside_the_window_are_answered_from_host_segments() {
             1.6,
         ));
     }
-    let on_gpu = GpuAgents::new(gpu, &gw, &agents).expect("agents");
+    let on_gpu = gpu.upload_agents(&agents, &gw).expect("agents");
     let pairs = pairs(80, 2_000, 9, false);
     for unloaded in [UnloadedPolicy::Air, UnloadedPolicy::Stop] {
         let opts = LineOfSightOptions {
@@ -158,9 +158,9 @@ fn agents_outside_the_window_are_answered_from_host_segments() {
                 ..Default::default()
             },
         };
-        let cpu = agent_visibility(tw, &agents, &pairs, &opts);
+        let cpu = agent_visibility(&agents, &pairs, tw, &opts);
         let got = gpu
-            .visibility(&gw, &on_gpu, &pairs, &opts, true)
+            .agent_visibility(&on_gpu, &pairs, &gw, &opts, true)
             .expect("visibility");
         check_visibility(&format!("outside, {unloaded:?}"), &got, &cpu, &pairs);
     }
@@ -171,13 +171,13 @@ fn agents_outside_the_window_are_answered_from_host_segments() {
 fn visible_pairs_within_a_radius_equal_the_cpus() {
     let Some(gpu) = gpu() else { return };
     let (t, tw) = terrain();
-    let gw = GpuWorld::from_world(gpu, tw).expect("upload");
+    let gw = gpu.upload_world(tw).expect("upload");
     let agents = t.agents(500, 10);
-    let on_gpu = GpuAgents::new(gpu, &gw, &agents).expect("agents");
+    let on_gpu = gpu.upload_agents(&agents, &gw).expect("agents");
     let opts = LineOfSightOptions::default();
     for radius in [0.0, 16.0, 64.0] {
         let near = pairs_within(&agents, radius);
-        let cpu = agent_visibility(tw, &agents, &near, &opts);
+        let cpu = agent_visibility(&agents, &near, tw, &opts);
         let want: Vec<[u32; 2]> = near
             .iter()
             .zip(&cpu)
@@ -185,7 +185,7 @@ fn visible_pairs_within_a_radius_equal_the_cpus() {
             .map(|(p, _)| *p)
             .collect();
         let got = gpu
-            .visible_pairs_within(&gw, &on_gpu, radius, &opts)
+            .visible_pairs_within(&on_gpu, radius, &gw, &opts)
             .expect("visible pairs");
         assert_eq!(got, want, "radius {radius}");
         if radius == 64.0 {
@@ -195,11 +195,11 @@ fn visible_pairs_within_a_radius_equal_the_cpus() {
     // Agents moved: the same GpuAgents, updated.
     let moved = t.agents(200, 11);
     let mut on_gpu = on_gpu;
-    on_gpu.update(gpu, &gw, &moved).expect("update");
+    on_gpu.update(&moved, &gw).expect("update");
     let near = pairs_within(&moved, 64.0);
-    let cpu = agent_visibility(tw, &moved, &near, &opts);
+    let cpu = agent_visibility(&moved, &near, tw, &opts);
     let got = gpu
-        .visibility(&gw, &on_gpu, &near, &opts, false)
+        .agent_visibility(&on_gpu, &near, &gw, &opts, false)
         .expect("visibility");
     check_visibility("moved agents", &got, &cpu, &near);
 }
@@ -210,19 +210,19 @@ fn visible_pairs_within_a_radius_equal_the_cpus() {
 fn pairs_in_the_window_are_cast_in_the_shader() {
     let Some(gpu) = own_gpu() else { return };
     let (t, tw) = terrain();
-    let gw = GpuWorld::from_world(&gpu, tw).expect("upload");
+    let gw = gpu.upload_world(tw).expect("upload");
     let agents = t.agents(100, 12);
-    let on_gpu = GpuAgents::new(&gpu, &gw, &agents).expect("agents");
+    let on_gpu = gpu.upload_agents(&agents, &gw).expect("agents");
     let pairs = pairs(100, 500, 13, false);
     let opts = LineOfSightOptions::default();
     let batch = gpu
-        .submit_visibility(&gw, &on_gpu, &pairs, &opts, false)
+        .submit_agent_visibility(&on_gpu, &pairs, &gw, &opts, false)
         .expect("submit");
     let got = batch.wait().expect("visibility");
     check_visibility(
         "in the shader",
         &got,
-        &agent_visibility(tw, &agents, &pairs, &opts),
+        &agent_visibility(&agents, &pairs, tw, &opts),
         &pairs,
     );
     assert_eq!(gpu.last_batch_stats().gpu_rays, pairs.len() as u64);

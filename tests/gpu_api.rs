@@ -8,9 +8,7 @@ mod gpu_common;
 
 use gpu_common::*;
 
-use voxcast::gpu::{
-    DispatchMemory, GpuConfig, GpuError, GpuRaycaster, GpuWorld, MAX_DISPATCH_RAYS, wgpu,
-};
+use voxcast::gpu::{DispatchMemory, GpuConfig, GpuError, GpuRaycaster, MAX_DISPATCH_RAYS, wgpu};
 use voxcast::{
     Camera, CameraError, ChunkPos, LineOfSight, LineOfSightOptions, RaycastOptions, RaycastOutcome,
     VoxelId, VoxelRay, VoxelWorld, WorldPos, glam::Vec3, line_of_sight_batch, raycast_batch,
@@ -20,18 +18,18 @@ use voxcast::{
 fn into_forms_refill_kept_buffers() {
     let Some(gpu) = gpu() else { return };
     let (t, tw) = terrain();
-    let gw = GpuWorld::from_world(gpu, tw).expect("upload");
+    let gw = gpu.upload_world(tw).expect("upload");
     let opts = RaycastOptions::default();
     let rays = t.reach_rays(20_000, 40);
     let cpu = raycast_batch(&rays, tw, &opts);
     // A kept buffer longer than the batch, then shorter: the batch's outcomes and nothing else.
     let mut kept = vec![RaycastOutcome::Invalid(voxcast::RayError::ZeroDirection); 30_000];
-    gpu.raycast_into(&gw, &rays, &opts, &mut kept)
+    gpu.raycast_into(&rays, &gw, &opts, &mut kept)
         .expect("raycast_into");
     assert_parity("raycast_into, longer buffer", &rays, &kept, &cpu);
     let cam = t.camera(64, 48);
     let cam_rays = cam.rays().expect("camera rays");
-    gpu.raycast_camera_into(&gw, &cam, &opts, &mut kept)
+    gpu.raycast_camera_into(&cam, &gw, &opts, &mut kept)
         .expect("raycast_camera_into");
     let cam_cpu = raycast_batch(&cam_rays, tw, &opts);
     assert_parity(
@@ -43,7 +41,7 @@ fn into_forms_refill_kept_buffers() {
     let los_opts = LineOfSightOptions::default();
     let segs = t.sight_segments(5_000, 64.0, 41);
     let mut kept_los = vec![LineOfSight::Clear; 3];
-    gpu.line_of_sight_into(&gw, &segs, &los_opts, &mut kept_los)
+    gpu.line_of_sight_into(&segs, &gw, &los_opts, &mut kept_los)
         .expect("line_of_sight_into");
     assert_sight_parity(
         "line_of_sight_into, kept buffer",
@@ -57,7 +55,7 @@ fn into_forms_refill_kept_buffers() {
 fn bad_rays_in_a_batch_get_their_own_error() {
     let Some(gpu) = gpu() else { return };
     let (_, sw) = sparse();
-    let gw = GpuWorld::from_world(gpu, sw).expect("upload");
+    let gw = gpu.upload_world(sw).expect("upload");
     let good = VoxelRay::new(
         WorldPos::new(10, 10, 10),
         Vec3::splat(0.5),
@@ -75,7 +73,7 @@ fn bad_rays_in_a_batch_get_their_own_error() {
     };
     let rays = [good, bad, good, worse];
     let g = gpu
-        .raycast(&gw, &rays, &RaycastOptions::default())
+        .raycast(&rays, &gw, &RaycastOptions::default())
         .expect("batch");
     assert!(
         matches!(
@@ -105,7 +103,7 @@ fn bad_rays_in_a_batch_get_their_own_error() {
 fn batch_larger_than_one_dispatch() {
     let Some(gpu) = gpu() else { return };
     let (s, sw) = sparse();
-    let gw = GpuWorld::from_world(gpu, sw).expect("upload");
+    let gw = gpu.upload_world(sw).expect("upload");
     // More than two dispatches of the default size: both sets of dispatch buffers are used,
     // and one twice.
     let rays = s.rays(2 * MAX_DISPATCH_RAYS as usize + 12_345, 50);
@@ -128,8 +126,8 @@ fn many_small_dispatches_in_flight() {
     gpu.set_max_dispatch_rays(1000);
     let (s, sw) = sparse();
     let (t, tw) = terrain();
-    let sg = GpuWorld::from_world(&gpu, sw).expect("upload sparse");
-    let tg = GpuWorld::from_world(&gpu, tw).expect("upload terrain");
+    let sg = gpu.upload_world(sw).expect("upload sparse");
+    let tg = gpu.upload_world(tw).expect("upload terrain");
     let rays = s.rays(10_500, 70);
     check(
         &gpu,
@@ -157,7 +155,7 @@ fn many_small_dispatches_in_flight() {
     );
     let cam = t.camera(160, 90);
     let g = gpu
-        .raycast_camera(&tg, &cam, &RaycastOptions::default())
+        .raycast_camera(&cam, &tg, &RaycastOptions::default())
         .expect("render");
     let cam_rays = cam.rays().expect("camera rays");
     let c = raycast_batch(&cam_rays, tw, &RaycastOptions::default());
@@ -193,7 +191,7 @@ fn staged_and_shared_dispatch_memory_give_the_same_answers() {
     assert!(!staged.shares_host_memory());
     staged.set_max_dispatch_rays(3000);
     let (t, tw) = terrain();
-    let tg = GpuWorld::from_world(&staged, tw).expect("upload");
+    let tg = staged.upload_world(tw).expect("upload");
     let opts = RaycastOptions::default();
     check(
         &staged,
@@ -207,7 +205,7 @@ fn staged_and_shared_dispatch_memory_give_the_same_answers() {
     let segments = t.sight_segments(5_000, 64.0, 82);
     sight_parity_with(&staged, &tg, tw, &segments, "staged sight", &opts);
     let cam = t.camera(64, 36);
-    let g = staged.raycast_camera(&tg, &cam, &opts).expect("render");
+    let g = staged.raycast_camera(&cam, &tg, &opts).expect("render");
     let cam_rays = cam.rays().expect("camera rays");
     assert_parity(
         "staged camera",
@@ -216,12 +214,12 @@ fn staged_and_shared_dispatch_memory_give_the_same_answers() {
         &raycast_batch(&cam_rays, tw, &opts),
     );
     let agents = t.agents(200, 83);
-    let on_gpu = voxcast::gpu::GpuAgents::new(&staged, &tg, &agents).expect("agents");
+    let on_gpu = staged.upload_agents(&agents, &tg).expect("agents");
     let pairs = voxcast::pairs_within(&agents, 48.0);
     let los = LineOfSightOptions::default();
-    let cpu = voxcast::agent_visibility(tw, &agents, &pairs, &los);
+    let cpu = voxcast::agent_visibility(&agents, &pairs, tw, &los);
     let v = staged
-        .visibility(&tg, &on_gpu, &pairs, &los, true)
+        .agent_visibility(&on_gpu, &pairs, &tg, &los, true)
         .expect("visibility");
     assert!(v.answers().is_some());
     check_visibility("staged pairs", &v, &cpu, &pairs);
@@ -234,21 +232,25 @@ fn a_world_from_another_raycaster_is_an_error() {
     let Some(gpu) = gpu() else { return };
     let Some(other) = own_gpu() else { return };
     let world = common::world_with(&[(WorldPos::new(5, 5, 5), VoxelId(1))]);
-    let mut gw = GpuWorld::from_world(gpu, &world).expect("upload");
+    let mut gw = gpu.upload_world(&world).expect("upload");
     let ray = common::ray(WorldPos::new(0, 5, 5), Vec3::splat(0.5), Vec3::X, 40.0);
     let opts = RaycastOptions::default();
     assert_eq!(
-        other.raycast(&gw, &[ray], &opts),
+        other.raycast(&[ray], &gw, &opts),
         Err(GpuError::WorldFromAnotherDevice)
     );
-    // A rebuild through another raycaster would move the world to it: refused, and the world
-    // stays with its own (found in an adopter's review).
+    // A rebuild stays with the raycaster that uploaded the world.
     let mut grown = world.clone();
     grown.set_voxel(WorldPos::new(500, 5, 5), VoxelId(2));
     assert_eq!(
-        gw.update_or_rebuild(&other, &grown, &[WorldPos::new(500, 5, 5).chunk()]),
+        gw.update_or_rebuild(&grown, &[WorldPos::new(500, 5, 5).chunk()]),
+        Ok(true)
+    );
+    assert_eq!(
+        other.raycast(&[ray], &gw, &opts),
         Err(GpuError::WorldFromAnotherDevice)
     );
+    check(gpu, "own device, rebuilt", &grown, &gw, &[ray], &opts);
     let cam = Camera::new(
         WorldPos::new(0, 5, 5),
         Vec3::splat(0.5),
@@ -260,11 +262,11 @@ fn a_world_from_another_raycaster_is_an_error() {
     )
     .expect("camera");
     assert_eq!(
-        other.raycast_camera(&gw, &cam, &opts).err(),
+        other.raycast_camera(&cam, &gw, &opts).err(),
         Some(GpuError::WorldFromAnotherDevice)
     );
     check(gpu, "own device", &world, &gw, &[ray], &opts);
-    let own = GpuWorld::from_world(&other, &world).expect("upload");
+    let own = other.upload_world(&world).expect("upload");
     check(
         &other,
         "other device, own world",
@@ -283,7 +285,7 @@ fn a_world_from_another_raycaster_is_an_error() {
 fn hand_edited_cameras_give_each_pixel_its_rays_outcome() {
     let Some(gpu) = &own_gpu() else { return };
     let (_, sw) = sparse();
-    let gw = GpuWorld::from_world(gpu, sw).expect("upload");
+    let gw = gpu.upload_world(sw).expect("upload");
     let opts = RaycastOptions::default();
     let good = sparse_camera();
     type Edit = (&'static str, fn(&mut Camera));
@@ -330,7 +332,7 @@ fn hand_edited_cameras_give_each_pixel_its_rays_outcome() {
             })
             .collect();
         let got = gpu
-            .raycast_camera(&gw, &cam, &opts)
+            .raycast_camera(&cam, &gw, &opts)
             .unwrap_or_else(|e| panic!("{what}: {e}"));
         let rays = vec![common::ray(WorldPos::ZERO, Vec3::ZERO, Vec3::X, 0.0); got.len()];
         assert_parity(
@@ -355,11 +357,11 @@ fn hand_edited_cameras_give_each_pixel_its_rays_outcome() {
             ..good
         };
         assert_eq!(
-            gpu.raycast_camera(&gw, &empty, &opts),
+            gpu.raycast_camera(&empty, &gw, &opts),
             Err(GpuError::Camera(CameraError::EmptyImage))
         );
     }
-    assert!(gpu.raycast_camera(&gw, &good, &opts).is_ok());
+    assert!(gpu.raycast_camera(&good, &gw, &opts).is_ok());
 }
 
 /// A camera whose outcomes cannot be allocated is an error, not an aborted process. Only run
@@ -383,7 +385,7 @@ fn a_camera_too_large_for_host_memory_is_an_error() {
         return;
     }
     let world = common::world_with(&[(WorldPos::new(5, 5, 5), VoxelId(1))]);
-    let gw = GpuWorld::from_world(gpu, &world).expect("upload");
+    let gw = gpu.upload_world(&world).expect("upload");
     let cam = Camera::new(
         WorldPos::new(1, 1, 1),
         Vec3::splat(0.5),
@@ -395,7 +397,7 @@ fn a_camera_too_large_for_host_memory_is_an_error() {
     )
     .expect("camera");
     assert_eq!(
-        gpu.raycast_camera(&gw, &cam, &RaycastOptions::default())
+        gpu.raycast_camera(&cam, &gw, &RaycastOptions::default())
             .err(),
         Some(GpuError::OutputTooLarge(u64::from(w) * u64::from(h)))
     );
@@ -406,9 +408,9 @@ fn a_camera_too_large_for_host_memory_is_an_error() {
 fn batch_stats_describe_the_last_call() {
     let Some(gpu) = &own_gpu() else { return };
     let world = common::world_with(&[(WorldPos::new(5, 5, 5), VoxelId(1))]);
-    let gw = GpuWorld::from_world(gpu, &world).expect("upload");
+    let gw = gpu.upload_world(&world).expect("upload");
     let near = vec![common::ray(WorldPos::new(0, 5, 5), Vec3::splat(0.5), Vec3::X, 40.0); 100];
-    gpu.raycast(&gw, &near, &RaycastOptions::default())
+    gpu.raycast(&near, &gw, &RaycastOptions::default())
         .expect("cast");
     let stats = gpu.last_batch_stats();
     assert_eq!((stats.gpu_rays, stats.dispatches), (100, 1));
@@ -421,11 +423,11 @@ fn batch_stats_describe_the_last_call() {
         );
         10
     ];
-    gpu.raycast(&gw, &far, &RaycastOptions::default())
+    gpu.raycast(&far, &gw, &RaycastOptions::default())
         .expect("cast");
     let stats = gpu.last_batch_stats();
     assert_eq!((stats.gpu_rays, stats.dispatches), (0, 0));
-    gpu.raycast(&gw, &[], &RaycastOptions::default())
+    gpu.raycast(&[], &gw, &RaycastOptions::default())
         .expect("cast");
     assert_eq!(gpu.last_batch_stats().gpu_rays, 0);
 }
@@ -438,7 +440,7 @@ fn batch_stats_describe_the_last_call() {
 fn release_buffers_frees_kept_memory() {
     let Some(gpu) = &own_gpu() else { return };
     let (t, world) = terrain();
-    let gw = GpuWorld::from_world(gpu, world).expect("upload");
+    let gw = gpu.upload_world(world).expect("upload");
     let opts = RaycastOptions::default();
     // A new raycaster keeps nothing.
     assert_eq!(gpu.kept_memory(), voxcast::gpu::KeptMemory::default());
@@ -476,7 +478,7 @@ fn a_window_across_the_whole_world_names_its_size() {
             .insert_chunk(ChunkPos::new(x, 0, 0), voxcast::Chunk::filled(VoxelId(1)))
             .expect("in the world");
     }
-    match GpuWorld::from_world(gpu, &world) {
+    match gpu.upload_world(&world) {
         Err(e @ GpuError::LimitExceeded { needed, limit, .. }) => {
             assert_eq!(needed, u64::MAX);
             assert!(needed > limit);
@@ -497,7 +499,7 @@ fn a_window_across_the_whole_world_names_its_size() {
 fn batches_larger_than_a_host_band() {
     let Some(gpu) = &own_gpu() else { return };
     let (t, tw) = terrain();
-    let gw = GpuWorld::from_world(gpu, tw).expect("upload");
+    let gw = gpu.upload_world(tw).expect("upload");
     let n = (1 << 20) + 40_000;
     let rays = t.reach_rays(n, 80);
     check(
@@ -523,7 +525,7 @@ fn batches_larger_than_a_host_band() {
     )
     .expect("camera");
     let g = gpu
-        .raycast_camera(&gw, &cam, &RaycastOptions::default())
+        .raycast_camera(&cam, &gw, &RaycastOptions::default())
         .expect("render");
     let cam_rays = cam.rays().expect("camera rays");
     let c = raycast_batch(&cam_rays, tw, &RaycastOptions::default());
@@ -540,30 +542,13 @@ fn gpu_world_debug_is_a_summary() {
         (WorldPos::new(0, 0, 0), VoxelId(1)),
         (WorldPos::new(3000, 0, 0), VoxelId(1)),
     ]);
-    let gw = GpuWorld::from_world(gpu, &world).expect("upload");
+    let gw = gpu.upload_world(&world).expect("upload");
     let text = format!("{gw:?}");
     assert!(
         text.contains("stored_chunks: 2") && text.len() < 300,
         "{} bytes: {text}",
         text.len()
     );
-}
-
-/// The former names of `raycast_camera` and `raycast_camera_into` give the same image.
-#[test]
-#[expect(deprecated, reason = "the aliases are what is tested")]
-fn the_former_camera_call_names_give_the_same_image() {
-    let Some(gpu) = gpu() else { return };
-    let (_, sw) = sparse();
-    let gw = GpuWorld::from_world(gpu, sw).expect("upload");
-    let cam = sparse_camera();
-    let opts = RaycastOptions::default();
-    let image = gpu.raycast_camera(&gw, &cam, &opts).expect("image");
-    assert_eq!(gpu.render_camera(&gw, &cam, &opts).as_ref(), Ok(&image));
-    let mut out = Vec::new();
-    gpu.render_camera_into(&gw, &cam, &opts, &mut out)
-        .expect("image");
-    assert_eq!(out, image);
 }
 
 /// A 24x16 camera inside the sparse world, looking down and across it.

@@ -26,7 +26,7 @@ fn a_raycaster_on_the_applications_device() {
         ("terrain", terrain_world, t.reach_rays(20_000, 3)),
         ("sparse", sparse_world, s.rays(20_000, 4)),
     ] {
-        let gw = GpuWorld::from_world(&shared, world).expect("upload");
+        let gw = shared.upload_world(world).expect("upload");
         let what = format!("{what} on the application's device");
         check(
             &shared,
@@ -93,7 +93,7 @@ fn raycasters_and_worlds_go_to_other_threads() {
 fn batches_from_several_threads_at_once() {
     let Some(gpu) = gpu() else { return };
     let (t, world) = terrain();
-    let gw = GpuWorld::from_world(gpu, world).expect("upload");
+    let gw = gpu.upload_world(world).expect("upload");
     std::thread::scope(|scope| {
         for seed in 0..3u64 {
             let gw = &gw;
@@ -104,7 +104,7 @@ fn batches_from_several_threads_at_once() {
                     check(gpu, &what, world, gw, &rays, &RaycastOptions::default());
                     let segs = t.sight_segments(10_000, 64.0, seed * 10 + round);
                     let opts = voxcast::LineOfSightOptions::default();
-                    let g = gpu.line_of_sight(gw, &segs, &opts).expect("gpu los");
+                    let g = gpu.line_of_sight(&segs, gw, &opts).expect("gpu los");
                     let c = line_of_sight_batch(&segs, world, &opts);
                     assert_eq!(g.len(), c.len(), "{what}");
                     assert!(
@@ -127,11 +127,11 @@ fn a_destroyed_application_device_gives_errors_not_panics() {
     let (device, queue) = application_device(wgpu::Limits::default());
     let shared = GpuRaycaster::from_device(&device, &queue).expect("a raycaster on that device");
     let (s, world) = sparse();
-    let mut gw = GpuWorld::from_world(&shared, world).expect("upload");
+    let mut gw = shared.upload_world(world).expect("upload");
     let rays = s.rays(1_000, 5);
     device.destroy();
     assert!(matches!(
-        GpuWorld::from_world(&shared, world),
+        shared.upload_world(world),
         Err(GpuError::Device(_))
     ));
     let chunk = world.chunks().next().expect("a chunk").0;
@@ -143,7 +143,7 @@ fn a_destroyed_application_device_gives_errors_not_panics() {
         "{updated:?}"
     );
     assert!(matches!(
-        shared.raycast(&gw, &rays, &RaycastOptions::default()),
+        shared.raycast(&rays, &gw, &RaycastOptions::default()),
         Err(GpuError::Device(_))
     ));
     shared.release_buffers();

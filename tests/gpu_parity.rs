@@ -35,7 +35,7 @@ fn parity_every_option() {
 fn every_option_is_answered_by_the_shader() {
     let Some(gpu) = own_gpu() else { return };
     let (t, tw) = terrain();
-    let gw = GpuWorld::from_world(&gpu, tw).expect("upload terrain");
+    let gw = gpu.upload_world(tw).expect("upload terrain");
     let mut rays = t.reach_rays(1_000, 14);
     rays.extend(adversarial_rays(WorldPos::new(100, 40, 90), 1_000, 15));
     let expected = rays.len() as u64;
@@ -48,7 +48,7 @@ fn every_option_is_answered_by_the_shader() {
                 raycast: opts.clone(),
             };
             let what = format!("line of sight conservative={conservative} {opts:?}");
-            let g = gpu.line_of_sight(&gw, &rays, &sight).expect("gpu los");
+            let g = gpu.line_of_sight(&rays, &gw, &sight).expect("gpu los");
             assert_eq!(gpu.last_batch_stats().gpu_rays, expected, "{what}");
             let c = voxcast::line_of_sight_batch(&rays, tw, &sight);
             assert_sight_parity(&what, &rays, &g, &c);
@@ -86,7 +86,7 @@ fn parity_near_i128_edges_and_negative_coordinates() {
                 voxcast::Chunk::filled(VoxelId(2)),
             )
             .expect("in the world");
-        let gw = GpuWorld::from_world(gpu, &world).expect("upload");
+        let gw = gpu.upload_world(&world).expect("upload");
         let rays = adversarial_rays(base, 30_000, 31);
         for unloaded in [UnloadedPolicy::Air, UnloadedPolicy::Stop] {
             check(
@@ -109,7 +109,7 @@ fn parity_camera_rays_made_in_the_shader() {
     let Some(gpu) = gpu() else { return };
     camera_images(gpu);
     let (_, tw) = terrain();
-    let gw = GpuWorld::from_world(gpu, tw).expect("upload");
+    let gw = gpu.upload_world(tw).expect("upload");
     // More pixels than one batch holds: a clear error before anything is allocated, and the
     // raycaster goes on working (the camera below).
     let (w, h) = (65_536_u32, 65_537_u32);
@@ -125,7 +125,7 @@ fn parity_camera_rays_made_in_the_shader() {
     .expect("camera");
     let pixels = w as usize * h as usize;
     assert_eq!(
-        gpu.raycast_camera(&gw, &huge, &RaycastOptions::default())
+        gpu.raycast_camera(&huge, &gw, &RaycastOptions::default())
             .err(),
         Some(GpuError::BatchTooLarge(pixels))
     );
@@ -141,7 +141,7 @@ fn parity_camera_rays_made_in_the_shader() {
     )
     .expect("camera");
     let g = gpu
-        .raycast_camera(&gw, &far, &RaycastOptions::default())
+        .raycast_camera(&far, &gw, &RaycastOptions::default())
         .expect("render");
     assert_parity(
         "camera outside window",
@@ -159,8 +159,8 @@ fn gpu_skipping_equals_per_voxel_stepping() {
     let Some(gpu) = gpu() else { return };
     let (t, tw) = terrain();
     let (s, sw) = sparse();
-    let tg = GpuWorld::from_world(gpu, tw).expect("upload terrain");
-    let sg = GpuWorld::from_world(gpu, sw).expect("upload sparse");
+    let tg = gpu.upload_world(tw).expect("upload terrain");
+    let sg = gpu.upload_world(sw).expect("upload sparse");
     let skip = RaycastOptions::default();
     let walk = RaycastOptions {
         per_voxel: true,
@@ -181,8 +181,8 @@ fn gpu_skipping_equals_per_voxel_stepping() {
     ];
     let mut total = 0;
     for (name, world, gw, rays) in &sets {
-        let fast = gpu.raycast(gw, rays, &skip).expect("skipping");
-        let slow = gpu.raycast(gw, rays, &walk).expect("per voxel");
+        let fast = gpu.raycast(rays, gw, &skip).expect("skipping");
+        let slow = gpu.raycast(rays, gw, &walk).expect("per voxel");
         assert_parity(
             &format!("{name}: GPU skipping vs GPU per-voxel"),
             rays,
@@ -217,7 +217,7 @@ fn parity_where_the_window_reaches_the_i128_edge() {
             let p = [base.x, base.y, base.z].map(|b| b.saturating_add(rng.below(40) as i128));
             world.set_voxel(WorldPos::from_array(p), VoxelId(1 + rng.below(3) as u16));
         }
-        let gw = GpuWorld::from_world(gpu, &world).expect("upload");
+        let gw = gpu.upload_world(&world).expect("upload");
         let center = WorldPos::from_array([base.x, base.y, base.z].map(|b| b.saturating_add(20)));
         let mut rays = adversarial_rays(center, 1500, 51 + i as u64);
         // The review's case: along +x (or -x) off the world's edge beside a solid voxel.
@@ -242,8 +242,8 @@ fn both_walks_through_empty_bricks_agree_with_the_cpu() {
     let Some(gpu) = gpu() else { return };
     let (t, tw) = terrain();
     let (s, sw) = sparse();
-    let mut tg = GpuWorld::from_world(gpu, tw).expect("upload terrain");
-    let mut sg = GpuWorld::from_world(gpu, sw).expect("upload sparse");
+    let mut tg = gpu.upload_world(tw).expect("upload terrain");
+    let mut sg = gpu.upload_world(sw).expect("upload sparse");
     // Terrain keeps much of its air in empty bricks; 1% random solid voxels almost none.
     assert!(tg.skips_empty_bricks(), "terrain: skip empty bricks");
     assert!(!sg.skips_empty_bricks(), "sparse: step through them");
@@ -293,7 +293,7 @@ fn both_walks_through_empty_bricks_agree_with_the_cpu() {
         .expect("camera");
         let opts = RaycastOptions::default();
         let g = gpu
-            .raycast_camera(&tg, &camera, &opts)
+            .raycast_camera(&camera, &tg, &opts)
             .expect("camera on the GPU");
         let rays: Vec<VoxelRay> = (0..90)
             .flat_map(|y| (0..160).map(move |x| (x, y)))
@@ -349,7 +349,7 @@ fn both_walks_through_empty_bricks_agree_with_the_cpu() {
     let mut grown = world.clone();
     let far = WorldPos::new(-40, 3, 3);
     grown.set_voxel(far, VoxelId(1));
-    assert_eq!(tg.update_or_rebuild(gpu, &grown, &[far.chunk()]), Ok(true));
+    assert_eq!(tg.update_or_rebuild(&grown, &[far.chunk()]), Ok(true));
     assert!(tg.skips_empty_bricks(), "the setting survives a rebuild");
     check(
         gpu,

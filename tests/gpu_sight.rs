@@ -7,7 +7,7 @@ mod gpu_common;
 
 use gpu_common::*;
 
-use voxcast::gpu::{GpuRaycaster, GpuWorld};
+use voxcast::gpu::GpuRaycaster;
 use voxcast::{
     LineOfSight, LineOfSightOptions, RaycastOptions, UnloadedPolicy, VoxelId, VoxelRay, VoxelWorld,
     WorldPos, glam::Vec3, line_of_sight_batch,
@@ -37,7 +37,7 @@ fn parity_of_sight_through_lattice_edges() {
     for (p, id) in common::random_solids(77, WorldPos::new(-52, -16, -8), 96, 0.04, 3) {
         world.set_voxel(p, id);
     }
-    let gw = GpuWorld::from_world(gpu, &world).expect("upload");
+    let gw = gpu.upload_world(&world).expect("upload");
     for from in [WorldPos::new(29, -3, 6), WorldPos::new(-40, 17, 31)] {
         let segs: Vec<VoxelRay> = common::lattice_segments(from, 9)
             .into_iter()
@@ -94,7 +94,7 @@ fn parity_of_sight_along_face_planes() {
     for (p, id) in common::random_solids(78, WorldPos::new(-52, -16, -8), 96, 0.04, 3) {
         world.set_voxel(p, id);
     }
-    let gw = GpuWorld::from_world(gpu, &world).expect("upload");
+    let gw = gpu.upload_world(&world).expect("upload");
     let mut segs = Vec::new();
     for from in [WorldPos::new(32, -32, 0), WorldPos::new(-40, 17, 31)] {
         segs.extend(
@@ -179,14 +179,14 @@ fn blocked_by_one_voxel(
         .checked_offset(voxcast::glam::IVec3::from_array(v))
         .expect("near 0");
     let world = common::world_with(&[(p, VoxelId(1))]);
-    let gw = GpuWorld::from_world(gpu, &world).expect("upload");
+    let gw = gpu.upload_world(&world).expect("upload");
     sight_parity(gpu, &gw, &world, segs, what);
     let conservative = LineOfSightOptions {
         conservative: true,
         ..LineOfSightOptions::default()
     };
     let got = gpu
-        .line_of_sight(&gw, segs, &conservative)
+        .line_of_sight(segs, &gw, &conservative)
         .expect("gpu los");
     for (seg, g) in segs.iter().zip(&got) {
         assert!(
@@ -205,7 +205,7 @@ fn parity_of_conservative_sight_ending_on_a_corner() {
     let Some(gpu) = gpu() else { return };
     let solid = WorldPos::new(-9, -2, -4);
     let world = common::world_with(&[(solid, VoxelId(1))]);
-    let gw = GpuWorld::from_world(gpu, &world).expect("upload");
+    let gw = gpu.upload_world(&world).expect("upload");
     let mut segs = Vec::new();
     for corner in 0..8 {
         let to = solid
@@ -231,7 +231,7 @@ fn parity_of_conservative_sight_ending_on_a_corner() {
     let walked = line_of_sight_batch(&segs, &world, &opts(true));
     for per_voxel in [false, true] {
         let g = gpu
-            .line_of_sight(&gw, &segs, &opts(per_voxel))
+            .line_of_sight(&segs, &gw, &opts(per_voxel))
             .expect("gpu los");
         assert_sight_parity(
             &format!("per_voxel {per_voxel} against the CPU walking voxel by voxel"),
@@ -260,7 +260,7 @@ fn conservative_sight_from_outside_the_window_tests_the_first_tie() {
     let Some(gpu) = gpu() else { return };
     let mut world = VoxelWorld::new();
     world.set_voxel(WorldPos::new(5000, 5000, 5000), VoxelId(1));
-    let gw = GpuWorld::from_world(gpu, &world).expect("upload");
+    let gw = gpu.upload_world(&world).expect("upload");
     let r = common::ray_at(
         [i128::MIN, 0, 0],
         [0.25, 0.5, 0.75],
@@ -284,7 +284,7 @@ fn conservative_sight_from_outside_the_window_tests_the_first_tie() {
             },
             conservative,
         };
-        let g = gpu.line_of_sight(&gw, &segs, &opts).expect("gpu los");
+        let g = gpu.line_of_sight(&segs, &gw, &opts).expect("gpu los");
         let c = line_of_sight_batch(&segs, &world, &opts);
         assert_sight_parity(&format!("conservative {conservative}"), &segs, &g, &c);
         // The first crossing ties x and z at 0.25 · √3: the x step leaves the i128 world, and

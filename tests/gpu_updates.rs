@@ -24,7 +24,7 @@ fn parity_after_edit_and_update_chunks() {
     world
         .insert_chunk(was_uniform, voxcast::Chunk::filled(VoxelId(2)))
         .expect("in the world");
-    let mut gw = GpuWorld::from_world(gpu, &world).expect("upload");
+    let mut gw = gpu.upload_world(&world).expect("upload");
     let mut rng = SplitMix64::new(40);
     let mut touched = vec![was_uniform];
     // Its top layer cleared: rays from above now hit a voxel lower.
@@ -92,7 +92,7 @@ fn parity_region_runs_and_their_updates() {
         ([(1 << 100) + 1, -(1 << 90) - 3, 2], 22),
     ] {
         let mut world = common::region_world(base, seed);
-        let mut gw = GpuWorld::from_world(gpu, &world).expect("upload");
+        let mut gw = gpu.upload_world(&world).expect("upload");
         let rays = common::region_rays(base, seed, 40_000);
         let compare = |world: &VoxelWorld, gw: &GpuWorld, when: &str| {
             for unloaded in [UnloadedPolicy::Air, UnloadedPolicy::Stop] {
@@ -110,7 +110,7 @@ fn parity_region_runs_and_their_updates() {
                     per_voxel: true,
                     ..Default::default()
                 };
-                let slow = gpu.raycast(gw, &rays, &walk).expect("per voxel");
+                let slow = gpu.raycast(&rays, gw, &walk).expect("per voxel");
                 let fast = raycast_batch(
                     &rays,
                     world,
@@ -188,7 +188,7 @@ fn parity_occupied_bounds_grow_with_updates() {
     }
     let middle = ChunkPos::new(base[0], base[1], base[2]).origin();
     world.set_voxel(common::offset(middle, [3, 30, 17]), VoxelId(2));
-    let mut gw = GpuWorld::from_world(gpu, &world).expect("upload");
+    let mut gw = gpu.upload_world(&world).expect("upload");
     let rays = common::region_rays(base, 31, 40_000);
     let opts = RaycastOptions::default();
     check(gpu, "one occupied chunk", &world, &gw, &rays, &opts);
@@ -235,7 +235,7 @@ fn update_chunks_refuses_margin_chunks_and_changes_nothing_on_error() {
     world.set_voxel(WorldPos::new(5, 5, 5), VoxelId(1));
     world.set_voxel(WorldPos::new(40, 5, 5), VoxelId(2));
     let before = world.clone();
-    let mut gw = GpuWorld::from_world(gpu, &world).expect("upload");
+    let mut gw = gpu.upload_world(&world).expect("upload");
     assert_eq!(gw.anchor(), ChunkPos::new(-1, -1, -1));
     assert_eq!(gw.dims(), [4, 3, 3]);
     // Rays through chunks (0,0,0), (1,0,0) and the margins around them, from inside and outside.
@@ -297,7 +297,7 @@ fn update_chunks_keeps_unlisted_chunks_when_slots_grow() {
     world
         .insert_chunk(ChunkPos::new(-1, 0, 0), voxcast::Chunk::default())
         .expect("in the world");
-    let mut gw = GpuWorld::from_world(gpu, &world).expect("upload");
+    let mut gw = gpu.upload_world(&world).expect("upload");
     assert_eq!(gw.stored_chunks(), 2);
     let as_uploaded = world.clone();
     // Chunk (0,0,0) edited but not listed; chunk (-1,0,0) gets dense, so the slots grow.
@@ -351,7 +351,7 @@ fn update_chunks_frees_slots_before_taking_new_ones() {
     for x in 0..3 {
         world.set_voxel(WorldPos::new(32 * x + 5, 5, 5), VoxelId(1));
     }
-    let mut gw = GpuWorld::from_world(gpu, &world).expect("upload");
+    let mut gw = gpu.upload_world(&world).expect("upload");
     let memory = gw.memory_bytes();
     let rays = adversarial_rays(WorldPos::new(60, 10, 10), 3000, 62);
     for (step, (new, gone)) in [(3, 0), (0, 1), (1, 2)].into_iter().enumerate() {
@@ -392,12 +392,12 @@ fn a_growing_world_is_uploaded_again() {
     let Some(gpu) = gpu() else { return };
     let mut world = VoxelWorld::new();
     world.set_voxel(WorldPos::new(5, 5, 5), VoxelId(1));
-    let mut gw = GpuWorld::from_world(gpu, &world).expect("upload");
+    let mut gw = gpu.upload_world(&world).expect("upload");
     let rays = adversarial_rays(WorldPos::new(40, 10, 10), 3000, 90);
     // Inside the loaded bounds: an update.
     world.set_voxel(WorldPos::new(9, 9, 9), VoxelId(2));
     assert_eq!(
-        gw.update_or_rebuild(gpu, &world, &[ChunkPos::new(0, 0, 0)]),
+        gw.update_or_rebuild(&world, &[ChunkPos::new(0, 0, 0)]),
         Ok(false)
     );
     check_every_option(gpu, "updated", &world, &gw, &rays);
@@ -406,7 +406,7 @@ fn a_growing_world_is_uploaded_again() {
         let chunk = ChunkPos::new(x, 0, 0);
         world.set_voxel(WorldPos::new(32 * x + 3, 4, 4), VoxelId(3));
         assert_eq!(
-            gw.update_or_rebuild(gpu, &world, &[chunk]),
+            gw.update_or_rebuild(&world, &[chunk]),
             Ok(rebuilt),
             "chunk {chunk:?}"
         );
@@ -419,7 +419,7 @@ fn a_growing_world_is_uploaded_again() {
     let far = WorldPos::new(1 << 100, 4, 4);
     world.set_voxel(far, VoxelId(1));
     assert!(matches!(
-        gw.update_or_rebuild(gpu, &world, &[far.chunk()]),
+        gw.update_or_rebuild(&world, &[far.chunk()]),
         Err(GpuError::LimitExceeded { .. })
     ));
     check_every_option(gpu, "after a failed rebuild", &before, &gw, &rays);

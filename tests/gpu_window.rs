@@ -9,7 +9,7 @@ mod gpu_common;
 
 use gpu_common::*;
 
-use voxcast::gpu::{GpuAgents, GpuError, GpuWorld, WindowMove};
+use voxcast::gpu::{GpuError, GpuWorld, WindowMove};
 use voxcast::scene::SplitMix64;
 use voxcast::{
     Agent, Chunk, ChunkPos, LocalPos, RaycastOptions, UnloadedPolicy, VoxelId, VoxelWorld,
@@ -241,7 +241,7 @@ fn walk_in(
     let mut centre = start;
     let mut s = Streamed::new(centre, radius, chunk_at);
     s.world.take_changed_chunks();
-    let mut gw = GpuWorld::with_window(gpu, &s.world, centre, half).expect("window");
+    let mut gw = gpu.upload_window(&s.world, centre, half).expect("window");
     let mut through = 0u64;
     for step in 0..steps {
         let what = format!("walk from {start:?}, step {step}, centre {centre:?}");
@@ -370,7 +370,9 @@ fn a_one_chunk_move_uploads_one_slab() {
     let Some(gpu) = gpu() else { return };
     let (_, terrain) = terrain();
     let centre = ChunkPos::new(3, 1, 3);
-    let mut gw = GpuWorld::with_window(gpu, terrain, centre, [2, 1, 2]).expect("window");
+    let mut gw = gpu
+        .upload_window(terrain, centre, [2, 1, 2])
+        .expect("window");
     let stored = gw.stored_chunks() as u64;
     let average = gw.stored_bytes() / stored.max(1);
     let dims = gw.dims();
@@ -428,13 +430,15 @@ fn a_one_chunk_move_uploads_one_slab() {
     assert_eq!(mv.entered, volume, "a jump past the window fills it anew");
     // Back to the start: the answers are those of a window made there.
     gw.recenter(terrain, centre).expect("back");
-    let fresh = GpuWorld::with_window(gpu, terrain, centre, [2, 1, 2]).expect("window");
+    let fresh = gpu
+        .upload_window(terrain, centre, [2, 1, 2])
+        .expect("window");
     let rays = adversarial_rays(WorldPos::new(100, 40, 100), 600, 9);
     let g1 = gpu
-        .raycast(&gw, &rays, &RaycastOptions::default())
+        .raycast(&rays, &gw, &RaycastOptions::default())
         .expect("moved");
     let g2 = gpu
-        .raycast(&fresh, &rays, &RaycastOptions::default())
+        .raycast(&rays, &fresh, &RaycastOptions::default())
         .expect("fresh");
     assert_eq!(g1, g2, "a window moved back answers as one made there");
 }
@@ -447,25 +451,26 @@ fn bad_windows_get_clear_errors() {
     let world = VoxelWorld::new();
     let outside = ChunkPos::new(ChunkPos::MAX_INDEX + 1, 0, 0);
     assert_eq!(
-        GpuWorld::with_window(gpu, &world, outside, [1, 1, 1]).map(|_| ()),
+        gpu.upload_window(&world, outside, [1, 1, 1]).map(|_| ()),
         Err(GpuError::CentreOutsideWorld(outside))
     );
     assert!(matches!(
-        GpuWorld::with_window(gpu, &world, ChunkPos::new(0, 0, 0), [1 << 25, 1, 1]),
+        gpu.upload_window(&world, ChunkPos::new(0, 0, 0), [1 << 25, 1, 1]),
         Err(GpuError::LimitExceeded {
             what: "window extent in chunks",
             ..
         })
     ));
     assert!(matches!(
-        GpuWorld::with_window(gpu, &world, ChunkPos::new(0, 0, 0), [5000, 5000, 5000]),
+        gpu.upload_window(&world, ChunkPos::new(0, 0, 0), [5000, 5000, 5000]),
         Err(GpuError::LimitExceeded {
             what: "chunk table (bytes)",
             ..
         })
     ));
-    let mut gw =
-        GpuWorld::with_window(gpu, &world, ChunkPos::new(0, 0, 0), [1, 1, 1]).expect("window");
+    let mut gw = gpu
+        .upload_window(&world, ChunkPos::new(0, 0, 0), [1, 1, 1])
+        .expect("window");
     let before = gw.loadable_chunks();
     assert_eq!(
         gw.recenter(&world, ChunkPos::new(0, ChunkPos::MIN_INDEX - 1, 0)),
@@ -480,7 +485,7 @@ fn bad_windows_get_clear_errors() {
         before,
         "a refused move leaves the window"
     );
-    let mut fixed = GpuWorld::from_world(gpu, &world).expect("upload");
+    let mut fixed = gpu.upload_world(&world).expect("upload");
     assert_eq!(
         fixed.recenter(&world, ChunkPos::new(1, 0, 0)),
         Err(GpuError::WindowCannotMove)
@@ -490,15 +495,18 @@ fn bad_windows_get_clear_errors() {
         Agent::new(WorldPos::new(5, 5, 5), Vec3::splat(0.5), 1.0),
         Agent::new(WorldPos::new(9, 5, 5), Vec3::splat(0.5), 1.0),
     ];
-    let mut eyes = GpuAgents::new(gpu, &gw, &agents).expect("agents");
+    let mut eyes = gpu.upload_agents(&agents, &gw).expect("agents");
     gw.recenter(&world, ChunkPos::new(1, 0, 0)).expect("move");
     let opts = voxcast::LineOfSightOptions::default();
     assert!(matches!(
-        gpu.visibility(&gw, &eyes, &[[0, 1]], &opts, false),
+        gpu.agent_visibility(&eyes, &[[0, 1]], &gw, &opts, false),
         Err(GpuError::AgentsForAnotherWindow)
     ));
-    eyes.update(gpu, &gw, &agents).expect("agents again");
-    assert!(gpu.visibility(&gw, &eyes, &[[0, 1]], &opts, false).is_ok());
+    eyes.update(&agents, &gw).expect("agents again");
+    assert!(
+        gpu.agent_visibility(&eyes, &[[0, 1]], &gw, &opts, false)
+            .is_ok()
+    );
 }
 
 /// Batches submitted before a move answer on the world as it was; one whose later dispatches
@@ -508,7 +516,9 @@ fn batches_in_flight_see_the_world_they_were_cast_on() {
     let Some(mut gpu) = own_gpu() else { return };
     let (_, terrain) = terrain();
     let centre = ChunkPos::new(3, 1, 3);
-    let mut gw = GpuWorld::with_window(&gpu, terrain, centre, [2, 1, 2]).expect("window");
+    let mut gw = gpu
+        .upload_window(terrain, centre, [2, 1, 2])
+        .expect("window");
     let seen_before = Streamed {
         world: terrain.clone(),
         radius: [0; 3],
@@ -517,9 +527,9 @@ fn batches_in_flight_see_the_world_they_were_cast_on() {
     .seen_through(gw.loadable_chunks());
     let rays = adversarial_rays(WorldPos::new(110, 50, 110), 500, 12);
     let opts = RaycastOptions::default();
-    let small = gpu.submit_raycast(&gw, &rays, &opts).expect("submit");
+    let small = gpu.submit_raycast(&rays, &gw, &opts).expect("submit");
     gpu.set_max_dispatch_rays(64);
-    let large = gpu.submit_raycast(&gw, &rays, &opts).expect("submit");
+    let large = gpu.submit_raycast(&rays, &gw, &opts).expect("submit");
     gw.recenter(terrain, ChunkPos::new(5, 1, 4)).expect("move");
     let answers = small.wait().expect("a batch of one dispatch");
     assert_parity(
@@ -548,8 +558,9 @@ fn a_full_id_heap_is_packed_and_an_overflow_refused() {
     let small = voxcast::gpu::GpuRaycaster::from_device(&device, &queue).expect("a raycaster");
     let (_, terrain) = terrain();
     let mut rng = SplitMix64::new(21);
-    let mut gw =
-        GpuWorld::with_window(&small, terrain, ChunkPos::new(3, 1, 3), [2, 1, 2]).expect("window");
+    let mut gw = small
+        .upload_window(terrain, ChunkPos::new(3, 1, 3), [2, 1, 2])
+        .expect("window");
     let rays = adversarial_rays(WorldPos::new(128, 48, 128), 300, 22);
     for step in 0..60 {
         let to = ChunkPos::new(1 + rng.below(6) as i128, 1, 1 + rng.below(6) as i128);
@@ -576,7 +587,7 @@ fn a_full_id_heap_is_packed_and_an_overflow_refused() {
         "the walk never filled the heap: {gw:?}"
     );
     let before = gw.loadable_chunks();
-    let wide = GpuWorld::with_window(&small, terrain, ChunkPos::new(3, 1, 3), [4, 1, 4]);
+    let wide = small.upload_window(terrain, ChunkPos::new(3, 1, 3), [4, 1, 4]);
     assert!(
         matches!(wide, Err(GpuError::LimitExceeded { .. })),
         "{wide:?}"
@@ -608,7 +619,9 @@ fn eight_thousand_terrain_chunks_fit_the_default_limits() {
             }
         }
     }
-    let gw = GpuWorld::from_world(&gpu, &world).expect("upload within the default limits");
+    let gw = gpu
+        .upload_world(&world)
+        .expect("upload within the default limits");
     assert!(gw.stored_chunks() > 8_000, "{gw:?}");
     let per_chunk = gw.stored_bytes() / gw.stored_chunks() as u64;
     assert!(per_chunk <= 17 << 10, "{per_chunk} bytes a stored chunk");

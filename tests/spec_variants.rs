@@ -10,7 +10,7 @@ mod gpu_common;
 
 use gpu_common::*;
 
-use voxcast::gpu::{GpuConfig, GpuRaycaster, GpuWorld, SHADER_SOURCE, SelfCheck, wgpu};
+use voxcast::gpu::{GpuConfig, GpuRaycaster, SHADER_SOURCE, SelfCheck, wgpu};
 use voxcast::scene::SplitMix64;
 use voxcast::spec_variants::{Freedom, variant};
 use voxcast::{RaycastOptions, WorldPos, raycast_camera};
@@ -42,7 +42,7 @@ fn battery(freedom: Freedom) {
     camera_images(&gpu);
     agent_pairs(&gpu);
     let (t, tw) = terrain();
-    let gw = GpuWorld::from_world(&gpu, tw).expect("upload terrain");
+    let gw = gpu.upload_world(tw).expect("upload terrain");
     let mut rays = t.reach_rays(1_000, 40);
     rays.extend(adversarial_rays(WorldPos::new(100, 40, 90), 1_000, 41));
     rays.extend(adversarial_rays(WorldPos::new(-40, 120, -40), 500, 42));
@@ -98,10 +98,10 @@ fn hardware_division() -> String {
 /// Pixels of the terrain camera that differ from the CPU on `gpu`.
 fn camera_differences(gpu: &GpuRaycaster) -> usize {
     let (t, tw) = terrain();
-    let gw = GpuWorld::from_world(gpu, tw).expect("upload");
+    let gw = gpu.upload_world(tw).expect("upload");
     let cam = t.camera(320, 180);
     let opts = RaycastOptions::default();
-    let g = gpu.raycast_camera(&gw, &cam, &opts).expect("render");
+    let g = gpu.raycast_camera(&cam, &gw, &opts).expect("render");
     let c = raycast_camera(&cam, tw, &opts).expect("cpu camera");
     g.iter().zip(&c).filter(|(a, b)| !a.matches(b)).count()
 }

@@ -6,7 +6,6 @@ mod gpu_common;
 
 use gpu_common::*;
 
-use voxcast::gpu::GpuWorld;
 use voxcast::scene::SplitMix64;
 use voxcast::{Chunk, ChunkPos, RaycastOptions, VoxelId, VoxelWorld, WorldPos};
 
@@ -88,7 +87,7 @@ fn gpu_copy_follows_the_changed_chunks() {
     let (s, base) = sparse();
     let mut world = base.clone();
     world.set_track_changes(true);
-    let mut gw = GpuWorld::from_world(gpu, &world).expect("upload");
+    let mut gw = gpu.upload_world(&world).expect("upload");
     let mut rng = SplitMix64::new(0xED17);
     let mut rebuilds = 0;
     for round in 0..6 {
@@ -119,7 +118,7 @@ fn gpu_copy_follows_the_changed_chunks() {
         }
         let changed = world.take_changed_chunks();
         assert!(!changed.is_empty());
-        if gw.update_or_rebuild(gpu, &world, &changed).expect("update") {
+        if gw.update_or_rebuild(&world, &changed).expect("update") {
             rebuilds += 1;
         }
         let rays = s.rays(5_000, round);
@@ -142,5 +141,5 @@ fn gpu_copy_follows_the_changed_chunks() {
     let changed = world.take_changed_chunks();
     assert_eq!(changed, vec![far.chunk()]);
     assert_eq!(gw.update_chunks(&world, &changed), Ok(()));
-    assert!(!gw.update_or_rebuild(gpu, &world, &changed).expect("update"));
+    assert!(!gw.update_or_rebuild(&world, &changed).expect("update"));
 }

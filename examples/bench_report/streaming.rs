@@ -61,7 +61,7 @@ fn with_default_limits(gpu: &GpuRaycaster) -> Result<GpuRaycaster, String> {
 fn settle(gpu: &GpuRaycaster, gw: &GpuWorld) {
     let centre = gw.centre().unwrap_or(ChunkPos::new(0, 0, 0)).origin();
     let ray = VoxelRay::new(centre, Vec3::splat(0.5), Vec3::NEG_Y, 8.0).expect("a valid ray");
-    let _ = gpu.raycast(gw, &[ray], &RaycastOptions::default());
+    let _ = gpu.raycast(&[ray], gw, &RaycastOptions::default());
 }
 
 fn kib(bytes: f64) -> String {
@@ -100,7 +100,7 @@ pub(crate) fn print_streaming(machine: &[(&str, String)], gpu: Option<&GpuRaycas
         ("W4: sparse cube", Sparse::STANDARD.build()),
     ];
     for (name, world) in &worlds {
-        match GpuWorld::from_world(gpu, world) {
+        match gpu.upload_world(world) {
             Ok(gw) => {
                 let n = gw.stored_chunks().max(1) as f64;
                 let ids = gw.stored_bytes() as f64 / n - (4096.0 + 16.0);
@@ -123,7 +123,7 @@ pub(crate) fn print_streaming(machine: &[(&str, String)], gpu: Option<&GpuRaycas
     let built = t.elapsed().as_secs_f64();
     let start = ChunkPos::new(-60, 2, 0);
     let t = Instant::now();
-    let mut gw = match GpuWorld::with_window(gpu, &world, start, HALF_EXTENT) {
+    let mut gw = match gpu.upload_window(&world, start, HALF_EXTENT) {
         Ok(gw) => gw,
         Err(e) => {
             println!("streaming world: window refused: {e}");

@@ -47,7 +47,7 @@ pub(crate) fn gpu_setup(
         secs(Duration::from_secs_f64(gpu.self_check().seconds))
     );
     let started = Instant::now();
-    match GpuWorld::from_world(&gpu, world) {
+    match gpu.upload_world(world) {
         Ok(gw) => {
             println!(
                 "upload: {} chunks stored voxel by voxel, {:.1} MiB of GPU buffers, in {}",

@@ -537,20 +537,23 @@ pub(crate) mod gpu {
             let t = std::time::Instant::now();
             let mut agents = self.agents.borrow_mut();
             match agents.as_mut() {
-                Some(a) => a.update(&self.gpu, &scene.world, &w.agents).map_err(err)?,
+                Some(a) => a.update(&w.agents, &scene.world).map_err(err)?,
                 None => {
-                    *agents =
-                        Some(GpuAgents::new(&self.gpu, &scene.world, &w.agents).map_err(err)?);
+                    *agents = Some(
+                        self.gpu
+                            .upload_agents(&w.agents, &scene.world)
+                            .map_err(err)?,
+                    );
                 }
             }
             let on_gpu = agents.as_ref().expect("uploaded above");
             let upload = t.elapsed().as_secs_f64();
             let v = self
                 .gpu
-                .visibility(
-                    &scene.world,
+                .agent_visibility(
                     on_gpu,
                     &w.pairs,
+                    &scene.world,
                     &LineOfSightOptions::default(),
                     false,
                 )
@@ -589,14 +592,17 @@ pub(crate) mod gpu {
         ) -> Result<(Vec<[u32; 2]>, f64), String> {
             let err = |e: voxcast::gpu::GpuError| e.to_string();
             let t = std::time::Instant::now();
-            let agents = GpuAgents::new(&self.gpu, &scene.world, &w.agents).map_err(err)?;
+            let agents = self
+                .gpu
+                .upload_agents(&w.agents, &scene.world)
+                .map_err(err)?;
             let upload = t.elapsed().as_secs_f64();
             let visible = self
                 .gpu
                 .visible_pairs_within(
-                    &scene.world,
                     &agents,
                     super::W5_RADIUS,
+                    &scene.world,
                     &LineOfSightOptions::default(),
                 )
                 .map_err(err)?;
@@ -605,7 +611,8 @@ pub(crate) mod gpu {
 
         /// Uploads a workload's world.
         pub(crate) fn upload(&self, w: &Workload) -> Result<GpuScene, String> {
-            GpuWorld::from_world(&self.gpu, &w.world)
+            self.gpu
+                .upload_world(&w.world)
                 .map(|world| GpuScene { world })
                 .map_err(|e| e.to_string())
         }
@@ -626,14 +633,14 @@ pub(crate) mod gpu {
                     let mut sights = self.sights.borrow_mut();
                     let los = LineOfSightOptions::default();
                     self.gpu
-                        .line_of_sight_into(world, rays, &los, &mut sights)
+                        .line_of_sight_into(rays, world, &los, &mut sights)
                         .map_err(err)?;
                     return Ok(sights.iter().map(answer_of_sight).collect());
                 }
                 (Query::Raycast, Some(cam)) if rays.len() == w.rays.len() => self
                     .gpu
-                    .raycast_camera_into(world, cam, &opts, &mut outcomes),
-                (Query::Raycast, _) => self.gpu.raycast_into(world, rays, &opts, &mut outcomes),
+                    .raycast_camera_into(cam, world, &opts, &mut outcomes),
+                (Query::Raycast, _) => self.gpu.raycast_into(rays, world, &opts, &mut outcomes),
             }
             .map_err(err)?;
             Ok(outcomes.iter().map(answer_of_outcome).collect())

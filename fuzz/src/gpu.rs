@@ -13,7 +13,7 @@
 use std::sync::OnceLock;
 
 use arbitrary::{Arbitrary, Unstructured};
-use voxcast::gpu::{GpuError, GpuRaycaster, GpuWorld};
+use voxcast::gpu::{GpuError, GpuRaycaster};
 use voxcast::{
     Camera, ChunkPos, LineOfSightOptions, RaycastOptions, RaycastOutcome, UnloadedPolicy, VoxelRay,
     VoxelWorld, WorldPos, line_of_sight_batch, raycast_batch, raycast_camera,
@@ -229,11 +229,12 @@ pub fn check(gpu: &GpuRaycaster, input: &Input) -> Result<(), String> {
         .as_ref()
         .and_then(|w| moved(anchor.chunk(), w.centre).map(|c| (w, c)));
     let mut gw = match start {
-        Some((w, centre)) => {
-            GpuWorld::with_window(gpu, &world, centre, w.half.map(|h| u32::from(h % 3)))
-                .map_err(|e| format!("with_window: {e}"))?
-        }
-        None => GpuWorld::from_world(gpu, &world).map_err(|e| format!("from_world: {e}"))?,
+        Some((w, centre)) => gpu
+            .upload_window(&world, centre, w.half.map(|h| u32::from(h % 3)))
+            .map_err(|e| format!("with_window: {e}"))?,
+        None => gpu
+            .upload_world(&world)
+            .map_err(|e| format!("from_world: {e}"))?,
     };
     let uploaded = world.loaded_chunk_bounds();
     for e in input.later.iter().take(LATER_EDITS) {
@@ -253,7 +254,7 @@ pub fn check(gpu: &GpuRaycaster, input: &Input) -> Result<(), String> {
                 ));
             }
             let rebuilt = gw
-                .update_or_rebuild(gpu, &world, &changed)
+                .update_or_rebuild(&world, &changed)
                 .map_err(|e| format!("update_or_rebuild: {e}"))?;
             if !rebuilt {
                 return Err(
@@ -302,7 +303,7 @@ pub fn check(gpu: &GpuRaycaster, input: &Input) -> Result<(), String> {
     }
     let what = format!("{opts:?}");
     let g = gpu
-        .raycast(&gw, &rays, &opts)
+        .raycast(&rays, &gw, &opts)
         .map_err(|e| format!("raycast: {e}"))?;
     parity(
         &format!("raycast {what}"),
@@ -316,7 +317,7 @@ pub fn check(gpu: &GpuRaycaster, input: &Input) -> Result<(), String> {
             conservative,
         };
         let g: Vec<RaycastOutcome> = gpu
-            .line_of_sight(&gw, &rays, &sight)
+            .line_of_sight(&rays, &gw, &sight)
             .map_err(|e| format!("line_of_sight: {e}"))?
             .into_iter()
             .map(RaycastOutcome::from)
@@ -345,7 +346,7 @@ pub fn check(gpu: &GpuRaycaster, input: &Input) -> Result<(), String> {
             c.max.get(),
         ) {
             let g = gpu
-                .raycast_camera(&gw, &camera, &opts)
+                .raycast_camera(&camera, &gw, &opts)
                 .map_err(|e| format!("raycast_camera: {e}"))?;
             let cpu = raycast_camera(&camera, &world, &opts)
                 .map_err(|e| format!("raycast_camera: {e}"))?;

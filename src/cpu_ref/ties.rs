@@ -5,7 +5,8 @@
 use glam::IVec3;
 
 use crate::coords::WorldPos;
-use crate::cpu_ref::{Dda, NEAR_TIE, face_uv, next_axis};
+use crate::cpu_ref::dda::{Dda, face_uv};
+use crate::cpu_ref::{NEAR_TIE, next_axis};
 use crate::ray::{RaycastOptions, RaycastOutcome, UnloadedPolicy, VoxelRaycastHit};
 use crate::world::VoxelId;
 

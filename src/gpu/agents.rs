@@ -1,59 +1,52 @@
 //! Agent visibility on the GPU: agents' eyes uploaded once a frame ([`GpuAgents`]), then line
-//! of sight for pairs of them in one call, each segment built in the shader from the two eyes
-//! exactly as [`VoxelRay::between`] builds it ([`GpuRaycaster::submit_visibility`]).
+//! of sight for pairs of them in one batch, each segment built in the shader from the two eyes
+//! exactly as [`VoxelRay::between`] builds it, with the pairs that have an eye outside the
+//! window cast from segments built on the host; and what collects their answers.
 
-use bytemuck::{Pod, Zeroable};
 use glam::Vec3;
 use std::sync::Arc;
 
+use crate::agents::Agent;
 use crate::coords::{ChunkPos, WorldPos};
 use crate::cpu_ref::LONG_RAY;
-use crate::gpu::device::{Entry, option_flags};
+use crate::gpu::answers::{Collector, RayAnswers, decode, ray_flight};
+use crate::gpu::device::Device;
+use crate::gpu::error::{GpuError, device_error};
+use crate::gpu::flight::{Batches, Binding, Flight, Items, bit_words};
+use crate::gpu::layout::{Entry, GpuAgent, GpuHit, option_flags};
 use crate::gpu::window::Window;
-use crate::gpu::{GpuError, GpuHit, GpuRaycaster, GpuWorld, PendingBatch, device_error};
+use crate::gpu::world::GpuWorld;
 use crate::ray::{LineOfSight, LineOfSightOptions, RayError, VoxelRay};
 
-use super::dispatch::{Flight, Items, bit_words};
-use super::pending::{Collector, RayAnswers};
-use crate::agents::{Agent, pairs_among};
-
-/// One agent's eye as the shader reads it (`GpuAgent` in `shaders/dda.wgsl`).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
-struct GpuAgent {
-    voxel: [i32; 3],
-    usable: u32,
-    sub: [f32; 3],
-    _pad: u32,
-}
-
-/// Agents' eyes in GPU memory, for [`GpuRaycaster::submit_visibility`]: made for one
-/// [`GpuWorld`] (the eyes are stored relative to its window) and updated when the agents move
-/// ([`GpuAgents::update`], 32 bytes an agent uploaded). An agent whose eye is invalid
+/// Agents' eyes in GPU memory, for
+/// [`GpuRaycaster::agent_visibility`](crate::gpu::GpuRaycaster::agent_visibility): made for one
+/// [`GpuWorld`] by
+/// [`GpuRaycaster::upload_agents`](crate::gpu::GpuRaycaster::upload_agents) (the eyes are
+/// stored relative to its window) and updated when the agents move ([`GpuAgents::update`],
+/// 32 bytes an agent uploaded). An agent whose eye is invalid
 /// ([`Agent::eye`]) keeps its error ([`GpuAgents::errors`]); its pairs are answered with it,
 /// and the other agents' are answered as usual.
 #[derive(Debug)]
 pub struct GpuAgents {
     buffer: wgpu::Buffer,
     /// Per agent: its eye, or why it has none.
-    eyes: Vec<Result<(WorldPos, Vec3), RayError>>,
+    pub(super) eyes: Vec<Result<(WorldPos, Vec3), RayError>>,
     /// Per agent: its eye relative to the window, where the shader can start a segment there.
     starts: Vec<Option<[i32; 3]>>,
-    /// The raycaster's token and the window the eyes are relative to.
-    owner: u64,
+    /// The device they were uploaded on, and the window the eyes are relative to.
+    device: Arc<Device>,
     window: (ChunkPos, [u32; 3]),
 }
 
 impl GpuAgents {
-    /// Uploads the eyes of `agents` for batches on `world`.
-    ///
-    /// # Errors
-    /// [`GpuError::WorldFromAnotherDevice`] for a world of another raycaster;
-    /// [`GpuError::LimitExceeded`] for more agents than a storage binding holds;
-    /// [`GpuError::Device`] when the upload fails.
-    pub fn new(gpu: &GpuRaycaster, world: &GpuWorld, agents: &[Agent]) -> Result<Self, GpuError> {
+    /// The eyes of `agents`, uploaded for batches on `world`.
+    pub(super) fn new(
+        device: &Arc<Device>,
+        world: &GpuWorld,
+        agents: &[Agent],
+    ) -> Result<Self, GpuError> {
         let mut made = Self {
-            buffer: gpu.shared.device.create_buffer(&wgpu::BufferDescriptor {
+            buffer: device.wgpu.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("agents"),
                 size: 32,
                 usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
@@ -61,25 +54,24 @@ impl GpuAgents {
             }),
             eyes: Vec::new(),
             starts: Vec::new(),
-            owner: gpu.token,
+            device: Arc::clone(device),
             window: (world.window.anchor, world.window.dims),
         };
-        made.update(gpu, world, agents)?;
+        made.update(agents, world)?;
         Ok(made)
     }
 
-    /// Replaces the agents (their number may change): computes their eyes and uploads them,
-    /// reusing the GPU buffer when it is large enough.
+    /// Replaces the agents with `agents` (their number may change), for batches on `world` (the
+    /// world they were uploaded for, or another of the same raycaster): computes their eyes and
+    /// uploads them, reusing the GPU buffer when it is large enough. Call it after the agents move
+    /// and after `world` moves ([`GpuWorld::recenter`]).
     ///
     /// # Errors
-    /// As [`GpuAgents::new`].
-    pub fn update(
-        &mut self,
-        gpu: &GpuRaycaster,
-        world: &GpuWorld,
-        agents: &[Agent],
-    ) -> Result<(), GpuError> {
-        if world.owner != gpu.token || self.owner != gpu.token {
+    /// [`GpuError::WorldFromAnotherDevice`] for a world of another raycaster;
+    /// [`GpuError::LimitExceeded`] for more agents than a storage binding holds;
+    /// [`GpuError::Device`] when the upload fails.
+    pub fn update(&mut self, agents: &[Agent], world: &GpuWorld) -> Result<(), GpuError> {
+        if !world.is_on(&self.device) {
             return Err(GpuError::WorldFromAnotherDevice);
         }
         let w = &world.window;
@@ -107,7 +99,7 @@ impl GpuAgents {
             })
             .collect();
         let bytes = (records.len() * size_of::<GpuAgent>()) as u64;
-        let limit = gpu.limits.max_storage_buffer_binding_size;
+        let limit = self.device.limits.max_storage_buffer_binding_size;
         if bytes > limit {
             return Err(GpuError::LimitExceeded {
                 what: "agents",
@@ -115,7 +107,7 @@ impl GpuAgents {
                 limit,
             });
         }
-        let device = &gpu.shared.device;
+        let device = &self.device.wgpu;
         let scope = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         if self.buffer.size() < bytes {
             self.buffer = device.create_buffer(&wgpu::BufferDescriptor {
@@ -127,7 +119,7 @@ impl GpuAgents {
         }
         if bytes > 0 {
             // Through the courier: before the next batch, without waiting for one in flight.
-            gpu.shared
+            self.device
                 .courier
                 .write(&self.buffer, 0, bytemuck::cast_slice(&records).to_vec())?;
         }
@@ -174,7 +166,8 @@ fn start_in(w: &Window, p: WorldPos, sub: Vec3) -> Option<[i32; 3]> {
 }
 
 /// Line of sight between pairs of agents: one bit per pair, and on request each pair's whole
-/// answer (what blocks the blocked ones). What [`GpuRaycaster::submit_visibility`] gives.
+/// answer (what blocks the blocked ones). What
+/// [`GpuRaycaster::agent_visibility`](crate::gpu::GpuRaycaster::agent_visibility) gives.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Visibility {
     /// Bit `i % 64` of word `i / 64`: pair `i` sees (line of sight `Clear`).
@@ -251,7 +244,7 @@ impl Visibility {
 /// the caller's index of its pair `j`), flight `host_flight` segments built on the host for
 /// pairs with an agent outside the window (`host[j]` likewise).
 #[derive(Debug)]
-struct PairAnswers {
+pub(super) struct PairAnswers {
     visibility: Visibility,
     gpu: Vec<u32>,
     host: Vec<u32>,
@@ -294,7 +287,7 @@ impl Collector<Visibility> for PairAnswers {
             let i = i as usize;
             let h: &GpuHit =
                 bytemuck::from_bytes(bytemuck::cast_slice(&words[bits + 5 * j..bits + 5 * j + 5]));
-            let answer = LineOfSight::from(self.window.decode(h, self.starts[i])?);
+            let answer = LineOfSight::from(decode(&self.window, h, self.starts[i])?);
             self.visibility.set(i, answer);
         }
         Ok(())
@@ -311,9 +304,9 @@ impl Collector<Visibility> for PairAnswers {
 
 /// The pairs of a visibility batch that see each other, as index pairs.
 #[derive(Debug)]
-struct VisiblePairs {
-    pairs: Vec<[u32; 2]>,
-    inner: PairAnswers,
+pub(super) struct VisiblePairs {
+    pub(super) pairs: Vec<[u32; 2]>,
+    pub(super) inner: PairAnswers,
 }
 
 impl Collector<Vec<[u32; 2]>> for VisiblePairs {
@@ -339,229 +332,139 @@ impl Collector<Vec<[u32; 2]>> for VisiblePairs {
     }
 }
 
-impl GpuRaycaster {
-    /// Line of sight between the eyes of each pair of agents (indices into `agents`),
-    /// submitted: returns at once, the answers come from the [`PendingBatch`]. Each pair's
-    /// segment, from agent `a`'s eye to agent `b`'s, is built in the shader exactly as
-    /// [`VoxelRay::between`] builds it, so the answers are [`crate::agent_visibility`]'s bit
-    /// for bit: one bit per pair, 8 bytes up (the two indices) and one bit down, or with
-    /// `answers` also each pair's [`LineOfSight`] (20 bytes down: what blocks it). Every option
-    /// of line of sight works, conservative too.
-    ///
-    /// A pair with an invalid agent ([`GpuAgents::errors`]) or an index past the end gets
-    /// `LineOfSight::Invalid` (and is not visible); a pair with an agent outside the window
-    /// (in unloaded space beyond the loaded chunks) is cast from a segment built on the host,
-    /// as a ray batch.
-    ///
-    /// # Errors
-    /// As [`GpuRaycaster::raycast`]; [`GpuError::WorldFromAnotherDevice`] also when `agents`
-    /// were uploaded for another world's window.
-    pub fn submit_visibility(
-        &self,
-        world: &GpuWorld,
-        agents: &GpuAgents,
-        pairs: &[[u32; 2]],
-        opts: &LineOfSightOptions,
-        answers: bool,
-    ) -> Result<PendingBatch<Visibility>, GpuError> {
-        let started = self.begin_call(world)?;
-        let (flights, collector, items) = self.pair_flights(world, agents, pairs, opts, answers)?;
-        Ok(PendingBatch::new(
-            &self.shared,
-            flights,
-            Box::new(collector),
-            items,
-            started,
-        ))
+/// The flights of a visibility batch on `world`, dispatched `per_dispatch` at a time, and
+/// what collects their answers: the pairs the shader takes, and segments built on the host
+/// for pairs with an agent outside the window. Also returns how many went to the GPU.
+pub(super) fn pair_flights(
+    batches: &Arc<Batches>,
+    world: &GpuWorld,
+    per_dispatch: u32,
+    agents: &GpuAgents,
+    pairs: &[[u32; 2]],
+    opts: &LineOfSightOptions,
+    answers: bool,
+) -> Result<(Vec<Flight>, PairAnswers, u64), GpuError> {
+    let w = &world.window;
+    if !Arc::ptr_eq(&agents.device, &batches.device) {
+        return Err(GpuError::WorldFromAnotherDevice);
     }
-
-    /// [`GpuRaycaster::submit_visibility`], waited for.
-    ///
-    /// # Errors
-    /// As [`GpuRaycaster::submit_visibility`].
-    pub fn visibility(
-        &self,
-        world: &GpuWorld,
-        agents: &GpuAgents,
-        pairs: &[[u32; 2]],
-        opts: &LineOfSightOptions,
-        answers: bool,
-    ) -> Result<Visibility, GpuError> {
-        self.submit_visibility(world, agents, pairs, opts, answers)?
-            .wait()
+    if agents.window != (w.anchor, w.dims) {
+        return Err(GpuError::AgentsForAnotherWindow);
     }
-
-    /// Every pair of agents whose eyes are at most `radius` voxels apart
-    /// ([`crate::pairs_within`], found on the host), and of those the ones that see each other,
-    /// submitted: the answer is the list of visible pairs `[a, b]` (`a < b`, sorted), as
-    /// [`crate::agent_visibility`] would give it for those pairs.
-    ///
-    /// # Errors
-    /// As [`GpuRaycaster::submit_visibility`].
-    pub fn submit_visible_pairs_within(
-        &self,
-        world: &GpuWorld,
-        agents: &GpuAgents,
-        radius: f64,
-        opts: &LineOfSightOptions,
-    ) -> Result<PendingBatch<Vec<[u32; 2]>>, GpuError> {
-        let started = self.begin_call(world)?;
-        let pairs = pairs_among(&agents.eyes, radius);
-        let (flights, inner, items) = self.pair_flights(world, agents, &pairs, opts, false)?;
-        let collector = VisiblePairs { pairs, inner };
-        Ok(PendingBatch::new(
-            &self.shared,
-            flights,
-            Box::new(collector),
-            items,
-            started,
-        ))
-    }
-
-    /// [`GpuRaycaster::submit_visible_pairs_within`], waited for.
-    ///
-    /// # Errors
-    /// As [`GpuRaycaster::submit_visibility`].
-    pub fn visible_pairs_within(
-        &self,
-        world: &GpuWorld,
-        agents: &GpuAgents,
-        radius: f64,
-        opts: &LineOfSightOptions,
-    ) -> Result<Vec<[u32; 2]>, GpuError> {
-        self.submit_visible_pairs_within(world, agents, radius, opts)?
-            .wait()
-    }
-
-    /// The flights of a visibility batch and what collects their answers: the pairs the shader
-    /// takes, and segments built on the host for pairs with an agent outside the window.
-    fn pair_flights(
-        &self,
-        world: &GpuWorld,
-        agents: &GpuAgents,
-        pairs: &[[u32; 2]],
-        opts: &LineOfSightOptions,
-        answers: bool,
-    ) -> Result<(Vec<Flight>, PairAnswers, u64), GpuError> {
-        let w = &world.window;
-        if agents.owner != self.token {
-            return Err(GpuError::WorldFromAnotherDevice);
-        }
-        if agents.window != (w.anchor, w.dims) {
-            return Err(GpuError::AgentsForAnotherWindow);
-        }
-        let mut visibility = Visibility::with_len(pairs.len(), answers);
-        let start = |k: u32| agents.starts.get(k as usize).copied().flatten();
-        // Each pair's octant of direction where the shader takes it (both eyes in the
-        // window), else `HOST`; how many pairs each has; whether every such pair is a long
-        // ray (eyes at least `LONG_RAY` voxels apart on some axis: then the shader skips
-        // empty bricks, as for a batch of rays that long).
-        const HOST: u8 = 8;
-        let mut per_octant = [0usize; 9];
-        let mut long = true;
-        let octants: Vec<u8> = pairs
-            .iter()
-            .map(|&[a, b]| {
-                let octant = match (start(a), start(b)) {
-                    (Some(sa), Some(sb)) => {
-                        let span = (0..3).map(|k| sb[k].abs_diff(sa[k])).max().unwrap_or(0);
-                        long &= span >= LONG_RAY as u32;
-                        (0..3).fold(0, |o, axis| o | u8::from(sb[axis] < sa[axis]) << axis)
-                    }
-                    _ => HOST,
-                };
-                per_octant[usize::from(octant)] += 1;
-                octant
-            })
-            .collect();
-        // The shader's pairs by octant, in the caller's order within one, so that neighbouring
-        // invocations step the same way; segments built on the host for the others.
-        let mut next = [0usize; 8];
-        let mut at = 0;
-        for (n, c) in next.iter_mut().zip(per_octant) {
-            (*n, at) = (at, at + c);
-        }
-        let mut on_gpu = vec![[0u32; 2]; at];
-        let mut gpu_index = vec![0u32; at];
-        let mut host_segments = Vec::new();
-        let mut host_index = Vec::new();
-        let mut starts = vec![[0; 3]; if answers { pairs.len() } else { 0 }];
-        for (i, (&[a, b], &octant)) in pairs.iter().zip(&octants).enumerate() {
-            if let Some(j) = next.get_mut(usize::from(octant)) {
-                on_gpu[*j] = [a, b];
-                gpu_index[*j] = i as u32;
-                *j += 1;
-                if answers && let Some(sa) = start(a) {
-                    starts[i] = sa;
+    let mut visibility = Visibility::with_len(pairs.len(), answers);
+    let start = |k: u32| agents.starts.get(k as usize).copied().flatten();
+    // Each pair's octant of direction where the shader takes it (both eyes in the
+    // window), else `HOST`; how many pairs each has; whether every such pair is a long
+    // ray (eyes at least `LONG_RAY` voxels apart on some axis: then the shader skips
+    // empty bricks, as for a batch of rays that long).
+    const HOST: u8 = 8;
+    let mut per_octant = [0usize; 9];
+    let mut long = true;
+    let octants: Vec<u8> = pairs
+        .iter()
+        .map(|&[a, b]| {
+            let octant = match (start(a), start(b)) {
+                (Some(sa), Some(sb)) => {
+                    let span = (0..3).map(|k| sb[k].abs_diff(sa[k])).max().unwrap_or(0);
+                    long &= span >= LONG_RAY as u32;
+                    (0..3).fold(0, |o, axis| o | u8::from(sb[axis] < sa[axis]) << axis)
                 }
-                continue;
-            }
-            let eye = |k: u32| {
-                agents
-                    .eyes
-                    .get(k as usize)
-                    .copied()
-                    .unwrap_or(Err(RayError::NoSuchAgent))
+                _ => HOST,
             };
-            let segment = eye(a).and_then(|(p, ps)| {
-                let (q, qs) = eye(b)?;
-                VoxelRay::between(p, ps, q, qs)
-            });
-            match segment {
-                Ok(seg) => {
-                    host_segments.push(seg);
-                    host_index.push(i as u32);
-                }
-                Err(e) => visibility.set(i, LineOfSight::Invalid(e)),
-            }
-        }
-        let mut flights = Vec::new();
-        let gpu_pairs = on_gpu.len() as u64;
-        if !on_gpu.is_empty() {
-            let mut params = self.params_of(world);
-            params.details = u32::from(answers);
-            let binding = self.binding(
-                world,
-                Entry::Pairs,
-                option_flags(&opts.raycast, opts.conservative) | world.walk_flags(long),
-                params,
-                &opts.raycast,
-            )?;
-            flights.push(Flight::start(
-                Arc::clone(&self.shared),
-                binding,
-                Items::Pairs {
-                    pairs: on_gpu,
-                    agents: agents.buffer.clone(),
-                    details: answers,
-                },
-                self.dispatch_capacity(),
-            )?);
-        }
-        let (host_flight, host_answers, host_rays) = self.ray_flight(
-            world,
-            &host_segments,
-            &opts.raycast,
-            opts.conservative,
-            Vec::new(),
-            LineOfSight::from,
-        )?;
-        // The collector tells the flights apart by their place.
-        let host_flight = if let Some(f) = host_flight {
-            flights.push(f);
-            flights.len() - 1
-        } else {
-            usize::MAX
-        };
-        let collector = PairAnswers {
-            visibility,
-            gpu: gpu_index,
-            host: host_index,
-            host_flight,
-            host_answers,
-            starts,
-            window: *w,
-        };
-        Ok((flights, collector, gpu_pairs + host_rays))
+            per_octant[usize::from(octant)] += 1;
+            octant
+        })
+        .collect();
+    // The shader's pairs by octant, in the caller's order within one, so that neighbouring
+    // invocations step the same way; segments built on the host for the others.
+    let mut next = [0usize; 8];
+    let mut at = 0;
+    for (n, c) in next.iter_mut().zip(per_octant) {
+        (*n, at) = (at, at + c);
     }
+    let mut on_gpu = vec![[0u32; 2]; at];
+    let mut gpu_index = vec![0u32; at];
+    let mut host_segments = Vec::new();
+    let mut host_index = Vec::new();
+    let mut starts = vec![[0; 3]; if answers { pairs.len() } else { 0 }];
+    for (i, (&[a, b], &octant)) in pairs.iter().zip(&octants).enumerate() {
+        if let Some(j) = next.get_mut(usize::from(octant)) {
+            on_gpu[*j] = [a, b];
+            gpu_index[*j] = i as u32;
+            *j += 1;
+            if answers && let Some(sa) = start(a) {
+                starts[i] = sa;
+            }
+            continue;
+        }
+        let eye = |k: u32| {
+            agents
+                .eyes
+                .get(k as usize)
+                .copied()
+                .unwrap_or(Err(RayError::NoSuchAgent))
+        };
+        let segment = eye(a).and_then(|(p, ps)| {
+            let (q, qs) = eye(b)?;
+            VoxelRay::between(p, ps, q, qs)
+        });
+        match segment {
+            Ok(seg) => {
+                host_segments.push(seg);
+                host_index.push(i as u32);
+            }
+            Err(e) => visibility.set(i, LineOfSight::Invalid(e)),
+        }
+    }
+    let mut flights = Vec::new();
+    let gpu_pairs = on_gpu.len() as u64;
+    if !on_gpu.is_empty() {
+        let mut params = world.params();
+        params.details = u32::from(answers);
+        let binding = Binding::new(
+            &batches.device,
+            world,
+            Entry::Pairs,
+            option_flags(&opts.raycast, opts.conservative) | world.walk_flags(long),
+            params,
+            &opts.raycast,
+        )?;
+        flights.push(Flight::start(
+            batches,
+            binding,
+            Items::Pairs {
+                pairs: on_gpu,
+                agents: agents.buffer.clone(),
+                details: answers,
+            },
+            per_dispatch,
+        )?);
+    }
+    let (host_flight, host_answers, host_rays) = ray_flight(
+        batches,
+        world,
+        per_dispatch,
+        &host_segments,
+        &opts.raycast,
+        opts.conservative,
+        Vec::new(),
+        LineOfSight::from,
+    )?;
+    // The collector tells the flights apart by their place.
+    let host_flight = if let Some(f) = host_flight {
+        flights.push(f);
+        flights.len() - 1
+    } else {
+        usize::MAX
+    };
+    let collector = PairAnswers {
+        visibility,
+        gpu: gpu_index,
+        host: host_index,
+        host_flight,
+        host_answers,
+        starts,
+        window: *w,
+    };
+    Ok((flights, collector, gpu_pairs + host_rays))
 }

@@ -1,67 +1,88 @@
-//! Creating a [`GpuRaycaster`]: adapter, device, shader module and the pipelines, one per
-//! entry point and combination of options, compiled on first use.
+//! The device: adapter, device and queue (or the application's own), the shader module and its
+//! pipelines, one per entry point and combination of options, compiled on first use. A
+//! [`Device`] owns the courier that submits to its queue.
 
 use rustc_hash::FxHashMap;
+use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 
-use crate::gpu::dispatch::{Courier, Shared};
-use crate::gpu::{
-    BatchStats, DispatchMemory, FLAG_CONSERVATIVE, FLAG_EVERY_NON_AIR, FLAG_PER_VOXEL,
-    FLAG_STEP_EMPTY_BRICKS, FLAG_STOP_UNLOADED, GpuConfig, GpuError, GpuRaycaster,
-    MAX_DISPATCH_RAYS, NEXT_TOKEN, ORIGIN_EXIT_SOLID, ORIGIN_REPORT, ORIGIN_SKIP, SHADER_SOURCE,
-    SelfCheck, SelfCheckReport, WORKGROUP_SIZE, probe, replace_locked,
-};
-use crate::ray::{OriginPolicy, RaycastOptions, UnloadedPolicy};
+use crate::gpu::error::GpuError;
+use crate::gpu::layout::{Entry, FLAG_STEP_EMPTY_BRICKS, GpuRay, WORKGROUP_SIZE, option_flags};
+use crate::gpu::queue::Courier;
+use crate::ray::RaycastOptions;
 
-impl GpuRaycaster {
-    /// Picks an adapter, creates the device and pipelines, and runs the self-check (see
-    /// [`GpuRaycaster::self_check`]): [`GpuRaycaster::new_with`] with the default
-    /// [`GpuConfig`].
-    ///
-    /// # Errors
-    /// As [`GpuRaycaster::new_with`].
-    pub async fn new() -> Result<Self, GpuError> {
-        Self::new_with(GpuConfig::default()).await
-    }
+/// Whether a [`GpuRaycaster`](crate::gpu::GpuRaycaster) may be created on a device whose self-check
+/// differs from the CPU reference (see
+/// [`GpuRaycaster::self_check`](crate::gpu::GpuRaycaster::self_check)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SelfCheck {
+    /// Creation fails with [`GpuError::SelfCheckFailed`] (the default).
+    #[default]
+    Required,
+    /// Creation succeeds: the raycaster's answers may differ from the CPU reference's.
+    /// [`GpuRaycaster::self_check`](crate::gpu::GpuRaycaster::self_check) and
+    /// [`GpuRaycaster::adapter_summary`](crate::gpu::GpuRaycaster::adapter_summary) say how.
+    AllowUnverified,
+}
 
-    /// [`GpuRaycaster::new_with`], blocking on the future with pollster.
-    ///
-    /// # Errors
-    /// As [`GpuRaycaster::new_with`].
-    pub fn new_blocking_with(config: GpuConfig) -> Result<Self, GpuError> {
-        pollster::block_on(Self::new_with(config))
-    }
+/// How a [`GpuRaycaster`](crate::gpu::GpuRaycaster) is created
+/// ([`GpuRaycaster::new_with`](crate::gpu::GpuRaycaster::new_with),
+/// [`GpuRaycaster::from_device_with`](crate::gpu::GpuRaycaster::from_device_with)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GpuConfig {
+    /// What a failed self-check does.
+    pub self_check: SelfCheck,
+    /// Where batches stage their rays and answers.
+    pub dispatch_memory: DispatchMemory,
+}
 
-    /// A raycaster whose shader is `wgsl` instead of [`SHADER_SOURCE`]: for testing the
-    /// parity contract against a variant of the shader ([`crate::spec_variants::variant`]).
-    /// The self-check runs as for [`GpuRaycaster::new`]. `wgsl` must keep the shader's entry
-    /// points, bindings and structs.
-    ///
-    /// # Errors
-    /// As [`GpuRaycaster::new`]; [`GpuError::Device`] when the device rejects `wgsl`.
-    #[cfg(feature = "spec-variants")]
-    pub fn new_blocking_with_shader(wgsl: String, config: GpuConfig) -> Result<Self, GpuError> {
-        pollster::block_on(Self::create(config, wgsl.into()))
-    }
+/// Where a batch's rays and answers live on their way to and from the shader.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DispatchMemory {
+    /// Shared with the host on a device that is the CPU itself (lavapipe, WARP, SwiftShader)
+    /// and offers `wgpu::Features::MAPPABLE_PRIMARY_BUFFERS`: the shader reads the rays from
+    /// the buffer the host writes them into and the host reads the answers from the buffer the
+    /// shader writes, with no copies between them. Elsewhere as [`DispatchMemory::Staged`].
+    #[default]
+    Auto,
+    /// Written into mapped buffers and copied into the device's storage buffers, and back:
+    /// what a GPU with its own memory needs.
+    Staged,
+}
 
-    /// Picks an adapter, creates the device and pipelines, and runs the self-check.
-    ///
-    /// The adapter honours `WGPU_BACKEND` (default: the primary backends, Vulkan, Metal and
-    /// DX12), `WGPU_ADAPTER_NAME` (a case-insensitive substring of the adapter name, such as
-    /// `llvmpipe` for lavapipe) and `WGPU_POWER_PREF`. The device gets the adapter's own limits.
-    ///
-    /// # Errors
-    /// [`GpuError::NoAdapter`] when no adapter exists, [`GpuError::AdapterNotFound`] when
-    /// `WGPU_ADAPTER_NAME` matches none, [`GpuError::RequestDevice`] when the device fails,
-    /// [`GpuError::SelfCheckFailed`] when the device's answers differ from the CPU reference
-    /// (unless `config` allows that).
-    pub async fn new_with(config: GpuConfig) -> Result<Self, GpuError> {
-        Self::create(config, SHADER_SOURCE.into()).await
-    }
+/// A wgpu device made ready for the shader, shared by a raycaster, its worlds and its batches
+/// (the last of them to go drops it, and its courier thread ends then).
+#[derive(Debug)]
+pub(super) struct Device {
+    /// First, so that it ends (and stops using the device) before the handles below go.
+    pub(super) courier: Courier,
+    /// The wgpu device and its queue.
+    pub(super) wgpu: wgpu::Device,
+    pub(super) queue: wgpu::Queue,
+    pub(super) info: wgpu::AdapterInfo,
+    pub(super) limits: wgpu::Limits,
+    /// Whether dispatches are timed with timestamp queries.
+    pub(super) timestamps: bool,
+    /// Nanoseconds per timestamp tick.
+    pub(super) period_ns: f64,
+    /// Whether dispatch buffers are shared with the host (see [`DispatchMemory::Auto`]).
+    pub(super) host_shared: bool,
+    /// Why the device was lost, once it was (set by the lost callback, where voxcast owns it).
+    lost: Arc<Mutex<Option<String>>>,
+    /// The bind group and pipeline layouts of the ray entry points and of `cast_pairs`.
+    layouts: [(wgpu::BindGroupLayout, wgpu::PipelineLayout); 2],
+    module: wgpu::ShaderModule,
+    /// The pipelines made so far, by entry point and option flags.
+    pipelines: Mutex<FxHashMap<(Entry, u32), wgpu::ComputePipeline>>,
+}
 
-    async fn create(
+impl Device {
+    /// Picks an adapter (honouring `WGPU_BACKEND`, `WGPU_ADAPTER_NAME` and `WGPU_POWER_PREF`),
+    /// creates a device with the adapter's own limits, and readies `shader` on it.
+    pub(super) async fn open(
         config: GpuConfig,
-        shader: std::borrow::Cow<'static, str>,
+        shader: Cow<'static, str>,
     ) -> Result<Self, GpuError> {
         // Instance: primary backends unless WGPU_BACKEND says otherwise.
         let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
@@ -123,74 +144,17 @@ impl GpuRaycaster {
                 *l = Some(format!("device lost ({reason:?}): {message}"));
             }
         });
-        Self::on_device(device, queue, lost, shader, config)
+        Self::on(device, queue, lost, shader, config)
     }
 
-    /// A raycaster on a device the application already has (a game engine's own wgpu device),
-    /// so that [`GpuWorld`](crate::gpu::GpuWorld)s and batches share its memory and queue instead of a second device.
-    /// Both handles are cloned (wgpu handles are shared references). The device's own limits
-    /// and features apply. With [`wgpu::Limits::default()`] (128 MiB storage bindings) up to
-    /// 32,768 chunks stored voxel by voxel fit (their occupancy bits fill a binding), fewer
-    /// where their packed ids fill theirs first (about 20,000 of terrain like the standard
-    /// 512×128×512 terrain, whose 604 stored chunks take 10 KiB each:
-    /// [`GpuWorld::stored_chunk_bytes`](crate::gpu::GpuWorld::stored_chunk_bytes)), and
-    /// batches of the default dispatch size; a world that needs more gets
-    /// [`GpuError::LimitExceeded`], so a game with a large view distance requests its device
-    /// with the adapter's own limits (`adapter.limits()`), as [`GpuRaycaster::new`] does.
-    /// Kernel times (`BatchStats::kernel_seconds`) need the
-    /// device to have been created with [`wgpu::Features::TIMESTAMP_QUERY`]; without it they
-    /// are `None`.
-    ///
-    /// voxcast submits its own command buffers to `queue` and waits for them with
-    /// [`wgpu::Device::poll`], which also waits for work the application submitted before.
-    /// It leaves the device's lost callback alone (it belongs to the application): on a lost
-    /// device voxcast's calls fail with [`GpuError::Device`].
-    ///
-    /// Creation runs the self-check (see [`GpuRaycaster::self_check`]) on the device: it
-    /// uploads a small world and casts a few thousand rays (a few milliseconds of GPU time).
-    ///
-    /// # Errors
-    /// [`GpuError::UnsuitableDevice`] when the device's limits are below what the shader needs
-    /// (downlevel devices such as WebGL2 have no storage buffers in compute shaders),
-    /// [`GpuError::Device`] when the device rejects the shader,
-    /// [`GpuError::SelfCheckFailed`] when the device's answers differ from the CPU reference.
-    pub fn from_device(device: &wgpu::Device, queue: &wgpu::Queue) -> Result<Self, GpuError> {
-        Self::from_device_with(device, queue, GpuConfig::default())
-    }
-
-    /// [`GpuRaycaster::from_device`] with a [`GpuConfig`] (to allow a failed self-check).
-    ///
-    /// # Errors
-    /// As [`GpuRaycaster::from_device`]; a failed self-check only where `config` requires it.
-    pub fn from_device_with(
-        device: &wgpu::Device,
-        queue: &wgpu::Queue,
-        config: GpuConfig,
-    ) -> Result<Self, GpuError> {
-        Self::on_device(
-            device.clone(),
-            queue.clone(),
-            Arc::new(Mutex::new(None)),
-            SHADER_SOURCE.into(),
-            config,
-        )
-    }
-
-    /// The device and queue this raycaster submits to: the ones given to
-    /// [`GpuRaycaster::from_device`], or the ones [`GpuRaycaster::new`] created, for an
-    /// application that wants to render or compute with the same device.
-    #[must_use]
-    pub fn device(&self) -> (&wgpu::Device, &wgpu::Queue) {
-        (&self.shared.device, &self.shared.queue)
-    }
-
-    /// Checks the device, compiles `shader` and the default pipelines, makes the raycaster and
-    /// runs the self-check. `lost` is set by the device-lost callback, if voxcast owns one.
-    fn on_device(
+    /// Readies `shader` on `device`: checks its limits, compiles the module and the default
+    /// pipelines, and starts the courier. `lost` is set by the device-lost callback, if voxcast
+    /// owns one.
+    pub(super) fn on(
         device: wgpu::Device,
         queue: wgpu::Queue,
         lost: Arc<Mutex<Option<String>>>,
-        shader: std::borrow::Cow<'static, str>,
+        shader: Cow<'static, str>,
         config: GpuConfig,
     ) -> Result<Self, GpuError> {
         let info = device.adapter_info();
@@ -263,47 +227,25 @@ impl GpuRaycaster {
                 pipelines.insert((entry, flags), p);
             }
         }
-        let period_ns = f64::from(queue.get_timestamp_period());
-        let courier = Courier::start(&device, &queue)?;
-        let shared = Arc::new(Shared {
-            device,
+        Ok(Self {
+            courier: Courier::start(&device, &queue)?,
+            period_ns: f64::from(queue.get_timestamp_period()),
+            wgpu: device,
             queue,
-            pool: Mutex::new(Vec::new()),
-            staging: Mutex::new(Vec::new()),
-            lost,
-            timestamps,
-            host_shared,
-            period_ns,
-            stats: Mutex::new(BatchStats::default()),
-            courier,
-        });
-        let mut raycaster = Self {
-            shared,
             info,
             limits,
+            timestamps,
+            host_shared,
+            lost,
             layouts: [rays, pairs],
             module,
             pipelines: Mutex::new(pipelines),
-            max_dispatch_rays: MAX_DISPATCH_RAYS,
-            token: NEXT_TOKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-            self_check: SelfCheckReport::default(),
-        };
-        let report = probe::run(&raycaster)?;
-        if let Some(difference) = &report.difference
-            && config.self_check == SelfCheck::Required
-        {
-            return Err(GpuError::SelfCheckFailed(difference.clone()));
-        }
-        raycaster.self_check = report;
-        // A new raycaster keeps no buffers for batches it has not been asked to cast.
-        raycaster.release_buffers();
-        replace_locked(&raycaster.shared.stats, BatchStats::default());
-        Ok(raycaster)
+        })
     }
 
     /// The pipeline of `entry` specialised for option `flags` (the shader's `OPTIONS`),
     /// compiled on first use and kept: each combination of options in use pays one
-    /// compilation (the default options' rays and camera are made by [`GpuRaycaster::new`]).
+    /// compilation (the default options' rays and camera are made with the device).
     pub(super) fn pipeline(
         &self,
         entry: Entry,
@@ -318,7 +260,7 @@ impl GpuRaycaster {
             return Ok(p.clone());
         }
         let layout = &self.layouts[usize::from(entry == Entry::Pairs)].1;
-        let p = make_pipeline(&self.shared.device, &self.module, layout, entry, flags)?;
+        let p = make_pipeline(&self.wgpu, &self.module, layout, entry, flags)?;
         made.insert((entry, flags), p.clone());
         Ok(p)
     }
@@ -327,26 +269,34 @@ impl GpuRaycaster {
     pub(super) fn layout(&self, entry: Entry) -> &wgpu::BindGroupLayout {
         &self.layouts[usize::from(entry == Entry::Pairs)].0
     }
-}
 
-/// A compute entry point of the shader.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(super) enum Entry {
-    /// `cast_rays`: rays prepared on the host.
-    Rays,
-    /// `cast_camera`: a camera's pixels, rays made in the shader.
-    Camera,
-    /// `cast_pairs`: line of sight between pairs of agents.
-    Pairs,
-}
-
-impl Entry {
-    fn name(self) -> &'static str {
-        match self {
-            Entry::Rays => "cast_rays",
-            Entry::Camera => "cast_camera",
-            Entry::Pairs => "cast_pairs",
+    /// `Err` once the device is lost.
+    pub(super) fn check_lost(&self) -> Result<(), GpuError> {
+        match self.lost.lock().map(|l| l.clone()) {
+            Ok(Some(msg)) => Err(GpuError::Device(msg)),
+            Ok(None) => Ok(()),
+            Err(_) => Err(GpuError::Internal("device-lost flag poisoned".into())),
         }
+    }
+
+    /// The largest buffer a binding may take, in bytes.
+    pub(super) fn max_binding(&self) -> u64 {
+        self.limits
+            .max_storage_buffer_binding_size
+            .min(self.limits.max_buffer_size)
+    }
+
+    /// Most items per dispatch on this device: what one storage binding holds, at most `asked`.
+    pub(super) fn dispatch_capacity(&self, asked: u32) -> u32 {
+        let by_binding = self.limits.max_storage_buffer_binding_size / size_of::<GpuRay>() as u64;
+        let by_buffer = self.limits.max_buffer_size / size_of::<GpuRay>() as u64;
+        let by_groups = u64::from(self.limits.max_compute_workgroups_per_dimension).pow(2)
+            * u64::from(WORKGROUP_SIZE);
+        u64::from(asked)
+            .min(by_binding)
+            .min(by_buffer)
+            .min(by_groups)
+            .max(1) as u32
     }
 }
 
@@ -395,29 +345,6 @@ fn check_limits(limits: &wgpu::Limits) -> Result<(), GpuError> {
         ))),
         None => Ok(()),
     }
-}
-
-/// The shader's `OPTIONS` for `opts` (and conservative line of sight): the `FLAG_*` bits of
-/// `shaders/dda.wgsl`.
-pub(super) fn option_flags(opts: &RaycastOptions, conservative: bool) -> u32 {
-    let mut flags = match opts.origin {
-        OriginPolicy::Report => ORIGIN_REPORT,
-        OriginPolicy::SkipOriginVoxel => ORIGIN_SKIP,
-        OriginPolicy::ExitSolid => ORIGIN_EXIT_SOLID,
-    };
-    if opts.unloaded == UnloadedPolicy::Stop {
-        flags |= FLAG_STOP_UNLOADED;
-    }
-    if opts.blocks.is_every_non_air() {
-        flags |= FLAG_EVERY_NON_AIR;
-    }
-    if conservative {
-        flags |= FLAG_CONSERVATIVE;
-    }
-    if opts.per_voxel {
-        flags |= FLAG_PER_VOXEL;
-    }
-    flags
 }
 
 /// The compute pipeline of `cast_camera` (or `cast_rays`) with the shader's `OPTIONS` set to

@@ -1,138 +1,103 @@
-//! Moving a `GpuWorld`'s window ([`GpuWorld::recenter`]): the chunks that enter the part of
-//! the window that may be loaded are uploaded, those that leave it give their storage back,
-//! and the table entries and region records that change are written; nothing else moves,
-//! because the table is addressed toroidally (see `Window`).
+//! Moving a `GpuWorld`'s window: which chunks enter the part of the window that may be loaded
+//! (to upload), which leave it (to give their storage back), and which table entries and
+//! region records change; nothing else moves, because the table is addressed toroidally (see
+//! `Window`). [`plan`] works it out; `GpuWorld::recenter` applies it.
 
 use crate::coords::ChunkPos;
-use crate::gpu::dispatch::Upload;
-use crate::gpu::store::StoreChanges;
-use crate::gpu::window::Window;
-use crate::gpu::world::{GpuWorld, WindowMove, entry_of, for_each_in};
-use crate::gpu::{GpuError, TAG_UNLOADED};
-use crate::world::{REGION_SHIFT, VoxelWorld};
+use crate::gpu::layout::TAG_UNLOADED;
+use crate::gpu::store::entry_of;
+use crate::gpu::window::{Window, for_each_in};
+use crate::world::{DenseChunk, REGION_SHIFT, VoxelWorld};
 
 /// An inclusive box of chunk coordinates.
 type ChunkBox = ([i128; 3], [i128; 3]);
 
-impl GpuWorld {
-    /// Moves a window made by [`GpuWorld::with_window`] so that it centres on `centre`, with
-    /// the same half extent. The chunks of `world` that enter the box the window may load are
-    /// uploaded as `world` has them now; those that leave it answer as unloaded from now on
-    /// and give their GPU memory back; every other chunk stays as it is on the GPU (edited
-    /// chunks still go through [`GpuWorld::update_chunks`]). A move of one chunk along an axis
-    /// uploads one slab of chunks; a move farther than the window's size fills it anew. The
-    /// same centre again does nothing.
-    ///
-    /// Works anywhere in the i128 world: the shader's coordinates are relative to the window,
-    /// whatever its distance from the origin. The move is ordered after every batch submitted
-    /// before it, as an update is ([`GpuWorld::update_chunks`]); agents uploaded for the old
-    /// window ([`GpuAgents`](crate::gpu::GpuAgents)) must be uploaded again.
-    ///
-    /// # Errors
-    /// [`GpuError::WindowCannotMove`] for a `GpuWorld` made by [`GpuWorld::from_world`];
-    /// [`GpuError::CentreOutsideWorld`] when `centre` is no chunk of the i128 world;
-    /// [`GpuError::LimitExceeded`] when the stored chunks outgrow a device limit;
-    /// [`GpuError::Device`] when growing a buffer runs out of GPU memory. The window is left
-    /// where it was when an error is returned.
-    pub fn recenter(
-        &mut self,
-        world: &VoxelWorld,
-        centre: ChunkPos,
-    ) -> Result<WindowMove, GpuError> {
-        let Some((half, old_centre)) = self.following else {
-            return Err(GpuError::WindowCannotMove);
-        };
-        if !centre.is_in_world() {
-            return Err(GpuError::CentreOutsideWorld(centre));
-        }
-        let old = self.window;
-        let new = Window::following(centre, half);
-        self.following = Some((half, centre));
-        if new == old {
-            return Ok(WindowMove::default());
-        }
-        let (old_in, new_in) = (interior(&old), interior(&new));
-        let (old_all, new_all) = (whole(&old), whole(&new));
-        let kept = intersect(old_in, new_in).map_or(0, volume);
-        let mut moved = WindowMove {
-            entered: saturate(volume(new_in) - kept),
-            left: saturate(volume(old_in) - kept),
-            ..WindowMove::default()
-        };
-        // Chunks that enter what may be loaded: uploaded as the world has them.
-        let mut store = Vec::new();
-        let mut entries = Vec::new();
-        for b in minus(new_in, old_in) {
-            for_each_in(b.0, b.1, |p| {
-                let pos = ChunkPos::from_array(p);
-                let (entry, d) = entry_of(world.chunk(pos).map(|c| c.view()));
-                if let Some(d) = d {
-                    store.push((pos, d));
-                }
-                entries.push((pos, entry));
-            });
-        }
-        moved.stored = store.len() as u64;
-        // Margin chunks new to the window, and chunks that were loadable and are margin now.
-        let mut unloaded = minus(new_all, old_all);
-        if let Some(both) = intersect(old_in, new_all) {
-            unloaded.extend(minus(both, new_in));
-        }
-        for b in unloaded {
-            for_each_in(b.0, b.1, |p| {
-                let pos = ChunkPos::from_array(p);
-                if !new.may_load(pos) {
-                    entries.push((pos, TAG_UNLOADED));
-                }
-            });
-        }
-        // Records of regions with chunks new to the window (whose slots held other regions)
-        // or chunks that left it (now outside: unloaded).
-        let mut regions = Vec::new();
-        for b in minus(new_all, old_all)
-            .into_iter()
-            .chain(minus(old_all, new_all))
-        {
-            let (lo, hi) = (
-                b.0.map(|c| c >> REGION_SHIFT),
-                b.1.map(|c| c >> REGION_SHIFT),
-            );
-            for_each_in(lo, hi, |r| regions.push(r));
-        }
-        let drop = self
-            .store
-            .positions()
-            .filter(|&p| !new.may_load(p))
-            .collect();
-        let mut upload = Upload::new(&self.sync.failed);
-        self.window = new;
-        match self.apply(
-            StoreChanges::new(store, drop),
-            entries,
-            regions,
-            &mut upload,
-        ) {
-            Ok((chunk_bytes, table_bytes)) => {
-                moved.chunk_bytes = chunk_bytes;
-                moved.table_bytes = table_bytes;
-            }
-            Err(e) => {
-                self.window = old;
-                self.following = Some((half, old_centre));
-                return Err(e);
-            }
-        }
-        self.choose_walk();
-        self.send(upload)?;
-        Ok(moved)
-    }
+/// What [`GpuWorld::recenter`](crate::gpu::GpuWorld::recenter) did: which chunks entered and
+/// left the part of the window that may be loaded, and what it uploaded.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WindowMove {
+    /// Chunks that entered the part of the window that may be loaded (loaded or not).
+    pub entered: u64,
+    /// Chunks that left it.
+    pub left: u64,
+    /// Of the chunks that entered, those stored voxel by voxel (the others are a table entry).
+    pub stored: u64,
+    /// Bytes of the stored chunks that entered: occupancy bits, slot records and id records,
+    /// as [`GpuWorld::stored_chunk_bytes`](crate::gpu::GpuWorld::stored_chunk_bytes) counts
+    /// them.
+    pub chunk_bytes: u64,
+    /// Bytes of chunk table entries and region records written (only those that changed).
+    pub table_bytes: u64,
+}
 
-    /// The centre a window made by [`GpuWorld::with_window`] was last given; `None` for one
-    /// made by [`GpuWorld::from_world`]. Near the edge of the i128 world the window lies
-    /// inward of it ([`GpuWorld::loadable_chunks`]).
-    #[must_use]
-    pub fn centre(&self) -> Option<ChunkPos> {
-        self.following.map(|(_, centre)| centre)
+/// The changes a move from window `old` to window `new` makes.
+pub(super) struct MovePlan<'a> {
+    /// Chunks that enter what may be loaded and are stored voxel by voxel.
+    pub(super) store: Vec<(ChunkPos, &'a DenseChunk)>,
+    /// Table entries to set: the entering chunks' (a stored one's is replaced by its slot),
+    /// and `TAG_UNLOADED` for margin chunks new to the window or no longer loadable.
+    pub(super) entries: Vec<(ChunkPos, u32)>,
+    /// Regions whose records must be made anew: those with chunks new to the window (whose
+    /// records held other regions) or chunks that left it.
+    pub(super) regions: Vec<[i128; 3]>,
+    /// The counts of the move (its bytes are filled in when it is applied).
+    pub(super) moved: WindowMove,
+}
+
+/// The changes a move from `old` to `new` makes, with the chunks that enter taken from
+/// `world` as it is now.
+pub(super) fn plan<'a>(old: &Window, new: &Window, world: &'a VoxelWorld) -> MovePlan<'a> {
+    let (old_in, new_in) = (interior(old), interior(new));
+    let (old_all, new_all) = (whole(old), whole(new));
+    let kept = intersect(old_in, new_in).map_or(0, volume);
+    let mut moved = WindowMove {
+        entered: saturate(volume(new_in) - kept),
+        left: saturate(volume(old_in) - kept),
+        ..WindowMove::default()
+    };
+    // Chunks that enter what may be loaded: uploaded as the world has them.
+    let mut store = Vec::new();
+    let mut entries = Vec::new();
+    for b in minus(new_in, old_in) {
+        for_each_in(b.0, b.1, |p| {
+            let pos = ChunkPos::from_array(p);
+            let (entry, d) = entry_of(world.chunk(pos).map(|c| c.view()));
+            if let Some(d) = d {
+                store.push((pos, d));
+            }
+            entries.push((pos, entry));
+        });
+    }
+    moved.stored = store.len() as u64;
+    // Margin chunks new to the window, and chunks that were loadable and are margin now.
+    let mut unloaded = minus(new_all, old_all);
+    if let Some(both) = intersect(old_in, new_all) {
+        unloaded.extend(minus(both, new_in));
+    }
+    for b in unloaded {
+        for_each_in(b.0, b.1, |p| {
+            let pos = ChunkPos::from_array(p);
+            if !new.may_load(pos) {
+                entries.push((pos, TAG_UNLOADED));
+            }
+        });
+    }
+    let mut regions = Vec::new();
+    for b in minus(new_all, old_all)
+        .into_iter()
+        .chain(minus(old_all, new_all))
+    {
+        let (lo, hi) = (
+            b.0.map(|c| c >> REGION_SHIFT),
+            b.1.map(|c| c >> REGION_SHIFT),
+        );
+        for_each_in(lo, hi, |r| regions.push(r));
+    }
+    MovePlan {
+        store,
+        entries,
+        regions,
+        moved,
     }
 }
 

@@ -13,15 +13,29 @@ use rayon::prelude::{IntoParallelRefIterator, ParallelIterator};
 use rustc_hash::FxHashMap;
 
 use crate::coords::ChunkPos;
-use crate::gpu::dispatch::Upload;
-use crate::gpu::{BRICK_UNIFORM, GpuError, RECORD_BRICKS, SLOT_WORDS};
-use crate::world::{BRICK_EDGE, DenseChunk, OCCUPANCY_WORDS};
+use crate::gpu::error::GpuError;
+use crate::gpu::layout::{
+    BRICK_UNIFORM, RECORD_BRICKS, SLOT_WORDS, TAG_EMPTY, TAG_UNIFORM, TAG_UNLOADED,
+};
+use crate::gpu::queue::WorldWrite;
+use crate::world::{BRICK_EDGE, ChunkView, DenseChunk, OCCUPANCY_WORDS};
 
 /// Voxels in a brick.
 const BRICK_VOXELS: usize = BRICK_EDGE * BRICK_EDGE * BRICK_EDGE;
 
 /// Words of an empty id heap, and what it grows from: 64 KiB.
 const MIN_HEAP_WORDS: u64 = 1 << 14;
+
+/// A chunk's table entry (a tag, or 0 to be replaced by its slot), and its storage where it is
+/// stored voxel by voxel.
+pub(super) fn entry_of(view: Option<ChunkView<'_>>) -> (u32, Option<&DenseChunk>) {
+    match view {
+        None => (TAG_UNLOADED, None),
+        Some(ChunkView::Uniform(id)) if id.is_air() => (TAG_EMPTY, None),
+        Some(ChunkView::Uniform(id)) => (TAG_UNIFORM | u32::from(id.0), None),
+        Some(ChunkView::Dense(d)) => (0, Some(d)),
+    }
+}
 
 /// A dense chunk's ids as the GPU stores them (see the module docs) and its width.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -253,7 +267,7 @@ impl ChunkStore {
     pub(super) fn apply(
         &mut self,
         changes: StoreChanges<'_>,
-        upload: &mut Upload,
+        upload: &mut WorldWrite,
     ) -> Result<u64, GpuError> {
         // Slots: those no longer stored are given back before new chunks take one, so that
         // the order of the changes does not decide whether the slot buffers grow.
@@ -405,11 +419,11 @@ impl ChunkStore {
         self.max_binding / 4
     }
 
-    /// Packs every record in use anew, in order, into a fresh heap with room for `more`
-    /// words and to spare (its records copied there on the GPU, their slot records pointed at
-    /// them), for a heap too fragmented to place a record. An allocation failure leaves the world unusable: its
+    /// Packs every record in use anew, in order, into a fresh heap with room for `more` words and
+    /// to spare (its records copied there on the GPU, their slot records pointed at them), for a
+    /// heap too fragmented to place a record. An allocation failure leaves the world unusable: its
     /// batches then fail with the error.
-    fn compact(&mut self, upload: &mut Upload, more: u64) -> Result<(), GpuError> {
+    fn compact(&mut self, upload: &mut WorldWrite, more: u64) -> Result<(), GpuError> {
         let range = u32::try_from(self.heap_range()).unwrap_or(u32::MAX);
         let mut heap = Allocator::with_max_allocs(range, max_records(self.max_binding));
         let words = heap_capacity(
@@ -419,7 +433,7 @@ impl ChunkStore {
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let ids = create_storage(&self.device, "ids", words * 4);
         if let Some(e) = pollster::block_on(scope.pop()) {
-            let e = crate::gpu::device_error(e);
+            let e = crate::gpu::error::device_error(e);
             upload.fail(&e.to_string());
             return Err(e);
         }
@@ -480,7 +494,7 @@ impl ChunkStore {
             create_storage(&self.device, "ids", words * 4)
         });
         match pollster::block_on(scope.pop()) {
-            Some(e) => Err(crate::gpu::device_error(e)),
+            Some(e) => Err(crate::gpu::error::device_error(e)),
             None => Ok((slot_buffers, ids)),
         }
     }

@@ -1,26 +1,11 @@
-//! The window of chunks a `GpuWorld` covers: the i128 ↔ i32 split, clipping rays to the
-//! window on the host, and decoding the shader's hits back into i128 outcomes.
-
-use glam::{IVec3, Vec2};
+//! The window of chunks a `GpuWorld` covers: the i128 ↔ i32 split (everything on the GPU is
+//! an i32 voxel relative to the window's lowest voxel), and where each chunk and region of the
+//! window has its table entry and record.
 
 use crate::coords::{ChunkPos, VoxelBox, WorldPos};
-use crate::cpu_ref::{AXIS_NONE, Dda, grow_by_a_chunk, unloaded_tie_extra};
-use crate::gpu::{
-    COUNT_MAX, FLAG_TOROIDAL, GpuError, GpuHit, GpuRay, RAY_CLIPPED, RAY_COUNTS_SHIFT,
-    RAY_ENTRY_SHIFT, RAY_NEGATIVE_SHIFT, RAY_PLANE_SHIFT, STATUS_HIT, STATUS_MISS, STATUS_TOO_LONG,
-    STATUS_UNLOADED, STATUS_ZERO_LENGTH, TAG_EMPTY, TAG_MASK, TAG_UNLOADED,
-};
-use crate::ray::{
-    OriginPolicy, PreparedRay, RayError, RaycastOptions, RaycastOutcome, UnloadedPolicy,
-    VoxelRaycastHit,
-};
-use crate::world::{REGION_SHIFT, VoxelId};
-
-/// How a prepared ray goes to the GPU.
-pub(super) enum Upload {
-    Gpu(GpuRay),
-    Answered(RaycastOutcome),
-}
+use crate::cpu_ref::grow_by_a_chunk;
+use crate::gpu::layout::{FLAG_TOROIDAL, GpuParams, TAG_EMPTY, TAG_MASK, TAG_UNLOADED};
+use crate::world::REGION_SHIFT;
 
 /// The window of chunks a [`GpuWorld`] covers, and the i128 ↔ i32 split around it.
 ///
@@ -268,6 +253,7 @@ impl Window {
         ]
     }
 
+    /// Voxel `p` relative to the window's lowest voxel; `None` where that does not fit in i32.
     pub(super) fn relative(&self, p: WorldPos) -> Option<[i32; 3]> {
         let mut out = [0; 3];
         for (a, o) in out.iter_mut().enumerate() {
@@ -277,7 +263,7 @@ impl Window {
     }
 
     /// The world voxel of window-relative `v`; `None` beyond the i128 world.
-    fn absolute(&self, v: [i32; 3]) -> Option<WorldPos> {
+    pub(super) fn absolute(&self, v: [i32; 3]) -> Option<WorldPos> {
         let mut out = [0; 3];
         for (a, o) in out.iter_mut().enumerate() {
             *o = self.bounds.min.axis(a).checked_add(i128::from(v[a]))?;
@@ -285,163 +271,32 @@ impl Window {
         Some(WorldPos::from_array(out))
     }
 
-    /// The GPU's state for a stepping state `d` (clipped into the window or not), or `None`
-    /// where its voxel lies beyond the window's coordinates.
-    fn gpu_ray(&self, d: &Dda<'_>, clipped: bool) -> Option<GpuRay> {
-        let voxel = self.relative(d.voxel())?;
-        Some(gpu_ray_at(d.ray, voxel, d.entry_axis, d.n, clipped))
-    }
-
-    /// The host's share of the work: the state the GPU starts from, or the whole answer when
-    /// the ray never gets into the window.
-    pub(super) fn upload_ray(
-        &self,
-        r: &PreparedRay,
-        opts: &RaycastOptions,
-        conservative: bool,
-    ) -> Upload {
-        // A ray that starts inside goes up as it is: what `Dda::new` would make of it (no
-        // crossing done, entered through no face).
-        if let Some(voxel) = self
-            .bounds
-            .contains(r.start)
-            .then(|| self.relative(r.start))
-            .flatten()
-        {
-            return Upload::Gpu(gpu_ray_at(r, voxel, AXIS_NONE, [0; 3], false));
-        }
-        let mut d = Dda::new(r);
-        match opts.unloaded {
-            // Outside the window nothing is loaded: air. Clip exactly as the CPU reference does.
-            UnloadedPolicy::Air => {
-                if d.enter_box(&self.bounds) {
-                    self.gpu_ray(&d, true)
-                        .map_or(Upload::Answered(RaycastOutcome::Miss), Upload::Gpu)
-                } else {
-                    Upload::Answered(RaycastOutcome::Miss)
-                }
-            }
-            UnloadedPolicy::Stop if opts.origin == OriginPolicy::SkipOriginVoxel => {
-                // The origin voxel is skipped; the ray stops at the next voxel unless that is
-                // inside the window, where the GPU takes over. Conservative line of sight first
-                // tests the voxels beside its first crossing: within a voxel of the start, so
-                // outside the loaded chunks (the window has a margin of a chunk), unloaded.
-                if conservative && let Some(o) = unloaded_tie_extra(&d, opts) {
-                    return Upload::Answered(o);
-                }
-                if d.dda_step().is_err() {
-                    return Upload::Answered(RaycastOutcome::Miss);
-                }
-                if self.bounds.contains(d.voxel()) {
-                    self.gpu_ray(&d, true)
-                        .map_or(Upload::Answered(RaycastOutcome::Miss), Upload::Gpu)
-                } else {
-                    Upload::Answered(RaycastOutcome::Unloaded {
-                        at: d.voxel(),
-                        distance: d.t,
-                    })
-                }
-            }
-            UnloadedPolicy::Stop => Upload::Answered(RaycastOutcome::Unloaded {
-                at: r.start,
-                distance: 0.0,
-            }),
-        }
-    }
-
-    /// The outcome `h` stands for, for a ray whose uploaded start voxel is `start`
-    /// (window-relative): the shader gives the voxel as an 18-bit offset from it.
-    pub(super) fn decode(&self, h: &GpuHit, start: [i32; 3]) -> Result<RaycastOutcome, GpuError> {
-        let status_word = h.w1 >> 20;
-        let status = status_word & 15;
-        match status {
-            STATUS_MISS => return Ok(RaycastOutcome::Miss),
-            STATUS_ZERO_LENGTH => return Ok(RaycastOutcome::Invalid(RayError::ZeroDirection)),
-            STATUS_TOO_LONG => return Ok(RaycastOutcome::Invalid(RayError::MaxDistanceTooLarge)),
-            _ => {}
-        }
-        let offset = |w: u32| ((w << 14) as i32) >> 14;
-        let voxel = [
-            start[0].wrapping_add(offset(h.w0)),
-            start[1].wrapping_add(offset(h.w1)),
-            start[2].wrapping_add(offset(h.w2)),
-        ];
-        // The shader ends a ray that steps beyond the i128 world as a miss (`beyond_world`).
-        let at = self.absolute(voxel).ok_or_else(|| {
-            GpuError::Internal(format!("a result beyond the i128 world ({voxel:?})"))
-        })?;
-        let distance = f32::from_bits(h.distance);
-        match status {
-            STATUS_UNLOADED => Ok(RaycastOutcome::Unloaded { at, distance }),
-            STATUS_HIT => {
-                let axis = (status_word >> 4) & 3;
-                let mut face_normal = IVec3::ZERO;
-                if axis != AXIS_NONE {
-                    face_normal[axis as usize] = if status_word & 64 != 0 { 1 } else { -1 };
-                }
-                let id = (h.w0 >> 18) | (h.w1 >> 18 & 3) << 14;
-                // 23-bit fixed point: within 6e-8 of the shader's UV.
-                let v = (h.uv >> 23) | (h.w2 >> 18) << 9;
-                let unit = |q: u32| q as f32 / UV_STEPS;
-                Ok(RaycastOutcome::Hit(VoxelRaycastHit {
-                    voxel_pos: at,
-                    face_normal,
-                    distance,
-                    voxel_type: VoxelId(id as u16),
-                    hit_uv: Vec2::new(unit(h.uv & 0x7F_FFFF), unit(v)),
-                }))
-            }
-            s => Err(GpuError::Internal(format!(
-                "ray ran past the step limit (status {s})"
-            ))),
+    /// The parameters every dispatch on this window shares (the others are the dispatch's).
+    pub(super) fn params(&self) -> GpuParams {
+        GpuParams {
+            dims: self.dims,
+            region_phase: self.packed_region_phase(),
+            table_phase: self.table_phase(),
+            world_edge: self.world_edge(),
+            region_dims: self.region_dims(),
+            region_table_phase: self.region_table_phase(),
+            ..GpuParams::default()
         }
     }
 }
-
-/// The GPU's state of ray `r` at window-relative `voxel`, entered through `entry_axis` after
-/// `n` crossings per axis (`clipped`: moved into the window on the host).
-fn gpu_ray_at(
-    r: &PreparedRay,
-    voxel: [i32; 3],
-    entry_axis: u32,
-    n: [u32; 3],
-    clipped: bool,
-) -> GpuRay {
-    let mut flags = entry_axis << RAY_ENTRY_SHIFT;
-    for a in 0..3 {
-        flags |= u32::from(r.enabled[a]) << a;
-        flags |= u32::from(r.step[a] < 0) << (RAY_NEGATIVE_SHIFT + a as u32);
-    }
-    if clipped {
-        flags |= RAY_CLIPPED;
-    }
-    // Shifting on these axes commutes with clipping and the host's step: neither moves them.
-    flags |= r.plane_axes() << RAY_PLANE_SHIFT;
-    // Counts are at most one past MAX_DISTANCE_CAP, 17 bits each.
-    debug_assert!(n.iter().all(|&n| n <= COUNT_MAX), "{n:?}");
-    let [x, y, z] = n.map(|n| u64::from(n.min(COUNT_MAX)));
-    let counts = x | y << 17 | z << 34;
-    flags |= ((counts & 0xF_FFFF) as u32) << RAY_COUNTS_SHIFT;
-    GpuRay {
-        voxel,
-        flags,
-        b: r.b,
-        max_distance: r.max_distance,
-        inv: std::array::from_fn(|a| {
-            if r.enabled[a] {
-                r.inv[a]
-            } else {
-                r.dir[a].abs()
-            }
-        }),
-        counts_hi: (counts >> 20) as u32,
-    }
-}
-
-/// UV in the shader's hits: `[0, 1]` in 23-bit fixed point.
-const UV_STEPS: f32 = 8_388_607.0;
 
 /// The most chunks a window spans on an axis (exclusive): window-relative voxel coordinates
 /// must fit in i32, with room for a run of empty chunks that reaches past the window to the
 /// end of its region.
 pub(super) const MAX_WINDOW_CHUNKS: u32 = (1 << 26) - (1 << REGION_SHIFT);
+
+/// Calls `f` on every point of the inclusive box `lo..=hi`.
+pub(super) fn for_each_in(lo: [i128; 3], hi: [i128; 3], mut f: impl FnMut([i128; 3])) {
+    for z in lo[2]..=hi[2] {
+        for y in lo[1]..=hi[1] {
+            for x in lo[0]..=hi[0] {
+                f([x, y, z]);
+            }
+        }
+    }
+}

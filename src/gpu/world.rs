@@ -1,17 +1,17 @@
-//! `GpuWorld`: a window of a `VoxelWorld` in GPU buffers, and its updates.
+//! `GpuWorld`: a window of a `VoxelWorld` in GPU buffers (its chunk table and stored chunks),
+//! and its updates and moves.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use crate::coords::ChunkPos;
-use crate::gpu::dispatch::{Shared, Upload};
-use crate::gpu::store::{ChunkStore, StoreChanges, create_storage};
-use crate::gpu::window::{MAX_WINDOW_CHUNKS, Window};
-use crate::gpu::{
-    FLAG_STEP_EMPTY_BRICKS, GpuError, GpuRaycaster, TAG_EMPTY, TAG_UNIFORM, TAG_UNLOADED,
-    device_error,
-};
-use crate::world::{ChunkView, DenseChunk, VoxelWorld};
+use crate::coords::{ChunkPos, VoxelBox, WorldPos};
+use crate::gpu::device::Device;
+use crate::gpu::error::{GpuError, device_error};
+use crate::gpu::follow::{self, WindowMove};
+use crate::gpu::layout::{FLAG_STEP_EMPTY_BRICKS, GpuParams, TAG_UNLOADED};
+use crate::gpu::queue::{WorldSync, WorldWrite};
+use crate::gpu::store::{ChunkStore, StoreChanges, create_storage, entry_of};
+use crate::gpu::window::{MAX_WINDOW_CHUNKS, Window, for_each_in};
+use crate::world::{ChunkView, VoxelWorld};
 
 /// A window of a [`VoxelWorld`] uploaded to the GPU: a chunk table plus, per chunk that is not
 /// one id throughout, its occupancy bits, brick summary and packed ids. Uniform chunks (all
@@ -20,26 +20,26 @@ use crate::world::{ChunkView, DenseChunk, VoxelWorld};
 /// chunks block a run of empty chunks), kept current by every update.
 ///
 /// Two kinds of window:
-/// - [`GpuWorld::from_world`]: the box around every loaded chunk, for a world that stays
-///   within it (edits and loads inside it go through [`GpuWorld::update_chunks`]);
-/// - [`GpuWorld::with_window`]: a box of a fixed size around a centre that the caller moves
-///   ([`GpuWorld::recenter`]), for a world streamed around a player. A move uploads only the
-///   chunks that enter the window.
+/// - [`GpuRaycaster::upload_world`](crate::gpu::GpuRaycaster::upload_world): the box around every
+///   loaded chunk, for a world that stays within it (edits and loads inside it go through
+///   [`GpuWorld::update_chunks`]);
+/// - [`GpuRaycaster::upload_window`](crate::gpu::GpuRaycaster::upload_window): a box of a fixed
+///   size around a centre that the caller moves ([`GpuWorld::recenter`]), for a world streamed
+///   around a player. A move uploads only the chunks that enter the window.
 ///
 /// A stored chunk takes its `32³` occupancy bits (4 KiB), a 16-byte slot record and its ids
 /// packed as narrowly as its ids allow, with `8³` bricks of one id stored as that id alone
 /// ([`GpuWorld::stored_bytes`] has the total). Its `Debug` output is a summary (anchor,
 /// size, stored chunks, bytes), not the table.
 pub struct GpuWorld {
-    shared: Arc<Shared>,
+    /// The device of the raycaster that uploaded it.
+    device: Arc<Device>,
     pub(super) window: Window,
     /// The window's half extent in chunks and its centre as last given, where it follows a
-    /// centre ([`GpuWorld::with_window`]).
-    pub(super) following: Option<([u32; 3], ChunkPos)>,
-    /// The `token` of the raycaster that uploaded it.
-    pub(super) owner: u64,
-    pub(super) table: wgpu::Buffer,
-    pub(super) store: ChunkStore,
+    /// centre ([`GpuRaycaster::upload_window`]).
+    following: Option<([u32; 3], ChunkPos)>,
+    table: wgpu::Buffer,
+    store: ChunkStore,
     /// The table as last written: chunk entries, then region records.
     host_table: Vec<u32>,
     pub(super) sync: Arc<WorldSync>,
@@ -50,48 +50,6 @@ pub struct GpuWorld {
     skip_bricks_set: Option<bool>,
     /// Bytes written to the device since the world was built.
     uploaded: u64,
-}
-
-/// What a world shares with the batches cast against it: how many times it has changed
-/// (a batch whose later dispatches would see a change fails instead of mixing two worlds)
-/// and why an upload failed, if one did.
-#[derive(Debug, Default)]
-pub(super) struct WorldSync {
-    version: AtomicU64,
-    pub(super) failed: Arc<Mutex<Option<String>>>,
-}
-
-impl WorldSync {
-    /// The number of changes so far.
-    pub(super) fn version(&self) -> u64 {
-        self.version.load(Ordering::SeqCst)
-    }
-
-    /// The error of a failed upload, if one failed.
-    pub(super) fn check(&self) -> Result<(), GpuError> {
-        match self.failed.lock().map(|f| f.clone()) {
-            Ok(None) => Ok(()),
-            Ok(Some(msg)) => Err(GpuError::Device(msg)),
-            Err(_) => Err(GpuError::Internal("upload-failure flag poisoned".into())),
-        }
-    }
-}
-
-/// What [`GpuWorld::recenter`] did: which chunks entered and left the part of the window that
-/// may be loaded, and what it uploaded.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct WindowMove {
-    /// Chunks that entered the part of the window that may be loaded (loaded or not).
-    pub entered: u64,
-    /// Chunks that left it.
-    pub left: u64,
-    /// Of the chunks that entered, those stored voxel by voxel (the others are a table entry).
-    pub stored: u64,
-    /// Bytes of the stored chunks that entered: occupancy bits, slot records and id records,
-    /// as [`GpuWorld::stored_chunk_bytes`] counts them.
-    pub chunk_bytes: u64,
-    /// Bytes of chunk table entries and region records written (only those that changed).
-    pub table_bytes: u64,
 }
 
 impl std::fmt::Debug for GpuWorld {
@@ -107,30 +65,10 @@ impl std::fmt::Debug for GpuWorld {
     }
 }
 
-/// A chunk's table entry, and its storage where it is stored voxel by voxel.
-pub(super) fn entry_of(view: Option<ChunkView<'_>>) -> (u32, Option<&DenseChunk>) {
-    match view {
-        None => (TAG_UNLOADED, None),
-        Some(ChunkView::Uniform(id)) if id.is_air() => (TAG_EMPTY, None),
-        Some(ChunkView::Uniform(id)) => (TAG_UNIFORM | u32::from(id.0), None),
-        Some(ChunkView::Dense(d)) => (0, Some(d)),
-    }
-}
-
 impl GpuWorld {
-    /// Uploads every loaded chunk of `world`; the window is the loaded bounds grown by one
-    /// unloaded chunk on every side that is not the edge of the i128 world (room for
-    /// conservative line of sight, which tests voxels beside the ray). Later edits may load,
-    /// change or unload chunks within those loaded bounds ([`GpuWorld::update_chunks`]); the
-    /// margin stays unloaded. For an empty world the bounds are chunk `(0, 0, 0)`.
-    ///
-    /// # Errors
-    /// [`GpuError::LimitExceeded`] when the window's chunk table or the stored chunks exceed a
-    /// device limit, or the window is wider than about 2^26 chunks on an axis (it is dense
-    /// over the box around the loaded chunks, so chunks far apart make it huge: keep far-apart
-    /// regions in separate worlds, or use [`GpuWorld::with_window`]); [`GpuError::Device`]
-    /// when an allocation fails.
-    pub fn from_world(gpu: &GpuRaycaster, world: &VoxelWorld) -> Result<Self, GpuError> {
+    /// The world of [`GpuRaycaster::upload_world`](crate::gpu::GpuRaycaster::upload_world):
+    /// the window around `world`'s loaded chunks.
+    pub(super) fn from_world(device: &Arc<Device>, world: &VoxelWorld) -> Result<Self, GpuError> {
         let origin = ChunkPos::new(0, 0, 0);
         let window = Window::around(world.loaded_chunk_bounds().unwrap_or((origin, origin)))
             .map_err(|span| GpuError::LimitExceeded {
@@ -138,27 +76,13 @@ impl GpuWorld {
                 needed: u64::try_from(span).unwrap_or(u64::MAX),
                 limit: u64::from(MAX_WINDOW_CHUNKS),
             })?;
-        Self::build(gpu, world, window, None)
+        Self::build(device, world, window, None)
     }
 
-    /// Uploads the chunks of `world` within `half_extent` chunks of `centre` on each axis
-    /// (`2 · half_extent + 1` chunks a side), in a window that follows the centre as
-    /// [`GpuWorld::recenter`] moves it. Chunks outside that box answer as unloaded (under
-    /// either [`UnloadedPolicy`](crate::UnloadedPolicy)); the window keeps a margin of one
-    /// unloaded chunk around it, as [`GpuWorld::from_world`] does, so a ray answers as it would
-    /// on the CPU in a world holding only the box's chunks. Near the edge of the i128 world
-    /// the box is moved inward to stay in it (and then reaches the edge).
-    ///
-    /// The GPU memory it takes is a table entry per chunk of the window (4 bytes) and the
-    /// stored chunks inside it: plan `half_extent` from the chunks the player should see.
-    ///
-    /// # Errors
-    /// [`GpuError::CentreOutsideWorld`] when `centre` is no chunk of the i128 world;
-    /// [`GpuError::LimitExceeded`] when the window (`2 · half_extent + 3` chunks a side, with
-    /// its margin) is wider than about 2^26 chunks, its table exceeds a storage binding, or
-    /// the stored chunks exceed a device limit; [`GpuError::Device`] when an allocation fails.
-    pub fn with_window(
-        gpu: &GpuRaycaster,
+    /// The world of [`GpuRaycaster::upload_window`](crate::gpu::GpuRaycaster::upload_window):
+    /// the window of `half_extent` chunks around `centre`, which follows it.
+    pub(super) fn with_window(
+        device: &Arc<Device>,
         world: &VoxelWorld,
         centre: ChunkPos,
         half_extent: [u32; 3],
@@ -177,7 +101,7 @@ impl GpuWorld {
             }
         }
         Self::build(
-            gpu,
+            device,
             world,
             Window::following(centre, half_extent),
             Some((half_extent, centre)),
@@ -186,15 +110,12 @@ impl GpuWorld {
 
     /// Uploads the chunks of `world` that `window` may hold.
     fn build(
-        gpu: &GpuRaycaster,
+        device: &Arc<Device>,
         world: &VoxelWorld,
         window: Window,
         following: Option<([u32; 3], ChunkPos)>,
     ) -> Result<Self, GpuError> {
-        let max_binding = gpu
-            .limits
-            .max_storage_buffer_binding_size
-            .min(gpu.limits.max_buffer_size);
+        let max_binding = device.max_binding();
         // Chunk entries, then one four-word record per region.
         let words = window.entries() as u64 + 4 * window.records() as u64;
         if words * 4 > max_binding {
@@ -229,19 +150,19 @@ impl GpuWorld {
             .iter()
             .map(|(_, _, r)| r.words.len() as u64)
             .sum();
-        let device = &gpu.shared.device;
+        let wgpu_device = &device.wgpu;
         // Validation errors (a lost or destroyed device) come back as errors instead of going
         // to the device's uncaptured-error handler, which on an application's device is the
         // application's and may panic.
-        let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let scope = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let validation = wgpu_device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let scope = wgpu_device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let made = ChunkStore::new(
-            device,
+            wgpu_device,
             max_binding,
             changes.store.len() as u32,
             heap_words + heap_words / 8,
         )
-        .map(|store| (store, create_storage(device, "chunk table", words * 4)));
+        .map(|store| (store, create_storage(wgpu_device, "chunk table", words * 4)));
         let errors = [
             pollster::block_on(scope.pop()),
             pollster::block_on(validation.pop()),
@@ -252,10 +173,9 @@ impl GpuWorld {
         }
         let sync = Arc::new(WorldSync::default());
         let mut gw = Self {
-            shared: Arc::clone(&gpu.shared),
+            device: Arc::clone(device),
             window,
             following,
-            owner: gpu.token,
             table,
             store,
             host_table,
@@ -264,7 +184,7 @@ impl GpuWorld {
             skip_bricks_set: None,
             uploaded: 0,
         };
-        let mut upload = Upload::new(&gw.sync.failed);
+        let mut upload = WorldWrite::new(&gw.sync.failed);
         let positions: Vec<ChunkPos> = changes.store.iter().map(|(p, _, _)| *p).collect();
         gw.store.apply(changes, &mut upload)?;
         for pos in positions {
@@ -276,7 +196,7 @@ impl GpuWorld {
         gw.choose_walk();
         // Waited for, so that its errors are this call's.
         gw.uploaded += upload.bytes();
-        gw.shared.courier.upload_now(upload)?;
+        gw.device.courier.upload_now(upload)?;
         Ok(gw)
     }
 
@@ -304,17 +224,17 @@ impl GpuWorld {
 
     /// Sends `upload` to the device (ordered after every batch submitted before) and counts
     /// its bytes. An upload that changes nothing leaves batches in flight alone.
-    pub(super) fn send(&mut self, upload: Upload) -> Result<(), GpuError> {
+    fn send(&mut self, upload: WorldWrite) -> Result<(), GpuError> {
         if upload.is_empty() {
             return Ok(());
         }
         self.uploaded += upload.bytes();
-        self.sync.version.fetch_add(1, Ordering::SeqCst);
-        self.shared.courier.upload(upload)
+        self.sync.count_change();
+        self.device.courier.upload(upload)
     }
 
     /// Writes the words of the host table at `changed` (indices, any order) in runs.
-    fn write_table(&self, mut changed: Vec<usize>, upload: &mut Upload) -> u64 {
+    fn write_table(&self, mut changed: Vec<usize>, upload: &mut WorldWrite) -> u64 {
         changed.sort_unstable();
         changed.dedup();
         for &i in &changed {
@@ -329,7 +249,7 @@ impl GpuWorld {
 
     /// Decides from the stored chunks as they are now whether long rays skip empty bricks
     /// ([`GpuWorld::skips_empty_bricks`]).
-    pub(super) fn choose_walk(&mut self) {
+    fn choose_walk(&mut self) {
         let (air, brick_air) = self.store.air();
         self.bricks_worth_skipping = crate::world::bricks_worth_skipping(air, brick_air);
     }
@@ -373,15 +293,16 @@ impl GpuWorld {
     /// edited since it was last taken. New stored chunks that outgrow the GPU buffers make
     /// them grow (doubling, the old contents copied on the GPU).
     ///
-    /// From [`GpuWorld::from_world`], the chunks that may be loaded are those within the
-    /// world's loaded bounds when the `GpuWorld` was built: the window adds a margin of one
-    /// chunk around them that must stay unloaded (a ray from outside the window is clipped to
-    /// it, and conservative line of sight is exact there only while the margin is empty).
-    /// Listing a margin chunk that is still unloaded is fine, and so is listing a chunk
-    /// outside the window that `world` does not hold (loaded and unloaded again, as
-    /// [`VoxelWorld::take_changed_chunks`] may list it). From [`GpuWorld::with_window`], a
-    /// listed chunk outside the box of chunks the window may load is skipped: it answers as
-    /// unloaded until a move brings it in.
+    /// From [`GpuRaycaster::upload_world`](crate::gpu::GpuRaycaster::upload_world), the chunks that
+    /// may be loaded are those within the world's loaded bounds when the `GpuWorld` was built: the
+    /// window adds a margin of one chunk around them that must stay unloaded (a ray from outside
+    /// the window is clipped to it, and conservative line of sight is exact there only while the
+    /// margin is empty). Listing a margin chunk that is still unloaded is fine, and so is listing a
+    /// chunk outside the window that `world` does not hold (loaded and unloaded again, as
+    /// [`VoxelWorld::take_changed_chunks`] may list it). From
+    /// [`GpuRaycaster::upload_window`](crate::gpu::GpuRaycaster::upload_window), a listed chunk
+    /// outside the box of chunks the window may load is skipped: it answers as unloaded until a
+    /// move brings it in.
     ///
     /// The update is ordered after every batch submitted before it: those batches see the
     /// world as it was (a batch that would see the update in a later dispatch fails with
@@ -391,11 +312,13 @@ impl GpuWorld {
     /// update is checked and planned in full before anything is written.
     ///
     /// # Errors
-    /// [`GpuError::ChunkOutsideWindow`] (from [`GpuWorld::from_world`] only) for a loaded chunk
-    /// outside the window or in its margin (rebuild with [`GpuWorld::from_world`]);
+    /// [`GpuError::ChunkOutsideWindow`] (from
+    /// [`GpuRaycaster::upload_world`](crate::gpu::GpuRaycaster::upload_world) only) for a loaded
+    /// chunk outside the window or in its margin (rebuild with
+    /// [`GpuRaycaster::upload_world`](crate::gpu::GpuRaycaster::upload_world));
     /// [`GpuError::LimitExceeded`] when the stored chunks outgrow a device limit;
-    /// [`GpuError::Device`] when growing a buffer runs out of GPU memory, or the device is
-    /// lost (then rebuild this `GpuWorld` on a new raycaster).
+    /// [`GpuError::Device`] when growing a buffer runs out of GPU memory, or the device is lost
+    /// (then rebuild this `GpuWorld` on a new raycaster).
     pub fn update_chunks(
         &mut self,
         world: &VoxelWorld,
@@ -431,7 +354,7 @@ impl GpuWorld {
             }
             entries.push((pos, entry));
         }
-        let mut upload = Upload::new(&self.sync.failed);
+        let mut upload = WorldWrite::new(&self.sync.failed);
         self.apply(
             StoreChanges::new(store, drop),
             entries,
@@ -446,12 +369,12 @@ impl GpuWorld {
     /// to its slot) and writes what changed of the table: those entries and the records of
     /// their regions and of `regions` (those of the window's). Returns the chunk bytes and
     /// the table bytes written.
-    pub(super) fn apply(
+    fn apply(
         &mut self,
         changes: StoreChanges<'_>,
         entries: Vec<(ChunkPos, u32)>,
         mut regions: Vec<[i128; 3]>,
-        upload: &mut Upload,
+        upload: &mut WorldWrite,
     ) -> Result<(u64, u64), GpuError> {
         let stored: rustc_hash::FxHashSet<ChunkPos> =
             changes.store.iter().map(|(p, _, _)| *p).collect();
@@ -493,33 +416,151 @@ impl GpuWorld {
 
     /// [`GpuWorld::update_chunks`] for a world that grows: when a listed chunk lies outside
     /// what this `GpuWorld` can hold ([`GpuError::ChunkOutsideWindow`]), the whole of `world`
-    /// is uploaded again ([`GpuWorld::from_world`]), around its loaded bounds as they are now.
-    /// Returns `true` when it did so. A rebuild uploads every chunk as `world` has it, also
-    /// chunks edited but not listed. A window that follows a centre
-    /// ([`GpuWorld::with_window`]) is never rebuilt: chunks outside it wait for a move.
+    /// is uploaded again ([`GpuRaycaster::upload_world`](crate::gpu::GpuRaycaster::upload_world)),
+    /// around its loaded bounds as they are now, on the same raycaster. Returns `true` when it
+    /// did so. A rebuild uploads every chunk as `world` has it, also chunks edited but not
+    /// listed, and keeps [`GpuWorld::set_skip_empty_bricks`]. A window that follows a centre
+    /// ([`GpuRaycaster::upload_window`](crate::gpu::GpuRaycaster::upload_window)) is never
+    /// rebuilt: chunks outside it wait for a move.
     ///
     /// # Errors
-    /// As [`GpuWorld::update_chunks`] and [`GpuWorld::from_world`]; when a rebuild fails, this
-    /// `GpuWorld` is left as it was. [`GpuError::WorldFromAnotherDevice`] when `gpu` is not the
-    /// raycaster that uploaded this world (a rebuild would move it to `gpu` unasked).
+    /// As [`GpuWorld::update_chunks`] and
+    /// [`GpuRaycaster::upload_world`](crate::gpu::GpuRaycaster::upload_world); when a rebuild
+    /// fails, this `GpuWorld` is left as it was.
     pub fn update_or_rebuild(
         &mut self,
-        gpu: &GpuRaycaster,
         world: &VoxelWorld,
         chunks: &[ChunkPos],
     ) -> Result<bool, GpuError> {
-        if self.owner != gpu.token {
-            return Err(GpuError::WorldFromAnotherDevice);
-        }
         match self.update_chunks(world, chunks) {
             Err(GpuError::ChunkOutsideWindow(_)) => {
-                let mut rebuilt = Self::from_world(gpu, world)?;
+                let mut rebuilt = Self::from_world(&self.device, world)?;
                 rebuilt.set_skip_empty_bricks(self.skip_bricks_set);
                 *self = rebuilt;
                 Ok(true)
             }
             other => other.map(|()| false),
         }
+    }
+
+    /// Moves a window made by
+    /// [`GpuRaycaster::upload_window`](crate::gpu::GpuRaycaster::upload_window) so that it
+    /// centres on `centre`, with the same half extent. The chunks of `world` that enter the box
+    /// the window may load are uploaded as `world` has them now; those that leave it answer as
+    /// unloaded from now on and give their GPU memory back; every other chunk stays as it is
+    /// on the GPU (edited chunks still go through [`GpuWorld::update_chunks`]). A move of one
+    /// chunk along an axis uploads one slab of chunks; a move farther than the window's size
+    /// fills it anew. The same centre again does nothing.
+    ///
+    /// Works anywhere in the i128 world: the shader's coordinates are relative to the window,
+    /// whatever its distance from the origin. The move is ordered after every batch submitted
+    /// before it, as an update is ([`GpuWorld::update_chunks`]); agents uploaded for the old
+    /// window ([`GpuAgents`](crate::gpu::GpuAgents)) must be uploaded again.
+    ///
+    /// # Errors
+    /// [`GpuError::WindowCannotMove`] for a `GpuWorld` made by
+    /// [`GpuRaycaster::upload_world`](crate::gpu::GpuRaycaster::upload_world);
+    /// [`GpuError::CentreOutsideWorld`] when `centre` is no chunk of the i128 world;
+    /// [`GpuError::LimitExceeded`] when the stored chunks outgrow a device limit;
+    /// [`GpuError::Device`] when growing a buffer runs out of GPU memory. The window is left
+    /// where it was when an error is returned.
+    pub fn recenter(
+        &mut self,
+        world: &VoxelWorld,
+        centre: ChunkPos,
+    ) -> Result<WindowMove, GpuError> {
+        let Some((half, old_centre)) = self.following else {
+            return Err(GpuError::WindowCannotMove);
+        };
+        if !centre.is_in_world() {
+            return Err(GpuError::CentreOutsideWorld(centre));
+        }
+        let old = self.window;
+        let new = Window::following(centre, half);
+        self.following = Some((half, centre));
+        if new == old {
+            return Ok(WindowMove::default());
+        }
+        let plan = follow::plan(&old, &new, world);
+        let drop = self
+            .store
+            .positions()
+            .filter(|&p| !new.may_load(p))
+            .collect();
+        let mut upload = WorldWrite::new(&self.sync.failed);
+        self.window = new;
+        let mut moved = plan.moved;
+        match self.apply(
+            StoreChanges::new(plan.store, drop),
+            plan.entries,
+            plan.regions,
+            &mut upload,
+        ) {
+            Ok((chunk_bytes, table_bytes)) => {
+                moved.chunk_bytes = chunk_bytes;
+                moved.table_bytes = table_bytes;
+            }
+            Err(e) => {
+                self.window = old;
+                self.following = Some((half, old_centre));
+                return Err(e);
+            }
+        }
+        self.choose_walk();
+        self.send(upload)?;
+        Ok(moved)
+    }
+
+    /// The centre a window made by
+    /// [`GpuRaycaster::upload_window`](crate::gpu::GpuRaycaster::upload_window) was last given;
+    /// `None` for one made by
+    /// [`GpuRaycaster::upload_world`](crate::gpu::GpuRaycaster::upload_world). Near the edge of
+    /// the i128 world the window lies inward of it ([`GpuWorld::loadable_chunks`]).
+    #[must_use]
+    pub fn centre(&self) -> Option<ChunkPos> {
+        self.following.map(|(_, centre)| centre)
+    }
+
+    /// Whether line of sight between voxels `a` and `b` (a segment from a point in `a` to a
+    /// point in `b`, conservative or not) examines only voxels of the chunks this world may
+    /// hold loaded ([`GpuWorld::loadable_chunks`]): both lie inside them with a voxel to spare
+    /// on every side. Then the GPU's answer on this world is the CPU's on the whole
+    /// `VoxelWorld` it was uploaded from (as far as its chunks are up to date); elsewhere the
+    /// GPU sees unloaded space where the CPU may see blocks.
+    #[must_use]
+    pub fn holds_segment(&self, a: WorldPos, b: WorldPos) -> bool {
+        let (lo, hi) = self.window.interior;
+        let inside = VoxelBox::from_chunks(lo, hi);
+        let spare = |p: &WorldPos, k: usize| {
+            p.axis(k)
+                .checked_sub(1)
+                .is_some_and(|v| v >= inside.min.axis(k))
+                && p.axis(k)
+                    .checked_add(1)
+                    .is_some_and(|v| v <= inside.max.axis(k))
+        };
+        [a, b].iter().all(|p| (0..3).all(|k| spare(p, k)))
+    }
+
+    /// Whether this world was uploaded on `device`.
+    pub(super) fn is_on(&self, device: &Arc<Device>) -> bool {
+        Arc::ptr_eq(&self.device, device)
+    }
+
+    /// The buffers the shader reads the world from: chunk table (with the region records),
+    /// occupancy bits, slot records and id records.
+    pub(super) fn buffers(&self) -> [wgpu::Buffer; 4] {
+        [
+            self.table.clone(),
+            self.store.occupancy.clone(),
+            self.store.slots.clone(),
+            self.store.ids.clone(),
+        ]
+    }
+
+    /// The parameters every dispatch on this world shares.
+    pub(super) fn params(&self) -> GpuParams {
+        self.window.params()
     }
 
     /// The anchor: the lowest chunk of the window (its margin included).
@@ -534,9 +575,10 @@ impl GpuWorld {
         self.window.dims
     }
 
-    /// The chunks the window may hold loaded (inclusive corners): the window less its margin
-    /// (see [`GpuWorld::from_world`] and [`GpuWorld::with_window`]). Rays see every other
-    /// chunk as unloaded.
+    /// The chunks the window may hold loaded (inclusive corners): the window less its margin (see
+    /// [`GpuRaycaster::upload_world`](crate::gpu::GpuRaycaster::upload_world) and
+    /// [`GpuRaycaster::upload_window`](crate::gpu::GpuRaycaster::upload_window)). Rays see every
+    /// other chunk as unloaded.
     #[must_use]
     pub fn loadable_chunks(&self) -> (ChunkPos, ChunkPos) {
         self.window.interior
@@ -586,17 +628,18 @@ impl GpuWorld {
     }
 }
 
+/// Checks for voxcast's own tests and fuzz targets (the `test-hooks` feature): not part of
+/// the API.
+#[cfg(feature = "test-hooks")]
 impl GpuWorld {
-    /// Testing aid, not part of the API (tests call it; it may change without notice): how
-    /// many times the id heap was packed anew because it was too fragmented for a record.
+    /// How many times the id heap was packed anew because it was too fragmented for a record.
     #[doc(hidden)]
     #[must_use]
     pub fn heap_packs(&self) -> u32 {
         self.store.packs
     }
 
-    /// Testing aid, not part of the API (tests call it; it may change without notice):
-    /// compares what this world has written to its chunk table with what `world` holds, as if
+    /// Compares what this world has written to its chunk table with what `world` holds, as if
     /// every change had been passed to [`GpuWorld::update_chunks`]: each chunk of the window
     /// (unloaded outside the loadable box, its slot where it is stored), every region record
     /// of the window against a recount, and the number of stored chunks.
@@ -651,16 +694,5 @@ impl GpuWorld {
             }
         });
         result
-    }
-}
-
-/// Calls `f` on every point of the inclusive box `lo..=hi`.
-pub(super) fn for_each_in(lo: [i128; 3], hi: [i128; 3], mut f: impl FnMut([i128; 3])) {
-    for z in lo[2]..=hi[2] {
-        for y in lo[1]..=hi[1] {
-            for x in lo[0]..=hi[0] {
-                f([x, y, z]);
-            }
-        }
     }
 }

@@ -3,9 +3,9 @@
 use rustc_hash::FxHashMap;
 
 use crate::coords::{CHUNK_VOLUME, LocalPos};
-use crate::world::{
-    ChunkView, OCCUPANCY_WORDS, Region, VoxelWorld, brick_index, chunk_in_region, grow, region_of,
-};
+use crate::world::chunk::ChunkView;
+use crate::world::summary::{OCCUPANCY_WORDS, brick_index, chunk_in_region, region_of};
+use crate::world::{Region, VoxelWorld, grow};
 
 impl VoxelWorld {
     /// Testing aid, not part of the API (the fuzz targets and tests call it; it may change

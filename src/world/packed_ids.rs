@@ -4,7 +4,8 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::{OCCUPANCY_WORDS, VoxelId};
+use crate::world::VoxelId;
+use crate::world::summary::OCCUPANCY_WORDS;
 
 /// Sixteen words on a cache line of their own: the records' storage, so that a record of 16,
 /// 32 or 64 bytes never straddles two lines.

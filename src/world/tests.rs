@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::coords::LocalPos;
+use crate::world::summary::brick_index;
 
 #[test]
 fn region_summaries_track_edits() {

@@ -162,7 +162,7 @@ impl super::VoxelWorld {
     /// box touches hold a non-air voxel somewhere above its bottom. Costs a region lookup per
     /// region the box touches, so keep boxes small.
     pub(crate) fn air_above_tops(&self, lo: [i128; 3], hi: [i128; 3]) -> bool {
-        const SHIFT: u32 = crate::coords::CHUNK_SHIFT + super::REGION_SHIFT;
+        const SHIFT: u32 = crate::coords::CHUNK_SHIFT + super::summary::REGION_SHIFT;
         const MASK: i128 = (1 << SHIFT) - 1;
         let (r_lo, r_hi) = (lo.map(|v| v >> SHIFT), hi.map(|v| v >> SHIFT));
         // Within a region, the box's extent in region-local voxels.

@@ -104,7 +104,7 @@ pub(crate) fn check(
     opts: &RaycastOptions,
 ) {
     let g = gpu
-        .raycast(gw, rays, opts)
+        .raycast(rays, gw, opts)
         .unwrap_or_else(|e| panic!("{what}: GPU error: {e}"));
     let c = raycast_batch(rays, world, opts);
     assert_parity(what, rays, &g, &c);
@@ -205,7 +205,7 @@ pub(crate) fn sight_parity_with(
             conservative,
             raycast: raycast.clone(),
         };
-        let g = gpu.line_of_sight(gw, segs, &opts).expect("gpu los");
+        let g = gpu.line_of_sight(segs, gw, &opts).expect("gpu los");
         let c = line_of_sight_batch(segs, world, &opts);
         assert_sight_parity(
             &format!("{what}: line of sight conservative={conservative}"),
@@ -277,7 +277,7 @@ pub(crate) fn check_every_option(
 /// adversarial rays.
 pub(crate) fn million_rays(gpu: &GpuRaycaster) {
     let (t, tw) = terrain();
-    let gw = GpuWorld::from_world(gpu, tw).expect("upload terrain");
+    let gw = gpu.upload_world(tw).expect("upload terrain");
     let opts = RaycastOptions::default();
     check(
         gpu,
@@ -298,7 +298,7 @@ pub(crate) fn million_rays(gpu: &GpuRaycaster) {
         .collect();
     check(gpu, "terrain long rays", tw, &gw, &long, &opts);
     let (s, sw) = sparse();
-    let sg = GpuWorld::from_world(gpu, sw).expect("upload sparse");
+    let sg = gpu.upload_world(sw).expect("upload sparse");
     check(gpu, "sparse", sw, &sg, &s.rays(400_000, 4), &opts);
     check(
         gpu,
@@ -325,7 +325,7 @@ pub(crate) fn million_rays(gpu: &GpuRaycaster) {
 /// into the window from outside it and from far away.
 pub(crate) fn every_option_with_clipped_rays(gpu: &GpuRaycaster) {
     let (t, tw) = terrain();
-    let gw = GpuWorld::from_world(gpu, tw).expect("upload terrain");
+    let gw = gpu.upload_world(tw).expect("upload terrain");
     let mut rays = t.reach_rays(20_000, 10);
     rays.extend(adversarial_rays(WorldPos::new(100, 40, 90), 20_000, 11));
     // Rays from outside the window (clipped on the host) and from far away.
@@ -358,7 +358,7 @@ pub(crate) fn every_option_with_clipped_rays(gpu: &GpuRaycaster) {
 /// also of diagonals clipped into the window, under every origin and unloaded policy.
 pub(crate) fn sight_through_ties_and_clipping(gpu: &GpuRaycaster) {
     let (t, tw) = terrain();
-    let gw = GpuWorld::from_world(gpu, tw).expect("upload terrain");
+    let gw = gpu.upload_world(tw).expect("upload terrain");
     let mut segs = t.sight_segments(100_000, 64.0, 20);
     // Segments through edges and corners: axis-aligned and 45 degree from integer points.
     segs.extend(adversarial_rays(WorldPos::new(128, 40, 128), 20_000, 21));
@@ -383,7 +383,7 @@ pub(crate) fn sight_through_ties_and_clipping(gpu: &GpuRaycaster) {
             }
         }
     }
-    let edge_gw = GpuWorld::from_world(gpu, &edge_world).expect("upload");
+    let edge_gw = gpu.upload_world(&edge_world).expect("upload");
     for origin in common::ORIGIN_POLICIES {
         for unloaded in [UnloadedPolicy::Air, UnloadedPolicy::Stop] {
             let raycast = RaycastOptions {
@@ -410,11 +410,11 @@ pub(crate) fn sight_through_ties_and_clipping(gpu: &GpuRaycaster) {
 /// eye offset outside `[0, 1)`, a NaN forward: invalid pixels).
 pub(crate) fn camera_images(gpu: &GpuRaycaster) {
     let (t, tw) = terrain();
-    let gw = GpuWorld::from_world(gpu, tw).expect("upload");
+    let gw = gpu.upload_world(tw).expect("upload");
     let opts = RaycastOptions::default();
     let render = |what: &str, cam: &Camera| {
         let g = gpu
-            .raycast_camera(&gw, cam, &opts)
+            .raycast_camera(cam, &gw, &opts)
             .unwrap_or_else(|e| panic!("{what}: {e}"));
         let rays: Vec<VoxelRay> = (0..cam.width * cam.height)
             .filter_map(|i| cam.ray(i % cam.width, i / cam.width).ok())
@@ -477,9 +477,9 @@ pub(crate) fn camera_images(gpu: &GpuRaycaster) {
 /// plain and conservative.
 pub(crate) fn agent_pairs(gpu: &GpuRaycaster) {
     let (t, tw) = terrain();
-    let gw = GpuWorld::from_world(gpu, tw).expect("upload");
+    let gw = gpu.upload_world(tw).expect("upload");
     let agents = t.agents(400, 21);
-    let on_gpu = voxcast::gpu::GpuAgents::new(gpu, &gw, &agents).expect("agents");
+    let on_gpu = gpu.upload_agents(&agents, &gw).expect("agents");
     let mut pairs = voxcast::pairs_within(&agents, 48.0);
     let mut rng = SplitMix64::new(22);
     pairs.extend((0..4_000).map(|_| [rng.below(400) as u32, rng.below(400) as u32]));
@@ -488,9 +488,9 @@ pub(crate) fn agent_pairs(gpu: &GpuRaycaster) {
             conservative,
             ..Default::default()
         };
-        let cpu = voxcast::agent_visibility(tw, &agents, &pairs, &opts);
+        let cpu = voxcast::agent_visibility(&agents, &pairs, tw, &opts);
         let got = gpu
-            .visibility(&gw, &on_gpu, &pairs, &opts, true)
+            .agent_visibility(&on_gpu, &pairs, &gw, &opts, true)
             .expect("visibility");
         assert!(got.answers().is_some());
         let what = format!("agent pairs, conservative={conservative}");

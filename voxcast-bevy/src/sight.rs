@@ -192,18 +192,19 @@ pub(crate) struct Batch {
 }
 
 impl Batch {
-    /// Answers on the CPU the segments that do not lie inside the GPU window's chunks
-    /// `inside` (with a voxel to spare), leaving the others to the GPU.
+    /// Answers on the CPU the segments that the GPU window does not hold
+    /// ([`GpuWorld::holds_segment`](voxcast::gpu::GpuWorld::holds_segment)), leaving the
+    /// others to the GPU.
     pub(crate) fn split_at_window(
         &mut self,
         world: &voxcast::VoxelWorld,
-        inside: (ChunkPos, ChunkPos),
+        window: &voxcast::gpu::GpuWorld,
     ) {
-        self.window = Some(inside);
+        self.window = Some(window.loadable_chunks());
         let held: Vec<bool> = self
             .ends
             .iter()
-            .map(|&[a, b]| gpu::held(inside, a, b))
+            .map(|&[a, b]| window.holds_segment(a, b))
             .collect();
         if held.iter().all(|&h| h) {
             return;

@@ -6,8 +6,7 @@ use std::sync::Mutex;
 use bevy_ecs::prelude::*;
 use voxcast::gpu::{GpuError, GpuRaycaster, GpuWorld, PendingBatch};
 use voxcast::{
-    ChunkPos, LineOfSight, LineOfSightOptions, VoxelRay, VoxelWorld, WorldPos,
-    line_of_sight_batch_into,
+    ChunkPos, LineOfSight, LineOfSightOptions, VoxelRay, VoxelWorld, line_of_sight_batch_into,
 };
 
 /// The app's [`GpuRaycaster`], as a resource: while it exists, sight batches run on it (see
@@ -21,7 +20,7 @@ use voxcast::{
 /// [`VoxelGpu::new`] uploads the box around every loaded chunk, and uploads it whole again
 /// when a chunk is loaded outside it: right for a world of fixed size. For a world streamed
 /// around a player, [`VoxelGpu::with_window`] keeps a box of a fixed size on the GPU that
-/// follows the entity with a [`GpuWindowFocus`] ([`GpuWorld::with_window`]): a move uploads
+/// follows the entity with a [`GpuWindowFocus`] ([`GpuRaycaster::upload_window`]): a move uploads
 /// the chunks that enter the box and nothing else. A segment that reaches outside the box
 /// (within a voxel of its edge) is answered on the CPU in the same batch, so every answer is
 /// still the CPU reference's ([`SightStatus::outside_window`](crate::SightStatus) counts
@@ -89,7 +88,7 @@ impl VoxelGpu {
 
     /// Sight batches on `raycaster` from the next one on, against a box of chunks within
     /// `half_extent` chunks on each axis of the [`GpuWindowFocus`] entity's chunk (see
-    /// [`GpuWorld::with_window`]), which follows it from batch to batch. Without a focus the
+    /// [`GpuRaycaster::upload_window`]), which follows it from batch to batch. Without a focus the
     /// box stays where it is (around chunk `(0, 0, 0)` at first).
     #[must_use]
     pub fn with_window(raycaster: GpuRaycaster, half_extent: [u32; 3]) -> Self {
@@ -224,9 +223,9 @@ impl GpuSightWorld {
         }
         let result = self.synced(gpu, world, focus).and_then(|gpu_world| {
             if gpu_world.centre().is_some() {
-                batch.split_at_window(world, gpu_world.loadable_chunks());
+                batch.split_at_window(world, gpu_world);
             }
-            gpu.submit_line_of_sight(gpu_world, batch.gpu_rays(), &batch.options)
+            gpu.submit_line_of_sight(batch.gpu_rays(), gpu_world, &batch.options)
         });
         if let Err(e) = &result {
             self.failed(e.clone());
@@ -249,7 +248,7 @@ impl GpuSightWorld {
                     self.pending.dedup();
                     // A chunk loaded outside the uploaded box makes this a whole upload; a
                     // window leaves it to the moves.
-                    gpu_world.update_or_rebuild(gpu, world, &self.pending)?;
+                    gpu_world.update_or_rebuild(world, &self.pending)?;
                     self.pending.clear();
                 }
                 if let Some(centre) = focus.filter(|_| gpu_world.centre().is_some()) {
@@ -262,28 +261,14 @@ impl GpuSightWorld {
                 match gpu.window {
                     Some(half) => {
                         let centre = focus.unwrap_or(ChunkPos::new(0, 0, 0));
-                        GpuWorld::with_window(gpu, world, centre, half)?
+                        gpu.upload_window(world, centre, half)?
                     }
-                    None => GpuWorld::from_world(gpu, world)?,
+                    None => gpu.upload_world(world)?,
                 }
             }
         };
         Ok(self.world.insert(gpu_world))
     }
-}
-
-/// Whether a segment between voxels `a` and `b` lies inside the chunk box `inside` with a
-/// voxel to spare on every side: every voxel line of sight examines is then in the box.
-pub(crate) fn held(inside: (ChunkPos, ChunkPos), a: WorldPos, b: WorldPos) -> bool {
-    let lo = inside.0.origin();
-    let hi = inside.1.origin();
-    (0..3).all(|k| {
-        [a, b].iter().all(|p| {
-            let v = p.axis(k);
-            v.checked_sub(1).is_some_and(|v| v >= lo.axis(k))
-                && v.checked_add(1).is_some_and(|v| v <= hi.axis(k) + 31)
-        })
-    })
 }
 
 /// Line of sight on the CPU for `rays`, answers appended to `out` in order.

@@ -1,5 +1,7 @@
-//! The host's share of a batch: validating and splitting rays, answering those the GPU need
-//! not see, sorting the rest for coherence; which cameras the shader reproduces exactly.
+//! Preparing a batch on the host: each ray validated, split into the window's i32 voxel and
+//! stepped to the window where it starts outside (or answered here when it cannot reach it),
+//! encoded in the wire format, and the uploaded rays put in an order that keeps neighbouring
+//! invocations coherent; and which cameras the shader can make exactly.
 
 use bytemuck::Zeroable;
 use rayon::iter::{
@@ -9,72 +11,188 @@ use rayon::slice::{ParallelSlice, ParallelSliceMut};
 
 use crate::camera::Camera;
 use crate::coords::CHUNK_SHIFT;
-use crate::cpu_ref::LONG_RAY;
-use crate::gpu::window::Upload;
-use crate::gpu::{GpuRay, GpuRaycaster, GpuWorld, RAY_NEGATIVE_SHIFT};
-use crate::ray::{RaycastOptions, RaycastOutcome, VoxelRay};
+use crate::cpu_ref::{AXIS_NONE, Dda, LONG_RAY, unloaded_tie_extra};
+use crate::gpu::error::GpuError;
+use crate::gpu::layout::{
+    COUNT_MAX, GpuParams, GpuRay, RAY_CLIPPED, RAY_COUNTS_SHIFT, RAY_ENTRY_SHIFT,
+    RAY_NEGATIVE_SHIFT, RAY_PLANE_SHIFT,
+};
+use crate::gpu::window::Window;
+use crate::ray::{
+    OriginPolicy, PreparedRay, RaycastOptions, RaycastOutcome, UnloadedPolicy, VoxelRay,
+};
 
-impl GpuRaycaster {
-    /// The host's share of a batch of rays, on all threads: validation, the i128 split and
-    /// clipping. Rays answered here go straight to `out` (as `convert` of their outcome); the
-    /// others are staged at their index and put in upload order: the batch's parts (runs of
-    /// a dispatch's worth of rays in the caller's order, see [`Buckets::new`]) one after
-    /// another, and within a part by coherence bucket (neighbouring invocations then get rays
-    /// from the same chunks going the same way, so they walk the same chunks and branch
-    /// alike). Returns the staging and
-    /// whether every uploaded ray is at least [`LONG_RAY`] long (for the choice of walk).
-    pub(super) fn prepare_rays<T: Send>(
-        &self,
-        world: &GpuWorld,
-        rays: &[VoxelRay],
-        opts: &RaycastOptions,
-        conservative: bool,
-        out: &mut [T],
-        convert: fn(RaycastOutcome) -> T,
-    ) -> (HostStaging, bool) {
-        let mut staging = self.shared.take_staging();
-        let n = rays.len();
-        let buckets = Buckets::new(n, self.dispatch_capacity() as usize, world.window.dims);
-        if staging.rays.len() < n {
-            staging.rays.resize(n, GpuRay::zeroed());
+/// How a prepared ray goes to the GPU: as the state the shader starts from, or answered here.
+pub(super) enum Prepared {
+    Gpu(GpuRay),
+    Answered(RaycastOutcome),
+}
+
+/// The host's share of a batch of rays, on all threads: validation, the i128 split and
+/// clipping. Rays answered here go straight to `out` (as `convert` of their outcome); the
+/// others are staged at their index and put in upload order: the batch's parts (runs of
+/// a dispatch's worth of rays in the caller's order, see [`Buckets::new`]) one after
+/// another, and within a part by coherence bucket (neighbouring invocations then get rays
+/// from the same chunks going the same way, so they walk the same chunks and branch
+/// alike). Returns the staging and
+/// whether every uploaded ray is at least [`LONG_RAY`] long (for the choice of walk).
+#[expect(
+    clippy::too_many_arguments,
+    reason = "a batch's rays, where they go, and how"
+)]
+pub(super) fn prepare_rays<T: Send>(
+    mut staging: HostStaging,
+    window: &Window,
+    per_dispatch: u32,
+    rays: &[VoxelRay],
+    opts: &RaycastOptions,
+    conservative: bool,
+    out: &mut [T],
+    convert: fn(RaycastOutcome) -> T,
+) -> (HostStaging, bool) {
+    let n = rays.len();
+    let buckets = Buckets::new(n, per_dispatch as usize, window.dims);
+    if staging.rays.len() < n {
+        staging.rays.resize(n, GpuRay::zeroed());
+    }
+    staging.keys.clear();
+    staging.keys.resize(n, NOT_UPLOADED);
+    let short: usize = out
+        .par_iter_mut()
+        .zip(rays.par_iter())
+        .zip(
+            staging.rays[..n]
+                .par_iter_mut()
+                .zip(staging.keys.par_iter_mut()),
+        )
+        .enumerate()
+        .with_min_len(4096)
+        .map(|(i, ((o, ray), (g, key)))| match ray.prepare() {
+            Err(e) => {
+                *o = convert(RaycastOutcome::Invalid(e));
+                0
+            }
+            Ok(None) => {
+                *o = convert(RaycastOutcome::Miss);
+                0
+            }
+            Ok(Some(p)) => match encode(window, &p, opts, conservative) {
+                Prepared::Gpu(r) => {
+                    *g = r;
+                    *key = buckets.key(i, &r);
+                    usize::from(r.max_distance < LONG_RAY)
+                }
+                Prepared::Answered(a) => {
+                    *o = convert(a);
+                    0
+                }
+            },
+        })
+        .sum();
+    staging.counting_sort(&buckets);
+    let long = short == 0;
+    (staging, long)
+}
+
+/// The GPU's state for a stepping state `d` (clipped into the window or not), or `None`
+/// where its voxel lies beyond the window's coordinates.
+fn gpu_ray(w: &Window, d: &Dda<'_>, clipped: bool) -> Option<GpuRay> {
+    let voxel = w.relative(d.voxel())?;
+    Some(gpu_ray_at(d.ray, voxel, d.entry_axis, d.n, clipped))
+}
+
+/// The host's share of the work: the state the GPU starts from, or the whole answer when
+/// the ray never gets into the window.
+pub(super) fn encode(
+    w: &Window,
+    r: &PreparedRay,
+    opts: &RaycastOptions,
+    conservative: bool,
+) -> Prepared {
+    // A ray that starts inside goes up as it is: what `Dda::new` would make of it (no
+    // crossing done, entered through no face).
+    if let Some(voxel) = w
+        .bounds
+        .contains(r.start)
+        .then(|| w.relative(r.start))
+        .flatten()
+    {
+        return Prepared::Gpu(gpu_ray_at(r, voxel, AXIS_NONE, [0; 3], false));
+    }
+    let mut d = Dda::new(r);
+    match opts.unloaded {
+        // Outside the window nothing is loaded: air. Clip exactly as the CPU reference does.
+        UnloadedPolicy::Air => {
+            if d.enter_box(&w.bounds) {
+                gpu_ray(w, &d, true).map_or(Prepared::Answered(RaycastOutcome::Miss), Prepared::Gpu)
+            } else {
+                Prepared::Answered(RaycastOutcome::Miss)
+            }
         }
-        staging.keys.clear();
-        staging.keys.resize(n, NOT_UPLOADED);
-        let short: usize = out
-            .par_iter_mut()
-            .zip(rays.par_iter())
-            .zip(
-                staging.rays[..n]
-                    .par_iter_mut()
-                    .zip(staging.keys.par_iter_mut()),
-            )
-            .enumerate()
-            .with_min_len(4096)
-            .map(|(i, ((o, ray), (g, key)))| match ray.prepare() {
-                Err(e) => {
-                    *o = convert(RaycastOutcome::Invalid(e));
-                    0
-                }
-                Ok(None) => {
-                    *o = convert(RaycastOutcome::Miss);
-                    0
-                }
-                Ok(Some(p)) => match world.window.upload_ray(&p, opts, conservative) {
-                    Upload::Gpu(r) => {
-                        *g = r;
-                        *key = buckets.key(i, &r);
-                        usize::from(r.max_distance < LONG_RAY)
-                    }
-                    Upload::Answered(a) => {
-                        *o = convert(a);
-                        0
-                    }
-                },
-            })
-            .sum();
-        staging.counting_sort(&buckets);
-        let long = short == 0;
-        (staging, long)
+        UnloadedPolicy::Stop if opts.origin == OriginPolicy::SkipOriginVoxel => {
+            // The origin voxel is skipped; the ray stops at the next voxel unless that is
+            // inside the window, where the GPU takes over. Conservative line of sight first
+            // tests the voxels beside its first crossing: within a voxel of the start, so
+            // outside the loaded chunks (the window has a margin of a chunk), unloaded.
+            if conservative && let Some(o) = unloaded_tie_extra(&d, opts) {
+                return Prepared::Answered(o);
+            }
+            if d.dda_step().is_err() {
+                return Prepared::Answered(RaycastOutcome::Miss);
+            }
+            if w.bounds.contains(d.voxel()) {
+                gpu_ray(w, &d, true).map_or(Prepared::Answered(RaycastOutcome::Miss), Prepared::Gpu)
+            } else {
+                Prepared::Answered(RaycastOutcome::Unloaded {
+                    at: d.voxel(),
+                    distance: d.t,
+                })
+            }
+        }
+        UnloadedPolicy::Stop => Prepared::Answered(RaycastOutcome::Unloaded {
+            at: r.start,
+            distance: 0.0,
+        }),
+    }
+}
+
+/// The GPU's state of ray `r` at window-relative `voxel`, entered through `entry_axis` after
+/// `n` crossings per axis (`clipped`: moved into the window on the host).
+fn gpu_ray_at(
+    r: &PreparedRay,
+    voxel: [i32; 3],
+    entry_axis: u32,
+    n: [u32; 3],
+    clipped: bool,
+) -> GpuRay {
+    let mut flags = entry_axis << RAY_ENTRY_SHIFT;
+    for a in 0..3 {
+        flags |= u32::from(r.enabled[a]) << a;
+        flags |= u32::from(r.step[a] < 0) << (RAY_NEGATIVE_SHIFT + a as u32);
+    }
+    if clipped {
+        flags |= RAY_CLIPPED;
+    }
+    // Shifting on these axes commutes with clipping and the host's step: neither moves them.
+    flags |= r.plane_axes() << RAY_PLANE_SHIFT;
+    // Counts are at most one past MAX_DISTANCE_CAP, 17 bits each.
+    debug_assert!(n.iter().all(|&n| n <= COUNT_MAX), "{n:?}");
+    let [x, y, z] = n.map(|n| u64::from(n.min(COUNT_MAX)));
+    let counts = x | y << 17 | z << 34;
+    flags |= ((counts & 0xF_FFFF) as u32) << RAY_COUNTS_SHIFT;
+    GpuRay {
+        voxel,
+        flags,
+        b: r.b,
+        max_distance: r.max_distance,
+        inv: std::array::from_fn(|a| {
+            if r.enabled[a] {
+                r.inv[a]
+            } else {
+                r.dir[a].abs()
+            }
+        }),
+        counts_hi: (counts >> 20) as u32,
     }
 }
 
@@ -214,7 +332,7 @@ impl Buckets {
 /// below 2^-56 other than 0. `None` for others, and for a camera edited into one where that
 /// may fail: an eye offset outside `[0, 1)`, an invalid max distance, or vectors that could
 /// make a pixel direction zero, non-finite or not unit.
-pub(super) fn shader_camera(c: &Camera) -> Option<Camera> {
+fn shader_camera(c: &Camera) -> Option<Camera> {
     let probe = VoxelRay::new(c.position, c.sub_offset, glam::Vec3::X, c.max_distance).ok()?;
     if probe.origin != c.position || probe.sub_offset != c.sub_offset {
         return None;
@@ -243,6 +361,61 @@ pub(super) fn shader_camera(c: &Camera) -> Option<Camera> {
             max_distance: probe.max_distance,
             ..*c
         })
+}
+
+/// `camera` as the shader gets it ([`shader_camera`]) with its eye relative to `window`, where
+/// the shader can make every pixel's ray exactly and the eye's start voxel (the one below on an
+/// axis where the eye lies on a voxel face) is in the window; `None` otherwise: its pixels'
+/// rays are then built on the host ([`camera_rays`]).
+pub(super) fn shader_camera_in(window: &Window, camera: &Camera) -> Option<(Camera, [i32; 3])> {
+    let c = shader_camera(camera)?;
+    let inside = (0..3).all(|a| {
+        let eye = c.position.axis(a);
+        let lo = if c.sub_offset[a] == 0.0 {
+            eye.checked_sub(1)
+        } else {
+            Some(eye)
+        };
+        lo.is_some_and(|lo| window.bounds.min.axis(a) <= lo) && eye <= window.bounds.max.axis(a)
+    });
+    let eye = window.relative(c.position).filter(|_| inside)?;
+    Some((c, eye))
+}
+
+/// The dispatch parameters of a camera made by [`shader_camera_in`] with its eye at `eye`:
+/// `params` (the window's) with the camera's fields set.
+pub(super) fn camera_params(mut params: GpuParams, camera: &Camera, eye: [i32; 3]) -> GpuParams {
+    params.cam_position = eye;
+    params.cam_width = camera.width;
+    params.cam_height = camera.height;
+    params.cam_sub = camera.sub_offset.to_array();
+    params.cam_forward = camera.forward.to_array();
+    params.cam_right = camera.right.to_array();
+    params.cam_up = camera.up.to_array();
+    params.cam_scale_x = camera.scale_x;
+    params.cam_scale_y = camera.scale_y;
+    params.cam_max_distance = camera.max_distance;
+    [params.cam_inv_w, params.cam_inv_h] = camera.pixel_steps();
+    params
+}
+
+/// Every pixel's ray of `camera`, row by row, as [`Camera::ray`] makes it but unchecked: a
+/// pixel whose ray is invalid keeps its fields, and the batch answers it with the error
+/// `Camera::ray` gives.
+pub(super) fn camera_rays(camera: &Camera) -> Result<Vec<VoxelRay>, GpuError> {
+    let pixels = u64::from(camera.width) * u64::from(camera.height);
+    let mut rays = Vec::new();
+    rays.try_reserve(pixels as usize)
+        .map_err(|_| GpuError::OutputTooLarge(pixels))?;
+    for py in 0..camera.height {
+        rays.extend((0..camera.width).map(|px| VoxelRay {
+            origin: camera.position,
+            sub_offset: camera.sub_offset,
+            direction: camera.pixel_dir(px, py),
+            max_distance: camera.max_distance,
+        }));
+    }
+    Ok(rays)
 }
 
 /// Whether no f32 value `camera_dir` computes can be subnormal (a GPU may flush those to

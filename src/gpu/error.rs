@@ -1,0 +1,164 @@
+//! What can go wrong on the GPU path: [`GpuError`], whose messages say what happened and
+//! what to do.
+
+use crate::camera::CameraError;
+use crate::coords::ChunkPos;
+
+/// What can go wrong on the GPU path. Each message says what happened and, where the caller
+/// can do something about it, what.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum GpuError {
+    /// No adapter was found.
+    #[error(
+        "no GPU adapter found. To get one, install a Vulkan driver (Debian or Ubuntu, software: \
+         `apt-get install mesa-vulkan-drivers`) or choose one with WGPU_BACKEND or \
+         WGPU_ADAPTER_NAME. wgpu says: {0}"
+    )]
+    NoAdapter(String),
+    /// `WGPU_ADAPTER_NAME` names no available adapter.
+    #[error("WGPU_ADAPTER_NAME={wanted:?} matches no adapter; available: {available}")]
+    AdapterNotFound {
+        /// The requested name.
+        wanted: String,
+        /// The adapters that were found.
+        available: String,
+    },
+    /// The device could not be created.
+    #[error(
+        "could not create a GPU device: {0}. Choose another adapter with WGPU_BACKEND / \
+         WGPU_ADAPTER_NAME, or use the CPU reference (`raycast_batch`)"
+    )]
+    RequestDevice(String),
+    /// The device given to [`GpuRaycaster::from_device`](crate::gpu::GpuRaycaster::from_device)
+    /// cannot run the shader: one of its limits (named in the message) is below what the shader
+    /// needs.
+    #[error(
+        "the wgpu device cannot run voxcast's compute shader ({0}): create it with at least \
+         wgpu::Limits::default(), or let GpuRaycaster::new create a device"
+    )]
+    UnsuitableDevice(String),
+    /// The world needs more than a device limit allows, or a window wider than voxcast's i32
+    /// window-relative coordinates hold. The window is dense: from
+    /// [`GpuRaycaster::upload_world`](crate::gpu::GpuRaycaster::upload_world) it spans the box
+    /// around every loaded chunk, so chunks far apart make it huge even when few are loaded; from
+    /// [`GpuRaycaster::upload_window`](crate::gpu::GpuRaycaster::upload_window) it is the box its
+    /// half extent gives.
+    #[error(
+        "{what} needs {} but the limit is {limit}: a GpuWorld holds a whole box of chunks \
+         (upload_world: the box around the loaded chunks, so unload chunks far from the rest or \
+         keep far-apart regions in separate VoxelWorlds; upload_window: its half extent, so \
+         choose a smaller one); a device given to GpuRaycaster::from_device has the limits it \
+         was created with, so request it with the adapter's own (adapter.limits())",
+        needed_text(*.needed)
+    )]
+    LimitExceeded {
+        /// Which resource.
+        what: &'static str,
+        /// How much it needs; `u64::MAX` stands for that much or more (a window across most
+        /// of the i128 world spans up to 2^123 chunks).
+        needed: u64,
+        /// The limit: the device's, or for the window extent voxcast's own.
+        limit: u64,
+    },
+    /// A camera of more than `u32::MAX` pixels (the count is given): pixel indices travel as
+    /// u32 in the shader.
+    #[error(
+        "a GPU camera renders at most 4294967295 (u32::MAX) pixels, this one has {0}: render \
+         the image in parts"
+    )]
+    BatchTooLarge(usize),
+    /// `update_chunks` named a chunk outside the uploaded window, or a loaded chunk in the window's
+    /// margin, of a world made by
+    /// [`GpuRaycaster::upload_world`](crate::gpu::GpuRaycaster::upload_world) (see
+    /// [`GpuWorld::update_chunks`](crate::gpu::GpuWorld::update_chunks)).
+    #[error(
+        "chunk {0:?} lies outside the chunks this GpuWorld can hold (the world's loaded bounds \
+         when it was built): upload it again with GpuRaycaster::upload_world"
+    )]
+    ChunkOutsideWindow(ChunkPos),
+    /// The [`GpuWorld`](crate::gpu::GpuWorld) was uploaded with another
+    /// [`GpuRaycaster`](crate::gpu::GpuRaycaster) (another device); a world is used with the
+    /// raycaster that built it.
+    #[error(
+        "this GpuWorld was uploaded with another GpuRaycaster: upload the world with the \
+         raycaster that casts against it (gpu.upload_world(&world))"
+    )]
+    WorldFromAnotherDevice,
+    /// [`GpuRaycaster::upload_window`](crate::gpu::GpuRaycaster::upload_window) or
+    /// [`GpuWorld::recenter`](crate::gpu::GpuWorld::recenter) was given a centre that is no chunk
+    /// of the i128 world (an index outside [`ChunkPos::MIN_INDEX`]`..=`[`ChunkPos::MAX_INDEX`]).
+    #[error(
+        "centre {0:?} is no chunk of the i128 world: chunk indices lie in \
+         ChunkPos::MIN_INDEX..=ChunkPos::MAX_INDEX (the chunk of a voxel: WorldPos::chunk)"
+    )]
+    CentreOutsideWorld(ChunkPos),
+    /// [`GpuWorld::recenter`](crate::gpu::GpuWorld::recenter) on a world made by
+    /// [`GpuRaycaster::upload_world`](crate::gpu::GpuRaycaster::upload_world), whose window is the
+    /// box around the loaded chunks and does not move.
+    #[error(
+        "this GpuWorld covers the loaded chunks' box (GpuRaycaster::upload_world) and cannot \
+         move: upload it with GpuRaycaster::upload_window to follow a centre"
+    )]
+    WindowCannotMove,
+    /// A batch still in flight would have seen an update or move of its world in a later dispatch
+    /// (a batch of more than two dispatches, see
+    /// [`GpuRaycaster::set_max_dispatch_rays`](crate::gpu::GpuRaycaster::set_max_dispatch_rays)):
+    /// its answers would mix two worlds, so it has none. Take a large batch before changing its
+    /// world, or cast it again.
+    #[error(
+        "the GpuWorld changed while this batch was in flight, between its dispatches: take \
+         large batches before updating or moving their world, or cast the batch again"
+    )]
+    WorldChanged,
+    /// The [`GpuAgents`](crate::gpu::GpuAgents) were uploaded for the window the world had before
+    /// it moved ([`GpuWorld::recenter`](crate::gpu::GpuWorld::recenter)): their eyes are relative
+    /// to the window.
+    #[error(
+        "these GpuAgents were uploaded before their GpuWorld moved (GpuWorld::recenter): \
+         upload them again with GpuAgents::update"
+    )]
+    AgentsForAnotherWindow,
+    /// The results of one call (the count of outcomes is given) do not fit in host memory.
+    #[error(
+        "the results of {0} rays (or pixels) could not be allocated in host memory: split the \
+         batch or render the image in parts"
+    )]
+    OutputTooLarge(u64),
+    /// The device reported a validation error, ran out of memory, or was lost.
+    #[error(
+        "GPU error: {0} (out of memory: cast smaller dispatches with \
+         GpuRaycaster::set_max_dispatch_rays or upload fewer chunks; device lost: create a new \
+         GpuRaycaster)"
+    )]
+    Device(String),
+    /// The device's answers to the self-check at creation differ from the CPU reference (the
+    /// first difference is given): voxcast's answers on it would not be exact.
+    #[error(
+        "this GPU's answers differ from the CPU reference, so voxcast's would not be exact on it: \
+         {0}. Please report it with the adapter (GpuRaycaster::adapter_info); to use the GPU \
+         anyway, create the raycaster with GpuConfig {{ self_check: SelfCheck::AllowUnverified, \
+         ..GpuConfig::default() }}"
+    )]
+    SelfCheckFailed(String),
+    /// The camera cannot give an image (a hand-edited one: [`Camera::new`](crate::Camera::new)
+    /// refuses the same).
+    #[error("bad camera: {0}")]
+    Camera(CameraError),
+    /// The GPU returned a result the host cannot decode (a bug: please report it).
+    #[error("internal GPU error (a bug in voxcast: please report it): {0}")]
+    Internal(String),
+}
+
+/// [`GpuError::LimitExceeded`]'s `needed` as its message says it.
+fn needed_text(needed: u64) -> String {
+    if needed == u64::MAX {
+        format!("{needed} or more")
+    } else {
+        needed.to_string()
+    }
+}
+
+/// A device's error (validation, out of memory, a failed mapping) as a [`GpuError::Device`].
+pub(super) fn device_error(e: impl std::fmt::Display) -> GpuError {
+    GpuError::Device(e.to_string())
+}

@@ -1,0 +1,609 @@
+//! A batch in flight: its items (rays, pixels or pairs) split into dispatches of at most a
+//! dispatch's worth, each staged into a set of buffers, recorded with the batch's pipeline and
+//! world, handed to the courier and read back as it finishes (two in flight at once).
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, channel};
+use std::sync::{Arc, Mutex};
+
+use crate::gpu::buffers::{BufferPool, DispatchBuffers, FILTER_AT, FILTER_BYTES, INPUT_AT};
+use crate::gpu::device::Device;
+use crate::gpu::error::{GpuError, device_error};
+use crate::gpu::layout::{Entry, GpuHit, GpuParams, GpuRay, WORKGROUP_SIZE};
+use crate::gpu::prepare::HostStaging;
+use crate::gpu::queue::{Dispatch, WorldSync};
+use crate::gpu::world::GpuWorld;
+use crate::ray::RaycastOptions;
+
+/// What a raycaster shares with the batches it submits, which outlive the calls that made
+/// them: the device, the buffers kept between batches, and the last batch's statistics.
+#[derive(Debug)]
+pub(super) struct Batches {
+    pub(super) device: Arc<Device>,
+    /// Dispatch buffers not in use.
+    pub(super) buffers: BufferPool,
+    /// Host working buffers for ray batches not in use.
+    staging: Mutex<Vec<HostStaging>>,
+    /// What the last batch to finish cost.
+    pub(super) stats: Mutex<BatchStats>,
+}
+
+impl Batches {
+    /// Nothing kept yet.
+    pub(super) fn new(device: Arc<Device>) -> Self {
+        Self {
+            device,
+            buffers: BufferPool::default(),
+            staging: Mutex::new(Vec::new()),
+            stats: Mutex::new(BatchStats::default()),
+        }
+    }
+
+    /// Host working buffers for a batch of rays: a kept set, or a new one.
+    pub(super) fn take_staging(&self) -> HostStaging {
+        self.staging
+            .lock()
+            .ok()
+            .and_then(|mut s| s.pop())
+            .unwrap_or_default()
+    }
+
+    /// Keeps `staging` for a later batch. Two sets at most are kept (as many batches as the
+    /// blocking calls overlap).
+    pub(super) fn return_staging(&self, staging: HostStaging) {
+        if let Ok(mut kept) = self.staging.lock()
+            && kept.len() < 2
+        {
+            kept.push(staging);
+        }
+    }
+
+    /// What is kept between batches.
+    pub(super) fn kept_memory(&self) -> KeptMemory {
+        KeptMemory {
+            gpu_bytes: self.buffers.bytes(),
+            host_bytes: self
+                .staging
+                .lock()
+                .map_or(0, |s| s.iter().map(HostStaging::bytes).sum()),
+        }
+    }
+
+    /// Frees what is kept between batches.
+    pub(super) fn release(&self) {
+        self.buffers.clear();
+        replace_locked(&self.staging, Vec::new());
+    }
+
+    /// Records `stats` as the last batch's.
+    pub(super) fn set_stats(&self, stats: BatchStats) {
+        replace_locked(&self.stats, stats);
+    }
+}
+
+/// What the last batch cost, for benchmarks.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct BatchStats {
+    /// Rays (or pixels) sent to the GPU; rays answered on the host are not counted.
+    pub gpu_rays: u64,
+    /// Dispatches the batch was split into.
+    pub dispatches: u32,
+    /// Time the compute passes took on the GPU, in seconds, from timestamp queries; `None`
+    /// where the adapter has no timestamp queries.
+    pub kernel_seconds: Option<f64>,
+    /// Wall time from the submit to the answers being ready, in seconds (for a blocking
+    /// call: the whole call).
+    pub total_seconds: f64,
+    /// Of that, the time spent on the host, in seconds: preparing and staging the rays,
+    /// submitting, reading back and decoding the answers; not waiting for the GPU.
+    pub host_seconds: f64,
+    /// Bytes written to the device for the batch: rays (48 each) or agent pairs (8 each),
+    /// parameters, and the material filter when the shader reads it and the buffers do not hold
+    /// it already. The agents' eyes ([`GpuAgents`](crate::gpu::GpuAgents)) are not counted here.
+    pub bytes_up: u64,
+    /// Bytes read back: 20 per answer, or for agent pairs a bit each (4 bytes per 32) plus 20
+    /// each with answers.
+    pub bytes_down: u64,
+}
+
+/// What a [`GpuRaycaster`](crate::gpu::GpuRaycaster) keeps allocated between batches
+/// ([`GpuRaycaster::kept_memory`](crate::gpu::GpuRaycaster::kept_memory)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KeptMemory {
+    /// GPU buffers of finished dispatches, kept for later ones: per ray of a dispatch 48 bytes of
+    /// ray and 20 of answer, each twice (on the device, and mapped for upload and readback; once
+    /// where [`GpuRaycaster::shares_host_memory`](crate::gpu::GpuRaycaster::shares_host_memory)),
+    /// rounded up to a power of two of bytes, at most
+    /// [`MAX_DISPATCH_RAYS`](crate::gpu::MAX_DISPATCH_RAYS) rays (or what
+    /// [`GpuRaycaster::set_max_dispatch_rays`](crate::gpu::GpuRaycaster::set_max_dispatch_rays)
+    /// set) a dispatch; a set per dispatch that was in flight at once; plus a few KiB each of
+    /// parameters and material filter.
+    pub gpu_bytes: u64,
+    /// Host working buffers of finished ray batches: 104 bytes per ray of the largest batch
+    /// (at most two such sets, each at most 2^20 rays for blocking calls), plus each set's
+    /// coherence sort counters and part ends (at most 128 KiB per thread and 256 KiB).
+    pub host_bytes: u64,
+}
+
+/// Replaces what `m` guards with `value`, also after a panic poisoned it (the old value, in
+/// an unknown state, is dropped).
+fn replace_locked<T>(m: &Mutex<T>, value: T) {
+    *m.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = value;
+    m.clear_poison();
+}
+
+/// What a batch's dispatches cast: the items each invocation takes.
+#[derive(Debug)]
+pub(super) enum Items {
+    /// Rays prepared on the host: `staging.upload`, in upload order, and their count.
+    Rays(HostStaging, usize),
+    /// Pixels of a camera, made in the shader.
+    Camera(u32),
+    /// Agent pairs (two u32 indices each) and the agent buffer; `details`: whether each
+    /// pair's full answer is written besides its visibility bit.
+    Pairs {
+        pairs: Vec<[u32; 2]>,
+        agents: wgpu::Buffer,
+        details: bool,
+    },
+}
+
+impl Items {
+    fn count(&self) -> u64 {
+        match self {
+            Items::Rays(_, n) => *n as u64,
+            Items::Camera(n) => u64::from(*n),
+            Items::Pairs { pairs, .. } => pairs.len() as u64,
+        }
+    }
+
+    /// Where the run of items that one dispatch may take from `at` on ends: a part of a
+    /// batch of rays ([`HostStaging::part_end`]), or the end.
+    fn run_end(&self, at: u64) -> u64 {
+        match self {
+            Items::Rays(staging, _) => staging.part_end(at),
+            _ => self.count(),
+        }
+    }
+
+    /// Input and output bytes of `n` items. Pairs write their visibility bits (a word per 32
+    /// pairs) first, then with details their answers.
+    fn bytes(&self, n: u64) -> (u64, u64) {
+        match self {
+            Items::Rays(..) => (
+                n * size_of::<GpuRay>() as u64,
+                n * size_of::<GpuHit>() as u64,
+            ),
+            Items::Camera(_) => (0, n * size_of::<GpuHit>() as u64),
+            Items::Pairs { details, .. } => {
+                let answers = if *details {
+                    n * size_of::<GpuHit>() as u64
+                } else {
+                    0
+                };
+                (n * 8, bit_words(n) * 4 + answers)
+            }
+        }
+    }
+
+    /// The input bytes of items `base..base + count`.
+    fn input(&self, base: u64, count: u64) -> &[u8] {
+        let range = base as usize..(base + count) as usize;
+        match self {
+            Items::Rays(staging, _) => bytemuck::cast_slice(&staging.upload[range]),
+            Items::Camera(_) => &[],
+            Items::Pairs { pairs, .. } => bytemuck::cast_slice(&pairs[range]),
+        }
+    }
+}
+
+/// Words of visibility bits for `n` pairs: a pair dispatch's output starts with them, and its
+/// answers (with details) follow.
+pub(super) fn bit_words(n: u64) -> u64 {
+    n.div_ceil(32)
+}
+
+/// The world's buffers and the pipeline a batch binds, kept so that later dispatches of the
+/// batch can be made after the call that submitted it has returned.
+#[derive(Debug)]
+pub(super) struct Binding {
+    pipeline: wgpu::ComputePipeline,
+    layout: wgpu::BindGroupLayout,
+    world: [wgpu::Buffer; 4],
+    /// The world's changes, and how many it had when the batch was submitted.
+    sync: Arc<WorldSync>,
+    version: u64,
+    params: GpuParams,
+    /// The material filter's words, or `None` where the shader does not read it (every
+    /// non-air voxel stops: `FLAG_EVERY_NON_AIR`).
+    filter: Option<Vec<u32>>,
+}
+
+impl Binding {
+    /// What a batch on `world` binds: the pipeline of `entry` for option `flags` (the world's
+    /// own added), the world's buffers, the parameters and the material filter of `opts`.
+    pub(super) fn new(
+        device: &Device,
+        world: &GpuWorld,
+        entry: Entry,
+        flags: u32,
+        params: GpuParams,
+        opts: &RaycastOptions,
+    ) -> Result<Self, GpuError> {
+        Ok(Self {
+            pipeline: device.pipeline(entry, flags | world.window.flags())?,
+            layout: device.layout(entry).clone(),
+            world: world.buffers(),
+            sync: Arc::clone(&world.sync),
+            version: world.sync.version(),
+            params,
+            filter: (!opts.blocks.is_every_non_air()).then(|| opts.blocks.words().to_vec()),
+        })
+    }
+}
+
+/// A dispatch submitted and not read yet.
+#[derive(Debug)]
+struct InFlight {
+    set: DispatchBuffers,
+    /// Index of its first item in the batch, and how many it has.
+    base: u64,
+    count: u64,
+    /// That the courier has submitted it (or why it could not).
+    submitted: Receiver<Result<wgpu::SubmissionIndex, GpuError>>,
+    hits_mapped: Receiver<Result<(), wgpu::BufferAsyncError>>,
+    timestamps_mapped: Option<Receiver<Result<(), wgpu::BufferAsyncError>>>,
+    /// Set by the readback's mapping callback: the dispatch's results can be read.
+    done: Arc<AtomicBool>,
+}
+
+/// Where a batch hands each dispatch's results: the items, the index of the dispatch's first
+/// item, the items' count and the output bytes (read from the mapped readback buffer).
+pub(super) type Sink<'a> = dyn FnMut(&Items, u64, u64, &[u8]) -> Result<(), GpuError> + 'a;
+
+/// A batch on its way through the GPU: split into dispatches of at most `per_dispatch` items,
+/// two in flight at once; each is read back (and its buffers returned to the pool) as it
+/// finishes, and the next submitted.
+#[derive(Debug)]
+pub(super) struct Flight {
+    batches: Arc<Batches>,
+    binding: Binding,
+    pub(super) items: Items,
+    per_dispatch: u64,
+    next: u64,
+    in_flight: VecDeque<InFlight>,
+    pub(super) kernel_ns: f64,
+    pub(super) dispatches: u32,
+    /// Bytes written to the device (rays, pairs, parameters, filter) and read back.
+    pub(super) bytes_up: u64,
+    pub(super) bytes_down: u64,
+    /// Seconds spent waiting for the device (not host work).
+    pub(super) waited: f64,
+    /// A dispatch was submitted after its world changed: the batch has no answers.
+    stale: bool,
+}
+
+/// Dispatches of one batch in flight at once: the GPU runs one while the host reads the last
+/// and stages the next.
+const IN_FLIGHT: usize = 2;
+
+impl Flight {
+    /// Starts a batch: submits its first dispatches.
+    pub(super) fn start(
+        batches: &Arc<Batches>,
+        binding: Binding,
+        items: Items,
+        per_dispatch: u32,
+    ) -> Result<Self, GpuError> {
+        batches.device.check_lost()?;
+        binding.sync.check()?;
+        let mut flight = Self {
+            batches: Arc::clone(batches),
+            binding,
+            items,
+            per_dispatch: u64::from(per_dispatch.max(1)),
+            next: 0,
+            in_flight: VecDeque::new(),
+            kernel_ns: 0.0,
+            dispatches: 0,
+            bytes_up: 0,
+            bytes_down: 0,
+            waited: 0.0,
+            stale: false,
+        };
+        flight.submit_more()?;
+        Ok(flight)
+    }
+
+    /// Whether every dispatch has been read.
+    pub(super) fn finished(&self) -> bool {
+        self.in_flight.is_empty() && self.next >= self.items.count()
+    }
+
+    /// Submits dispatches until two are in flight or none is left.
+    fn submit_more(&mut self) -> Result<(), GpuError> {
+        let total = self.items.count();
+        while self.in_flight.len() < IN_FLIGHT && self.next < total {
+            let count = (self.items.run_end(self.next) - self.next).min(self.per_dispatch);
+            let f = self.submit(self.next, count)?;
+            self.next += count;
+            self.in_flight.push_back(f);
+        }
+        Ok(())
+    }
+
+    /// Stages items `base..base + count` (with the parameters and, where needed, the filter)
+    /// in a set's mapped upload buffer, records the dispatch and hands it to the courier.
+    fn submit(&mut self, base: u64, count: u64) -> Result<InFlight, GpuError> {
+        let batches = Arc::clone(&self.batches);
+        let device = &batches.device.wgpu;
+        let (input_bytes, output_bytes) = self.items.bytes(count);
+        let mut set = batches
+            .buffers
+            .take(&batches.device, input_bytes, output_bytes);
+        let mut params = self.binding.params;
+        params.ray_base = base as u32;
+        params.ray_count = count as u32;
+        let filter = self
+            .binding
+            .filter
+            .as_ref()
+            .filter(|f| set.filter_words != **f);
+        {
+            let mut view = set
+                .upload
+                .slice(..INPUT_AT + input_bytes)
+                .get_mapped_range_mut()
+                .map_err(device_error)?;
+            view.slice(..size_of::<GpuParams>())
+                .copy_from_slice(bytemuck::bytes_of(&params));
+            if let Some(f) = filter {
+                view.slice(FILTER_AT as usize..INPUT_AT as usize)
+                    .copy_from_slice(bytemuck::cast_slice(f));
+            }
+            view.slice(INPUT_AT as usize..)
+                .copy_from_slice(self.items.input(base, count));
+        }
+        set.upload.unmap();
+        let mut bytes_up = size_of::<GpuParams>() as u64 + input_bytes;
+        // The commands' own errors are caught here, the submission's by the courier.
+        let scope_oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let scope_val = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let mut encoder =
+            device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+        encoder.copy_buffer_to_buffer(
+            &set.upload,
+            0,
+            &set.params,
+            0,
+            size_of::<GpuParams>() as u64,
+        );
+        if let Some(f) = filter {
+            encoder.copy_buffer_to_buffer(&set.upload, FILTER_AT, &set.filter, 0, FILTER_BYTES);
+            set.filter_words.clone_from(f);
+            bytes_up += FILTER_BYTES;
+        }
+        if input_bytes > 0 && !set.host_shared {
+            encoder.copy_buffer_to_buffer(&set.upload, INPUT_AT, &set.input, 0, input_bytes);
+        }
+        if let Items::Pairs { .. } = self.items {
+            // The bits are set with atomic ORs.
+            encoder.clear_buffer(&set.output, 0, Some(bit_words(count) * 4));
+        }
+        let bind_group = self.bind_group(&set);
+        // Dispatch: a 2D grid of workgroups when one dimension is not enough.
+        let groups = (count as u32).div_ceil(WORKGROUP_SIZE);
+        let max_groups = device.limits().max_compute_workgroups_per_dimension;
+        let gx = groups.min(max_groups);
+        let gy = groups.div_ceil(gx);
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("voxcast"),
+                timestamp_writes: set.timer.as_ref().map(|(queries, ..)| {
+                    wgpu::ComputePassTimestampWrites {
+                        query_set: queries,
+                        beginning_of_pass_write_index: Some(0),
+                        end_of_pass_write_index: Some(1),
+                    }
+                }),
+            });
+            pass.set_pipeline(&self.binding.pipeline);
+            pass.set_bind_group(0, &bind_group, &[]);
+            pass.dispatch_workgroups(gx, gy, 1);
+        }
+        if !set.host_shared {
+            encoder.copy_buffer_to_buffer(&set.output, 0, &set.readback, 0, output_bytes);
+        }
+        if let Some((queries, resolve, readback)) = &set.timer {
+            encoder.resolve_query_set(queries, 0..2, resolve, 0);
+            encoder.copy_buffer_to_buffer(resolve, 0, readback, 0, 16);
+        }
+        let commands = encoder.finish();
+        let errors = [
+            pollster::block_on(scope_val.pop()),
+            pollster::block_on(scope_oom.pop()),
+        ];
+        let done = Arc::new(AtomicBool::new(false));
+        let (hits, hits_mapped) = channel();
+        let (stamps, timestamps_mapped) = channel();
+        let (reply, submitted) = channel();
+        let job = Dispatch {
+            commands,
+            readback: set.readback.clone(),
+            output_bytes,
+            timestamps: set.timer.as_ref().map(|(_, _, readback)| readback.clone()),
+            done: Arc::clone(&done),
+            hits,
+            stamps,
+            reply,
+        };
+        let sent = match errors.into_iter().flatten().next() {
+            Some(e) => Err(device_error(e)),
+            None => batches.device.courier.submit(job),
+        };
+        if let Err(e) = sent {
+            set.remap(&batches.device.courier);
+            batches.buffers.give_back(set);
+            return Err(e);
+        }
+        // The world's changes are sent to the courier after their version is counted: a
+        // version unchanged now means that any later change lands after this dispatch.
+        if self.binding.sync.version() != self.binding.version {
+            self.stale = true;
+        }
+        self.dispatches += 1;
+        self.bytes_up += bytes_up;
+        self.bytes_down += output_bytes;
+        Ok(InFlight {
+            timestamps_mapped: set.timer.is_some().then_some(timestamps_mapped),
+            set,
+            base,
+            count,
+            submitted,
+            hits_mapped,
+            done,
+        })
+    }
+
+    fn bind_group(&self, set: &DispatchBuffers) -> wgpu::BindGroup {
+        let [table, occupancy, bricks, ids] = &self.binding.world;
+        fn entry(binding: u32, buffer: &wgpu::Buffer) -> wgpu::BindGroupEntry<'_> {
+            wgpu::BindGroupEntry {
+                binding,
+                resource: buffer.as_entire_binding(),
+            }
+        }
+        // The input: in the upload buffer after the parameters and filter where it is shared.
+        let input = |binding: u32| {
+            if set.host_shared {
+                wgpu::BindGroupEntry {
+                    binding,
+                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                        buffer: &set.upload,
+                        offset: INPUT_AT,
+                        size: None,
+                    }),
+                }
+            } else {
+                entry(binding, &set.input)
+            }
+        };
+        let mut entries = vec![
+            entry(0, &set.params),
+            entry(1, table),
+            entry(2, occupancy),
+            entry(3, bricks),
+            entry(4, ids),
+            entry(5, &set.filter),
+        ];
+        match &self.items {
+            Items::Rays(..) | Items::Camera(_) => {
+                entries.push(input(6));
+                entries.push(entry(7, &set.output));
+            }
+            Items::Pairs { agents, .. } => {
+                entries.push(input(8));
+                entries.push(entry(9, agents));
+                entries.push(entry(10, &set.output));
+            }
+        }
+        self.batches
+            .device
+            .wgpu
+            .create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("voxcast batch"),
+                layout: &self.binding.layout,
+                entries: &entries,
+            })
+    }
+
+    /// Reads back every dispatch that has finished (waiting for the oldest first with `wait`),
+    /// hands its results to `sink`, and submits the next dispatches. `Ok(true)` once the whole
+    /// batch has been read. Without `wait` it never waits: it only looks at what the courier's
+    /// polling has completed.
+    pub(super) fn advance(&mut self, wait: bool, sink: &mut Sink<'_>) -> Result<bool, GpuError> {
+        loop {
+            if self.stale {
+                return Err(GpuError::WorldChanged);
+            }
+            let Some(oldest) = self.in_flight.front() else {
+                return Ok(self.finished());
+            };
+            if !wait && !oldest.done.load(Ordering::Acquire) {
+                return Ok(false);
+            }
+            let f = self.in_flight.pop_front().expect("checked above");
+            let t = std::time::Instant::now();
+            // Waits (with `wait`) on the channel the courier's poll completes, not spinning.
+            let mapped = f
+                .hits_mapped
+                .recv()
+                .map_err(|_| GpuError::Device("a readback was abandoned".into()))
+                .and_then(|r| r.map_err(device_error));
+            self.waited += t.elapsed().as_secs_f64();
+            let read = mapped.and_then(|()| self.read(&f, sink));
+            self.release(f);
+            self.kernel_ns += read?;
+            self.submit_more()?;
+        }
+    }
+
+    /// Hands a finished (and mapped) dispatch's results to `sink`; returns its kernel time in
+    /// nanoseconds (0 without timestamps).
+    fn read(&self, f: &InFlight, sink: &mut Sink<'_>) -> Result<f64, GpuError> {
+        let (_, output_bytes) = self.items.bytes(f.count);
+        {
+            let view = f
+                .set
+                .readback
+                .slice(..output_bytes)
+                .get_mapped_range()
+                .map_err(device_error)?;
+            sink(&self.items, f.base, f.count, &view)?;
+        }
+        let mut kernel_ns = 0.0;
+        if let (Some((_, _, ts)), Some(mapped)) = (&f.set.timer, &f.timestamps_mapped)
+            && let Ok(Ok(())) = mapped.recv()
+            && let Ok(view) = ts.slice(..).get_mapped_range()
+        {
+            let stamps: &[u64] = bytemuck::cast_slice(&view);
+            kernel_ns = stamps[1].saturating_sub(stamps[0]) as f64 * self.batches.device.period_ns;
+        }
+        Ok(kernel_ns)
+    }
+
+    /// Unmaps a dispatch's buffers (a mapping still pending is abandoned) and returns them to
+    /// the pool, once the courier has submitted them (so that no later batch uses them before
+    /// this dispatch is in the queue).
+    fn release(&self, mut f: InFlight) {
+        let _ = f.submitted.recv();
+        f.set.readback.unmap();
+        if let Some((_, _, ts)) = &f.set.timer {
+            ts.unmap();
+        }
+        f.set.remap(&self.batches.device.courier);
+        self.batches.buffers.give_back(f.set);
+    }
+
+    /// The items, taken out once the batch is done (their buffers go back to a pool).
+    pub(super) fn take_items(&mut self) -> Items {
+        std::mem::replace(&mut self.items, Items::Camera(0))
+    }
+
+    /// Every result: waits for the dispatches still in flight.
+    pub(super) fn finish(&mut self, sink: &mut Sink<'_>) -> Result<(), GpuError> {
+        self.advance(true, sink)?;
+        self.batches.device.check_lost()
+    }
+}
+
+impl Drop for Flight {
+    fn drop(&mut self) {
+        // A batch dropped before it was read: its buffers go back to the pool (its results,
+        // if they come, are discarded).
+        while let Some(f) = self.in_flight.pop_front() {
+            self.release(f);
+        }
+    }
+}

@@ -1,0 +1,333 @@
+//! The wire format: what the host and the shader both read and write, twins of the layout
+//! section of `shaders/dda.wgsl` (its constants, structs and entry points). The tests at the
+//! end read the shader through naga and compare each constant and struct size with its twin
+//! here.
+
+use bytemuck::{Pod, Zeroable};
+
+use crate::ray::{OriginPolicy, RaycastOptions, UnloadedPolicy};
+
+/// The WGSL source of the compute shader: `shaders/dda.wgsl` followed by `shaders/exact.wgsl`
+/// (the exact arithmetic it uses), joined in that order so that naga's line numbers in
+/// `dda.wgsl` are its own.
+pub const SHADER_SOURCE: &str = concat!(
+    include_str!("../../shaders/dda.wgsl"),
+    include_str!("../../shaders/exact.wgsl")
+);
+
+/// Invocations per workgroup (`@workgroup_size` of every entry point).
+pub(super) const WORKGROUP_SIZE: u32 = 64;
+/// Default for the most rays in one dispatch (and so the size the batch buffers grow to); see
+/// [`GpuRaycaster::set_max_dispatch_rays`](crate::gpu::GpuRaycaster::set_max_dispatch_rays).
+pub const MAX_DISPATCH_RAYS: u32 = 1 << 19;
+
+// Chunk table entries: a slot in the chunk pool, or a tag in the top two bits.
+pub(super) const TAG_MASK: u32 = 0xC000_0000;
+pub(super) const TAG_EMPTY: u32 = 0x4000_0000;
+pub(super) const TAG_UNLOADED: u32 = 0x8000_0000;
+pub(super) const TAG_UNIFORM: u32 = 0xC000_0000;
+/// Words of a stored chunk's slot record: its brick summary (two words), where its id record
+/// starts in the id heap, and the id record's bits per value.
+pub(super) const SLOT_WORDS: usize = 4;
+/// An id record's first words: one entry per `8³` brick of the chunk.
+pub(super) const RECORD_BRICKS: usize = 64;
+/// In a brick's entry of an id record: the brick is this one id throughout (the low 16 bits),
+/// with no values stored.
+pub(super) const BRICK_UNIFORM: u32 = 0x8000_0000;
+
+// The shader's OPTIONS bits (see `option_flags`).
+const ORIGIN_REPORT: u32 = 0;
+const ORIGIN_SKIP: u32 = 1;
+const ORIGIN_EXIT_SOLID: u32 = 2;
+const FLAG_STOP_UNLOADED: u32 = 4;
+const FLAG_EVERY_NON_AIR: u32 = 8;
+const FLAG_CONSERVATIVE: u32 = 16;
+const FLAG_PER_VOXEL: u32 = 32;
+/// The walk steps through empty bricks instead of skipping them (see
+/// `GpuWorld::skips_empty_bricks`).
+pub(super) const FLAG_STEP_EMPTY_BRICKS: u32 = 64;
+/// The chunk table is addressed toroidally (a window that follows a centre).
+pub(super) const FLAG_TOROIDAL: u32 = 128;
+
+// A ray's flags (`GpuRay::flags`).
+pub(super) const RAY_NEGATIVE_SHIFT: u32 = 3;
+pub(super) const RAY_ENTRY_SHIFT: u32 = 6;
+pub(super) const RAY_CLIPPED: u32 = 256;
+pub(super) const RAY_PLANE_SHIFT: u32 = 9;
+/// Where the packed crossing counts start in `GpuRay::flags`.
+pub(super) const RAY_COUNTS_SHIFT: u32 = 12;
+/// The largest crossing count a ray can reach: one past [`crate::ray::MAX_DISTANCE_CAP`], in
+/// the shader's 17 bits per axis.
+pub(super) const COUNT_MAX: u32 = (1 << 17) - 1;
+
+// An answer's status (`GpuHit::w1 >> 20`, low four bits).
+pub(super) const STATUS_MISS: u32 = 0;
+pub(super) const STATUS_HIT: u32 = 1;
+pub(super) const STATUS_UNLOADED: u32 = 2;
+/// A pair's eyes are too close for a segment (`cast_pairs`).
+pub(super) const STATUS_ZERO_LENGTH: u32 = 4;
+/// A pair's eyes are farther apart than [`crate::ray::MAX_DISTANCE_CAP`].
+pub(super) const STATUS_TOO_LONG: u32 = 5;
+
+/// One ray as the shader reads it (`GpuRay` in `shaders/dda.wgsl`): 48 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub(super) struct GpuRay {
+    /// Start voxel, window-relative.
+    pub(super) voxel: [i32; 3],
+    /// Bits 0..11 the ray's flags (`RAY_*`), bits 12..31 the low 20 bits of the packed counts.
+    pub(super) flags: u32,
+    pub(super) b: [f32; 3],
+    pub(super) max_distance: f32,
+    /// `1 / |d|` on an enabled axis, `|d|` on a disabled one.
+    pub(super) inv: [f32; 3],
+    /// Bits 20..50 of the packed crossing counts (`x | y << 17 | z << 34`).
+    pub(super) counts_hi: u32,
+}
+
+/// One answer as the shader writes it (`GpuHit` in `shaders/dda.wgsl`): 20 bytes, the voxel
+/// relative to the ray's start voxel (decoded by `answers::decode`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub(super) struct GpuHit {
+    pub(super) w0: u32,
+    pub(super) w1: u32,
+    pub(super) w2: u32,
+    pub(super) distance: u32,
+    pub(super) uv: u32,
+}
+
+/// One agent's eye as the shader reads it (`GpuAgent` in `shaders/dda.wgsl`): 32 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub(super) struct GpuAgent {
+    pub(super) voxel: [i32; 3],
+    pub(super) usable: u32,
+    pub(super) sub: [f32; 3],
+    pub(super) _pad: u32,
+}
+
+/// Per-dispatch parameters (`Params` in `shaders/dda.wgsl`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub(super) struct GpuParams {
+    pub(super) dims: [u32; 3],
+    pub(super) region_phase: u32,
+    pub(super) table_phase: [u32; 3],
+    pub(super) world_edge: u32,
+    pub(super) region_dims: [u32; 3],
+    pub(super) ray_base: u32,
+    pub(super) region_table_phase: [u32; 3],
+    pub(super) ray_count: u32,
+    pub(super) cam_position: [i32; 3],
+    pub(super) cam_width: u32,
+    pub(super) cam_sub: [f32; 3],
+    pub(super) cam_height: u32,
+    pub(super) cam_forward: [f32; 3],
+    pub(super) cam_scale_x: f32,
+    pub(super) cam_right: [f32; 3],
+    pub(super) cam_scale_y: f32,
+    pub(super) cam_up: [f32; 3],
+    pub(super) cam_max_distance: f32,
+    pub(super) cam_inv_w: f32,
+    pub(super) cam_inv_h: f32,
+    /// Always 0: the shader's `pin` hides values behind it (see `shaders/exact.wgsl`).
+    pub(super) zero: u32,
+    /// `cast_pairs`: 1 to write each pair's answer besides its bit.
+    pub(super) details: u32,
+}
+
+/// A compute entry point of the shader.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) enum Entry {
+    /// `cast_rays`: rays prepared on the host.
+    Rays,
+    /// `cast_camera`: a camera's pixels, rays made in the shader.
+    Camera,
+    /// `cast_pairs`: line of sight between pairs of agents.
+    Pairs,
+}
+
+impl Entry {
+    /// Its name in the shader.
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Entry::Rays => "cast_rays",
+            Entry::Camera => "cast_camera",
+            Entry::Pairs => "cast_pairs",
+        }
+    }
+}
+
+/// The shader's `OPTIONS` for `opts` (and conservative line of sight): the `FLAG_*` bits of
+/// `shaders/dda.wgsl` that the options decide (the world adds its own: `FLAG_TOROIDAL` and
+/// `FLAG_STEP_EMPTY_BRICKS`).
+pub(super) fn option_flags(opts: &RaycastOptions, conservative: bool) -> u32 {
+    let mut flags = match opts.origin {
+        OriginPolicy::Report => ORIGIN_REPORT,
+        OriginPolicy::SkipOriginVoxel => ORIGIN_SKIP,
+        OriginPolicy::ExitSolid => ORIGIN_EXIT_SOLID,
+    };
+    if opts.unloaded == UnloadedPolicy::Stop {
+        flags |= FLAG_STOP_UNLOADED;
+    }
+    if opts.blocks.is_every_non_air() {
+        flags |= FLAG_EVERY_NON_AIR;
+    }
+    if conservative {
+        flags |= FLAG_CONSERVATIVE;
+    }
+    if opts.per_voxel {
+        flags |= FLAG_PER_VOXEL;
+    }
+    flags
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::world::OCCUPANCY_WORDS;
+
+    fn module() -> naga::Module {
+        match naga::front::wgsl::parse_str(SHADER_SOURCE) {
+            Ok(m) => m,
+            Err(e) => panic!(
+                "dda.wgsl does not parse:\n{}",
+                e.emit_to_string(SHADER_SOURCE)
+            ),
+        }
+    }
+
+    /// A scalar constant's value, as both sides write it.
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    enum Value {
+        U(u32),
+        I(i32),
+        F(f32),
+    }
+
+    #[test]
+    fn shader_constants_equal_their_rust_twins() {
+        use Value::{F, I, U};
+        let twins: &[(&str, Value)] = &[
+            ("AXIS_NONE", U(crate::cpu_ref::AXIS_NONE)),
+            ("T_DISABLED", F(crate::cpu_ref::T_DISABLED)),
+            ("NEAR_TIE", F(crate::cpu_ref::NEAR_TIE)),
+            ("MIN_NORMAL", F(f32::MIN_POSITIVE)),
+            ("TAG_MASK", U(TAG_MASK)),
+            ("TAG_EMPTY", U(TAG_EMPTY)),
+            ("TAG_UNLOADED", U(TAG_UNLOADED)),
+            ("TAG_UNIFORM", U(TAG_UNIFORM)),
+            ("OCC_WORDS", U(OCCUPANCY_WORDS as u32)),
+            ("SLOT_WORDS", U(SLOT_WORDS as u32)),
+            ("RECORD_BRICKS", U(RECORD_BRICKS as u32)),
+            ("BRICK_UNIFORM", U(BRICK_UNIFORM)),
+            ("BRICK_EDGE", I(crate::world::BRICK_EDGE as i32)),
+            ("ORIGIN_REPORT", U(ORIGIN_REPORT)),
+            ("ORIGIN_SKIP", U(ORIGIN_SKIP)),
+            ("ORIGIN_EXIT_SOLID", U(ORIGIN_EXIT_SOLID)),
+            ("FLAG_STOP_UNLOADED", U(FLAG_STOP_UNLOADED)),
+            ("FLAG_EVERY_NON_AIR", U(FLAG_EVERY_NON_AIR)),
+            ("FLAG_CONSERVATIVE", U(FLAG_CONSERVATIVE)),
+            ("FLAG_PER_VOXEL", U(FLAG_PER_VOXEL)),
+            ("FLAG_STEP_EMPTY_BRICKS", U(FLAG_STEP_EMPTY_BRICKS)),
+            ("FLAG_TOROIDAL", U(FLAG_TOROIDAL)),
+            ("RAY_NEGATIVE_SHIFT", U(RAY_NEGATIVE_SHIFT)),
+            ("RAY_ENTRY_SHIFT", U(RAY_ENTRY_SHIFT)),
+            ("RAY_CLIPPED", U(RAY_CLIPPED)),
+            ("RAY_PLANE_SHIFT", U(RAY_PLANE_SHIFT)),
+            ("RAY_FLAG_BITS", U((1 << RAY_COUNTS_SHIFT) - 1)),
+            ("COUNT_BITS", U(COUNT_MAX)),
+            ("STATUS_MISS", U(STATUS_MISS)),
+            ("STATUS_HIT", U(STATUS_HIT)),
+            ("STATUS_UNLOADED", U(STATUS_UNLOADED)),
+            ("STATUS_ZERO_LENGTH", U(STATUS_ZERO_LENGTH)),
+            ("STATUS_TOO_LONG", U(STATUS_TOO_LONG)),
+            ("MAX_DISTANCE_CAP", F(crate::ray::MAX_DISTANCE_CAP)),
+            ("MIN_SQUARED_LENGTH", F(crate::ray::MIN_SQUARED_LENGTH)),
+        ];
+        // Constants the host never writes or reads: internal to the shader.
+        let shader_only = [
+            "BLOCK_BITS",
+            "LAYER_BITS",
+            "HALF_BITS",
+            "FLAG_ORIGIN_MASK",
+            "RAY_ENABLED_SHIFT",
+            "STATUS_BITS",
+            "STATUS_RUNAWAY",
+            "MAX_ITERATIONS",
+            "WALK_HIT",
+            "WALK_EMPTY_BRICK",
+            "WALK_LEFT_CHUNK",
+            "WALK_MISS",
+            "ID_LATER",
+        ];
+        let m = module();
+        let mut seen = Vec::new();
+        for (_, c) in m.constants.iter() {
+            let name = c.name.clone().unwrap_or_default();
+            let value = match m.global_expressions[c.init] {
+                naga::Expression::Literal(naga::Literal::U32(v)) => U(v),
+                naga::Expression::Literal(naga::Literal::I32(v)) => I(v),
+                naga::Expression::Literal(naga::Literal::F32(v)) => F(v),
+                ref other => panic!("shader constant {name} is not a scalar literal: {other:?}"),
+            };
+            match twins.iter().find(|(n, _)| *n == name) {
+                Some(&(_, rust)) => assert_eq!(value, rust, "{name}: shader against Rust"),
+                None => assert!(
+                    shader_only.contains(&name.as_str()),
+                    "shader constant {name} is neither a twin of a Rust constant nor listed as \
+                     shader-only"
+                ),
+            }
+            seen.push(name);
+        }
+        for (name, _) in twins {
+            assert!(
+                seen.iter().any(|s| s == name),
+                "{name} is not in the shader"
+            );
+        }
+        // The workgroup size of every entry point.
+        for e in [Entry::Rays, Entry::Camera, Entry::Pairs] {
+            let point = m
+                .entry_points
+                .iter()
+                .find(|p| p.name == e.name())
+                .unwrap_or_else(|| panic!("no entry point {}", e.name()));
+            assert_eq!(point.workgroup_size, [WORKGROUP_SIZE, 1, 1], "{}", e.name());
+        }
+    }
+
+    #[test]
+    fn shader_parses_and_validates() {
+        let m = module();
+        let mut v = naga::valid::Validator::new(
+            naga::valid::ValidationFlags::all(),
+            naga::valid::Capabilities::empty(),
+        );
+        if let Err(e) = v.validate(&m) {
+            panic!(
+                "dda.wgsl does not validate:\n{}",
+                e.emit_to_string(SHADER_SOURCE)
+            );
+        }
+    }
+
+    #[test]
+    fn shared_struct_sizes_match_wgsl() {
+        let m = module();
+        let size_of_wgsl = |name: &str| -> usize {
+            let (_, ty) = m
+                .types
+                .iter()
+                .find(|(_, t)| t.name.as_deref() == Some(name))
+                .unwrap_or_else(|| panic!("no struct {name}"));
+            ty.inner.size(m.to_ctx()) as usize
+        };
+        assert_eq!(size_of_wgsl("GpuRay"), size_of::<GpuRay>(), "GpuRay");
+        assert_eq!(size_of_wgsl("GpuHit"), size_of::<GpuHit>(), "GpuHit");
+        assert_eq!(size_of_wgsl("GpuAgent"), size_of::<GpuAgent>(), "GpuAgent");
+        assert_eq!(size_of_wgsl("Params"), size_of::<GpuParams>(), "Params");
+    }
+}
