@@ -17,12 +17,7 @@
 //! VOXCAST_BENCH_WORKLOADS=w1,w4 cargo bench --bench raycast -- parry
 //! ```
 
-#[path = "../examples/peers/mod.rs"]
-#[expect(
-    dead_code,
-    reason = "W5, the agent workload, is timed by bench_report only"
-)]
-mod peers;
+use voxcast_testkit::peers;
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};

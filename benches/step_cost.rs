@@ -22,11 +22,11 @@ use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use voxcast::glam::Vec3;
-use voxcast::scene::SplitMix64;
 use voxcast::{
     MaterialFilter, RaycastOptions, RaycastOutcome, VoxelId, VoxelRay, VoxelTraversal, VoxelWorld,
     WorldPos, voxel_raycast_with,
 };
+use voxcast_testkit::scene::SplitMix64;
 
 /// Edge of the loaded block, in voxels.
 const EDGE: i128 = 256;

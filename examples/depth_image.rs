@@ -19,11 +19,8 @@
 //! threads. Exit status: 0 when every pixel matches the CPU reference (distance bit for bit,
 //! UV within 1e-5), 1 when any differs or a file cannot be written, 2 for bad arguments.
 
-mod common;
-use common::secs;
-#[path = "common/shading.rs"]
-mod shading;
-use shading::{shade, write_png};
+use voxcast_testkit::demo::{self as common, secs};
+use voxcast_testkit::shading::{shade, write_png};
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -33,12 +30,12 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use voxcast::glam::Vec3;
 
-use voxcast::scene::Terrain;
 use voxcast::spec_variants::Freedom;
 use voxcast::{
     Camera, CameraError, RaycastOptions, RaycastOutcome, VoxelWorld, WorldPos,
     raycast_camera_rows_into,
 };
+use voxcast_testkit::scene::Terrain;
 
 /// Command line.
 #[derive(Debug, Parser)]

@@ -21,8 +21,8 @@
 //! cargo run --release --example npc_line_of_sight -- --npcs 5000 --frames 10 --conservative
 //! ```
 
-mod common;
 use common::secs;
+use voxcast_testkit::demo as common;
 
 use std::f32::consts::{FRAC_PI_4, TAU};
 use std::process::ExitCode;
@@ -31,11 +31,11 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use voxcast::glam::Vec3;
 use voxcast::gpu::{GpuRaycaster, GpuWorld, PendingBatch};
-use voxcast::scene::{SplitMix64, Terrain};
 use voxcast::{
     Agent, LineOfSight, LineOfSightOptions, RaycastOptions, RaycastOutcome, VoxelRay, VoxelWorld,
     WorldPos, agent_visibility, pairs_within, raycast_batch,
 };
+use voxcast_testkit::scene::{SplitMix64, Terrain};
 
 /// Pairs farther apart than this (eye to eye, in voxels) are not asked.
 const SIGHT_RANGE: f64 = 64.0;

@@ -74,5 +74,14 @@ cargo test --workspace --profile checked --all-targets
 # doctests are not part of --all-targets
 cargo test --workspace --profile checked --doc
 
+# voxcast without its GPU side (`default-features = false`): no wgpu or naga in its tree, and
+# the CPU tests pass (the GPU test files compile to nothing there).
+gpu_crates="$(cargo tree -p voxcast --no-default-features -e normal --prefix none | grep -E '^(wgpu|naga) ' || true)"
+if [[ -n "$gpu_crates" ]]; then
+    echo "test.sh: voxcast without the gpu feature still depends on: $gpu_crates" >&2
+    exit 1
+fi
+cargo test -p voxcast --no-default-features --profile checked --lib --tests
+
 elapsed=$((SECONDS - start))
 printf 'test.sh: all tests passed in %dm%02ds\n' $((elapsed / 60)) $((elapsed % 60))

@@ -10,7 +10,7 @@ use glam::IVec3;
 /// Edge length of a chunk in voxels (a power of two).
 pub const CHUNK_EDGE: i128 = 32;
 /// `log2(CHUNK_EDGE)`: the shift that turns a world coordinate into a chunk coordinate.
-pub const CHUNK_SHIFT: u32 = 5;
+pub(crate) const CHUNK_SHIFT: u32 = 5;
 /// Voxels in one chunk (`CHUNK_EDGE³`).
 pub const CHUNK_VOLUME: usize = 32 * 32 * 32;
 const LOCAL_MASK: i128 = CHUNK_EDGE - 1;

@@ -546,7 +546,7 @@ mod tests {
     /// crossings equal (large counts).
     #[test]
     fn crossings_before_equals_the_linear_count() {
-        let mut rng = crate::scene::SplitMix64::new(3);
+        let mut rng = voxcast_testkit::SplitMix64::new(3);
         for i in 0..20_000 {
             let b = (rng.below(1 << 24) as f32 / (1 << 24) as f32).min(1.0);
             let inv = 1.0 + rng.below(1 << 20) as f32 / 1024.0;

@@ -80,23 +80,23 @@
 //! [`gpu::GpuError::SelfCheckFailed`], unless the caller allows it with
 //! [`gpu::SelfCheck::AllowUnverified`]; [`gpu::GpuRaycaster::self_check`] says what it found.
 
-pub mod aabb;
-pub mod agents;
-pub mod blocks;
-pub mod camera;
-pub mod coords;
-pub mod cpu_ref;
+mod aabb;
+mod agents;
+mod blocks;
+mod camera;
+mod coords;
+mod cpu_ref;
+#[cfg(feature = "gpu")]
 pub mod gpu;
-pub mod grid;
-pub mod ray;
-pub mod scene;
+mod grid;
+mod ray;
 #[cfg(feature = "spec-variants")]
 pub mod spec_variants;
-pub mod world;
+mod world;
 
 pub use glam;
 
-pub use aabb::ray_aabb;
+pub use aabb::{ray_aabb, ray_aabb_f64};
 pub use agents::{Agent, agent_segment, agent_visibility, pairs_within, visible_pairs_within};
 pub use blocks::{break_block, place_block};
 pub use camera::{Camera, CameraError, CameraSpec};
@@ -108,9 +108,8 @@ pub use cpu_ref::{
 };
 pub use grid::{GridCell, GridError, GridTraversal, GridTraversal2D, GridTraversal3D};
 pub use ray::{
-    LineOfSight, LineOfSightOptions, MAX_DISTANCE_CAP, MaterialFilter, OriginPolicy, PreparedRay,
-    RayError, RaycastOptions, RaycastOutcome, UV_TOLERANCE, UnloadedPolicy, VoxelRay,
-    VoxelRaycastHit,
+    LineOfSight, LineOfSightOptions, MAX_DISTANCE_CAP, MaterialFilter, OriginPolicy, RayError,
+    RaycastOptions, RaycastOutcome, UV_TOLERANCE, UnloadedPolicy, VoxelRay, VoxelRaycastHit,
 };
 pub use world::{BRICK_EDGE, Chunk, VoxelId, VoxelWorld, WorldError};
 

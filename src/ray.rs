@@ -138,7 +138,7 @@ pub(crate) const MIN_SQUARED_LENGTH: f32 = 1.0 / (1u64 << 60) as f32;
 /// [`RayError::ZeroDirection`] when the squared length is below `2^-60` (points within about
 /// `1e-9` voxels): below that, squares a GPU may flush to zero (subnormals) could change it;
 /// [`RayError::MaxDistanceTooLarge`] when the length exceeds [`MAX_DISTANCE_CAP`].
-pub fn segment(d: [f32; 3]) -> Result<(Vec3, f32), RayError> {
+pub(crate) fn segment(d: [f32; 3]) -> Result<(Vec3, f32), RayError> {
     let squared = (d[0] * d[0] + d[1] * d[1]) + d[2] * d[2];
     // NaN compares false: it is refused with the too-short lengths.
     if squared
@@ -400,7 +400,7 @@ impl VoxelRay {
     /// # Errors
     /// As [`VoxelRay::new`].
     #[inline]
-    pub fn prepare(&self) -> Result<Option<PreparedRay>, RayError> {
+    pub(crate) fn prepare(&self) -> Result<Option<PreparedRay>, RayError> {
         let r = Self::validated(
             self.origin,
             self.sub_offset,
@@ -456,7 +456,7 @@ fn set_axis(p: &mut WorldPos, a: usize, v: i128) {
 /// relative to the window anchor).
 #[inline]
 #[must_use]
-pub fn first_voxel(origin: i128, sub: f32, d: f32) -> Option<i128> {
+pub(crate) fn first_voxel(origin: i128, sub: f32, d: f32) -> Option<i128> {
     if d < 0.0 && sub == 0.0 {
         origin.checked_sub(1)
     } else {
@@ -469,7 +469,7 @@ pub fn first_voxel(origin: i128, sub: f32, d: f32) -> Option<i128> {
 /// the face the ray moves away from. Mirrored inside `prepare_axis` in `shaders/dda.wgsl`.
 #[inline]
 #[must_use]
-pub fn first_crossing(sub: f32, d: f32) -> f32 {
+pub(crate) fn first_crossing(sub: f32, d: f32) -> f32 {
     if d < 0.0 {
         if sub == 0.0 { 1.0 } else { sub }
     } else {
@@ -480,25 +480,25 @@ pub fn first_crossing(sub: f32, d: f32) -> f32 {
 /// A validated ray with the per-axis DDA parameters, computed once on the host and shared by
 /// the CPU reference and the GPU upload.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct PreparedRay {
+pub(crate) struct PreparedRay {
     /// The (normalised) origin voxel.
-    pub origin: WorldPos,
+    pub(crate) origin: WorldPos,
     /// The voxel that holds the ray just after its start point (see [`first_voxel`]).
-    pub start: WorldPos,
+    pub(crate) start: WorldPos,
     /// Sub offset in `[0, 1)`, denormals flushed.
-    pub sub: Vec3,
+    pub(crate) sub: Vec3,
     /// Unit direction, denormals flushed.
-    pub dir: Vec3,
+    pub(crate) dir: Vec3,
     /// Max distance in voxels.
-    pub max_distance: f32,
+    pub(crate) max_distance: f32,
     /// Per axis, the first crossing's distance in units of `inv` (see [`first_crossing`]).
-    pub b: [f32; 3],
+    pub(crate) b: [f32; 3],
     /// Per axis `1 / |d|` in f32 (1.0 on a disabled axis, never read there).
-    pub inv: [f32; 3],
+    pub(crate) inv: [f32; 3],
     /// Per axis, the voxel step: `+1` or `-1`.
-    pub step: [i8; 3],
+    pub(crate) step: [i8; 3],
     /// Per axis, whether the ray crosses a boundary on it within max distance.
-    pub enabled: [bool; 3],
+    pub(crate) enabled: [bool; 3],
 }
 
 impl PreparedRay {
@@ -506,7 +506,7 @@ impl PreparedRay {
     /// axis where [`first_voxel`] moved the start voxel down by one.
     #[inline]
     #[must_use]
-    pub fn start_offset(&self) -> Vec3 {
+    pub(crate) fn start_offset(&self) -> Vec3 {
         Vec3::from_array(std::array::from_fn(|a| {
             if self.dir[a] < 0.0 && self.sub[a] == 0.0 {
                 1.0
@@ -552,10 +552,10 @@ mod tests {
     /// vectors from `2^-30` to the cap on every axis, of every sign.
     #[test]
     fn segment_directions_are_kept_as_given() {
-        let mut rng = crate::scene::SplitMix64::new(31);
+        let mut rng = voxcast_testkit::SplitMix64::new(31);
         let mut tried = 0;
         while tried < 200_000 {
-            let magnitude = |r: &mut crate::scene::SplitMix64| {
+            let magnitude = |r: &mut voxcast_testkit::SplitMix64| {
                 let e = r.below(48) as i32 - 30;
                 let sign = if r.below(2) == 0 { 1.0 } else { -1.0 };
                 let zero = r.below(5) == 0;

@@ -5,6 +5,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::coords::{ChunkPos, VoxelBox, WorldPos};
 
+#[cfg(any(test, feature = "test-hooks"))]
 mod check;
 mod chunk;
 mod packed_ids;
@@ -14,9 +15,10 @@ mod tops;
 pub use chunk::Chunk;
 pub(crate) use chunk::{ChunkView, DenseChunk};
 pub use summary::BRICK_EDGE;
+#[cfg(feature = "gpu")]
+pub(crate) use summary::OCCUPANCY_WORDS;
 pub(crate) use summary::{
-    OCCUPANCY_WORDS, REGION_SHIFT, RegionSummary, chunk_in_region, empty_block, empty_box,
-    region_of,
+    REGION_SHIFT, RegionSummary, chunk_in_region, empty_block, empty_box, region_of,
 };
 pub(crate) use tops::ColumnTops;
 
@@ -473,6 +475,17 @@ impl VoxelWorld {
     pub fn occupied_chunk_bounds(&self) -> Option<(ChunkPos, ChunkPos)> {
         self.occupied
     }
+}
+
+/// A world holding the voxels `visit` hands its callback (position, id), for unit tests that
+/// build the testkit's scenes (whose own `build` makes the testkit's `VoxelWorld`).
+#[cfg(test)]
+pub(crate) fn world_of(visit: impl FnOnce(&mut dyn FnMut([i64; 3], u16))) -> VoxelWorld {
+    let mut world = VoxelWorld::new();
+    visit(&mut |[x, y, z], id| {
+        world.set_voxel(WorldPos::new(x.into(), y.into(), z.into()), VoxelId(id));
+    });
+    world
 }
 
 #[cfg(test)]

@@ -2,16 +2,16 @@
 //! and alone in a batch), chunks beyond the i128 world, huge offsets, degenerate boxes and
 //! cameras, all without a panic.
 
-mod common;
+use voxcast_testkit::common;
 
 use common::{describe, random_solids, ray, world_with};
 use voxcast::glam::Vec3;
-use voxcast::scene::SplitMix64;
 use voxcast::{
     ChunkPos, LineOfSight, LineOfSightOptions, MAX_DISTANCE_CAP, RayError, RaycastOptions,
     RaycastOutcome, VoxelId, VoxelRay, VoxelTraversal, WorldPos, line_of_sight,
     line_of_sight_batch, raycast_batch, voxel_raycast, voxel_raycast_with,
 };
+use voxcast_testkit::scene::SplitMix64;
 
 const STONE: VoxelId = VoxelId(1);
 const GLASS: VoxelId = VoxelId(7);

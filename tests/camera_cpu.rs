@@ -2,16 +2,16 @@
 //! pixel's `Camera::ray`, bit for bit, whatever the world, the camera and the options, while
 //! the tiles cross open air together.
 
-mod common;
+use voxcast_testkit::common;
 
 use common::{ORIGIN_POLICIES, offset, opts, random_solids, world_with};
 use voxcast::glam::Vec3;
-use voxcast::scene::{SplitMix64, Terrain};
 use voxcast::{
     Camera, CameraError, CameraSpec, MaterialFilter, RayError, RaycastOptions, RaycastOutcome,
     UnloadedPolicy, VoxelId, VoxelWorld, WorldPos, raycast_camera, raycast_camera_into,
     raycast_camera_rows_into, voxel_raycast_with,
 };
+use voxcast_testkit::scene::{SplitMix64, Terrain};
 
 /// Every pixel of `camera` cast one by one.
 fn one_by_one(camera: &Camera, world: &VoxelWorld, o: &RaycastOptions) -> Vec<RaycastOutcome> {

@@ -3,19 +3,19 @@
 //! unloaded space and material filters are in `options.rs`; line of sight and bad input have
 //! test files of their own.
 
-mod common;
+use voxcast_testkit::common;
 
 use common::{
     describe, dir_component, expect_hit, offset, opts, random_solids, ray, ray_at, sub_of_kind,
     world_with,
 };
 use voxcast::glam::{IVec3, Vec3};
-use voxcast::scene::SplitMix64;
 use voxcast::{
     ChunkPos, LineOfSight, LineOfSightOptions, OriginPolicy, RaycastOptions, RaycastOutcome,
     UnloadedPolicy, VoxelId, VoxelRay, VoxelRaycastHit, VoxelTraversal, VoxelWorld, WorldPos,
     line_of_sight, voxel_raycast_with,
 };
+use voxcast_testkit::scene::SplitMix64;
 
 const STONE: VoxelId = VoxelId(1);
 

@@ -2,7 +2,7 @@
 //! distance, a ray from inside a solid, a diagonal, the voxel's type, the UV on every face, and
 //! placing and breaking a block against a hit.
 
-mod common;
+use voxcast_testkit::common;
 
 use common::{describe, ray, ray_at, world_with};
 use voxcast::glam::{IVec3, Vec2, Vec3};

@@ -4,8 +4,7 @@
 //! would run it. A missing or empty corpus folder is a failure: a replay of nothing checks
 //! nothing. To fuzz (nightly): `scripts/fuzz.sh`.
 
-#[path = "../fuzz/src/lib.rs"]
-pub mod harness;
+use voxcast_testkit::fuzz as harness;
 
 use std::path::{Path, PathBuf};
 
@@ -72,6 +71,7 @@ fn camera_corpus() {
 /// On the GPU: with `VOXCAST_REQUIRE_GPU=1` (as `scripts/test.sh` sets it) a missing adapter
 /// fails; without it the replay says so loudly and checks nothing.
 #[test]
+#[cfg(feature = "gpu")]
 fn gpu_corpus() {
     replay("gpu", harness::gpu::run);
 }

@@ -4,17 +4,16 @@
 //! their errors while the rest are answered; agents outside the window; the pairs within a
 //! radius.
 
-mod common;
-mod gpu_common;
+#![cfg(feature = "gpu")]
 
-use gpu_common::*;
 use voxcast::glam::Vec3;
 use voxcast::gpu::GpuRaycaster;
-use voxcast::scene::SplitMix64;
 use voxcast::{
     Agent, Chunk, ChunkPos, LineOfSight, LineOfSightOptions, RayError, UnloadedPolicy, VoxelId,
     VoxelWorld, WorldPos, agent_visibility, pairs_within,
 };
+use voxcast_testkit::gpu::*;
+use voxcast_testkit::scene::SplitMix64;
 
 /// Pairs among `n` agents: every pair of the first 40, then random ones (some with an index
 /// past the end when `past_end`).

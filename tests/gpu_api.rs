@@ -1,12 +1,13 @@
 //! The GPU API beyond parity: kept buffers and `_into` forms, bad rays in a batch, dispatch and
 //! host band limits, cameras, batch statistics, worlds from another raycaster and windows too
 //! large (`update_chunks` and its errors are in `gpu_updates.rs`). Runs on lavapipe in CI; see
-//! `gpu_common`.
+//! `voxcast_testkit::gpu`.
 
-mod common;
-mod gpu_common;
+#![cfg(feature = "gpu")]
 
-use gpu_common::*;
+use voxcast_testkit::common;
+
+use voxcast_testkit::gpu::*;
 
 use voxcast::gpu::{DispatchMemory, GpuConfig, GpuError, GpuRaycaster, MAX_DISPATCH_RAYS, wgpu};
 use voxcast::{

@@ -4,17 +4,18 @@
 //! batches cost nothing, and on an application's own device the application's polling
 //! completes them.
 
-mod common;
-mod gpu_common;
+#![cfg(feature = "gpu")]
+
+use voxcast_testkit::common;
 
 use std::collections::VecDeque;
 
-use gpu_common::*;
 use voxcast::gpu::{GpuRaycaster, PendingBatch, wgpu};
 use voxcast::{
     LineOfSightOptions, RaycastOptions, RaycastOutcome, line_of_sight_batch, raycast_batch,
     raycast_camera,
 };
+use voxcast_testkit::gpu::*;
 
 /// The answers of `pending`: taken without waiting when it says it is ready (a ready batch is
 /// taken on the first try), waited for otherwise.

@@ -1,10 +1,9 @@
 //! Where the raycaster runs: on the application's own wgpu device, on devices too limited for
-//! the shader, and from several threads at once. Runs on lavapipe in CI; see `gpu_common`.
+//! the shader, and from several threads at once. Runs on lavapipe in CI; see `voxcast_testkit::gpu`.
 
-mod common;
-mod gpu_common;
+#![cfg(feature = "gpu")]
 
-use gpu_common::*;
+use voxcast_testkit::gpu::*;
 
 use voxcast::gpu::{GpuError, GpuRaycaster, GpuWorld, wgpu};
 use voxcast::{RaycastOptions, VoxelWorld, line_of_sight_batch};

@@ -2,17 +2,18 @@
 //! CI. With `VOXCAST_REQUIRE_GPU=1` a missing adapter fails every test here; without it they
 //! skip with a loud message.
 
-mod common;
-mod gpu_common;
+#![cfg(feature = "gpu")]
 
-use gpu_common::*;
+use voxcast_testkit::common;
+
+use voxcast_testkit::gpu::*;
 
 use voxcast::gpu::{GpuError, GpuWorld};
-use voxcast::scene::SplitMix64;
 use voxcast::{
     Camera, ChunkPos, RaycastOptions, UnloadedPolicy, VoxelId, VoxelRay, VoxelWorld, WorldPos,
     glam::Vec3, raycast_batch,
 };
+use voxcast_testkit::scene::SplitMix64;
 
 #[test]
 fn parity_terrain_and_sparse_million_rays() {

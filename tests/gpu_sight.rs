@@ -1,11 +1,12 @@
 //! GPU line of sight against the CPU reference under the conservative rule: segments through
 //! exact lattice edges and corners, along voxel face planes, ending on a corner, and from outside
-//! the window. Runs on lavapipe in CI; see `gpu_common` for the CI switch.
+//! the window. Runs on lavapipe in CI; see `voxcast_testkit::gpu` for the CI switch.
 
-mod common;
-mod gpu_common;
+#![cfg(feature = "gpu")]
 
-use gpu_common::*;
+use voxcast_testkit::common;
+
+use voxcast_testkit::gpu::*;
 
 use voxcast::gpu::GpuRaycaster;
 use voxcast::{

@@ -1,18 +1,19 @@
 //! The GPU after world edits: `update_chunks` (slots freed and grown, margin chunks refused,
 //! nothing changed on an error), `update_or_rebuild` for a world that grew, and parity with the
 //! CPU reference after each kind of edit (voxels, region runs, occupied bounds). Runs on
-//! lavapipe in CI; see `gpu_common`.
+//! lavapipe in CI; see `voxcast_testkit::gpu`.
 
-mod common;
-mod gpu_common;
+#![cfg(feature = "gpu")]
 
-use gpu_common::*;
+use voxcast_testkit::common;
+
+use voxcast_testkit::gpu::*;
 
 use voxcast::gpu::{GpuError, GpuWorld};
-use voxcast::scene::SplitMix64;
 use voxcast::{
     ChunkPos, RaycastOptions, UnloadedPolicy, VoxelId, VoxelWorld, WorldPos, raycast_batch,
 };
+use voxcast_testkit::scene::SplitMix64;
 
 #[test]
 fn parity_after_edit_and_update_chunks() {

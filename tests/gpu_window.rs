@@ -2,19 +2,18 @@
 //! every move the GPU answers as the CPU does on the chunks the window may hold, ray by ray,
 //! and a move uploads the chunks that enter the window and nothing else (counted). Walks
 //! cross chunk, region and i32 boundaries and the edges of the i128 world while chunks
-//! stream in and out and blocks are edited. Runs on lavapipe in CI; see `gpu_common`.
+//! stream in and out and blocks are edited. Runs on lavapipe in CI; see `voxcast_testkit::gpu`.
 
-mod common;
-mod gpu_common;
+#![cfg(feature = "gpu")]
 
-use gpu_common::*;
+use voxcast_testkit::gpu::*;
 
 use voxcast::gpu::{GpuError, GpuWorld, WindowMove};
-use voxcast::scene::SplitMix64;
 use voxcast::{
     Agent, Chunk, ChunkPos, LocalPos, RaycastOptions, UnloadedPolicy, VoxelId, VoxelWorld,
     WorldPos, glam::Vec3,
 };
+use voxcast_testkit::scene::SplitMix64;
 
 /// An inclusive box of chunk indices.
 type Box3 = ([i128; 3], [i128; 3]);

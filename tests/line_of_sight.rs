@@ -2,7 +2,7 @@
 //! ties, near ties in f32, max distance on a corner), along voxel face planes, and from
 //! unloaded space.
 
-mod common;
+use voxcast_testkit::common;
 
 use common::{describe, opts, ray_at, world_with};
 use voxcast::glam::{IVec3, Vec2, Vec3};

@@ -2,18 +2,18 @@
 //! space under `UnloadedPolicy::Stop` (the first unloaded voxel and its distance) and material
 //! filters (rays through glass).
 
-mod common;
+use voxcast_testkit::common;
 
 use common::{
     describe, dir_component, expect_hit, opts, random_solids, ray_at, sub_of_kind, world_with,
 };
 use voxcast::glam::{IVec3, Vec3};
-use voxcast::scene::SplitMix64;
 use voxcast::{
     ChunkPos, LineOfSight, LineOfSightOptions, MaterialFilter, OriginPolicy, RaycastOptions,
     RaycastOutcome, UnloadedPolicy, VoxelId, VoxelRay, VoxelTraversal, VoxelWorld, WorldPos,
     line_of_sight, voxel_raycast, voxel_raycast_with,
 };
+use voxcast_testkit::scene::SplitMix64;
 
 const STONE: VoxelId = VoxelId(1);
 const GLASS: VoxelId = VoxelId(7);

@@ -8,9 +8,8 @@
 //! any of the tied answers; everywhere else the reference must give the oracle's voxel, face,
 //! id, distance and UV.
 
-mod common;
-#[path = "../fuzz/src/lib.rs"]
-pub mod harness;
+use voxcast_testkit::common;
+use voxcast_testkit::fuzz as harness;
 
 use common::{describe, dir_component, offset, random_solids, sub_of_kind};
 use harness::model::{Model, ModelChunk};
@@ -377,7 +376,11 @@ proptest! {
         // (It yields nothing only for a ray that starts on the outer face of the i128 world
         // moving out of it.)
         let steps = VoxelTraversal::new(&r).take(5000).count();
-        let leaves_at_once = r.prepare() == Ok(None);
+        // Leaving at once: on the low face of the i128 world (sub offset 0 at i128::MIN)
+        // moving down, whose start voxel would lie outside it.
+        let leaves_at_once = (0..3).any(|a| {
+            r.origin.axis(a) == i128::MIN && r.sub_offset[a] == 0.0 && r.direction[a] < 0.0
+        });
         prop_assert_eq!(steps == 0, leaves_at_once, "{}", describe(&r));
         if leaves_at_once {
             prop_assert_eq!(voxel_raycast_with(&r, &world, &RaycastOptions::default()), RaycastOutcome::Miss);

@@ -2,15 +2,15 @@
 //! region, empty bricks, the air above the column tops) is compared ray by ray with stepping
 //! voxel by voxel (`RaycastOptions::per_voxel`), and hits report the ids that were set.
 
-mod common;
+use voxcast_testkit::common;
 
 use common::{describe, dir_component, region_rays, region_world, sub_of_kind};
 use voxcast::glam::Vec3;
-use voxcast::scene::{self, SplitMix64};
 use voxcast::{
     ChunkPos, LineOfSightOptions, MaterialFilter, OriginPolicy, RaycastOptions, RaycastOutcome,
     UnloadedPolicy, VoxelId, VoxelRay, VoxelWorld, WorldPos, line_of_sight_batch, raycast_batch,
 };
+use voxcast_testkit::scene::{self, SplitMix64};
 
 fn compare_skip_vs_per_voxel(
     name: &str,

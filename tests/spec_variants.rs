@@ -5,15 +5,14 @@
 //! variants and the self-check catch a shader that relies on what the spec does not promise.
 //! Runs on lavapipe, which takes none of these freedoms itself.
 
-mod common;
-mod gpu_common;
+#![cfg(feature = "gpu")]
 
-use gpu_common::*;
+use voxcast_testkit::gpu::*;
 
 use voxcast::gpu::{GpuConfig, GpuRaycaster, SHADER_SOURCE, SelfCheck, wgpu};
-use voxcast::scene::SplitMix64;
 use voxcast::spec_variants::{Freedom, variant};
 use voxcast::{RaycastOptions, WorldPos, raycast_camera};
+use voxcast_testkit::scene::SplitMix64;
 
 /// A raycaster on `shader` rewritten for `freedom`; `None` where the GPU tests skip.
 fn variant_gpu(shader: &str, freedom: Freedom, config: GpuConfig) -> Option<GpuRaycaster> {

@@ -15,15 +15,15 @@
 //!   face's extent on the other axes (within 1e-4); the midpoint of each stretch lies in the voxel;
 //! - the walk ends in the voxel that holds the point at max distance, with `t_exit = max`.
 
-mod common;
+use voxcast_testkit::common;
 
 use common::{describe, point_rel, ray_at, rel, world_with};
 use voxcast::glam::{IVec3, Vec3};
-use voxcast::scene::SplitMix64;
 use voxcast::{
     GridCell, GridTraversal, RaycastOptions, TraversalStep, VoxelId, VoxelRay, VoxelTraversal,
     WorldPos, ray_aabb, voxel_raycast_with,
 };
+use voxcast_testkit::scene::SplitMix64;
 
 const EPS: f64 = 1e-4;
 

@@ -1,13 +1,12 @@
 //! Change tracking: `VoxelWorld::take_changed_chunks` names exactly the chunks edits touched,
 //! and feeding it to `GpuWorld::update_or_rebuild` keeps the GPU's copy equal to the world.
 
-mod common;
-mod gpu_common;
+#![cfg(feature = "gpu")]
 
-use gpu_common::*;
+use voxcast_testkit::gpu::*;
 
-use voxcast::scene::SplitMix64;
 use voxcast::{Chunk, ChunkPos, RaycastOptions, VoxelId, VoxelWorld, WorldPos};
+use voxcast_testkit::scene::SplitMix64;
 
 const STONE: VoxelId = VoxelId(1);
 const DIRT: VoxelId = VoxelId(2);

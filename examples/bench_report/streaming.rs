@@ -7,8 +7,8 @@
 use std::time::Instant;
 
 use voxcast::gpu::{GpuRaycaster, GpuWorld};
-use voxcast::scene::{Sparse, Terrain};
 use voxcast::{ChunkPos, RaycastOptions, VoxelRay, VoxelWorld, glam::Vec3};
+use voxcast_testkit::scene::{Sparse, Terrain};
 
 /// The streaming world: `X × 5 × Z` chunks, the standard terrain's 16 × 4 × 16 chunks
 /// repeated across x and z, with a layer of air chunks above.

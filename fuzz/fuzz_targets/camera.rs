@@ -1,4 +1,4 @@
-//! Cameras with any fields, pixel by pixel: see `voxcast_fuzz::camera`.
+//! Cameras with any fields, pixel by pixel: see `voxcast_testkit::fuzz::camera`.
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| voxcast_fuzz::camera::run(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| voxcast_testkit::fuzz::camera::run(data));

@@ -1,4 +1,4 @@
-//! Grid traversals with any f64 input: see `voxcast_fuzz::grid`.
+//! Grid traversals with any f64 input: see `voxcast_testkit::fuzz::grid`.
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| voxcast_fuzz::grid::run(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| voxcast_testkit::fuzz::grid::run(data));

@@ -1,5 +1,5 @@
 //! Raycasts, line of sight and traversals of small worlds against the oracle: see
-//! `voxcast_fuzz::raycast`.
+//! `voxcast_testkit::fuzz::raycast`.
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| voxcast_fuzz::raycast::run(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| voxcast_testkit::fuzz::raycast::run(data));

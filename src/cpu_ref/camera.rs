@@ -191,8 +191,8 @@ fn air_before<'r>(world: &VoxelWorld, rays: impl Iterator<Item = &'r PreparedRay
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scene::Terrain;
     use crate::world::VoxelId;
+    use voxcast_testkit::scene::Terrain;
 
     /// The tiles must actually find air to cross, or `raycast_camera` would be correct but no
     /// faster than casting ray by ray (the parity tests could not tell).
@@ -202,8 +202,21 @@ mod tests {
             size: [256, 128, 256],
             seed: 7,
         };
-        let world = t.build();
-        let cam = t.camera(64, 36);
+        let world = crate::world::world_of(|f| t.for_each_voxel(f));
+        // The testkit's camera, as this crate's type.
+        let c = t.camera(64, 36);
+        let cam = Camera {
+            position: crate::coords::WorldPos::new(c.position.x, c.position.y, c.position.z),
+            sub_offset: c.sub_offset,
+            forward: c.forward,
+            right: c.right,
+            up: c.up,
+            width: c.width,
+            height: c.height,
+            scale_x: c.scale_x,
+            scale_y: c.scale_y,
+            max_distance: c.max_distance,
+        };
         let tile = |x: u32, y: u32| -> Vec<PreparedRay> {
             (y..y + TILE)
                 .flat_map(|py| (x..x + TILE).map(move |px| (px, py)))

@@ -524,7 +524,7 @@ mod tests {
             (buckets.shift, buckets.cells, buckets.per_part),
             (0, dims, 8 * 30)
         );
-        let mut rng = crate::scene::SplitMix64::new(29);
+        let mut rng = voxcast_testkit::SplitMix64::new(29);
         let mut s = HostStaging {
             rays: (0..n)
                 .map(|i| GpuRay {

@@ -555,8 +555,8 @@ pub(super) fn create_storage(device: &wgpu::Device, label: &str, size: u64) -> w
 mod tests {
     use super::*;
     use crate::coords::{LocalPos, WorldPos};
-    use crate::scene::SplitMix64;
     use crate::world::{ChunkView, VoxelId, VoxelWorld};
+    use voxcast_testkit::SplitMix64;
 
     /// Chunks of 1 to 300 distinct ids, in bricks of one id and of many: every voxel's id
     /// read back from its record as the shader reads it.

@@ -7,9 +7,9 @@ use crate::world::chunk::ChunkView;
 use crate::world::summary::{OCCUPANCY_WORDS, brick_index, chunk_in_region, region_of};
 use crate::world::{Region, VoxelWorld, grow};
 
+/// For voxcast's own tests and fuzz targets (the `test-hooks` feature): not part of the API.
 impl VoxelWorld {
-    /// Testing aid, not part of the API (the fuzz targets and tests call it; it may change
-    /// without notice): recounts, from the ids of every loaded chunk, each summary the world
+    /// Recounts, from the ids of every loaded chunk, each summary the world
     /// keeps current on every edit, and compares. The summaries: each stored chunk's occupancy
     /// bits (also those beside its packed ids), brick bits and non-air count, and that it holds
     /// more than one id; the region summaries (loaded and occupied chunks) and column tops; the

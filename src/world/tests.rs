@@ -133,9 +133,9 @@ fn column_tops_follow_every_edit() {
         assert_eq!(stored, brute_tops(w));
     };
     let mut w = VoxelWorld::new();
-    let mut rng = crate::scene::SplitMix64::new(7);
+    let mut rng = voxcast_testkit::SplitMix64::new(7);
     // Voxels in two chunk columns across a region edge (x -1 and 0), y over two regions.
-    let pos = |rng: &mut crate::scene::SplitMix64| {
+    let pos = |rng: &mut voxcast_testkit::SplitMix64| {
         WorldPos::new(
             rng.below(48) as i128 - 24,
             rng.below(160) as i128 - 16,
@@ -240,22 +240,23 @@ fn air_counts_follow_every_edit() {
 /// terrain's long rays skip empty bricks, its short ones and the sparse world's step.
 #[test]
 fn terrain_skips_empty_bricks_and_scattered_voxels_do_not() {
-    let terrain = crate::scene::Terrain {
+    let terrain = voxcast_testkit::scene::Terrain {
         size: [128, 64, 128],
         seed: 0x5EED,
     };
-    assert!(terrain.build().skips_empty_bricks());
-    let sparse = crate::scene::Sparse {
+    let build_terrain = || world_of(|f| terrain.for_each_voxel(f));
+    assert!(build_terrain().skips_empty_bricks());
+    let sparse = voxcast_testkit::scene::Sparse {
         size: 96,
         density: 0.01,
         seed: 0x5BA5,
     };
-    let mut sparse = sparse.build();
+    let mut sparse = world_of(|f| sparse.for_each_voxel(f));
     assert!(!sparse.skips_empty_bricks());
     assert!(!sparse.skip_bricks_for(true));
     sparse.set_skip_empty_bricks(Some(true));
     assert!(sparse.skips_empty_bricks() && sparse.skip_bricks_for(false));
-    let mut terrain = terrain.build();
+    let mut terrain = build_terrain();
     assert!(terrain.skip_bricks_for(true) && !terrain.skip_bricks_for(false));
     // Ids 0-6 in at most 4 bits: 4 KiB of occupancy and at most 32 KiB of records per
     // stored chunk (16 KiB where a chunk's ids are all below 4), against 68 KiB as u16 ids.

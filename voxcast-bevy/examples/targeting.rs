@@ -13,8 +13,7 @@
 //! The view is rendered on the CPU (`raycast_camera`, all threads): no GPU is needed. Exit
 //! status: 0 when the picture was written, 1 when not, 2 for bad arguments.
 
-#[path = "../../examples/common/shading.rs"]
-mod shading;
+use voxcast_testkit::shading;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -25,13 +24,13 @@ use bevy_math::Quat;
 use bevy_transform::components::Transform;
 use clap::Parser;
 use voxcast::glam::{IVec3, Vec3};
-use voxcast::scene::{DIRT, GRASS, ORE, SAND, STONE, Terrain, WATER};
 use voxcast::{
     Camera, RaycastOptions, RaycastOutcome, VoxelId, VoxelRaycastHit, WorldPos, raycast_camera,
 };
 use voxcast_bevy::{
     BlockEdited, BlockTarget, BlockTargeter, MineBlock, VoxcastPlugin, VoxelPosition, Voxels,
 };
+use voxcast_testkit::scene::{DIRT, GRASS, ORE, SAND, STONE, Terrain, WATER};
 
 /// Command line.
 #[derive(Debug, Parser)]

@@ -1,8 +1,7 @@
 //! Mining and placement through messages: applied with `break_block` / `place_block` when they
 //! still fit the world, refused with the reason when not, and published as changed chunks.
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
+use voxcast_testkit::common;
 mod support;
 
 use bevy_app::App;
@@ -11,7 +10,6 @@ use bevy_ecs::prelude::*;
 use common::world_with;
 use support::{app_with, check_targets, read, spawn_targeter, voxels};
 use voxcast::glam::{IVec3, Vec2, Vec3};
-use voxcast::scene::{SplitMix64, Terrain};
 use voxcast::{
     CHUNK_VOLUME, ChunkPos, LocalPos, VoxelId, VoxelRaycastHit, VoxelWorld, WorldPos, break_block,
     place_block,
@@ -20,6 +18,7 @@ use voxcast_bevy::{
     BlockEdit, BlockEdited, BlockTarget, BlockTargeter, ChunksChanged, EditError, MineBlock,
     PlaceBlock, VoxelPosition, Voxels,
 };
+use voxcast_testkit::scene::{SplitMix64, Terrain};
 
 const STONE: VoxelId = VoxelId(1);
 const DIRT: VoxelId = VoxelId(2);

@@ -3,10 +3,7 @@
 //! a replaced world and raycaster, and a failing upload (answered on the CPU). With
 //! `VOXCAST_REQUIRE_GPU=1` a missing adapter fails these tests; without it they skip loudly.
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
-#[path = "../../tests/gpu_common/mod.rs"]
-mod gpu_common;
+use voxcast_testkit::common;
 mod support;
 
 use bevy_app::{App, PostUpdate};
@@ -26,7 +23,7 @@ const PLANK: VoxelId = VoxelId(9);
 
 /// An app with the plugin, `world`, and a raycaster of its own; `None` where GPU tests skip.
 fn gpu_app(world: VoxelWorld) -> Option<App> {
-    let gpu = gpu_common::own_gpu()?;
+    let gpu = voxcast_testkit::gpu::own_gpu()?;
     let mut app = app_with(world);
     app.insert_resource(VoxelGpu::new(gpu));
     Some(app)
@@ -146,7 +143,7 @@ fn gpu_sight_matches_line_of_sight_through_edits() {
 #[test]
 fn a_gpu_window_follows_the_focus() {
     let (terrain, world) = support::pillared_terrain(5);
-    let Some(gpu) = gpu_common::own_gpu() else {
+    let Some(gpu) = voxcast_testkit::gpu::own_gpu() else {
         return;
     };
     let mut app = app_with(world);
@@ -286,7 +283,7 @@ fn a_replaced_world_or_raycaster_is_uploaded_again() {
         STONE,
     )])));
     assert_eq!(blocker(&mut app, SightEngine::Gpu), Some(3));
-    let gpu = gpu_common::own_gpu().expect("a GPU, as above");
+    let gpu = voxcast_testkit::gpu::own_gpu().expect("a GPU, as above");
     app.insert_resource(VoxelGpu::new(gpu));
     assert_eq!(blocker(&mut app, SightEngine::Gpu), Some(3));
     app.world_mut()

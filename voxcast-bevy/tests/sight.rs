@@ -2,8 +2,7 @@
 //! checked against `line_of_sight` on the same world; bad requests answered with their error
 //! beside good ones; answers arrive in the frame's `PostUpdate`, or the next one's.
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
+use voxcast_testkit::common;
 mod support;
 
 use bevy_app::{App, Last, Update};
@@ -11,7 +10,6 @@ use bevy_ecs::message::MessageCursor;
 use bevy_ecs::prelude::*;
 use support::{app_with, check_answers, read, voxels};
 use voxcast::glam::Vec3;
-use voxcast::scene::{SplitMix64, Terrain};
 use voxcast::{
     LineOfSight, LineOfSightOptions, MaterialFilter, RayError, RaycastOptions, VoxelId, WorldPos,
 };
@@ -19,6 +17,7 @@ use voxcast_bevy::{
     MineBlock, SightAnswer, SightEngine, SightError, SightId, SightQueue, SightRequest,
     SightStatus, VoxelPosition,
 };
+use voxcast_testkit::scene::{SplitMix64, Terrain};
 
 fn terrain() -> (Terrain, voxcast::VoxelWorld) {
     support::pillared_terrain(12)

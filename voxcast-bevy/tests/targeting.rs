@@ -2,9 +2,7 @@
 //! the same world as entities move, turn and change reach; bad positions give an error, not a
 //! panic; and the seed's scenario (crosshair, reach 8, break the block, target the one behind).
 
-// The core crate's test helpers (`world_with`), shared rather than copied.
-#[path = "../../tests/common/mod.rs"]
-mod common;
+use voxcast_testkit::common;
 mod support;
 
 use bevy_app::{App, Update};
@@ -13,7 +11,6 @@ use bevy_math::Quat;
 use bevy_transform::components::Transform;
 use support::{app_with, check_targets, expected_target, looking, read, spawn_targeter, voxels};
 use voxcast::glam::{IVec3, Vec3};
-use voxcast::scene::{SplitMix64, Terrain};
 use voxcast::{
     MaterialFilter, OriginPolicy, RayError, RaycastOptions, RaycastOutcome, UnloadedPolicy,
     VoxelId, VoxelWorld, WorldPos,
@@ -22,6 +19,7 @@ use voxcast_bevy::{
     BlockEdit, BlockEdited, BlockTarget, BlockTargeter, ChunksChanged, MineBlock, VoxcastSystems,
     VoxelPosition, Voxels,
 };
+use voxcast_testkit::scene::{SplitMix64, Terrain};
 
 const STONE: VoxelId = VoxelId(1);
 const DIRT: VoxelId = VoxelId(2);

@@ -12,7 +12,6 @@ use bevy_ecs::prelude::*;
 use bevy_math::Quat;
 use bevy_transform::components::Transform;
 use voxcast::glam::Vec3;
-use voxcast::scene::{SplitMix64, Terrain};
 use voxcast::{
     LineOfSight, LineOfSightOptions, RaycastOptions, VoxelId, VoxelRay, VoxelWorld, WorldPos,
     line_of_sight, voxel_raycast_with,
@@ -21,6 +20,7 @@ use voxcast_bevy::{
     BlockTarget, BlockTargeter, SightAnswer, SightId, SightQueue, SightRequest, VoxcastPlugin,
     VoxelPosition, Voxels,
 };
+use voxcast_testkit::scene::{SplitMix64, Terrain};
 
 /// Queues a segment request for each of `segments` (from its start to its end point).
 pub(crate) fn queue_segments<'a>(

@@ -33,12 +33,10 @@
 //!   best is reported. World building (and parry's `Voxels` build, the occupancy grid, the GPU
 //!   upload) is timed separately and not part of rays/s.
 
-#[path = "bench_report/output.rs"]
 mod output;
-#[path = "peers/mod.rs"]
-mod peers;
-#[path = "bench_report/streaming.rs"]
 mod streaming;
+
+use voxcast_testkit::peers;
 
 use std::time::{Duration, Instant};
 

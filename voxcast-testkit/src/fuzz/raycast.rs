@@ -100,8 +100,11 @@ fn check_ray(
         Err(e) => return check_rejected(world, raw, e),
         Ok(r) => r,
     };
-    if raw.prepare() != ray.prepare() {
-        return Err(format!("prepare differs between the raw ray and {ray:?}"));
+    // The raw ray is the normalised one: the same voxels at the same distances.
+    let raw_steps: Vec<_> = VoxelTraversal::new(raw).take(WALK_STEPS).collect();
+    let steps: Vec<_> = VoxelTraversal::new(&ray).take(WALK_STEPS).collect();
+    if raw_steps != steps {
+        return Err(format!("the raw ray walks differently from {ray:?}"));
     }
     let g = Geometry::new(&ray);
     let steps = walk::walk(&ray, WALK_STEPS);
@@ -169,8 +172,10 @@ fn check_ray(
 
 /// A rejected ray: `Invalid` with its error from every query, nothing from the traversal.
 fn check_rejected(world: &VoxelWorld, raw: &VoxelRay, e: voxcast::RayError) -> Result<(), String> {
-    if raw.prepare() != Err(e) {
-        return Err(format!("prepare gives {:?}, new {e:?}", raw.prepare()));
+    if let Some(step) = VoxelTraversal::new(raw).next() {
+        return Err(format!(
+            "rejected with {e:?}, the traversal yields {step:?}"
+        ));
     }
     let o = voxel_raycast_with(raw, world, &RaycastOptions::default());
     if o != RaycastOutcome::Invalid(e) {

@@ -2,9 +2,9 @@
 //!
 //! Each target module has one entry point, `run(data: &[u8])`, that decodes the bytes (with
 //! `arbitrary`) into voxcast inputs, runs the public API on them and panics with a message
-//! naming the input when an answer is wrong. `cargo fuzz` calls it from `fuzz_targets/`; the
-//! stable test `tests/fuzz_replay.rs` includes this file and calls it on every file of
-//! `fuzz/corpus/<target>/` and `fuzz/regressions/<target>/`.
+//! naming the input when an answer is wrong. `cargo fuzz` calls it from `fuzz/fuzz_targets/`;
+//! the stable test `tests/fuzz_replay.rs` calls it on every file of `fuzz/corpus/<target>/`
+//! and `fuzz/regressions/<target>/`.
 //!
 //! Answers are judged by [`oracle`], which knows nothing of the DDA: it intersects the ray with
 //! every voxel and chunk box of a [`model::Model`] of the world (the slab test, in f64) and
@@ -12,6 +12,7 @@
 
 pub mod camera;
 pub mod edits;
+#[cfg(feature = "gpu")]
 pub mod gpu;
 pub mod grid;
 pub mod input;

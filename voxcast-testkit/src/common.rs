@@ -1,28 +1,23 @@
 //! Helpers shared by the integration tests: building rays and small worlds, and printing a
 //! ray so that a failing assertion says which ray failed. CPU only; the GPU helpers are in
-//! `tests/gpu_common`.
+//! [`crate::gpu`].
 
-#![allow(
-    dead_code,
-    reason = "each test crate uses a different subset of these helpers"
-)]
-
+use crate::scene::SplitMix64;
 use voxcast::glam::{DVec3, IVec3, Vec3};
-use voxcast::scene::SplitMix64;
 use voxcast::{
     Chunk, ChunkPos, OriginPolicy, RaycastOptions, UnloadedPolicy, VoxelId, VoxelRay,
     VoxelRaycastHit, VoxelWorld, WorldPos, voxel_raycast_with,
 };
 
 /// Every origin policy, for tests that run each.
-pub(crate) const ORIGIN_POLICIES: [OriginPolicy; 3] = [
+pub const ORIGIN_POLICIES: [OriginPolicy; 3] = [
     OriginPolicy::Report,
     OriginPolicy::SkipOriginVoxel,
     OriginPolicy::ExitSolid,
 ];
 
 /// The default options with the given origin and unloaded policies.
-pub(crate) fn opts(origin: OriginPolicy, unloaded: UnloadedPolicy) -> RaycastOptions {
+pub fn opts(origin: OriginPolicy, unloaded: UnloadedPolicy) -> RaycastOptions {
     RaycastOptions {
         origin,
         unloaded,
@@ -32,7 +27,7 @@ pub(crate) fn opts(origin: OriginPolicy, unloaded: UnloadedPolicy) -> RaycastOpt
 
 /// The hit of `r` under `o`, or a panic that names the ray and what came back instead.
 #[track_caller]
-pub(crate) fn expect_hit(r: &VoxelRay, world: &VoxelWorld, o: &RaycastOptions) -> VoxelRaycastHit {
+pub fn expect_hit(r: &VoxelRay, world: &VoxelWorld, o: &RaycastOptions) -> VoxelRaycastHit {
     let out = voxel_raycast_with(r, world, o);
     *out.hit()
         .unwrap_or_else(|| panic!("expected a hit, got {out:?} for {}", describe(r)))
@@ -40,7 +35,7 @@ pub(crate) fn expect_hit(r: &VoxelRay, world: &VoxelWorld, o: &RaycastOptions) -
 
 /// A valid ray, or a panic that names the bad input.
 #[track_caller]
-pub(crate) fn ray(origin: WorldPos, sub: Vec3, dir: Vec3, max: f32) -> VoxelRay {
+pub fn ray(origin: WorldPos, sub: Vec3, dir: Vec3, max: f32) -> VoxelRay {
     VoxelRay::new(origin, sub, dir, max).unwrap_or_else(|e| {
         panic!("test ray must be valid: {e}: origin {origin:?} sub {sub:?} dir {dir:?} max {max}")
     })
@@ -49,7 +44,7 @@ pub(crate) fn ray(origin: WorldPos, sub: Vec3, dir: Vec3, max: f32) -> VoxelRay 
 /// A ray from the point `(x, y, z)` given as voxel plus offset, written the way people think of
 /// it: `ray_xyz([10, 11, 12], [0.3, 0.4, 0.5], ...)`.
 #[track_caller]
-pub(crate) fn ray_at(origin: [i128; 3], sub: [f32; 3], dir: [f32; 3], max: f32) -> VoxelRay {
+pub fn ray_at(origin: [i128; 3], sub: [f32; 3], dir: [f32; 3], max: f32) -> VoxelRay {
     ray(
         WorldPos::from_array(origin),
         Vec3::from_array(sub),
@@ -59,7 +54,7 @@ pub(crate) fn ray_at(origin: [i128; 3], sub: [f32; 3], dir: [f32; 3], max: f32) 
 }
 
 /// One line that identifies a ray exactly (bit patterns included, so `-0.0` and near-ties show).
-pub(crate) fn describe(r: &VoxelRay) -> String {
+pub fn describe(r: &VoxelRay) -> String {
     let bits = |v: Vec3| {
         format!(
             "[{:#010x}, {:#010x}, {:#010x}]",
@@ -82,7 +77,7 @@ pub(crate) fn describe(r: &VoxelRay) -> String {
 }
 
 /// A world holding exactly the listed voxels (their chunks are loaded, filled with air).
-pub(crate) fn world_with(voxels: &[(WorldPos, VoxelId)]) -> VoxelWorld {
+pub fn world_with(voxels: &[(WorldPos, VoxelId)]) -> VoxelWorld {
     let mut w = VoxelWorld::new();
     for &(p, id) in voxels {
         w.set_voxel(p, id);
@@ -91,14 +86,14 @@ pub(crate) fn world_with(voxels: &[(WorldPos, VoxelId)]) -> VoxelWorld {
 }
 
 /// `p + (dx, dy, dz)`.
-pub(crate) fn offset(p: WorldPos, d: [i128; 3]) -> WorldPos {
+pub fn offset(p: WorldPos, d: [i128; 3]) -> WorldPos {
     WorldPos::new(p.x + d[0], p.y + d[1], p.z + d[2])
 }
 
 /// A random small world: the voxels of the box `min .. min + edge` (each axis) that are solid
 /// with probability `density`, with ids `1..=ids`. Returns the solid voxels in a list too, so
 /// that an oracle can walk them without going through the world.
-pub(crate) fn random_solids(
+pub fn random_solids(
     seed: u64,
     min: WorldPos,
     edge: i128,
@@ -123,7 +118,7 @@ pub(crate) fn random_solids(
 }
 
 /// A sub offset of one of three kinds: on a face (0), at a half (0.5) or random.
-pub(crate) fn sub_of_kind(kind: u8, random: f32) -> f32 {
+pub fn sub_of_kind(kind: u8, random: f32) -> f32 {
     match kind % 3 {
         0 => 0.0,
         1 => 0.5,
@@ -133,7 +128,7 @@ pub(crate) fn sub_of_kind(kind: u8, random: f32) -> f32 {
 
 /// A direction component of one of several kinds: `+0.0`, `-0.0`, `+1`, `-1`, or a random value
 /// in `[-1, 1]`.
-pub(crate) fn dir_component(kind: u8, random: f32) -> f32 {
+pub fn dir_component(kind: u8, random: f32) -> f32 {
     match kind % 6 {
         0 => 0.0,
         1 => -0.0,
@@ -145,12 +140,12 @@ pub(crate) fn dir_component(kind: u8, random: f32) -> f32 {
 
 /// The point at distance `t` relative to the ray's origin voxel, in f64 (exact inputs: the f32
 /// sub offset, direction and distance).
-pub(crate) fn point_rel(r: &VoxelRay, t: f32) -> DVec3 {
+pub fn point_rel(r: &VoxelRay, t: f32) -> DVec3 {
     r.sub_offset.as_dvec3() + r.direction.as_dvec3() * f64::from(t)
 }
 
 /// `p - origin` as f64 (exact for the small differences the tests use).
-pub(crate) fn rel(p: WorldPos, origin: WorldPos) -> DVec3 {
+pub fn rel(p: WorldPos, origin: WorldPos) -> DVec3 {
     DVec3::new(
         (p.x - origin.x) as f64,
         (p.y - origin.y) as f64,
@@ -161,7 +156,7 @@ pub(crate) fn rel(p: WorldPos, origin: WorldPos) -> DVec3 {
 /// A world of many regions (`4×4×4` chunks each) that is mostly empty chunks, with scattered
 /// dense chunks, uniform chunks and unloaded holes, placed at `base` (in chunks): the DDA
 /// crosses runs of empty chunks in one step here.
-pub(crate) fn region_world(base: [i128; 3], seed: u64) -> VoxelWorld {
+pub fn region_world(base: [i128; 3], seed: u64) -> VoxelWorld {
     let mut rng = SplitMix64::new(seed);
     let mut world = VoxelWorld::new();
     for cz in -6i128..6 {
@@ -198,7 +193,7 @@ pub(crate) fn region_world(base: [i128; 3], seed: u64) -> VoxelWorld {
 /// `n` rays through [`region_world`] at `base`: three in four from random origins inside the
 /// loaded box or up to 64 voxels beyond it, in random directions; one in four from chunk
 /// corners along axes and diagonals. Max distance 700 (longer than the box).
-pub(crate) fn region_rays(base: [i128; 3], seed: u64, n: usize) -> Vec<VoxelRay> {
+pub fn region_rays(base: [i128; 3], seed: u64, n: usize) -> Vec<VoxelRay> {
     let lo = ChunkPos::new(base[0] - 6, base[1] - 3, base[2] - 6).origin();
     let extent = [384u64, 256, 384];
     let mut rng = SplitMix64::new(seed);
@@ -226,7 +221,7 @@ pub(crate) fn region_rays(base: [i128; 3], seed: u64, n: usize) -> Vec<VoxelRay>
 /// with every crossing a tie (voxel centres, directions of ±1 components). Where the air chunk
 /// is not loaded the rays start outside the loaded and the occupied bounds, so they are clipped
 /// to the box, often inside a tie group whose extra voxels conservative line of sight tests.
-pub(crate) fn tie_entry_world(base: [i128; 3], air_above: bool) -> (VoxelWorld, Vec<VoxelRay>) {
+pub fn tie_entry_world(base: [i128; 3], air_above: bool) -> (VoxelWorld, Vec<VoxelRay>) {
     let mut rng = SplitMix64::new(0x7E1E);
     let mut world = VoxelWorld::new();
     let chunk = ChunkPos::new(base[0], base[1], base[2]);
@@ -276,7 +271,7 @@ pub(crate) fn tie_entry_world(base: [i128; 3], air_above: bool) -> (VoxelWorld, 
 /// before it (relative to `from`), and the tied axes as a bit mask (two or three bits).
 /// Computed with integers only: crossing `k` (from 0) on axis `a` lies at
 /// `s = (2k + 1) / (2|d_a|)` for centres and `s = (k + 1) / |d_a|` for corners.
-pub(crate) fn lattice_ties(d: [i64; 3], centres: bool) -> Vec<(f64, [i64; 3], u32)> {
+pub fn lattice_ties(d: [i64; 3], centres: bool) -> Vec<(f64, [i64; 3], u32)> {
     // Crossings as fractions num / den of s.
     let crossing = |a: usize, k: i64| -> (i64, i64) {
         let m = d[a].abs();
@@ -324,13 +319,13 @@ pub(crate) fn lattice_ties(d: [i64; 3], centres: bool) -> Vec<(f64, [i64; 3], u3
 
 /// A voxel touching an edge or corner a segment passes through: the tie's parameter `s` in
 /// `(0, 1)`, the voxel relative to the segment's start voxel, and whether the tie is a corner.
-pub(crate) type Touching = (f64, [i64; 3], bool);
+pub type Touching = (f64, [i64; 3], bool);
 
 /// The voxels (relative to the segment's start voxel, as in [`lattice_ties`]) touching each
 /// edge or corner the segment passes through, but the voxel it is in just before: those that
 /// stop conservative line of sight there. Each with the tie's parameter `s` and whether it is
 /// a corner.
-pub(crate) fn lattice_touching(d: [i64; 3], centres: bool) -> Vec<Touching> {
+pub fn lattice_touching(d: [i64; 3], centres: bool) -> Vec<Touching> {
     let mut out = Vec::new();
     for (s, before, tied) in lattice_ties(d, centres) {
         for mask in (1..8u32).filter(|&m| m & tied == m) {
@@ -342,7 +337,7 @@ pub(crate) fn lattice_touching(d: [i64; 3], centres: bool) -> Vec<Touching> {
 }
 
 /// Every offset in the cube `-reach..=reach` on each axis, `x` fastest.
-pub(crate) fn cube(reach: i32) -> impl Iterator<Item = IVec3> {
+pub fn cube(reach: i32) -> impl Iterator<Item = IVec3> {
     let r = -reach..=reach;
     r.clone()
         .flat_map(move |z| r.clone().map(move |y| (y, z)))
@@ -353,7 +348,7 @@ pub(crate) fn cube(reach: i32) -> impl Iterator<Item = IVec3> {
 /// through a voxel edge or corner, first between voxel centres, then between voxel corners
 /// (those with a zero component skipped: they run along a face plane), each with the voxels
 /// touching its edges and corners as [`lattice_touching`] gives them (relative to `from`).
-pub(crate) fn lattice_segments(from: WorldPos, reach: i32) -> Vec<(VoxelRay, Vec<Touching>)> {
+pub fn lattice_segments(from: WorldPos, reach: i32) -> Vec<(VoxelRay, Vec<Touching>)> {
     let mut out = Vec::new();
     for centres in [true, false] {
         let h = Vec3::splat(if centres { 0.5 } else { 0.0 });
@@ -376,7 +371,7 @@ pub(crate) fn lattice_segments(from: WorldPos, reach: i32) -> Vec<(VoxelRay, Vec
 /// The segments from the voxel corner `from` to every lattice point up to `reach` away on each
 /// axis that lie in a voxel face plane (at least one zero component; two: along an edge line),
 /// each with its offset `d`. They touch the voxels on both sides of each such plane.
-pub(crate) fn face_plane_segments(from: WorldPos, reach: i32) -> Vec<(VoxelRay, [i64; 3])> {
+pub fn face_plane_segments(from: WorldPos, reach: i32) -> Vec<(VoxelRay, [i64; 3])> {
     cube(reach)
         .filter(|d| *d != IVec3::ZERO && d.to_array().contains(&0))
         .map(|d| {
@@ -391,7 +386,7 @@ pub(crate) fn face_plane_segments(from: WorldPos, reach: i32) -> Vec<(VoxelRay, 
 /// closed segment from 0 to `d` touches beyond its start point, with the least parameter `s`
 /// in `[0, 1]` at which it does. Exact: each bound is a ratio of small integers, and f64
 /// division rounds equal ratios to equal values.
-pub(crate) fn closed_touching(d: [i64; 3]) -> Vec<([i64; 3], f64)> {
+pub fn closed_touching(d: [i64; 3]) -> Vec<([i64; 3], f64)> {
     let range = |a: usize| d[a].min(0) - 1..=d[a].max(0);
     let mut out = Vec::new();
     for z in range(2) {

@@ -1,6 +1,5 @@
-//! The standard workloads W1-W5 and one adapter per engine, shared by
-//! `examples/bench_report.rs` and `benches/raycast.rs` (which includes this file with
-//! `#[path = "../examples/peers/mod.rs"] mod peers;`).
+//! The standard workloads W1-W5 and one adapter per engine, shared by the bench report
+//! (`examples/bench_report`) and the criterion benches (`benches/raycast.rs`).
 //!
 //! Every engine answers the same question for the same rays in the same world: which voxel
 //! does the ray hit first (an [`Answer`]), where every non-air voxel stops the ray (the default
@@ -8,11 +7,11 @@
 //! outside the loaded box is solid. Preparation (building a peer's world, flattening the
 //! occupancy) happens once, outside any timing.
 
+use crate::scene::{Sparse, Terrain};
 use parry3d::math::{IVector, Vector};
 use parry3d::query::{Ray, RayCast};
 use parry3d::shape::Voxels;
-use voxcast::agents::agent_segment;
-use voxcast::scene::{Sparse, Terrain};
+use voxcast::agent_segment;
 use voxcast::{
     Agent, Camera, LineOfSight, LineOfSightOptions, LocalPos, RaycastOptions, RaycastOutcome,
     VoxelRay, VoxelWorld, WorldPos, line_of_sight, line_of_sight_batch_into, pairs_within,
@@ -28,12 +27,13 @@ const SEED_W4: u64 = 0x5734;
 /// Seed of the W5 agents.
 const SEED_W5: u64 = 0x5735;
 /// W5: how many agents, and the radius within which every pair's line of sight is asked.
-pub(crate) const W5_AGENTS: usize = 2_000;
-pub(crate) const W5_RADIUS: f64 = 64.0;
+pub const W5_AGENTS: usize = 2_000;
+/// W5: pairs of agents at most this far apart, in voxels, are asked.
+pub const W5_RADIUS: f64 = 64.0;
 
 /// One of the standard workloads of `src/scene.rs`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum WorkloadId {
+pub enum WorkloadId {
     /// Reach: terrain, rays from eye height in random directions, max distance 8.
     W1,
     /// Line of sight: terrain, segments between eye points up to 64 voxels apart.
@@ -48,10 +48,10 @@ pub(crate) enum WorkloadId {
 
 impl WorkloadId {
     /// Every workload, in order.
-    pub(crate) const ALL: [Self; 5] = [Self::W1, Self::W2, Self::W3, Self::W4, Self::W5];
+    pub const ALL: [Self; 5] = [Self::W1, Self::W2, Self::W3, Self::W4, Self::W5];
 
     /// Short name used on the command line and in JSON (`w1` ... `w4`).
-    pub(crate) fn key(self) -> &'static str {
+    pub fn key(self) -> &'static str {
         match self {
             Self::W1 => "w1",
             Self::W2 => "w2",
@@ -62,7 +62,7 @@ impl WorkloadId {
     }
 
     /// Name for tables and criterion groups.
-    pub(crate) fn label(self) -> &'static str {
+    pub fn label(self) -> &'static str {
         match self {
             Self::W1 => "W1 reach",
             Self::W2 => "W2 line of sight",
@@ -73,7 +73,7 @@ impl WorkloadId {
     }
 
     /// Parses `w1` ... `w5` (any case).
-    pub(crate) fn parse(s: &str) -> Option<Self> {
+    pub fn parse(s: &str) -> Option<Self> {
         Self::ALL
             .into_iter()
             .find(|w| w.key().eq_ignore_ascii_case(s.trim()))
@@ -82,7 +82,7 @@ impl WorkloadId {
 
 /// Which query a workload asks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Query {
+pub enum Query {
     /// `voxel_raycast_with` / `raycast_batch` with the default options.
     Raycast,
     /// `line_of_sight` / `line_of_sight_batch` with the default options.
@@ -91,26 +91,27 @@ pub(crate) enum Query {
 
 /// A workload: its world, its rays and the loaded box.
 #[derive(Debug)]
-pub(crate) struct Workload {
+pub struct Workload {
     /// Which workload.
-    pub(crate) id: WorkloadId,
+    pub id: WorkloadId,
     /// The voxcast world.
-    pub(crate) world: VoxelWorld,
+    pub world: VoxelWorld,
     /// The rays (for W3, the camera's rays row by row from the top).
-    pub(crate) rays: Vec<VoxelRay>,
+    pub rays: Vec<VoxelRay>,
     /// W3's camera (the GPU makes the rays itself from it).
-    pub(crate) camera: Option<Camera>,
+    pub camera: Option<Camera>,
     /// Raycast or line of sight.
-    pub(crate) query: Query,
+    pub query: Query,
     /// W5's agents and the pairs asked (`rays[i]` is pair `i`'s segment); empty otherwise.
-    pub(crate) agents: Vec<Agent>,
-    pub(crate) pairs: Vec<[u32; 2]>,
+    pub agents: Vec<Agent>,
+    /// W5's pairs of agents (indices into `agents`); empty otherwise.
+    pub pairs: Vec<[u32; 2]>,
 }
 
 impl Workload {
     /// Builds workload `id` with `n` rays (W1, W2, W4) or a `camera.0 × camera.1` camera
     /// (W3); W5 has its own size (2,000 agents).
-    pub(crate) fn new(id: WorkloadId, n: usize, camera: (u32, u32)) -> Self {
+    pub fn new(id: WorkloadId, n: usize, camera: (u32, u32)) -> Self {
         let (mut agents, mut pairs) = (Vec::new(), Vec::new());
         let (world, rays, cam, query) = match id {
             WorkloadId::W1 => {
@@ -165,16 +166,16 @@ impl Workload {
 
 /// The loaded box of a world near the origin, in i32 voxels, `min..max` (max exclusive).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Bounds {
+pub struct Bounds {
     /// Lowest voxel on each axis.
-    pub(crate) min: [i32; 3],
+    pub min: [i32; 3],
     /// One past the highest voxel on each axis.
-    pub(crate) max: [i32; 3],
+    pub max: [i32; 3],
 }
 
 impl Bounds {
     /// The loaded box of `world` (which must be loaded and lie within i32).
-    pub(crate) fn of(world: &VoxelWorld) -> Self {
+    pub fn of(world: &VoxelWorld) -> Self {
         let b = world
             .loaded_bounds()
             .unwrap_or_else(|| panic!("the workload world is not empty"));
@@ -196,14 +197,14 @@ impl Bounds {
     /// (back) into the box: `v` lies outside on an axis along which the ray does not move
     /// towards the box. A straight ray that has left a box never returns, so a walk may stop.
     #[inline]
-    pub(crate) fn left_for_good(&self, v: [i32; 3], step: [i32; 3]) -> bool {
+    pub fn left_for_good(&self, v: [i32; 3], step: [i32; 3]) -> bool {
         (0..3)
             .any(|a| (v[a] < self.min[a] && step[a] <= 0) || (v[a] >= self.max[a] && step[a] >= 0))
     }
 }
 
 /// What an engine says a ray hits: the voxel, or `None` for a miss (line of sight: clear).
-pub(crate) type Answer = Option<[i32; 3]>;
+pub type Answer = Option<[i32; 3]>;
 
 /// A voxel near the origin as i32 coordinates.
 #[inline]
@@ -214,13 +215,13 @@ fn voxel_i32(p: WorldPos) -> [i32; 3] {
 
 /// The [`Answer`] of a voxcast raycast.
 #[inline]
-pub(crate) fn answer_of_outcome(o: &RaycastOutcome) -> Answer {
+pub fn answer_of_outcome(o: &RaycastOutcome) -> Answer {
     o.hit().map(|h| voxel_i32(h.voxel_pos))
 }
 
 /// The [`Answer`] of a voxcast line of sight query.
 #[inline]
-pub(crate) fn answer_of_sight(o: &LineOfSight) -> Answer {
+pub fn answer_of_sight(o: &LineOfSight) -> Answer {
     match o {
         LineOfSight::Blocked(h) => Some(voxel_i32(h.voxel_pos)),
         LineOfSight::Clear | LineOfSight::Unknown { .. } | LineOfSight::Invalid(_) => None,
@@ -228,7 +229,7 @@ pub(crate) fn answer_of_sight(o: &LineOfSight) -> Answer {
 }
 
 /// Engine a: voxcast's CPU reference on one thread, one call per ray in a plain loop.
-pub(crate) fn voxcast_one_thread(w: &Workload, rays: &[VoxelRay]) -> Vec<Answer> {
+pub fn voxcast_one_thread(w: &Workload, rays: &[VoxelRay]) -> Vec<Answer> {
     match w.query {
         Query::Raycast => {
             let opts = RaycastOptions::default();
@@ -253,7 +254,7 @@ thread_local! {
 }
 
 /// Engine b: voxcast's CPU batch on all threads (rayon).
-pub(crate) fn voxcast_batch(w: &Workload, rays: &[VoxelRay]) -> Vec<Answer> {
+pub fn voxcast_batch(w: &Workload, rays: &[VoxelRay]) -> Vec<Answer> {
     BATCH_OUT.with_borrow_mut(|(outcomes, sights)| match w.query {
         Query::Raycast => {
             raycast_batch_into(rays, &w.world, &RaycastOptions::default(), outcomes);
@@ -268,7 +269,7 @@ pub(crate) fn voxcast_batch(w: &Workload, rays: &[VoxelRay]) -> Vec<Answer> {
 
 /// Engine a′ (W3 only): voxcast's `raycast_camera` on one thread (a rayon pool of one), the
 /// whole image of `camera`, into a buffer kept from one image to the next.
-pub(crate) fn voxcast_camera_one_thread(w: &Workload, camera: &Camera) -> Vec<Answer> {
+pub fn voxcast_camera_one_thread(w: &Workload, camera: &Camera) -> Vec<Answer> {
     thread_local! {
         static POOL: rayon::ThreadPool = rayon::ThreadPoolBuilder::new()
             .num_threads(1)
@@ -321,10 +322,10 @@ fn start_f32(r: &VoxelRay) -> [f32; 3] {
 }
 
 /// Engine d: parry3d's `Voxels` shape holding the world's non-air voxels (voxel size 1).
-pub(crate) struct ParryScene {
+pub struct ParryScene {
     voxels: Voxels,
     /// How many voxels it holds.
-    pub(crate) solid_count: usize,
+    pub solid_count: usize,
 }
 
 impl std::fmt::Debug for ParryScene {
@@ -337,7 +338,7 @@ impl std::fmt::Debug for ParryScene {
 
 impl ParryScene {
     /// Builds `Voxels::new(Vector::splat(1.0), &coords)` from every non-air voxel of `world`.
-    pub(crate) fn new(world: &VoxelWorld) -> Self {
+    pub fn new(world: &VoxelWorld) -> Self {
         let mut coords = Vec::new();
         for_each_solid(world, |v| coords.push(IVector::new(v[0], v[1], v[2])));
         Self {
@@ -349,7 +350,7 @@ impl ParryScene {
     /// Casts one ray: solid, max time of impact = max distance (the direction is unit length,
     /// so time of impact is distance). The hit voxel comes from the intersection's `subshape`.
     #[inline]
-    pub(crate) fn cast(&self, r: &VoxelRay) -> Answer {
+    pub fn cast(&self, r: &VoxelRay) -> Answer {
         let o = start_f32(r);
         let ray = Ray::new(
             Vector::new(o[0], o[1], o[2]),
@@ -363,7 +364,7 @@ impl ParryScene {
     }
 
     /// Casts every ray in a plain loop (one thread).
-    pub(crate) fn cast_all(&self, rays: &[VoxelRay]) -> Vec<Answer> {
+    pub fn cast_all(&self, rays: &[VoxelRay]) -> Vec<Answer> {
         rays.iter().map(|r| self.cast(r)).collect()
     }
 }
@@ -371,7 +372,7 @@ impl ParryScene {
 /// Engine e's world: one occupancy bit per voxel of the loaded box (x fastest, then y, then
 /// z); everything outside the box is air.
 #[derive(Debug)]
-pub(crate) struct OccupancyGrid {
+pub struct OccupancyGrid {
     bounds: Bounds,
     dims: [i32; 3],
     bits: Vec<u64>,
@@ -379,7 +380,7 @@ pub(crate) struct OccupancyGrid {
 
 impl OccupancyGrid {
     /// Flattens `world`'s non-air voxels into bits.
-    pub(crate) fn new(world: &VoxelWorld) -> Self {
+    pub fn new(world: &VoxelWorld) -> Self {
         let bounds = Bounds::of(world);
         let dims = bounds.dims();
         let len = dims.iter().map(|&d| d as usize).product::<usize>();
@@ -411,7 +412,7 @@ impl OccupancyGrid {
 
     /// Whether voxel `v` is solid (outside the box: no).
     #[inline]
-    pub(crate) fn is_solid(&self, v: [i32; 3]) -> bool {
+    pub fn is_solid(&self, v: [i32; 3]) -> bool {
         self.index(v)
             .is_some_and(|i| self.bits[i / 64] >> (i % 64) & 1 != 0)
     }
@@ -423,7 +424,7 @@ impl OccupancyGrid {
     /// iterator only ends when it lands exactly on the end voxel and float drift could make it
     /// walk past.
     #[inline]
-    pub(crate) fn cast(&self, r: &VoxelRay) -> Answer {
+    pub fn cast(&self, r: &VoxelRay) -> Answer {
         let s = start_f32(r);
         let d = r.direction;
         let e = [
@@ -457,22 +458,23 @@ impl OccupancyGrid {
     }
 
     /// Casts every ray in a plain loop (one thread).
-    pub(crate) fn cast_all(&self, rays: &[VoxelRay]) -> Vec<Answer> {
+    pub fn cast_all(&self, rays: &[VoxelRay]) -> Vec<Answer> {
         rays.iter().map(|r| self.cast(r)).collect()
     }
 }
 
 /// Engine c: voxcast's GPU batch (`voxcast::gpu`), on the adapter the environment picks.
-pub(crate) mod gpu {
+#[cfg(feature = "gpu")]
+pub mod gpu {
     use super::{Answer, Query, Workload, answer_of_outcome, answer_of_sight};
     use std::cell::RefCell;
-    use voxcast::agents::agent_segment;
+    use voxcast::agent_segment;
     use voxcast::gpu::{GpuAgents, GpuRaycaster, GpuWorld};
     use voxcast::{LineOfSight, LineOfSightOptions, RaycastOptions, RaycastOutcome, VoxelRay};
 
     /// A GPU device shared by every workload, with output buffers kept from one batch to the
     /// next as an engine calling every frame would keep them.
-    pub(crate) struct GpuEngine {
+    pub struct GpuEngine {
         gpu: GpuRaycaster,
         outcomes: RefCell<Vec<RaycastOutcome>>,
         sights: RefCell<Vec<LineOfSight>>,
@@ -481,7 +483,7 @@ pub(crate) mod gpu {
     }
 
     /// The answer standing for "blocked" where a batch's bits do not say by what.
-    pub(crate) const BLOCKED: [i32; 3] = [i32::MIN; 3];
+    pub const BLOCKED: [i32; 3] = [i32::MIN; 3];
 
     impl std::fmt::Debug for GpuEngine {
         fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -490,14 +492,15 @@ pub(crate) mod gpu {
     }
 
     /// A workload's world uploaded to the GPU.
-    pub(crate) struct GpuScene {
+    #[derive(Debug)]
+    pub struct GpuScene {
         world: GpuWorld,
     }
 
     impl GpuEngine {
         /// Opens the adapter chosen by the environment (`WGPU_BACKEND`, `WGPU_ADAPTER_NAME`).
         /// The error says why there is none.
-        pub(crate) fn new() -> Result<Self, String> {
+        pub fn new() -> Result<Self, String> {
             GpuRaycaster::new_blocking()
                 .map(|gpu| Self {
                     gpu,
@@ -509,18 +512,18 @@ pub(crate) mod gpu {
         }
 
         /// The raycaster itself.
-        pub(crate) fn raycaster(&self) -> &GpuRaycaster {
+        pub fn raycaster(&self) -> &GpuRaycaster {
             &self.gpu
         }
 
         /// The adapter, for the report.
-        pub(crate) fn adapter(&self) -> String {
+        pub fn adapter(&self) -> String {
             let info = self.gpu.adapter_info();
             format!("{} [{:?}]", self.gpu.adapter_summary(), info.device_type)
         }
 
         /// What the last batch cost (kernel time, host time, bytes each way).
-        pub(crate) fn last_stats(&self) -> voxcast::gpu::BatchStats {
+        pub fn last_stats(&self) -> voxcast::gpu::BatchStats {
             self.gpu.last_batch_stats()
         }
 
@@ -528,11 +531,7 @@ pub(crate) mod gpu {
         /// for every pair (a bit each); the answer of a visible pair is `None` (clear), of the
         /// others `Some` of an unknown voxel (the bits do not say what blocks).
         /// Also returns the seconds the eyes' upload took.
-        pub(crate) fn agents(
-            &self,
-            scene: &GpuScene,
-            w: &Workload,
-        ) -> Result<(Vec<Answer>, f64), String> {
+        pub fn agents(&self, scene: &GpuScene, w: &Workload) -> Result<(Vec<Answer>, f64), String> {
             let err = |e: voxcast::gpu::GpuError| e.to_string();
             let t = std::time::Instant::now();
             let mut agents = self.agents.borrow_mut();
@@ -567,7 +566,7 @@ pub(crate) mod gpu {
         /// W5 through the plain line-of-sight batch, with what its user does first: each
         /// pair's segment built on the host (`VoxelRay::between`, through `agent_segment`).
         /// Also returns the seconds spent building the segments.
-        pub(crate) fn segments_then_sight(
+        pub fn segments_then_sight(
             &self,
             scene: &GpuScene,
             w: &Workload,
@@ -585,7 +584,7 @@ pub(crate) mod gpu {
         /// W5 through `visible_pairs_within`: the pairs found on the host, then one agent
         /// call; the agents' eyes uploaded first. Returns the visible pairs and the seconds
         /// the eyes' upload took.
-        pub(crate) fn visible_pairs(
+        pub fn visible_pairs(
             &self,
             scene: &GpuScene,
             w: &Workload,
@@ -610,7 +609,7 @@ pub(crate) mod gpu {
         }
 
         /// Uploads a workload's world.
-        pub(crate) fn upload(&self, w: &Workload) -> Result<GpuScene, String> {
+        pub fn upload(&self, w: &Workload) -> Result<GpuScene, String> {
             self.gpu
                 .upload_world(&w.world)
                 .map(|world| GpuScene { world })
@@ -619,7 +618,7 @@ pub(crate) mod gpu {
 
         /// Answers every ray of `rays` (read back to the host). For W3 with all of the
         /// workload's rays, the shader makes the camera rays itself (`raycast_camera`).
-        pub(crate) fn run(
+        pub fn run(
             &self,
             scene: &GpuScene,
             w: &Workload,

@@ -1,16 +1,17 @@
-//! The shaded picture of `depth_image` (and of voxcast-bevy's `targeting` example, which
-//! includes this file by path): a colour per outcome, and PNG output.
+//! The shaded picture of `depth_image` and of voxcast-bevy's `targeting` example: a colour per
+//! outcome, and PNG output.
 
 use std::path::Path;
 
+use crate::scene::{DIRT, GRASS, ORE, SAND, STONE, WATER};
 use voxcast::RaycastOutcome;
 use voxcast::glam::{IVec3, Vec3};
-use voxcast::scene::{DIRT, GRASS, ORE, SAND, STONE, WATER};
 
-pub(crate) const SKY: Vec3 = Vec3::new(0.62, 0.78, 0.95);
+/// The sky's colour: misses, and the fog that distance fades hits into.
+pub const SKY: Vec3 = Vec3::new(0.62, 0.78, 0.95);
 
 /// One pixel of the shaded image.
-pub(crate) fn shade(outcome: &RaycastOutcome, max: f32) -> [u8; 3] {
+pub fn shade(outcome: &RaycastOutcome, max: f32) -> [u8; 3] {
     let Some(hit) = outcome.hit() else {
         return to_rgb(SKY);
     };
@@ -40,12 +41,15 @@ pub(crate) fn shade(outcome: &RaycastOutcome, max: f32) -> [u8; 3] {
     to_rgb((base * light * outline).lerp(SKY, fog))
 }
 
-pub(crate) fn to_rgb(c: Vec3) -> [u8; 3] {
+/// A colour with components in `[0, 1]` (clamped) as 8-bit RGB.
+pub fn to_rgb(c: Vec3) -> [u8; 3] {
     let c = (c.clamp(Vec3::ZERO, Vec3::ONE) * 255.0).round();
     [c.x as u8, c.y as u8, c.z as u8]
 }
 
-pub(crate) fn write_png(
+/// Writes `data` (rows from the top) as a PNG of `width × height` pixels of `color` and
+/// `depth`, best compression.
+pub fn write_png(
     path: &Path,
     width: u32,
     height: u32,

@@ -153,7 +153,7 @@ pub fn run(data: &[u8]) {
 /// anywhere, max distances from 0 to past the cap; about one in eight is invalid (a NaN or
 /// infinite field, a zero direction, a negative or too large max distance).
 fn generated_rays(anchor: WorldPos, seed: u64, n: usize) -> Vec<VoxelRay> {
-    let mut rng = voxcast::scene::SplitMix64::new(seed);
+    let mut rng = crate::scene::SplitMix64::new(seed);
     let comps = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5];
     let maxes = [0.0, 1.0, 8.0, 64.0, 300.0, voxcast::MAX_DISTANCE_CAP];
     (0..n)

@@ -3,23 +3,20 @@
 //! loud message), ray-by-ray parity checks that print the ray and how to rerun it, and the
 //! scenes and ray sets they run on.
 
-#![allow(
-    dead_code,
-    reason = "each test crate uses a different subset of these helpers"
-)]
-
 use std::sync::OnceLock;
 
 use crate::common;
+use crate::scene::{Sparse, SplitMix64, Terrain, WATER};
 use voxcast::gpu::{GpuRaycaster, GpuWorld, Visibility, wgpu};
-use voxcast::scene::{Sparse, SplitMix64, Terrain, WATER};
 use voxcast::{
     Camera, ChunkPos, LineOfSight, LineOfSightOptions, MaterialFilter, RaycastOptions,
     RaycastOutcome, UnloadedPolicy, VoxelId, VoxelRay, VoxelWorld, WorldPos, glam::Vec3,
     line_of_sight_batch, raycast_batch, raycast_camera,
 };
 
-pub(crate) fn gpu() -> Option<&'static GpuRaycaster> {
+/// The raycaster the tests share, created once. `None` (after a loud message) where no GPU is
+/// usable, unless `VOXCAST_REQUIRE_GPU=1`, where that fails the test.
+pub fn gpu() -> Option<&'static GpuRaycaster> {
     static GPU: OnceLock<Option<GpuRaycaster>> = OnceLock::new();
     GPU.get_or_init(|| match GpuRaycaster::new_blocking() {
         Ok(g) => {
@@ -39,7 +36,7 @@ pub(crate) fn gpu() -> Option<&'static GpuRaycaster> {
 
 /// A device on the adapter the shared raycaster uses, with the given limits and no optional
 /// features, as an application would create its own.
-pub(crate) fn application_device(limits: wgpu::Limits) -> (wgpu::Device, wgpu::Queue) {
+pub fn application_device(limits: wgpu::Limits) -> (wgpu::Device, wgpu::Queue) {
     let name = gpu()
         .expect("gpu() was checked")
         .adapter_info()
@@ -62,14 +59,14 @@ pub(crate) fn application_device(limits: wgpu::Limits) -> (wgpu::Device, wgpu::Q
 
 /// A raycaster of the test's own, for tests that read `last_batch_stats` or change settings:
 /// tests run in parallel and share [`gpu`]. `None` where [`gpu`] skips.
-pub(crate) fn own_gpu() -> Option<GpuRaycaster> {
+pub fn own_gpu() -> Option<GpuRaycaster> {
     gpu()?;
     Some(GpuRaycaster::new_blocking().expect("a second raycaster on the same adapter"))
 }
 
 /// Compares outcomes ray by ray: the parity contract. Prints the first mismatches with the ray
 /// and how to rerun just that ray.
-pub(crate) fn assert_parity(
+pub fn assert_parity(
     what: &str,
     rays: &[VoxelRay],
     gpu: &[RaycastOutcome],
@@ -95,7 +92,8 @@ pub(crate) fn assert_parity(
     }
 }
 
-pub(crate) fn check(
+/// `rays` cast on the GPU and the CPU, compared ray by ray ([`assert_parity`]).
+pub fn check(
     gpu: &GpuRaycaster,
     what: &str,
     world: &VoxelWorld,
@@ -110,7 +108,8 @@ pub(crate) fn check(
     assert_parity(what, rays, &g, &c);
 }
 
-pub(crate) fn terrain() -> &'static (Terrain, VoxelWorld) {
+/// The tests' terrain (256 × 96 × 256 voxels) and its world, built once.
+pub fn terrain() -> &'static (Terrain, VoxelWorld) {
     static T: OnceLock<(Terrain, VoxelWorld)> = OnceLock::new();
     T.get_or_init(|| {
         let t = Terrain {
@@ -122,7 +121,8 @@ pub(crate) fn terrain() -> &'static (Terrain, VoxelWorld) {
     })
 }
 
-pub(crate) fn sparse() -> &'static (Sparse, VoxelWorld) {
+/// The tests' sparse world (128³ voxels, 1% solid) and its world, built once.
+pub fn sparse() -> &'static (Sparse, VoxelWorld) {
     static S: OnceLock<(Sparse, VoxelWorld)> = OnceLock::new();
     S.get_or_init(|| {
         let s = Sparse {
@@ -137,7 +137,7 @@ pub(crate) fn sparse() -> &'static (Sparse, VoxelWorld) {
 
 /// Integer and half-integer origins, axis-aligned and 45 degree directions, zero components of
 /// both signs, rays along chunk faces, negative coordinates, max distance 0, origins in solid.
-pub(crate) fn adversarial_rays(center: WorldPos, n_random: usize, seed: u64) -> Vec<VoxelRay> {
+pub fn adversarial_rays(center: WorldPos, n_random: usize, seed: u64) -> Vec<VoxelRay> {
     let mut rng = SplitMix64::new(seed);
     let subs = [0.0, 0.5, 0.25, 0.999_999_9];
     let comps = [-1.0, -0.0, 0.0, 1.0, 0.5, -0.5];
@@ -181,7 +181,7 @@ pub(crate) fn adversarial_rays(center: WorldPos, n_random: usize, seed: u64) -> 
 }
 
 /// Line of sight on the GPU against the CPU, plain and conservative.
-pub(crate) fn sight_parity(
+pub fn sight_parity(
     gpu: &GpuRaycaster,
     gw: &GpuWorld,
     world: &VoxelWorld,
@@ -192,7 +192,7 @@ pub(crate) fn sight_parity(
 }
 
 /// [`sight_parity`] with the given raycast options, for plain and conservative line of sight.
-pub(crate) fn sight_parity_with(
+pub fn sight_parity_with(
     gpu: &GpuRaycaster,
     gw: &GpuWorld,
     world: &VoxelWorld,
@@ -218,7 +218,7 @@ pub(crate) fn sight_parity_with(
 
 /// [`assert_parity`] for line of sight: the blocking hit or the unloaded location compared as
 /// the parity contract compares outcomes.
-pub(crate) fn assert_sight_parity(
+pub fn assert_sight_parity(
     what: &str,
     segs: &[VoxelRay],
     gpu: &[LineOfSight],
@@ -232,7 +232,7 @@ pub(crate) fn assert_sight_parity(
 
 /// Every option (origin policy, unloaded policy, material filter, per-voxel mode) as raycast
 /// options: what the robustness tests below sweep.
-pub(crate) fn every_option() -> Vec<RaycastOptions> {
+pub fn every_option() -> Vec<RaycastOptions> {
     let mut all = Vec::new();
     for origin in common::ORIGIN_POLICIES {
         for unloaded in [UnloadedPolicy::Air, UnloadedPolicy::Stop] {
@@ -256,7 +256,7 @@ pub(crate) fn every_option() -> Vec<RaycastOptions> {
 }
 
 /// Raycasts and both kinds of line of sight, under every option, ray by ray against the CPU.
-pub(crate) fn check_every_option(
+pub fn check_every_option(
     gpu: &GpuRaycaster,
     what: &str,
     world: &VoxelWorld,
@@ -275,7 +275,7 @@ pub(crate) fn check_every_option(
 
 /// Over a million rays on the terrain and the sparse world: reach, long, per-voxel and
 /// adversarial rays.
-pub(crate) fn million_rays(gpu: &GpuRaycaster) {
+pub fn million_rays(gpu: &GpuRaycaster) {
     let (t, tw) = terrain();
     let gw = gpu.upload_world(tw).expect("upload terrain");
     let opts = RaycastOptions::default();
@@ -323,7 +323,7 @@ pub(crate) fn million_rays(gpu: &GpuRaycaster) {
 
 /// Raycasts under every origin policy, unloaded policy and material filter, with rays clipped
 /// into the window from outside it and from far away.
-pub(crate) fn every_option_with_clipped_rays(gpu: &GpuRaycaster) {
+pub fn every_option_with_clipped_rays(gpu: &GpuRaycaster) {
     let (t, tw) = terrain();
     let gw = gpu.upload_world(tw).expect("upload terrain");
     let mut rays = t.reach_rays(20_000, 10);
@@ -356,7 +356,7 @@ pub(crate) fn every_option_with_clipped_rays(gpu: &GpuRaycaster) {
 
 /// Line of sight, plain and conservative, on terrain segments and through edges and corners,
 /// also of diagonals clipped into the window, under every origin and unloaded policy.
-pub(crate) fn sight_through_ties_and_clipping(gpu: &GpuRaycaster) {
+pub fn sight_through_ties_and_clipping(gpu: &GpuRaycaster) {
     let (t, tw) = terrain();
     let gw = gpu.upload_world(tw).expect("upload terrain");
     let mut segs = t.sight_segments(100_000, 64.0, 20);
@@ -408,7 +408,7 @@ pub(crate) fn sight_through_ties_and_clipping(gpu: &GpuRaycaster) {
 /// the shader (a forward vector a little off unit length, odd scales, a mirrored basis, another
 /// size: pixel directions that are far from round numbers), some answered from host rays (an
 /// eye offset outside `[0, 1)`, a NaN forward: invalid pixels).
-pub(crate) fn camera_images(gpu: &GpuRaycaster) {
+pub fn camera_images(gpu: &GpuRaycaster) {
     let (t, tw) = terrain();
     let gw = gpu.upload_world(tw).expect("upload");
     let opts = RaycastOptions::default();
@@ -475,7 +475,7 @@ pub(crate) fn camera_images(gpu: &GpuRaycaster) {
 /// Agent visibility (segments built in the shader) against the CPU pair by pair, with each
 /// pair's answer: terrain agents, some on voxel corners, pairs within 48 voxels and random ones,
 /// plain and conservative.
-pub(crate) fn agent_pairs(gpu: &GpuRaycaster) {
+pub fn agent_pairs(gpu: &GpuRaycaster) {
     let (t, tw) = terrain();
     let gw = gpu.upload_world(tw).expect("upload");
     let agents = t.agents(400, 21);
@@ -499,12 +499,7 @@ pub(crate) fn agent_pairs(gpu: &GpuRaycaster) {
 }
 
 /// The GPU's answers equal the CPU's pair by pair, and the bits are exactly the `Clear` ones.
-pub(crate) fn check_visibility(
-    what: &str,
-    gpu: &Visibility,
-    cpu: &[LineOfSight],
-    pairs: &[[u32; 2]],
-) {
+pub fn check_visibility(what: &str, gpu: &Visibility, cpu: &[LineOfSight], pairs: &[[u32; 2]]) {
     assert_eq!(gpu.len(), cpu.len(), "{what}: pair count");
     if let Some(answers) = gpu.answers() {
         let bad: Vec<usize> = (0..cpu.len())

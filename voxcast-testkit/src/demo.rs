@@ -9,10 +9,7 @@ use voxcast::spec_variants::{Freedom, variant};
 /// The GPU and the world on it, or `None` after one line saying why not. With `freedom`, the
 /// raycaster runs the shader rewritten to take that freedom of the WGSL spec
 /// (`voxcast::spec_variants`).
-pub(crate) fn gpu_setup(
-    world: &VoxelWorld,
-    freedom: Option<Freedom>,
-) -> Option<(GpuRaycaster, GpuWorld)> {
+pub fn gpu_setup(world: &VoxelWorld, freedom: Option<Freedom>) -> Option<(GpuRaycaster, GpuWorld)> {
     let threads = rayon::current_num_threads();
     let started = Instant::now();
     let made = match freedom {
@@ -67,6 +64,6 @@ pub(crate) fn gpu_setup(
 }
 
 /// A duration as seconds with three decimals.
-pub(crate) fn secs(d: Duration) -> String {
+pub fn secs(d: Duration) -> String {
     format!("{:.3} s", d.as_secs_f64())
 }

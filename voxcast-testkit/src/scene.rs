@@ -8,11 +8,7 @@
 
 use glam::Vec3;
 
-use crate::agents::Agent;
-use crate::camera::Camera;
-use crate::coords::{ChunkPos, LocalPos, WorldPos};
-use crate::ray::VoxelRay;
-use crate::world::{Chunk, VoxelId, VoxelWorld};
+use voxcast::{Agent, Camera, Chunk, ChunkPos, LocalPos, VoxelId, VoxelRay, VoxelWorld, WorldPos};
 
 /// Stone: the terrain's bulk.
 pub const STONE: VoxelId = VoxelId(1);
@@ -189,19 +185,10 @@ impl Terrain {
                             (cx * 32) as i64 + i64::from(lx),
                             (cz * 32) as i64 + i64::from(lz),
                         );
-                        let inside = x < i64::from(self.size[0]) && z < i64::from(self.size[2]);
-                        let h = self.height(x, z);
-                        let top = h.max(self.sea_level()).min(self.top_y());
-                        if !inside {
-                            continue;
-                        }
-                        for y in 0..=top {
-                            let id = self.voxel(x, y, z, h);
-                            if !id.is_air() {
-                                column[(y >> 5) as usize]
-                                    .set(LocalPos::new(lx, (y & 31) as u8, lz), id);
-                            }
-                        }
+                        self.column(x, z, |y, id| {
+                            column[(y >> 5) as usize]
+                                .set(LocalPos::new(lx, (y & 31) as u8, lz), id);
+                        });
                     }
                 }
                 for (cy, chunk) in column.into_iter().enumerate() {
@@ -212,6 +199,32 @@ impl Terrain {
             }
         }
         world
+    }
+
+    /// Calls `f` with each voxel of the terrain that is not air, and its id: what
+    /// [`Terrain::build`] puts in the world, for a caller that builds a world of its own.
+    pub fn for_each_voxel(&self, mut f: impl FnMut([i64; 3], u16)) {
+        for z in 0..i64::from(self.size[2]) {
+            for x in 0..i64::from(self.size[0]) {
+                self.column(x, z, |y, id| f([x, i64::from(y), z], id.0));
+            }
+        }
+    }
+
+    /// Calls `f` with the height and id of each voxel of column `(x, z)` that is not air
+    /// (none outside the terrain's box).
+    fn column(&self, x: i64, z: i64, mut f: impl FnMut(i32, VoxelId)) {
+        if x >= i64::from(self.size[0]) || z >= i64::from(self.size[2]) {
+            return;
+        }
+        let h = self.height(x, z);
+        let top = h.max(self.sea_level()).min(self.top_y());
+        for y in 0..=top {
+            let id = self.voxel(x, y, z, h);
+            if !id.is_air() {
+                f(y, id);
+            }
+        }
     }
 
     /// A random eye point 1.6 voxels above the ground (or water) of a random column.
@@ -358,6 +371,15 @@ impl Sparse {
                 }
             }
         }
+        self.for_each_voxel(|[x, y, z], id| {
+            world.set_voxel(WorldPos::new(x.into(), y.into(), z.into()), VoxelId(id));
+        });
+        world
+    }
+
+    /// Calls `f` with each solid voxel and its id: what [`Sparse::build`] puts in the world
+    /// (every chunk of the box loaded), for a caller that builds a world of its own.
+    pub fn for_each_voxel(&self, mut f: impl FnMut([i64; 3], u16)) {
         let mut rng = SplitMix64::new(self.seed);
         let threshold = (f64::from(self.density) * (1u64 << 32) as f64) as u64;
         for z in 0..self.size {
@@ -365,13 +387,11 @@ impl Sparse {
                 for x in 0..self.size {
                     let r = rng.next_u64();
                     if r & 0xFFFF_FFFF < threshold {
-                        let id = VoxelId(1 + ((r >> 32) % 3) as u16);
-                        world.set_voxel(WorldPos::new(x.into(), y.into(), z.into()), id);
+                        f([x, y, z].map(i64::from), 1 + ((r >> 32) % 3) as u16);
                     }
                 }
             }
         }
-        world
     }
 
     /// Rays through the sparse world: `n` rays from random interior points in random directions, max distance 512.
