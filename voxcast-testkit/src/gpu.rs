@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use crate::common;
 use crate::scene::{Sparse, SplitMix64, Terrain, WATER};
-use voxcast::gpu::{GpuRaycaster, GpuWorld, Visibility, wgpu};
+use voxcast::gpu::{GpuError, GpuRaycaster, GpuWorld, Visibility, wgpu};
 use voxcast::{
     Camera, ChunkPos, LineOfSight, LineOfSightOptions, MaterialFilter, RaycastOptions,
     RaycastOutcome, UnloadedPolicy, VoxelId, VoxelRay, VoxelWorld, WorldPos, glam::Vec3,
@@ -24,14 +24,20 @@ pub fn gpu() -> Option<&'static GpuRaycaster> {
             Some(g)
         }
         Err(e) => {
-            if std::env::var("VOXCAST_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-                panic!("VOXCAST_REQUIRE_GPU=1 but no GPU is usable: {e}");
-            }
-            eprintln!("\n!!!!! SKIPPING GPU PARITY TESTS: {e} !!!!!\n");
+            skip_without_gpu(&e);
             None
         }
     })
     .as_ref()
+}
+
+/// What a GPU test does where no GPU is usable (`e` says why): with `VOXCAST_REQUIRE_GPU=1`
+/// (as `scripts/test.sh` sets it) it fails, else it says loudly that it skips.
+fn skip_without_gpu(e: &GpuError) {
+    if std::env::var("VOXCAST_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+        panic!("VOXCAST_REQUIRE_GPU=1 but no GPU is usable: {e}");
+    }
+    eprintln!("\n!!!!! SKIPPING GPU TESTS: {e} !!!!!\n");
 }
 
 /// A device on the adapter the shared raycaster uses, with the given limits and no optional
@@ -527,4 +533,78 @@ pub fn check_visibility(what: &str, gpu: &Visibility, cpu: &[LineOfSight], pairs
         gpu.count_visible(),
         cpu.iter().filter(|c| **c == LineOfSight::Clear).count()
     );
+}
+
+/// The parent and child of a test that a GPU program ends cleanly: with
+/// `VOXCAST_EXIT_CHILD=1` in the environment it runs `program` and returns (the test binary's
+/// `main` returns right after, as a user's program would); otherwise it runs the same binary
+/// as a child process `runs` times, two at a time (the timing that made an unjoined thread
+/// crash at exit), and panics unless every run exits with status 0 within two minutes. Where
+/// no GPU is usable it skips loudly, or fails with `VOXCAST_REQUIRE_GPU=1`.
+pub fn exits_cleanly(runs: usize, program: fn()) {
+    use std::process::{Child, Command, ExitStatus, Stdio};
+    use std::time::{Duration, Instant};
+
+    const AT_ONCE: usize = 2;
+    const CHILD_LIMIT: Duration = Duration::from_secs(120);
+
+    if std::env::var_os("VOXCAST_EXIT_CHILD").is_some() {
+        program();
+        return;
+    }
+    // A raycaster of the parent's own, dropped: the parent ends cleanly too.
+    if let Err(e) = GpuRaycaster::new_blocking() {
+        skip_without_gpu(&e);
+        return;
+    }
+    let spawn = || -> Child {
+        let exe = std::env::current_exe().expect("the test binary's path");
+        Command::new(exe)
+            .env("VOXCAST_EXIT_CHILD", "1")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the child starts")
+    };
+    // The child's status, or `None` when it ran past the limit (it is killed), and its stderr.
+    let finish = |mut c: Child, started: Instant| -> (Option<ExitStatus>, String) {
+        let status = loop {
+            match c.try_wait().expect("the child can be waited for") {
+                Some(s) => break Some(s),
+                None if started.elapsed() > CHILD_LIMIT => {
+                    let _ = c.kill();
+                    let _ = c.wait();
+                    break None;
+                }
+                None => std::thread::sleep(Duration::from_millis(5)),
+            }
+        };
+        let mut err = String::new();
+        if let Some(mut e) = c.stderr.take() {
+            let _ = std::io::Read::read_to_string(&mut e, &mut err);
+        }
+        (status, err)
+    };
+    let mut failures = Vec::new();
+    let mut running: Vec<(usize, Child, Instant)> = Vec::new();
+    let mut next = 0;
+    while next < runs || !running.is_empty() {
+        while running.len() < AT_ONCE && next < runs {
+            running.push((next, spawn(), Instant::now()));
+            next += 1;
+        }
+        let (run, c, started) = running.remove(0);
+        let (status, err) = finish(c, started);
+        if !status.is_some_and(|s| s.success()) {
+            let last = err.lines().rev().take(5).collect::<Vec<_>>().join(" | ");
+            failures.push(format!("run {run}: {status:?} ({last})"));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {runs} runs did not end cleanly:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    println!("{runs} runs of a GPU program, every one ended with status 0");
 }
