@@ -14,7 +14,7 @@
 //   made_ray, prepare_axis                           VoxelRay::new, VoxelRay::prepare (src/ray.rs)
 //   segment                                          segment in src/ray.rs
 // The rest handle the GPU's own layout (buffers, packing, the window). Keep twins in step:
-// same constants (checked by `shader_constants_equal_their_rust_twins` in src/gpu.rs), same
+// same constants (checked by `shader_constants_equal_their_rust_twins` in src/gpu/layout.rs), same
 // order of operations, same branch order. The DDA definition and the parity contract are in
 // the crate docs (src/lib.rs).
 //
@@ -23,10 +23,10 @@
 // shaders/exact.wgsl (joined after this file), so that any conforming GPU gives these bits.
 //
 // Sections, each headed by a "// ====" line naming its twins' files: the layout (constants,
-// structs, bindings; src/gpu.rs), the walk, edges and corners, the window, casting, and the
+// structs, bindings; src/gpu/layout.rs), the walk, edges and corners, the window, casting, and the
 // entry points (rays, cameras, agent pairs).
 
-// ==== Layout: constants, structs and bindings, twins of those in src/gpu.rs
+// ==== Layout: constants, structs and bindings, twins of those in src/gpu/layout.rs
 
 const AXIS_NONE: u32 = 3u;
 // f32::MAX: the next crossing of a disabled axis. Finite, because WGSL lets an implementation
@@ -934,7 +934,7 @@ fn cast_segment(ray: Ray, finish: bool) -> Hit {
     return best;
 }
 
-// ==== Entry points: rays (GpuRay, GpuHit in src/gpu.rs), cameras (src/camera.rs), agent pairs
+// ==== Entry points: rays (GpuRay, GpuHit in src/gpu/layout.rs), cameras (src/camera.rs), agent pairs
 // (segment: src/ray.rs)
 
 fn unpack_ray(r: GpuRay) -> Ray {

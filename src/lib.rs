@@ -74,11 +74,25 @@
 //! - the correctly rounded division and root are checked on every significand, from hints up
 //!   to 40 ulps off.
 //!
-//! On a real device, creating a [`gpu::GpuRaycaster`] runs a self-check: a few thousand rays
+//! On a real device, creating a `gpu::GpuRaycaster` runs a self-check: a few thousand rays
 //! and a small camera image against the CPU reference. A device that differs (one whose
 //! arithmetic breaks the assumption above, or a driver bug) fails creation with
-//! [`gpu::GpuError::SelfCheckFailed`], unless the caller allows it with
-//! [`gpu::SelfCheck::AllowUnverified`]; [`gpu::GpuRaycaster::self_check`] says what it found.
+//! `gpu::GpuError::SelfCheckFailed`, unless the caller allows it with
+//! `gpu::SelfCheck::AllowUnverified`; `gpu::GpuRaycaster::self_check` says what it found.
+//!
+//! ## The API
+//! Every item has one path: the CPU side at the crate root, the GPU side in `voxcast::gpu`.
+//! Every query takes its arguments in one order, the query, then the world, then the options,
+//! as [`voxel_raycast`]`(ray, world)` does: [`raycast_batch`]`(rays, world, opts)` on the CPU,
+//! `gpu.raycast(rays, gpu_world, opts)` on the GPU, and the same names on both sides
+//! ([`raycast_camera`], [`line_of_sight`], [`agent_visibility`], [`visible_pairs_within`]).
+//!
+//! ## Cargo features
+//! - `gpu` (default): the `gpu` module, the batch raycaster on wgpu. Without it
+//!   (`default-features = false`) voxcast is the CPU raycaster alone and builds neither wgpu
+//!   nor naga.
+//! - `spec-variants`: the `spec_variants` module, shader variants that take each freedom the
+//!   WGSL spec gives and the lint that checks the shader against them (implies `gpu`).
 
 mod aabb;
 mod agents;

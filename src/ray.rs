@@ -306,8 +306,10 @@ impl VoxelRay {
     ///
     /// Both points are first normalised as [`VoxelRay::new`] does (whole units of each offset
     /// moved into its voxel, denormal offsets flushed). Per axis the voxel difference is exact
-    /// (in i128) and the offsets' difference is added to it in f32; then [`segment`] makes the
-    /// direction and length with correctly rounded f32 operations. The GPU's agent visibility
+    /// (in i128) and the offsets' difference is added to it in f32; then the direction and
+    /// length are made from that difference with correctly rounded f32 operations: the
+    /// squared length `(x² + y²) + z²`, its root, the reciprocal of that and the three
+    /// products. The GPU's agent visibility
     /// builds its segments with the same operations (`segment` in `shaders/dda.wgsl`), so the
     /// parity contract covers them.
     ///
@@ -320,7 +322,8 @@ impl VoxelRay {
     ///
     /// # Errors
     /// The errors of [`VoxelRay::new`]; [`RayError::ZeroDirection`] when the points coincide
-    /// or lie within about `1e-9` voxels of each other (see [`segment`]);
+    /// or lie within about `1e-9` voxels of each other (a squared length below `2^-60`, whose
+    /// squares a GPU may flush to zero);
     /// [`RayError::MaxDistanceTooLarge`] when they are more than [`MAX_DISTANCE_CAP`] apart.
     pub fn between(
         from: WorldPos,

@@ -202,7 +202,7 @@ impl VoxelWorld {
     }
 
     /// The chunks changed since tracking started or the list was last taken, in ascending
-    /// order, and forgets them: what to pass to [`crate::gpu::GpuWorld::update_chunks`] (or
+    /// order, and forgets them: what to pass to `gpu::GpuWorld::update_chunks` (or
     /// `update_or_rebuild`) to bring an uploaded copy up to date, or to re-mesh. Always empty
     /// unless [`VoxelWorld::set_track_changes`] turned tracking on. A chunk counts
     /// as changed when [`VoxelWorld::set_voxel`] gave one of its voxels another id or created
@@ -348,7 +348,7 @@ impl VoxelWorld {
     /// of dense chunks whole on the CPU (`true`) or step through them voxel by voxel. Shorter
     /// rays step through them unless [`VoxelWorld::set_skip_empty_bricks`] says otherwise.
     /// Both walks give the same answers; only the speed differs. The GPU makes the same choice
-    /// per batch, with a setting of its own ([`crate::gpu::GpuWorld::skips_empty_bricks`]).
+    /// per batch, with a setting of its own (`gpu::GpuWorld::skips_empty_bricks`).
     ///
     /// Skipping costs a brick test on every air voxel a ray steps through, and pays where rays
     /// cross much air in empty bricks. Unless set, long rays skip when at least a quarter of

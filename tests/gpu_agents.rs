@@ -1,4 +1,4 @@
-//! Agent visibility on the GPU (`GpuRaycaster::submit_visibility`, `visible_pairs_within`)
+//! Agent visibility on the GPU (`GpuRaycaster::agent_visibility`, `visible_pairs_within`)
 //! against the CPU reference (`agent_visibility`), pair by pair: every option, conservative line
 //! of sight too, bits alone or with each pair's answer; bad agents and bad indices answered with
 //! their errors while the rest are answered; agents outside the window; the pairs within a

@@ -1,4 +1,4 @@
-//! A `GpuWorld` whose window follows a player (`GpuWorld::with_window`, `recenter`): after
+//! A `GpuWorld` whose window follows a player (`GpuRaycaster::upload_window`, `recenter`): after
 //! every move the GPU answers as the CPU does on the chunks the window may hold, ray by ray,
 //! and a move uploads the chunks that enter the window and nothing else (counted). Walks
 //! cross chunk, region and i32 boundaries and the edges of the i128 world while chunks

@@ -1,8 +1,7 @@
 //! The CPU reference against an independent oracle, and random inputs that must never panic.
 //! That empty-space skipping changes no bit of any answer is tested in `skipping.rs`.
 //!
-//! The oracle is the fuzz targets' (`fuzz/src/oracle.rs`, included here with the rest of the
-//! fuzz harness): it knows nothing of the DDA, intersects the ray with the box of every voxel
+//! The oracle is the fuzz targets' (`voxcast_testkit::fuzz::oracle`): it knows nothing of the DDA, intersects the ray with the box of every voxel
 //! of a model of the world (the slab test, in f64, relative to the ray's origin voxel) and
 //! accepts, where the exact answer is a tie within the f32 arithmetic's reach (see its docs),
 //! any of the tied answers; everywhere else the reference must give the oracle's voxel, face,

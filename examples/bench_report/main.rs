@@ -14,7 +14,7 @@
 //! also `raycast_camera` on one thread, voxcast CPU batch (`raycast_batch` /
 //! `line_of_sight_batch`, rayon), voxcast GPU (when available),
 //! parry3d's `Voxels` shape and the `voxel-traversal` crate (both one thread). See
-//! `examples/peers/mod.rs` for the adapters and `BENCHMARKS.md` for results.
+//! `voxcast-testkit/src/peers.rs` for the adapters and `BENCHMARKS.md` for results.
 //!
 //! Definitions:
 //! - One-thread engines run on an evenly spread sample of the rays: every k-th ray, or for the

@@ -1,7 +1,7 @@
 //! `--streaming`: the GPU memory a `GpuWorld` takes per stored chunk on the standard worlds,
 //! and a window that follows a player through a world of about 100,000 loaded chunks (the
 //! standard terrain repeated)
-//! (`GpuWorld::with_window`, `recenter`): bytes uploaded and time per one-chunk move, and of a
+//! (`GpuRaycaster::upload_window`, `recenter`): bytes uploaded and time per one-chunk move, and of a
 //! jump that fills the window anew.
 
 use std::time::Instant;

@@ -34,8 +34,8 @@ pub struct VoxelTraversal {
 }
 
 impl VoxelTraversal {
-    /// Starts a traversal. An invalid ray yields nothing; check it first with
-    /// [`VoxelRay::prepare`] if that matters.
+    /// Starts a traversal. An invalid ray yields nothing; build it with [`VoxelRay::new`] (which
+    /// says what is wrong with it) if that matters.
     #[must_use]
     pub fn new(ray: &VoxelRay) -> Self {
         let prepared = ray.prepare().ok().flatten();

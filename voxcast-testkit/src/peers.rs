@@ -31,7 +31,7 @@ pub const W5_AGENTS: usize = 2_000;
 /// W5: pairs of agents at most this far apart, in voxels, are asked.
 pub const W5_RADIUS: f64 = 64.0;
 
-/// One of the standard workloads of `src/scene.rs`.
+/// One of the standard workloads of [`crate::scene`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WorkloadId {
     /// Reach: terrain, rays from eye height in random directions, max distance 8.

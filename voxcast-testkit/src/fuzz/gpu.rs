@@ -1,6 +1,6 @@
 //! Target `gpu`: the GPU batch against the CPU reference on random worlds, after edits sent
 //! with `GpuWorld::update_chunks`, in a window around the loaded chunks or one that follows a
-//! centre through moves (`GpuWorld::with_window`, `recenter`; its table checked against a
+//! centre through moves (`GpuRaycaster::upload_window`, `recenter`; its table checked against a
 //! recount after each, the CPU answering on the chunks the window may hold), with batches
 //! that mix valid and invalid rays, under every option: raycasts, line of sight (plain and conservative) and a small camera, outcome by
 //! outcome under the parity contract (`RaycastOutcome::matches`: the same voxel, face, id and
