@@ -16,15 +16,16 @@
 //! courier thread (`queue`), which submits it to the `device` and polls until its answers are
 //! mapped; `answers` reads each dispatch back as it finishes and decodes its hits into i128
 //! outcomes in the caller's order, which the [`PendingBatch`] returns. Camera pixels skip the
-//! ray upload (the shader makes them); agent pairs (`agents`) upload two indices a pair. The
+//! ray upload (the shader makes them); agent pairs (`agents`) upload two indices a pair, and
+//! sensor rigs (`sensors`) a pose of 32 bytes an agent. The
 //! plumbing follows wgpu's `hello_compute`: buffers (input `STORAGE`, output `STORAGE |
 //! COPY_SRC`, readback `MAP_READ | COPY_DST`), pipeline, bind group, dispatch, copy, map, read;
 //! on a device that is the CPU the copies are left out ([`DispatchMemory`]).
 //!
 //! The modules, each importing only those before it: `layout` and `error`; `queue`
 //! (submissions and world writes, in order); `device`; `window`, `store`, `follow` and `world`
-//! (the GPU worlds); `prepare`; `buffers` and `flight`; `answers`; `agents`; `probe` (the
-//! self-check at creation); `raycaster`.
+//! (the GPU worlds); `prepare`; `buffers` and `flight`; `answers`; `agents` and `sensors`;
+//! `probe` (the self-check at creation); `raycaster`.
 
 mod agents;
 mod answers;
@@ -38,6 +39,7 @@ mod prepare;
 mod probe;
 mod queue;
 mod raycaster;
+mod sensors;
 mod store;
 mod window;
 mod world;
@@ -55,4 +57,5 @@ pub use follow::WindowMove;
 pub use layout::{MAX_DISPATCH_RAYS, SHADER_SOURCE};
 pub use probe::SelfCheckReport;
 pub use raycaster::GpuRaycaster;
+pub use sensors::GpuSensorRig;
 pub use world::GpuWorld;

@@ -104,6 +104,7 @@ mod cpu_ref;
 pub mod gpu;
 mod grid;
 mod ray;
+mod sensors;
 #[cfg(feature = "spec-variants")]
 pub mod spec_variants;
 mod world;
@@ -124,6 +125,10 @@ pub use grid::{GridCell, GridError, GridTraversal, GridTraversal2D, GridTraversa
 pub use ray::{
     LineOfSight, LineOfSightOptions, MAX_DISTANCE_CAP, MaterialFilter, OriginPolicy, RayError,
     RaycastOptions, RaycastOutcome, UV_TOLERANCE, UnloadedPolicy, VoxelRay, VoxelRaycastHit,
+};
+pub use sensors::{
+    MAX_RIG_RAYS, SensorPose, SensorReading, SensorReadings, SensorRig, SensorRigError, sense,
+    sense_into,
 };
 pub use world::{BRICK_EDGE, Chunk, VoxelId, VoxelWorld, WorldError};
 

@@ -75,9 +75,14 @@ pub enum RayError {
     #[error("origin plus sub offset leaves the i128 world")]
     OriginOutOfRange,
     /// A pair of agents names an index past the end of the agent list
-    /// ([`crate::agents::agent_segment`]).
+    /// ([`agent_segment`](crate::agent_segment)).
     #[error("a pair names an agent index past the end of the agent list")]
     NoSuchAgent,
+    /// A sensor pose's rotation ([`SensorPose::rotation`](crate::SensorPose::rotation)) has a
+    /// NaN or infinite component, or a squared length more than `1e-3` from 1: it is no
+    /// rotation.
+    #[error("sensor pose rotation is not a unit quaternion")]
+    BadRotation,
 }
 
 #[inline]
@@ -87,7 +92,7 @@ fn flush_denormal(v: f32) -> f32 {
 
 /// Splits one coordinate's sub offset into whole units (added to the origin) and a fraction in
 /// `[0, 1)`, flushing a denormal fraction to zero.
-fn split_sub(origin: i128, sub: f32) -> Result<(i128, f32), RayError> {
+pub(crate) fn split_sub(origin: i128, sub: f32) -> Result<(i128, f32), RayError> {
     if !sub.is_finite() {
         return Err(RayError::NonFiniteSubOffset);
     }

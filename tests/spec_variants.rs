@@ -27,8 +27,8 @@ fn variant_gpu(shader: &str, freedom: Freedom, config: GpuConfig) -> Option<GpuR
 /// The whole parity battery on the shader rewritten for `freedom`: over a million rays on the
 /// terrain and the sparse world, every option with rays clipped into the window, line of sight
 /// through edges and corners, camera images (made by `Camera::new`, `with_up` and by hand),
-/// agent visibility (segments made in the shader), and raycasts and both kinds of line of
-/// sight under every option. The self-check at creation
+/// agent visibility (segments made in the shader), sensor rigs (rays turned in the shader),
+/// and raycasts and both kinds of line of sight under every option. The self-check at creation
 /// must pass too.
 fn battery(freedom: Freedom) {
     let Some(gpu) = variant_gpu(SHADER_SOURCE, freedom, GpuConfig::default()) else {
@@ -40,6 +40,7 @@ fn battery(freedom: Freedom) {
     sight_through_ties_and_clipping(&gpu);
     camera_images(&gpu);
     agent_pairs(&gpu);
+    sensor_parity(&gpu);
     let (t, tw) = terrain();
     let gw = gpu.upload_world(tw).expect("upload terrain");
     let mut rays = t.reach_rays(1_000, 40);

@@ -1,4 +1,4 @@
-//! Benchmark report: runs the standard workloads W1-W5 on every engine in one process and
+//! Benchmark report: runs the standard workloads W1-W6 on every engine in one process and
 //! prints rays/s, voxel steps/s, the ratio to voxcast's one-thread CPU reference and how often
 //! each engine agrees with it on the voxel hit.
 //!
@@ -12,7 +12,8 @@
 //!
 //! Engines: voxcast CPU one thread (`voxel_raycast_with` / `line_of_sight` in a loop), for W3
 //! also `raycast_camera` on one thread, voxcast CPU batch (`raycast_batch` /
-//! `line_of_sight_batch`, rayon), voxcast GPU (when available),
+//! `line_of_sight_batch`, rayon), for W6 also `sense` (the rays made from each pose, rayon),
+//! voxcast GPU (when available; for W5 and W6 also the agent and sensor calls),
 //! parry3d's `Voxels` shape and the `voxel-traversal` crate (both one thread). See
 //! `voxcast-testkit/src/peers.rs` for the adapters and `BENCHMARKS.md` for results.
 //!
@@ -55,13 +56,14 @@ use peers::{Answer, Bounds, OccupancyGrid, ParryScene, Workload, WorkloadId};
     about = "voxcast benchmark report: the standard workloads on every engine.\n\
         Workloads: W1 reach (8-voxel rays), W2 line of sight (segments up to 64), W3 camera \
         (a ray per pixel, max 1024), W4 sparse world (rays of 512), W5 agents (pairs within \
-        64); --help says more.",
+        64), W6 sensors (a 64-ray cone per agent); --help says more.",
     long_about = "voxcast benchmark report: the standard workloads on every engine, in one process.\n\n\
         W1 reach: rays of 8 voxels from eye height on the standard terrain (block targeting).\n\
         W2 line of sight: segments up to 64 voxels between eye points on the terrain.\n\
         W3 camera: one ray per pixel of a 16:9 camera over the terrain, max distance 1024.\n\
         W4 sparse: rays of 512 voxels through a 256^3 cube with 0.5% solid voxels.\n\
-        W5 agents: 2,000 agents on the terrain, line of sight for every pair within 64 voxels."
+        W5 agents: 2,000 agents on the terrain, line of sight for every pair within 64 voxels.\n\
+        W6 sensors: 2,000 agents on the terrain, each a 64-ray vision cone of 32 voxels."
 )]
 struct Args {
     /// Print JSON instead of a table (progress still goes to stderr).
@@ -74,7 +76,7 @@ struct Args {
     /// (1 to 4,000,000).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=4_000_000))]
     rays: Option<u64>,
-    /// Comma-separated workloads to run (w1,w2,w3,w4,w5; see --help for what each is).
+    /// Comma-separated workloads to run (w1,w2,w3,w4,w5,w6; see --help for what each is).
     #[arg(long, value_delimiter = ',')]
     workload: Vec<String>,
     /// Timed runs per engine (the best is reported; 1 to 100); default 5, 3 with --quick.
@@ -469,6 +471,43 @@ fn run_workload(id: WorkloadId, cfg: &Config, gpu: Option<&GpuEngine>) -> Worklo
     ));
     drop(answers);
 
+    // b″. W6: voxcast's `sense`, the rays made from each pose, all threads.
+    if w.id == WorkloadId::W6 {
+        let rig = peers::w6_rig();
+        let opts = voxcast::RaycastOptions::default();
+        let sense = || voxcast::sense(&rig, &w.poses, &w.world, &opts, false);
+        std::hint::black_box(sense());
+        let (mut readings, mut d) = (Default::default(), Duration::MAX);
+        for _ in 0..cfg.repeats {
+            let t = Instant::now();
+            readings = std::hint::black_box(sense());
+            d = d.min(t.elapsed());
+        }
+        let readings: voxcast::SensorReadings = readings;
+        let words = readings.distances();
+        let judge = Judge {
+            reference: &reference,
+            sampled: &sampled,
+            base,
+            mean_steps,
+        };
+        let mut r = judge.row(
+            &format!("voxcast cpu sense ({threads} thr)"),
+            n,
+            d,
+            |i| !words[i].is_finite(),
+            format!("all {n} rays made from {} poses, rayon", w.poses.len()),
+            GpuCall::of(0, voxcast::gpu::BatchStats::default(), 0.0, 0),
+        );
+        r.gpu_call = None;
+        rows.push(r);
+        progress(&format!(
+            "{}: voxcast cpu sense {:.0} rays/s",
+            id.label(),
+            n as f64 / secs(d)
+        ));
+    }
+
     // b′. W3: voxcast's `raycast_camera` on one thread, the whole image.
     if let Some(cam) = &w.camera {
         let (answers, d) = time_best(cfg.repeats, &[], &[], |_| {
@@ -515,16 +554,16 @@ fn run_workload(id: WorkloadId, cfg: &Config, gpu: Option<&GpuEngine>) -> Worklo
                         stats = Some(g.last_stats());
                     }
                 }
-                let extra = if w.id == WorkloadId::W5 {
-                    let judge = Judge {
-                        reference: &reference,
-                        sampled: &sampled,
-                        base,
-                        mean_steps,
-                    };
-                    gpu_agent_rows(g, &scene, &w, cfg, &judge)?
-                } else {
-                    Vec::new()
+                let judge = Judge {
+                    reference: &reference,
+                    sampled: &sampled,
+                    base,
+                    mean_steps,
+                };
+                let extra = match w.id {
+                    WorkloadId::W5 => gpu_agent_rows(g, &scene, &w, cfg, &judge)?,
+                    WorkloadId::W6 => gpu_sensor_rows(g, &scene, &w, cfg, &judge)?,
+                    _ => Vec::new(),
                 };
                 Ok((answers, best, stats, extra))
             });
@@ -670,19 +709,7 @@ fn gpu_agent_rows(
 ) -> Result<Vec<Row>, String> {
     let n = w.pairs.len();
     let mut rows = Vec::new();
-    let best_of = |f: &mut dyn FnMut() -> Result<f64, String>| -> Result<(Duration, f64, voxcast::gpu::BatchStats), String> {
-        f()?;
-        let mut best = (Duration::MAX, 0.0, voxcast::gpu::BatchStats::default());
-        for _ in 0..cfg.repeats {
-            let t = Instant::now();
-            let extra = f()?;
-            let took = t.elapsed();
-            if took < best.0 {
-                best = (took, extra, g.last_stats());
-            }
-        }
-        Ok(best)
-    };
+    let best_of = |f: &mut dyn FnMut() -> Result<f64, String>| best_call(g, cfg.repeats, f);
     let mut answers = Vec::new();
     let (d, upload, stats) = best_of(&mut || {
         let (a, upload) = g.agents(scene, w)?;
@@ -732,6 +759,71 @@ fn gpu_agent_rows(
             visible.len()
         ),
         GpuCall::of(n, stats, upload, eyes_up),
+    ));
+    Ok(rows)
+}
+
+/// The best of `repeats` timed runs of `f` after one untimed run, with the statistics of the
+/// best and what `f` returned then (seconds of host work outside the call).
+fn best_call(
+    g: &GpuEngine,
+    repeats: usize,
+    f: &mut dyn FnMut() -> Result<f64, String>,
+) -> Result<(Duration, f64, voxcast::gpu::BatchStats), String> {
+    f()?;
+    let mut best = (Duration::MAX, 0.0, voxcast::gpu::BatchStats::default());
+    for _ in 0..repeats {
+        let t = Instant::now();
+        let extra = f()?;
+        let took = t.elapsed();
+        if took < best.0 {
+            best = (took, extra, g.last_stats());
+        }
+    }
+    Ok(best)
+}
+
+/// W6's GPU rows besides the plain batch of the workload's prebuilt rays: the sensor call (the
+/// rig uploaded once, 32 bytes up a pose, a word down a ray) and the plain batch counting the
+/// rays its user builds on the host. Agreement is on whether each sampled ray hits.
+fn gpu_sensor_rows(
+    g: &GpuEngine,
+    scene: &GpuScene,
+    w: &Workload,
+    cfg: &Config,
+    judge: &Judge<'_>,
+) -> Result<Vec<Row>, String> {
+    let n = w.rays.len();
+    let mut answers = Vec::new();
+    let (d, _, stats) = best_call(g, cfg.repeats, &mut || {
+        answers = g.sensors(scene, w)?;
+        Ok(0.0)
+    })?;
+    let mut rows = vec![judge.row(
+        "voxcast gpu sensors",
+        n,
+        d,
+        |i| answers[i].is_none(),
+        format!(
+            "{} poses, a {}-ray rig uploaded once: every ray made in the shader, a word each",
+            w.poses.len(),
+            peers::w6_rig().len()
+        ),
+        GpuCall::of(n, stats, 0.0, 0),
+    )];
+    let mut answers = Vec::new();
+    let (d, built, stats) = best_call(g, cfg.repeats, &mut || {
+        let (a, built) = g.rays_then_raycast(scene, w)?;
+        answers = a;
+        Ok(built)
+    })?;
+    rows.push(judge.row(
+        "voxcast gpu rays+raycast",
+        n,
+        d,
+        |i| answers[i].is_none(),
+        format!("all {n} rays: SensorPose::ray on the host, then raycast_into"),
+        GpuCall::of(n, stats, built, 0),
     ));
     Ok(rows)
 }
@@ -806,7 +898,7 @@ fn main() {
     let mut workloads: Vec<WorkloadId> = Vec::new();
     for s in &args.workload {
         let Some(id) = WorkloadId::parse(s) else {
-            eprintln!("unknown workload {s:?}; expected w1, w2, w3, w4 or w5");
+            eprintln!("unknown workload {s:?}; expected w1, w2, w3, w4, w5 or w6");
             std::process::exit(2)
         };
         // Each named workload once, in the order given.

@@ -68,29 +68,35 @@ pub(crate) fn print_table(machine: &[(&str, String)], cfg: &Config, reports: &[W
 }
 
 /// Per query of a GPU call: end-to-end and kernel-only rates, nanoseconds outside the kernel
-/// and of host work, bytes each way, and the query rates a PCIe link of 25 and 50 GB/s allows
-/// for those bytes.
+/// and of host work, the host ceiling (the CPU batch's time per query over the host's: the most
+/// the call can beat the CPU batch by, on any GPU), bytes each way, and the query rates a PCIe
+/// link of 25 and 50 GB/s allows for those bytes.
 #[derive(Serialize)]
 struct PerQuery {
     end_to_end_per_s: f64,
     kernel_per_s: Option<f64>,
     outside_kernel_ns: Option<f64>,
     host_ns: f64,
+    host_ceiling: Option<f64>,
     bytes_up: f64,
     bytes_down: f64,
     pcie_25_per_s: f64,
     pcie_50_per_s: f64,
 }
 
-impl From<&GpuCall> for PerQuery {
-    fn from(c: &GpuCall) -> Self {
+impl PerQuery {
+    /// Per query of `c`, a call of a workload whose CPU batch answers `cpu_batch_per_s`
+    /// queries a second.
+    fn of(c: &GpuCall, cpu_batch_per_s: Option<f64>) -> Self {
         let n = c.queries.max(1) as f64;
         let (up, down) = (c.bytes_up as f64 / n, c.bytes_down as f64 / n);
+        let host_ns = c.host_s / n * 1e9;
         Self {
             end_to_end_per_s: n / c.total_s.max(1e-12),
             kernel_per_s: c.kernel_s.map(|k| n / k.max(1e-12)),
             outside_kernel_ns: c.kernel_s.map(|k| (c.total_s - k) / n * 1e9),
-            host_ns: c.host_s / n * 1e9,
+            host_ns,
+            host_ceiling: cpu_batch_per_s.map(|r| 1e9 / r / host_ns.max(1e-9)),
             bytes_up: up,
             bytes_down: down,
             pcie_25_per_s: 25e9 / (up + down).max(1e-9),
@@ -99,13 +105,24 @@ impl From<&GpuCall> for PerQuery {
     }
 }
 
+/// The rate of a workload's CPU batch (all threads), the host ceiling's reference.
+fn cpu_batch_rate(r: &WorkloadReport) -> Option<f64> {
+    r.rows
+        .iter()
+        .find(|row| row.engine.starts_with("voxcast cpu batch"))
+        .and_then(|row| row.rays_per_s)
+}
+
 fn print_gpu_calls(reports: &[WorkloadReport]) {
     let calls: Vec<_> = reports
         .iter()
         .flat_map(|r| {
-            r.rows
-                .iter()
-                .filter_map(move |row| row.gpu_call.as_ref().map(|c| (r, row, PerQuery::from(c))))
+            let cpu = cpu_batch_rate(r);
+            r.rows.iter().filter_map(move |row| {
+                row.gpu_call
+                    .as_ref()
+                    .map(|c| (r, row, PerQuery::of(c, cpu)))
+            })
         })
         .collect();
     if calls.is_empty() {
@@ -114,29 +131,32 @@ fn print_gpu_calls(reports: &[WorkloadReport]) {
     println!();
     println!(
         "GPU calls, per query: outside the kernel = 1/end-to-end - 1/kernel alone; host = the \
-         calls' own work (staging, decoding; for W5 also segments or eyes), not waiting; PCIe \
-         = what a link of that bandwidth allows for the bytes each query moves."
+         calls' own work (staging, decoding; for W5 and W6 also segments, rays or eyes built \
+         first), not waiting; ceiling = the CPU batch's time per query / host, the most the \
+         call can beat the CPU batch by on any GPU; PCIe = what a link of that bandwidth \
+         allows for the bytes each query moves."
     );
     println!();
     println!(
-        "| {:<17} | {:<25} | {:>10} | {:>12} | {:>14} | {:>9} | {:>8} | {:>8} | {:>12} | {:>12} |",
+        "| {:<17} | {:<25} | {:>10} | {:>12} | {:>14} | {:>9} | {:>8} | {:>8} | {:>8} | {:>12} | {:>12} |",
         "workload",
         "call",
         "end to end",
         "kernel alone",
         "outside kernel",
         "host",
+        "ceiling",
         "up",
         "down",
         "PCIe 25 GB/s",
         "PCIe 50 GB/s"
     );
     println!(
-        "|-------------------|---------------------------|-----------:|-------------:|---------------:|----------:|---------:|---------:|-------------:|-------------:|"
+        "|-------------------|---------------------------|-----------:|-------------:|---------------:|----------:|---------:|---------:|---------:|-------------:|-------------:|"
     );
     for (r, row, q) in calls {
         println!(
-            "| {:<17} | {:<25} | {:>10} | {:>12} | {:>14} | {:>9} | {:>8} | {:>8} | {:>12} | {:>12} |",
+            "| {:<17} | {:<25} | {:>10} | {:>12} | {:>14} | {:>9} | {:>8} | {:>8} | {:>8} | {:>12} | {:>12} |",
             r.id.label(),
             row.engine,
             fmt_rate(Some(q.end_to_end_per_s)),
@@ -144,6 +164,7 @@ fn print_gpu_calls(reports: &[WorkloadReport]) {
             q.outside_kernel_ns
                 .map_or("-".into(), |ns| format!("{ns:.0} ns")),
             format!("{:.1} ns", q.host_ns),
+            q.host_ceiling.map_or("-".into(), |c| format!("{c:.1}x")),
             format!("{:.2} B", q.bytes_up),
             format!("{:.2} B", q.bytes_down),
             fmt_rate(Some(q.pcie_25_per_s)),
@@ -222,7 +243,10 @@ pub(crate) fn print_json(machine: &[(&str, String)], cfg: &Config, reports: &[Wo
                         agreement: row.agreement.map(|a| a.0),
                         agreement_compared: row.agreement.map_or(0, |a| a.1),
                         note: &row.note,
-                        gpu_call: row.gpu_call.as_ref().map(PerQuery::from),
+                        gpu_call: row
+                            .gpu_call
+                            .as_ref()
+                            .map(|c| PerQuery::of(c, cpu_batch_rate(r))),
                     })
                     .collect(),
             })

@@ -82,7 +82,7 @@ impl GpuAgents {
         self.starts.extend(
             self.eyes
                 .iter()
-                .map(|e| e.ok().and_then(|(p, sub)| start_in(w, p, sub))),
+                .map(|e| e.ok().and_then(|(p, sub)| w.start_of(p, sub))),
         );
         let records: Vec<GpuAgent> = self
             .eyes
@@ -148,21 +148,6 @@ impl GpuAgents {
             .enumerate()
             .filter_map(|(i, e)| e.err().map(|e| (i, e)))
     }
-}
-
-/// The window-relative voxel of an eye the shader can start a segment at: one the window
-/// holds, with a voxel to spare below it on each axis where the eye lies on the voxel's low face
-/// (a segment going down starts in the voxel below, `first_voxel`).
-fn start_in(w: &Window, p: WorldPos, sub: Vec3) -> Option<[i32; 3]> {
-    let fits = (0..3).all(|a| {
-        let low = if sub[a] == 0.0 {
-            p.axis(a).checked_sub(1)
-        } else {
-            Some(p.axis(a))
-        };
-        low.is_some_and(|low| w.bounds.min.axis(a) <= low) && p.axis(a) <= w.bounds.max.axis(a)
-    });
-    if fits { w.relative(p) } else { None }
 }
 
 /// Line of sight between pairs of agents: one bit per pair, and on request each pair's whole

@@ -70,8 +70,9 @@ pub(super) struct Device {
     pub(super) host_shared: bool,
     /// Why the device was lost, once it was (set by the lost callback, where voxcast owns it).
     lost: Arc<Mutex<Option<String>>>,
-    /// The bind group and pipeline layouts of the ray entry points and of `cast_pairs`.
-    layouts: [(wgpu::BindGroupLayout, wgpu::PipelineLayout); 2],
+    /// The bind group and pipeline layouts of the ray entry points, of `cast_pairs` and of
+    /// `cast_sensors` ([`layout_index`]).
+    layouts: [(wgpu::BindGroupLayout, wgpu::PipelineLayout); 3],
     module: wgpu::ShaderModule,
     /// The pipelines made so far, by entry point and option flags.
     pipelines: Mutex<FxHashMap<(Entry, u32), wgpu::ComputePipeline>>,
@@ -187,7 +188,8 @@ impl Device {
         let write = wgpu::BufferBindingType::Storage { read_only: false };
         // The world's and the dispatch's parameters (bindings 0 to 5), then per entry point
         // its input and output: rays and hits (6, 7) for cast_rays and cast_camera; pairs,
-        // agents and the pairs' bits and answers (8, 9, 10) for cast_pairs.
+        // agents and the pairs' bits and answers (8, 9, 10) for cast_pairs; poses, rig and
+        // words or answers (11, 12, 13) for cast_sensors.
         let shared = [
             buffer(0, uniform),
             buffer(1, read),
@@ -214,6 +216,10 @@ impl Device {
             "voxcast pairs",
             &[buffer(8, read), buffer(9, read), buffer(10, write)],
         );
+        let sensors = make_layout(
+            "voxcast sensors",
+            &[buffer(11, read), buffer(12, read), buffer(13, write)],
+        );
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(GpuError::Device(format!("shader rejected: {e}")));
         }
@@ -237,7 +243,7 @@ impl Device {
             timestamps,
             host_shared,
             lost,
-            layouts: [rays, pairs],
+            layouts: [rays, pairs, sensors],
             module,
             pipelines: Mutex::new(pipelines),
         })
@@ -259,7 +265,7 @@ impl Device {
         if let Some(p) = made.get(&(entry, flags)) {
             return Ok(p.clone());
         }
-        let layout = &self.layouts[usize::from(entry == Entry::Pairs)].1;
+        let layout = &self.layouts[layout_index(entry)].1;
         let p = make_pipeline(&self.wgpu, &self.module, layout, entry, flags)?;
         made.insert((entry, flags), p.clone());
         Ok(p)
@@ -267,7 +273,7 @@ impl Device {
 
     /// The bind group layout of `entry`'s pipelines.
     pub(super) fn layout(&self, entry: Entry) -> &wgpu::BindGroupLayout {
-        &self.layouts[usize::from(entry == Entry::Pairs)].0
+        &self.layouts[layout_index(entry)].0
     }
 
     /// `Err` once the device is lost.
@@ -297,6 +303,17 @@ impl Device {
             .min(by_buffer)
             .min(by_groups)
             .max(1) as u32
+    }
+}
+
+/// Which of the device's layouts `entry`'s pipelines use: rays and cameras bind rays and hits
+/// (6, 7), pairs their pairs, agents and output (8 to 10), sensors their poses, rig and output
+/// (11 to 13).
+fn layout_index(entry: Entry) -> usize {
+    match entry {
+        Entry::Rays | Entry::Camera => 0,
+        Entry::Pairs => 1,
+        Entry::Sensors => 2,
     }
 }
 

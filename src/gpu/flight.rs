@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use crate::gpu::buffers::{BufferPool, DispatchBuffers, FILTER_AT, FILTER_BYTES, INPUT_AT};
 use crate::gpu::device::Device;
 use crate::gpu::error::{GpuError, device_error};
-use crate::gpu::layout::{Entry, GpuHit, GpuParams, GpuRay, WORKGROUP_SIZE};
+use crate::gpu::layout::{Entry, GpuHit, GpuParams, GpuPose, GpuRay, WORKGROUP_SIZE};
 use crate::gpu::prepare::HostStaging;
 use crate::gpu::queue::{Dispatch, WorldSync};
 use crate::gpu::world::GpuWorld;
@@ -147,6 +147,15 @@ pub(super) enum Items {
         agents: wgpu::Buffer,
         details: bool,
     },
+    /// The rays of a sensor rig (the buffer `rig`, `rays` a pose) from agents' poses, pose
+    /// after pose; `details`: whether each ray's full answer is written instead of its word.
+    /// Dispatches take whole poses.
+    Sensors {
+        poses: Vec<GpuPose>,
+        rig: wgpu::Buffer,
+        rays: u32,
+        details: bool,
+    },
 }
 
 impl Items {
@@ -155,6 +164,7 @@ impl Items {
             Items::Rays(_, n) => *n as u64,
             Items::Camera(n) => u64::from(*n),
             Items::Pairs { pairs, .. } => pairs.len() as u64,
+            Items::Sensors { poses, rays, .. } => poses.len() as u64 * u64::from(*rays),
         }
     }
 
@@ -184,6 +194,15 @@ impl Items {
                 };
                 (n * 8, bit_words(n) * 4 + answers)
             }
+            Items::Sensors { rays, details, .. } => {
+                let per_ray = if *details {
+                    size_of::<GpuHit>() as u64
+                } else {
+                    4
+                };
+                let poses = n / u64::from((*rays).max(1));
+                (poses * size_of::<GpuPose>() as u64, n * per_ray)
+            }
         }
     }
 
@@ -194,6 +213,10 @@ impl Items {
             Items::Rays(staging, _) => bytemuck::cast_slice(&staging.upload[range]),
             Items::Camera(_) => &[],
             Items::Pairs { pairs, .. } => bytemuck::cast_slice(&pairs[range]),
+            Items::Sensors { poses, rays, .. } => {
+                let r = u64::from((*rays).max(1));
+                bytemuck::cast_slice(&poses[(base / r) as usize..((base + count) / r) as usize])
+            }
         }
     }
 }
@@ -298,11 +321,19 @@ impl Flight {
     ) -> Result<Self, GpuError> {
         batches.device.check_lost()?;
         binding.sync.check()?;
+        let per_dispatch = match &items {
+            // Whole poses: a multiple of the rig's rays, at least one pose.
+            Items::Sensors { rays, .. } => {
+                let (p, r) = (u64::from(per_dispatch), u64::from((*rays).max(1)));
+                (p - p % r).max(r)
+            }
+            _ => u64::from(per_dispatch.max(1)),
+        };
         let mut flight = Self {
             batches: Arc::clone(batches),
             binding,
             items,
-            per_dispatch: u64::from(per_dispatch.max(1)),
+            per_dispatch,
             next: 0,
             in_flight: VecDeque::new(),
             kernel_ns: 0.0,
@@ -506,6 +537,11 @@ impl Flight {
                 entries.push(input(8));
                 entries.push(entry(9, agents));
                 entries.push(entry(10, &set.output));
+            }
+            Items::Sensors { rig, .. } => {
+                entries.push(input(11));
+                entries.push(entry(12, rig));
+                entries.push(entry(13, &set.output));
             }
         }
         self.batches

@@ -133,8 +133,22 @@ pub(super) struct GpuParams {
     pub(super) cam_inv_h: f32,
     /// Always 0: the shader's `pin` hides values behind it (see `shaders/exact.wgsl`).
     pub(super) zero: u32,
-    /// `cast_pairs`: 1 to write each pair's answer besides its bit.
+    /// `cast_pairs`, `cast_sensors`: 1 to write each answer whole.
     pub(super) details: u32,
+    /// `cast_sensors`: rays of the rig.
+    pub(super) sensor_rays: u32,
+    pub(super) _pad: [u32; 3],
+}
+
+/// One agent's sensor pose as the shader reads it (`GpuPose` in `shaders/dda.wgsl`): 32
+/// bytes, the voxel window-relative, the rotation packed (`src/sensors.rs`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub(super) struct GpuPose {
+    pub(super) voxel: [i32; 3],
+    pub(super) rotation_lo: u32,
+    pub(super) sub: [f32; 3],
+    pub(super) rotation_hi: u32,
 }
 
 /// A compute entry point of the shader.
@@ -146,6 +160,8 @@ pub(super) enum Entry {
     Camera,
     /// `cast_pairs`: line of sight between pairs of agents.
     Pairs,
+    /// `cast_sensors`: the rays of a sensor rig from agents' poses.
+    Sensors,
 }
 
 impl Entry {
@@ -155,6 +171,7 @@ impl Entry {
             Entry::Rays => "cast_rays",
             Entry::Camera => "cast_camera",
             Entry::Pairs => "cast_pairs",
+            Entry::Sensors => "cast_sensors",
         }
     }
 }
@@ -245,6 +262,7 @@ mod tests {
             ("STATUS_TOO_LONG", U(STATUS_TOO_LONG)),
             ("MAX_DISTANCE_CAP", F(crate::ray::MAX_DISTANCE_CAP)),
             ("MIN_SQUARED_LENGTH", F(crate::ray::MIN_SQUARED_LENGTH)),
+            ("ROTATION_STEP", F(crate::sensors::ROTATION_STEP)),
         ];
         // Constants the host never writes or reads: internal to the shader.
         let shader_only = [
@@ -289,7 +307,7 @@ mod tests {
             );
         }
         // The workgroup size of every entry point.
-        for e in [Entry::Rays, Entry::Camera, Entry::Pairs] {
+        for e in [Entry::Rays, Entry::Camera, Entry::Pairs, Entry::Sensors] {
             let point = m
                 .entry_points
                 .iter()
@@ -328,6 +346,7 @@ mod tests {
         assert_eq!(size_of_wgsl("GpuRay"), size_of::<GpuRay>(), "GpuRay");
         assert_eq!(size_of_wgsl("GpuHit"), size_of::<GpuHit>(), "GpuHit");
         assert_eq!(size_of_wgsl("GpuAgent"), size_of::<GpuAgent>(), "GpuAgent");
+        assert_eq!(size_of_wgsl("GpuPose"), size_of::<GpuPose>(), "GpuPose");
         assert_eq!(size_of_wgsl("Params"), size_of::<GpuParams>(), "Params");
     }
 }

@@ -369,16 +369,7 @@ fn shader_camera(c: &Camera) -> Option<Camera> {
 /// rays are then built on the host ([`camera_rays`]).
 pub(super) fn shader_camera_in(window: &Window, camera: &Camera) -> Option<(Camera, [i32; 3])> {
     let c = shader_camera(camera)?;
-    let inside = (0..3).all(|a| {
-        let eye = c.position.axis(a);
-        let lo = if c.sub_offset[a] == 0.0 {
-            eye.checked_sub(1)
-        } else {
-            Some(eye)
-        };
-        lo.is_some_and(|lo| window.bounds.min.axis(a) <= lo) && eye <= window.bounds.max.axis(a)
-    });
-    let eye = window.relative(c.position).filter(|_| inside)?;
+    let eye = window.start_of(c.position, c.sub_offset)?;
     Some((c, eye))
 }
 

@@ -16,8 +16,10 @@ use crate::gpu::flight::{BatchStats, Batches, Binding, Flight, Items, KeptMemory
 use crate::gpu::layout::{Entry, MAX_DISPATCH_RAYS, SHADER_SOURCE, option_flags};
 use crate::gpu::prepare::{HOST_BAND, camera_params, camera_rays, shader_camera_in};
 use crate::gpu::probe::{Probe, SelfCheckReport};
+use crate::gpu::sensors::{GpuSensorRig, sensor_flights};
 use crate::gpu::world::GpuWorld;
 use crate::ray::{LineOfSight, LineOfSightOptions, RaycastOptions, RaycastOutcome, VoxelRay};
+use crate::sensors::{SensorPose, SensorReadings, SensorRig};
 use crate::world::VoxelWorld;
 
 /// A wgpu device with the raycasting pipelines: its own ([`GpuRaycaster::new`]) or the
@@ -284,6 +286,15 @@ impl GpuRaycaster {
     /// [`GpuError::Device`] when the upload fails.
     pub fn upload_agents(&self, agents: &[Agent], world: &GpuWorld) -> Result<GpuAgents, GpuError> {
         GpuAgents::new(&self.batches.device, world, agents)
+    }
+
+    /// Uploads `rig` for the sensor calls ([`GpuRaycaster::sense`]) on any world of this
+    /// raycaster: 16 bytes a ray, once.
+    ///
+    /// # Errors
+    /// [`GpuError::Device`] when the upload fails.
+    pub fn upload_rig(&self, rig: &SensorRig) -> Result<GpuSensorRig, GpuError> {
+        GpuSensorRig::new(&self.batches.device, rig)
     }
 
     /// Casts every ray against `world` and returns the outcomes in input order, exactly as
@@ -651,6 +662,97 @@ impl GpuRaycaster {
             false,
         )?;
         let collector = VisiblePairs { pairs, inner };
+        Ok(PendingBatch::new(
+            &self.batches,
+            flights,
+            Box::new(collector),
+            items,
+            started,
+        ))
+    }
+
+    /// Every ray of `rig` from every pose, against `world`: the readings of
+    /// [`sense`](crate::sense) bit for bit. The shader makes each ray from the agent's pose
+    /// (32 bytes up an agent, the rig uploaded once) exactly as [`SensorPose::ray`] makes it,
+    /// and sends back one word a ray (4 bytes: the distance, see [`SensorReadings`]), or with
+    /// `hits` each ray's whole answer (20 bytes: the hit voxel, face, id and UV too). An agent
+    /// whose pose is bad gets its error on every ray and the others are answered; an agent
+    /// whose pose lies outside the window is cast from rays built on the host.
+    ///
+    /// # Errors
+    /// As [`GpuRaycaster::raycast`]; [`GpuError::WorldFromAnotherDevice`] also for a rig
+    /// uploaded with another raycaster.
+    pub fn sense(
+        &self,
+        rig: &GpuSensorRig,
+        poses: &[SensorPose],
+        world: &GpuWorld,
+        opts: &RaycastOptions,
+        hits: bool,
+    ) -> Result<SensorReadings, GpuError> {
+        self.submit_sense(rig, poses, world, opts, hits)?.wait()
+    }
+
+    /// [`GpuRaycaster::sense`] into `readings`, whose allocations are reused (see
+    /// [`GpuRaycaster::raycast_into`]): for sensors read every frame.
+    ///
+    /// # Errors
+    /// As [`GpuRaycaster::sense`]; `readings` is then unspecified.
+    pub fn sense_into(
+        &self,
+        rig: &GpuSensorRig,
+        poses: &[SensorPose],
+        world: &GpuWorld,
+        opts: &RaycastOptions,
+        hits: bool,
+        readings: &mut SensorReadings,
+    ) -> Result<(), GpuError> {
+        let pending =
+            self.submit_sense_into(rig, poses, world, opts, hits, std::mem::take(readings))?;
+        *readings = pending.wait()?;
+        Ok(())
+    }
+
+    /// [`GpuRaycaster::sense`], submitted: returns at once (the poses checked and packed), the
+    /// readings come from the [`PendingBatch`].
+    ///
+    /// # Errors
+    /// As [`GpuRaycaster::sense`].
+    pub fn submit_sense(
+        &self,
+        rig: &GpuSensorRig,
+        poses: &[SensorPose],
+        world: &GpuWorld,
+        opts: &RaycastOptions,
+        hits: bool,
+    ) -> Result<PendingBatch<SensorReadings>, GpuError> {
+        self.submit_sense_into(rig, poses, world, opts, hits, SensorReadings::default())
+    }
+
+    /// [`GpuRaycaster::submit_sense`] filling `readings` (its allocations reused).
+    ///
+    /// # Errors
+    /// As [`GpuRaycaster::sense`].
+    pub fn submit_sense_into(
+        &self,
+        rig: &GpuSensorRig,
+        poses: &[SensorPose],
+        world: &GpuWorld,
+        opts: &RaycastOptions,
+        hits: bool,
+        readings: SensorReadings,
+    ) -> Result<PendingBatch<SensorReadings>, GpuError> {
+        let started = self.begin_call(world)?;
+        let (flights, collector, items) = sensor_flights(
+            &self.batches,
+            world,
+            self.per_dispatch(),
+            rig,
+            poses,
+            opts,
+            hits,
+            readings,
+        )?;
         Ok(PendingBatch::new(
             &self.batches,
             flights,

@@ -253,6 +253,23 @@ impl Window {
         ]
     }
 
+    /// The window-relative voxel of a point (voxel `p`, offset `sub` in `[0, 1)`) that the
+    /// shader can start a ray made there at: one the window holds, with a voxel to spare below
+    /// it on each axis where the point lies on the voxel's low face (a ray going down starts in
+    /// the voxel below, `first_voxel`). `None` elsewhere: such rays are made on the host.
+    pub(super) fn start_of(&self, p: WorldPos, sub: glam::Vec3) -> Option<[i32; 3]> {
+        let fits = (0..3).all(|a| {
+            let low = if sub[a] == 0.0 {
+                p.axis(a).checked_sub(1)
+            } else {
+                Some(p.axis(a))
+            };
+            low.is_some_and(|low| self.bounds.min.axis(a) <= low)
+                && p.axis(a) <= self.bounds.max.axis(a)
+        });
+        if fits { self.relative(p) } else { None }
+    }
+
     /// Voxel `p` relative to the window's lowest voxel; `None` where that does not fit in i32.
     pub(super) fn relative(&self, p: WorldPos) -> Option<[i32; 3]> {
         let mut out = [0; 3];

@@ -7,12 +7,14 @@ use std::sync::OnceLock;
 
 use crate::common;
 use crate::scene::{Sparse, SplitMix64, Terrain, WATER};
+use voxcast::glam::Quat;
 use voxcast::gpu::{GpuError, GpuRaycaster, GpuWorld, Visibility, wgpu};
 use voxcast::{
     Camera, ChunkPos, LineOfSight, LineOfSightOptions, MaterialFilter, RaycastOptions,
     RaycastOutcome, UnloadedPolicy, VoxelId, VoxelRay, VoxelWorld, WorldPos, glam::Vec3,
     line_of_sight_batch, raycast_batch, raycast_camera,
 };
+use voxcast::{SensorPose, SensorReadings, SensorRig, sense};
 
 /// The raycaster the tests share, created once. `None` (after a loud message) where no GPU is
 /// usable, unless `VOXCAST_REQUIRE_GPU=1`, where that fails the test.
@@ -533,6 +535,123 @@ pub fn check_visibility(what: &str, gpu: &Visibility, cpu: &[LineOfSight], pairs
         gpu.count_visible(),
         cpu.iter().filter(|c| **c == LineOfSight::Clear).count()
     );
+}
+
+/// Sensor readings of the GPU against the CPU's, ray by ray: the same words bit for bit and
+/// (where both have them) outcomes that match. Prints the first differences with the agent's
+/// pose and the ray.
+pub fn check_sensors(
+    what: &str,
+    rig: &SensorRig,
+    poses: &[SensorPose],
+    gpu: &SensorReadings,
+    cpu: &SensorReadings,
+) {
+    assert_eq!(
+        (gpu.agents(), gpu.rays_per_agent()),
+        (cpu.agents(), cpu.rays_per_agent()),
+        "{what}: agents and rays"
+    );
+    assert_eq!(
+        gpu.errors().collect::<Vec<_>>(),
+        cpu.errors().collect::<Vec<_>>(),
+        "{what}: bad poses"
+    );
+    let n = cpu.rays_per_agent();
+    let word_differs = |i: usize| gpu.distances()[i].to_bits() != cpu.distances()[i].to_bits();
+    let outcome_differs = |i: usize| match (gpu.outcomes(), cpu.outcomes()) {
+        (Some(g), Some(c)) => !g[i].matches(&c[i]),
+        (None, None) => false,
+        _ => true,
+    };
+    let bad: Vec<usize> = (0..cpu.distances().len())
+        .filter(|&i| word_differs(i) || outcome_differs(i))
+        .collect();
+    if let Some(&i) = bad.first() {
+        let (a, k) = (i / n, i % n);
+        panic!(
+            "{what}: {} of {} sensor rays differ; first: agent {a} ray {k}: gpu {:?} ({:?}), \
+             cpu {:?} ({:?}); pose {:?}, ray {:?}",
+            bad.len(),
+            cpu.distances().len(),
+            gpu.get(a, k),
+            gpu.outcomes().map(|o| o[i]),
+            cpu.get(a, k),
+            cpu.outcomes().map(|o| o[i]),
+            poses[a],
+            poses[a].ray(rig, k)
+        );
+    }
+    assert!(gpu.matches(cpu), "{what}: readings");
+}
+
+/// Poses on the terrain: at `n` agents' eyes (some on voxel corners), turned by random yaw and
+/// pitch, by random quaternions, and along the axes (quarter turns).
+pub fn terrain_poses(t: &Terrain, n: usize, seed: u64) -> Vec<SensorPose> {
+    let mut rng = SplitMix64::new(seed);
+    t.agents(n, seed)
+        .iter()
+        .enumerate()
+        .map(|(i, agent)| {
+            let (position, offset) = agent.eye().expect("a valid eye");
+            let rotation = match i % 3 {
+                0 => {
+                    Quat::from_rotation_y(rng.next_f32() * std::f32::consts::TAU)
+                        * Quat::from_rotation_x(rng.next_f32() - 0.5)
+                }
+                1 => Quat::from_xyzw(
+                    rng.next_f32() - 0.5,
+                    rng.next_f32() - 0.5,
+                    rng.next_f32() - 0.5,
+                    rng.next_f32() - 0.5,
+                )
+                .normalize(),
+                _ => Quat::from_rotation_y(std::f32::consts::FRAC_PI_2 * rng.below(4) as f32),
+            };
+            SensorPose::new(position, offset, rotation)
+        })
+        .collect()
+}
+
+/// Sensors on the terrain against the CPU: a 64-ray cone, 8 whiskers and a small LiDAR sweep
+/// from 300 poses (also turned along the axes), words alone and whole answers, under the
+/// default options and those of conservative sight's neighbour, `Stop` for unloaded space.
+pub fn sensor_parity(gpu: &GpuRaycaster) {
+    let (t, tw) = terrain();
+    let gw = gpu.upload_world(tw).expect("upload");
+    let poses = terrain_poses(t, 300, 77);
+    let rigs = [
+        ("cone", SensorRig::cone(64, 30.0, 32.0).expect("cone")),
+        (
+            "whiskers",
+            SensorRig::whiskers(8, 120.0, 6.0).expect("whiskers"),
+        ),
+        ("lidar", SensorRig::lidar(4, 90, 40.0, 60.0).expect("lidar")),
+    ];
+    let stop = RaycastOptions {
+        unloaded: UnloadedPolicy::Stop,
+        ..RaycastOptions::default()
+    };
+    for (name, rig) in &rigs {
+        let on_gpu = gpu.upload_rig(rig).expect("rig");
+        for opts in [RaycastOptions::default(), stop.clone()] {
+            for hits in [false, true] {
+                let what = format!("{name}, {:?}, hits {hits}", opts.unloaded);
+                let g = gpu
+                    .sense(&on_gpu, &poses, &gw, &opts, hits)
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                let c = sense(rig, &poses, tw, &opts, hits);
+                check_sensors(&what, rig, &poses, &g, &c);
+                // A check that could not fail otherwise: the rays both hit and miss.
+                let hit = c.distances().iter().filter(|d| **d >= 0.0 && d.is_finite());
+                let (hits_seen, all) = (hit.count(), c.distances().len());
+                assert!(
+                    0 < hits_seen && hits_seen < all,
+                    "{what}: {hits_seen} of {all} hit"
+                );
+            }
+        }
+    }
 }
 
 /// The parent and child of a test that a GPU program ends cleanly: with

@@ -1,4 +1,4 @@
-//! The standard workloads W1-W5 and one adapter per engine, shared by the bench report
+//! The standard workloads W1-W6 and one adapter per engine, shared by the bench report
 //! (`examples/bench_report`) and the criterion benches (`benches/raycast.rs`).
 //!
 //! Every engine answers the same question for the same rays in the same world: which voxel
@@ -7,15 +7,15 @@
 //! outside the loaded box is solid. Preparation (building a peer's world, flattening the
 //! occupancy) happens once, outside any timing.
 
-use crate::scene::{Sparse, Terrain};
+use crate::scene::{Sparse, SplitMix64, Terrain};
 use parry3d::math::{IVector, Vector};
 use parry3d::query::{Ray, RayCast};
 use parry3d::shape::Voxels;
 use voxcast::agent_segment;
 use voxcast::{
     Agent, Camera, LineOfSight, LineOfSightOptions, LocalPos, RaycastOptions, RaycastOutcome,
-    VoxelRay, VoxelWorld, WorldPos, line_of_sight, line_of_sight_batch_into, pairs_within,
-    raycast_batch_into, raycast_camera_into, voxel_raycast_with,
+    SensorPose, SensorRig, VoxelRay, VoxelWorld, WorldPos, line_of_sight, line_of_sight_batch_into,
+    pairs_within, raycast_batch_into, raycast_camera_into, voxel_raycast_with,
 };
 
 /// Seed of the W1 reach rays.
@@ -30,6 +30,15 @@ const SEED_W5: u64 = 0x5735;
 pub const W5_AGENTS: usize = 2_000;
 /// W5: pairs of agents at most this far apart, in voxels, are asked.
 pub const W5_RADIUS: f64 = 64.0;
+/// Seed of the W6 agents and their headings.
+const SEED_W6: u64 = 0x5736;
+/// W6: how many agents sense.
+pub const W6_AGENTS: usize = 2_000;
+
+/// W6's rig: a vision cone of 64 rays, 30° around forward, 32 voxels long.
+pub fn w6_rig() -> SensorRig {
+    SensorRig::cone(64, 30.0, 32.0).unwrap_or_else(|e| unreachable!("a valid cone: {e}"))
+}
 
 /// One of the standard workloads of [`crate::scene`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,11 +53,13 @@ pub enum WorkloadId {
     W4,
     /// Agents: terrain, 2,000 agents, line of sight for every pair within 64 voxels.
     W5,
+    /// Sensors: terrain, 2,000 agents, each a 64-ray vision cone of 32 voxels from its eye.
+    W6,
 }
 
 impl WorkloadId {
     /// Every workload, in order.
-    pub const ALL: [Self; 5] = [Self::W1, Self::W2, Self::W3, Self::W4, Self::W5];
+    pub const ALL: [Self; 6] = [Self::W1, Self::W2, Self::W3, Self::W4, Self::W5, Self::W6];
 
     /// Short name used on the command line and in JSON (`w1` ... `w4`).
     pub fn key(self) -> &'static str {
@@ -58,6 +69,7 @@ impl WorkloadId {
             Self::W3 => "w3",
             Self::W4 => "w4",
             Self::W5 => "w5",
+            Self::W6 => "w6",
         }
     }
 
@@ -69,10 +81,11 @@ impl WorkloadId {
             Self::W3 => "W3 camera",
             Self::W4 => "W4 sparse",
             Self::W5 => "W5 agents",
+            Self::W6 => "W6 sensors",
         }
     }
 
-    /// Parses `w1` ... `w5` (any case).
+    /// Parses `w1` ... `w6` (any case).
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL
             .into_iter()
@@ -106,13 +119,15 @@ pub struct Workload {
     pub agents: Vec<Agent>,
     /// W5's pairs of agents (indices into `agents`); empty otherwise.
     pub pairs: Vec<[u32; 2]>,
+    /// W6's poses (`rays[a * 64 + k]` is ray `k` of pose `a`); empty otherwise.
+    pub poses: Vec<SensorPose>,
 }
 
 impl Workload {
     /// Builds workload `id` with `n` rays (W1, W2, W4) or a `camera.0 × camera.1` camera
-    /// (W3); W5 has its own size (2,000 agents).
+    /// (W3); W5 and W6 have their own size (2,000 agents).
     pub fn new(id: WorkloadId, n: usize, camera: (u32, u32)) -> Self {
-        let (mut agents, mut pairs) = (Vec::new(), Vec::new());
+        let (mut agents, mut pairs, mut poses) = (Vec::new(), Vec::new(), Vec::new());
         let (world, rays, cam, query) = match id {
             WorkloadId::W1 => {
                 let t = Terrain::STANDARD;
@@ -151,6 +166,32 @@ impl Workload {
                 let rays = segs.into_iter().map(|(_, s)| s).collect();
                 (t.build(), rays, None, Query::LineOfSight)
             }
+            WorkloadId::W6 => {
+                let t = Terrain::STANDARD;
+                let mut rng = SplitMix64::new(SEED_W6);
+                poses = t
+                    .agents(W6_AGENTS, SEED_W6)
+                    .iter()
+                    .map(|a| {
+                        let (p, sub) = a.eye().unwrap_or_else(|e| unreachable!("an eye: {e}"));
+                        let (yaw, pitch) = (
+                            rng.next_f32() * std::f32::consts::TAU,
+                            -0.3 * rng.next_f32(),
+                        );
+                        SensorPose::from_yaw_pitch(p, sub, yaw, pitch)
+                    })
+                    .collect();
+                let rig = w6_rig();
+                let rays = poses
+                    .iter()
+                    .flat_map(|p| (0..rig.len()).map(move |k| (p, k)))
+                    .map(|(p, k)| {
+                        p.ray(&rig, k)
+                            .unwrap_or_else(|e| unreachable!("a valid pose: {e}"))
+                    })
+                    .collect();
+                (t.build(), rays, None, Query::Raycast)
+            }
         };
         Self {
             id,
@@ -160,6 +201,7 @@ impl Workload {
             query,
             agents,
             pairs,
+            poses,
         }
     }
 }
@@ -469,8 +511,10 @@ pub mod gpu {
     use super::{Answer, Query, Workload, answer_of_outcome, answer_of_sight};
     use std::cell::RefCell;
     use voxcast::agent_segment;
-    use voxcast::gpu::{GpuAgents, GpuRaycaster, GpuWorld};
-    use voxcast::{LineOfSight, LineOfSightOptions, RaycastOptions, RaycastOutcome, VoxelRay};
+    use voxcast::gpu::{GpuAgents, GpuRaycaster, GpuSensorRig, GpuWorld};
+    use voxcast::{
+        LineOfSight, LineOfSightOptions, RaycastOptions, RaycastOutcome, SensorReadings, VoxelRay,
+    };
 
     /// A GPU device shared by every workload, with output buffers kept from one batch to the
     /// next as an engine calling every frame would keep them.
@@ -480,6 +524,9 @@ pub mod gpu {
         sights: RefCell<Vec<LineOfSight>>,
         /// W5's agents on the GPU, updated on every call as a game does every frame.
         agents: RefCell<Option<GpuAgents>>,
+        /// W6's rig on the GPU, uploaded once.
+        rig: RefCell<Option<GpuSensorRig>>,
+        readings: RefCell<SensorReadings>,
     }
 
     /// The answer standing for "blocked" where a batch's bits do not say by what.
@@ -507,6 +554,8 @@ pub mod gpu {
                     outcomes: RefCell::default(),
                     sights: RefCell::default(),
                     agents: RefCell::default(),
+                    rig: RefCell::default(),
+                    readings: RefCell::default(),
                 })
                 .map_err(|e| format!("no adapter: {e}"))
         }
@@ -561,6 +610,53 @@ pub mod gpu {
                 .map(|i| if v.visible(i) { None } else { Some(BLOCKED) })
                 .collect();
             Ok((answers, upload))
+        }
+
+        /// W6 through the sensor call: the rig uploaded once (not timed), then every ray of it
+        /// from every pose in one call, a word each (the distance). The answer of a hit is
+        /// `Some` of an unknown voxel (the words do not say which), of a miss `None`.
+        pub fn sensors(&self, scene: &GpuScene, w: &Workload) -> Result<Vec<Answer>, String> {
+            let err = |e: voxcast::gpu::GpuError| e.to_string();
+            let mut rig = self.rig.borrow_mut();
+            if rig.is_none() {
+                *rig = Some(self.gpu.upload_rig(&super::w6_rig()).map_err(err)?);
+            }
+            let on_gpu = rig.as_ref().expect("uploaded above");
+            let mut readings = self.readings.borrow_mut();
+            self.gpu
+                .sense_into(
+                    on_gpu,
+                    &w.poses,
+                    &scene.world,
+                    &RaycastOptions::default(),
+                    false,
+                    &mut readings,
+                )
+                .map_err(err)?;
+            Ok(readings
+                .distances()
+                .iter()
+                .map(|d| d.is_finite().then_some(BLOCKED))
+                .collect())
+        }
+
+        /// W6 through the plain batch, with what its user does first: every ray of every pose
+        /// built on the host (`SensorPose::ray`). Also returns the seconds spent building them.
+        pub fn rays_then_raycast(
+            &self,
+            scene: &GpuScene,
+            w: &Workload,
+        ) -> Result<(Vec<Answer>, f64), String> {
+            let t = std::time::Instant::now();
+            let rig = super::w6_rig();
+            let rays: Vec<VoxelRay> = w
+                .poses
+                .iter()
+                .flat_map(|p| (0..rig.len()).map(move |k| (p, k)))
+                .map(|(p, k)| p.ray(&rig, k).map_err(|e| e.to_string()))
+                .collect::<Result<_, _>>()?;
+            let built = t.elapsed().as_secs_f64();
+            Ok((self.run(scene, w, &rays)?, built))
         }
 
         /// W5 through the plain line-of-sight batch, with what its user does first: each

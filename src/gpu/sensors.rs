@@ -1,0 +1,272 @@
+//! Sensors on the GPU: a rig uploaded once ([`GpuSensorRig`]), then every ray of it from every
+//! agent's pose in one batch, each ray made in the shader exactly as [`SensorPose::ray`] makes
+//! it (32 bytes up an agent, a word or a whole answer down a ray); agents whose pose lies
+//! outside the window are cast from rays built on the host; and what collects the answers.
+
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+use crate::cpu_ref::LONG_RAY;
+use crate::gpu::answers::{Collector, RayAnswers, decode, ray_flight};
+use crate::gpu::device::Device;
+use crate::gpu::error::{GpuError, device_error};
+use crate::gpu::flight::{Batches, Binding, Flight, Items};
+use crate::gpu::layout::{Entry, GpuHit, GpuPose, option_flags};
+use crate::gpu::window::Window;
+use crate::gpu::world::GpuWorld;
+use crate::ray::{RaycastOptions, RaycastOutcome, VoxelRay};
+use crate::sensors::{SensorPose, SensorReadings, SensorRig};
+
+/// A [`SensorRig`] in GPU memory (16 bytes a ray, uploaded once by
+/// [`GpuRaycaster::upload_rig`](crate::gpu::GpuRaycaster::upload_rig)), for the sensor calls
+/// of the raycaster that uploaded it, on any of its worlds.
+#[derive(Debug)]
+pub struct GpuSensorRig {
+    buffer: wgpu::Buffer,
+    /// The rig's rays, as the host makes them for agents outside the window.
+    rig: SensorRig,
+    device: Arc<Device>,
+}
+
+impl GpuSensorRig {
+    /// `rig` uploaded on `device`.
+    pub(super) fn new(device: &Arc<Device>, rig: &SensorRig) -> Result<Self, GpuError> {
+        let words = rig.words();
+        let bytes = size_of_val(words).max(16) as u64;
+        let wgpu_device = &device.wgpu;
+        let scope = wgpu_device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let buffer = wgpu_device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("sensor rig"),
+            size: bytes,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(device_error(e));
+        }
+        if !words.is_empty() {
+            // Through the courier: before the next batch.
+            device
+                .courier
+                .write(&buffer, 0, bytemuck::cast_slice(words).to_vec())?;
+        }
+        Ok(Self {
+            buffer,
+            rig: rig.clone(),
+            device: Arc::clone(device),
+        })
+    }
+
+    /// How many rays the rig has.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.rig.len()
+    }
+
+    /// Whether the rig has no rays.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.rig.is_empty()
+    }
+
+    /// The rig it holds.
+    #[must_use]
+    pub fn rig(&self) -> &SensorRig {
+        &self.rig
+    }
+}
+
+/// The answers of a sensor batch: one flight casts the poses the shader takes (`gpu[j]` is the
+/// caller's agent of its pose `j`, `starts[j]` the pose's voxel), flight `host_flight` the rays
+/// of the agents outside the window, built on the host (`host[j]` likewise, their rays in
+/// order).
+#[derive(Debug)]
+pub(super) struct SensorAnswers {
+    readings: SensorReadings,
+    gpu: Vec<u32>,
+    starts: Vec<[i32; 3]>,
+    host: Vec<u32>,
+    host_flight: usize,
+    host_answers: RayAnswers<RaycastOutcome>,
+    window: Window,
+    details: bool,
+}
+
+impl Collector<SensorReadings> for SensorAnswers {
+    fn collect(
+        &mut self,
+        flight: usize,
+        items: &Items,
+        base: u64,
+        count: u64,
+        bytes: &[u8],
+    ) -> Result<(), GpuError> {
+        if flight == self.host_flight {
+            return self.host_answers.collect(flight, items, base, count, bytes);
+        }
+        let n = self.readings.rays_per_agent();
+        let words: &[u32] = bytemuck::cast_slice(bytes);
+        let first = base as usize / n;
+        let poses = &self.gpu[first..(base + count) as usize / n];
+        if self.details {
+            for (j, &a) in poses.iter().enumerate() {
+                for k in 0..n {
+                    let at = 5 * (j * n + k);
+                    let h: &GpuHit = bytemuck::from_bytes(bytemuck::cast_slice(&words[at..at + 5]));
+                    let outcome = decode(&self.window, h, self.starts[first + j])?;
+                    self.readings.set(a as usize * n + k, outcome);
+                }
+            }
+            return Ok(());
+        }
+        let all = self.readings.words_mut();
+        for (j, &a) in poses.iter().enumerate() {
+            let got = &words[j * n..(j + 1) * n];
+            if got.iter().any(|w| f32::from_bits(*w).is_nan()) {
+                return Err(GpuError::Internal(
+                    "a sensor ray ran past the step limit".into(),
+                ));
+            }
+            let a = a as usize;
+            all[a * n..(a + 1) * n].copy_from_slice(bytemuck::cast_slice(got));
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> SensorReadings {
+        let n = self.readings.rays_per_agent();
+        let host = self.host_answers.finish();
+        for (j, &a) in self.host.iter().enumerate() {
+            for (k, &outcome) in host[j * n..(j + 1) * n].iter().enumerate() {
+                self.readings.set(a as usize * n + k, outcome);
+            }
+        }
+        self.readings.sort_errors();
+        std::mem::take(&mut self.readings)
+    }
+}
+
+/// The flights of a sensor batch on `world`, dispatched about `per_dispatch` rays at a time
+/// (whole poses), and what collects their answers: the poses the shader takes, and rays built
+/// on the host for agents whose pose lies outside the window. Also returns how many rays went
+/// to the GPU.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "a batch's queries, where they go, and how"
+)]
+pub(super) fn sensor_flights(
+    batches: &Arc<Batches>,
+    world: &GpuWorld,
+    per_dispatch: u32,
+    rig: &GpuSensorRig,
+    poses: &[SensorPose],
+    opts: &RaycastOptions,
+    details: bool,
+    mut readings: SensorReadings,
+) -> Result<(Vec<Flight>, SensorAnswers, u64), GpuError> {
+    if !Arc::ptr_eq(&rig.device, &batches.device) {
+        return Err(GpuError::WorldFromAnotherDevice);
+    }
+    let w = &world.window;
+    let n = rig.len();
+    readings.reset(poses.len(), n, details);
+    let packed: Vec<_> = poses
+        .par_iter()
+        .with_min_len(1024)
+        .map(|p| {
+            let (origin, sub, rotation) = p.pack()?;
+            Ok((w.start_of(origin, sub), sub, rotation))
+        })
+        .collect();
+    let mut gpu_poses = Vec::new();
+    let (mut gpu, mut starts, mut host) = (Vec::new(), Vec::new(), Vec::new());
+    let mut host_rays: Vec<VoxelRay> = Vec::new();
+    gpu_poses.reserve(poses.len());
+    gpu.reserve(poses.len());
+    for (a, p) in packed.iter().enumerate() {
+        match *p {
+            Err(e) => readings.set_invalid(a, e),
+            Ok(_) if n == 0 => {}
+            Ok((Some(voxel), sub, rotation)) => {
+                gpu_poses.push(GpuPose {
+                    voxel,
+                    rotation_lo: rotation[0],
+                    sub: sub.to_array(),
+                    rotation_hi: rotation[1],
+                });
+                gpu.push(a as u32);
+                if details {
+                    starts.push(voxel);
+                }
+            }
+            Ok((None, ..)) => {
+                // Packed once already: preparing again cannot fail.
+                let p = poses[a]
+                    .prepare()
+                    .map_err(|e| GpuError::Internal(format!("a packed pose: {e}")))?;
+                host_rays.extend(
+                    rig.rig
+                        .words()
+                        .iter()
+                        .map(|&[x, y, z, max]| p.ray(glam::Vec3::new(x, y, z), max)),
+                );
+                host.push(a as u32);
+            }
+        }
+    }
+    let mut flights = Vec::new();
+    let gpu_rays = (gpu_poses.len() * n) as u64;
+    if !gpu_poses.is_empty() {
+        let long = rig.rig.words().iter().all(|r| r[3] >= LONG_RAY);
+        let mut params = world.params();
+        params.details = u32::from(details);
+        params.sensor_rays = n as u32;
+        let binding = Binding::new(
+            &batches.device,
+            world,
+            Entry::Sensors,
+            option_flags(opts, false) | world.walk_flags(long),
+            params,
+            opts,
+        )?;
+        flights.push(Flight::start(
+            batches,
+            binding,
+            Items::Sensors {
+                poses: gpu_poses,
+                rig: rig.buffer.clone(),
+                rays: n as u32,
+                details,
+            },
+            per_dispatch,
+        )?);
+    }
+    let (host_flight, host_answers, host_count) = ray_flight(
+        batches,
+        world,
+        per_dispatch,
+        &host_rays,
+        opts,
+        false,
+        Vec::new(),
+        |o| o,
+    )?;
+    let host_flight = if let Some(f) = host_flight {
+        flights.push(f);
+        flights.len() - 1
+    } else {
+        usize::MAX
+    };
+    let answers = SensorAnswers {
+        readings,
+        gpu,
+        starts,
+        host,
+        host_flight,
+        host_answers,
+        window: *w,
+        details,
+    };
+    Ok((flights, answers, gpu_rays + host_count))
+}
