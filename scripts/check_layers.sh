@@ -12,10 +12,31 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../src"
 
 failed=0
 
-# Code before the file's `#[cfg(test)]` module, without comments, each line prefixed with
+# The files' code without comments and without their tests (a `#[cfg(test)]` module written
+# inline ends the file's code; one in a file of its own is left out), each line prefixed with
 # its place.
 code_of() {
-    awk '/^#\[cfg\(test\)\]/ { nextfile } { sub(/\/\/.*/, ""); print FILENAME ":" FNR ": " $0 }' "$@"
+    awk '
+        FNR == 1 { test = 0 }
+        test && /^mod [a-z_0-9]+ *\{/ { nextfile }
+        test && /^mod [a-z_0-9]+;/ { test = 0; next }
+        { test = /^#\[cfg\(test\)\]/ }
+        { sub(/\/\/.*/, ""); print FILENAME ":" FNR ": " $0 }' "$@"
+}
+
+# reexports_of FILE "MODULE...": the names FILE re-exports from the given modules (`use
+# <module>::...;`, over as many lines as it takes), as an alternation for grep -E.
+reexports_of() {
+    MODULES="$2" perl -0777 -ne '
+        my %mods = map { $_ => 1 } split(" ", $ENV{MODULES});
+        my %names;
+        while (/\buse\s+([a-z_0-9]+)::([^;]*);/g) {
+            next unless $mods{$1};
+            (my $rest = $2) =~ s{//[^\n]*}{}g;
+            $names{$_} = 1 for grep { !/^(self|as|crate|super|pub|use)$/ }
+                ($rest =~ /\b([A-Za-z_][A-Za-z_0-9]*)\b(?!\s*::)/g);
+        }
+        print join("|", sort keys %names);' "$1"
 }
 
 # check_folder DIR PATH: the modules of folder DIR (`.` for src/ itself), whose items are
@@ -34,19 +55,11 @@ check_folder() {
     local where="src/${path//:://}"
     [[ -n "$path" ]] || where="src"
 
-    # The names the folder's own file re-exports from its modules (`use <module>::...;`).
+    # The names the folder's own file (lib.rs at the top) re-exports from its modules.
     local reexports="" parent="${dir}.rs"
-    if [[ -n "$path" && -e "$parent" ]]; then
-        reexports="$(awk -v mods=" ${modules[*]} " '
-            /^[[:space:]]*(pub(\([a-z]+\))? )?use [a-z_0-9]+::/ {
-                m = $0; sub(/^[[:space:]]*(pub(\([a-z]+\))? )?use /, "", m); sub(/::.*/, "", m)
-                if (index(mods, " " m " ")) inside = 1
-            }
-            inside { sub(/^[^:]*::/, ""); text = text " " $0 }
-            inside && /;/ { inside = 0 }
-            END { print text }' "$parent" \
-            | grep -oE '\b[A-Za-z_][A-Za-z_0-9]*\b' | grep -vE '^(self|as|crate|super|pub|use)$' \
-            | sort -u | paste -sd'|' || true)"
+    [[ -n "$path" ]] || parent="lib.rs"
+    if [[ -e "$parent" ]]; then
+        reexports="$(reexports_of "$parent" "${modules[*]}")"
     fi
     [[ -n "$reexports" ]] || reexports='[^[:print:]]'
 
@@ -63,7 +76,7 @@ check_folder() {
         # every path names a module; inside a folder, a glob and the names its file re-exports
         # from its modules are refused, also inside `{...}` (whose `<module>::` paths count).
         if [[ -z "$path" ]]; then
-            hidden="${prefix}([A-Z{]|\*)"
+            hidden="${prefix}([A-Z{]|\*|(${reexports})\b)"
         else
             hidden="(${prefix}|super::)(\*|(${reexports})\b)"
         fi
@@ -80,8 +93,8 @@ check_folder() {
                     push @parts, $cur;
                     for (@parts) {
                         s/^\s+|\s+$//g; next if $_ eq "";
-                        if (/^([a-z_0-9]+)::/) { print "MOD $1\n" }
-                        elsif ($_ eq "*" || /^($re)\b/) { print "HIDDEN $_\n" }
+                        if ($_ eq "*" || /^($re)\b(?!\s*::)/) { print "HIDDEN $_\n" }
+                        elsif (/^([a-z_0-9]+)(::|\s+as\s+\w+$|$)/) { print "MOD $1\n" }
                     }
                 }')"
         fi

@@ -64,7 +64,7 @@ const HALF_BITS: u32 = 0x00FF00FFu;
 
 // The batch's options, bits as below. A pipeline-overridable constant, not a uniform: each
 // combination of options gets its own pipeline, compiled on first use (src/gpu/device.rs,
-// `GpuRaycaster::pipeline`), so that the code of options not in use folds away (faster than
+// `Device::pipeline`), so that the code of options not in use folds away (faster than
 // reading the options from Params: BENCHMARKS.md, "Design choices").
 override OPTIONS: u32;
 const FLAG_ORIGIN_MASK: u32 = 3u;      // 0 Report, 1 SkipOriginVoxel, 2 ExitSolid

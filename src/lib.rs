@@ -134,6 +134,6 @@ pub use world::{BRICK_EDGE, Chunk, VoxelId, VoxelWorld, WorldError};
 
 /// The code blocks of `README.md`, compiled (and, where they need no GPU, run) as doctests so
 /// that the README cannot drift from the API.
-#[cfg(doctest)]
+#[cfg(all(doctest, feature = "gpu"))]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;

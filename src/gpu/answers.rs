@@ -28,13 +28,13 @@ use crate::world::VoxelId;
 /// it needs, so it can be kept across frames, moved to another thread (it is `Send`) or dropped
 /// (the GPU's work is then discarded).
 ///
-/// Nothing waits unless asked to: [`PendingBatch::is_ready`] and [`PendingBatch::try_take`] poll
-/// the device without blocking (`wgpu::PollType::Poll`), read whatever dispatches have finished and
-/// submit the batch's next ones; [`PendingBatch::wait`] blocks the thread until the GPU is done,
-/// sleeping in the driver rather than spinning. On a device created by
+/// Nothing waits unless asked to: voxcast's own thread polls the device while batches are in
+/// flight; [`PendingBatch::is_ready`] and [`PendingBatch::try_take`] never block: they read
+/// whatever dispatches that thread has seen finish and submit the batch's next ones;
+/// [`PendingBatch::wait`] blocks the calling thread until the GPU is done, sleeping rather than
+/// spinning. On a device given to
 /// [`GpuRaycaster::from_device`](crate::gpu::GpuRaycaster::from_device) the application's own
-/// polling of the device (once per frame, say) also completes the readback, and these calls then
-/// find the answers ready.
+/// polling of the device (once per frame, say) completes readbacks too.
 ///
 /// A batch larger than one dispatch
 /// ([`GpuRaycaster::set_max_dispatch_rays`](crate::gpu::GpuRaycaster::set_max_dispatch_rays)) has
@@ -97,16 +97,15 @@ impl<T> PendingBatch<T> {
         batch
     }
 
-    /// Whether the answers are ready to take. Polls the device without blocking and reads the
-    /// dispatches that have finished (so it may take as long as decoding them).
+    /// Whether the answers are ready to take. Never blocks: reads the dispatches that have
+    /// finished (so it may take as long as decoding them).
     pub fn is_ready(&mut self) -> bool {
         self.progress(false);
         !self.taken && (self.flights.is_empty() || self.error.is_some())
     }
 
     /// The answers, if the GPU has finished the batch; `None` while it has not (or after the
-    /// answers were taken). Never blocks: polls the device, reads what has finished and
-    /// returns.
+    /// answers were taken). Never blocks: reads what has finished and returns.
     ///
     /// # Errors
     /// `Some(Err(_))` with a [`GpuError`] when the device failed (validation, out of memory,

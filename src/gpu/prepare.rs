@@ -451,7 +451,7 @@ const NOT_UPLOADED: u32 = u32::MAX;
 /// The upload position of a ray answered on the host.
 pub(super) const NOT_UPLOADED_AT: u32 = u32::MAX;
 
-/// The host's working buffers for a batch of rays ([`GpuRaycaster::prepare_rays`]), kept in
+/// The host's working buffers for a batch of rays ([`prepare_rays`]), kept in
 /// the raycaster's pool between batches.
 #[derive(Debug, Default)]
 pub(super) struct HostStaging {

@@ -20,7 +20,8 @@ use crate::gpu::error::{GpuError, device_error};
 /// (which completes their readback) and maps upload buffers again. It
 /// sleeps in the driver while the GPU is busy and on its channel while it is idle. Dropping
 /// the courier (with the last handle of its raycaster, worlds and batches) closes its channel
-/// and joins the thread once the device has finished what it was given: nothing of voxcast
+/// and joins the thread once the device has finished what it was given (or after
+/// [`FINAL_WAIT`] for a device that never does): nothing of voxcast
 /// uses the device after that, so a program can return from `main` at once (the driver may be
 /// unloaded by the exit handlers).
 #[derive(Debug)]
@@ -379,9 +380,17 @@ fn courier(device: &wgpu::Device, queue: &wgpu::Queue, todo: &Receiver<Job>) {
             }
         }
     }
-    // Everything submitted has finished (or the device is lost) before the thread ends.
-    let _ = device.poll(wgpu::PollType::wait_indefinitely());
+    // Everything submitted has finished (or the device is lost) before the thread ends; a
+    // device that never finishes is given up after a while rather than hang its user's drop.
+    let _ = device.poll(wgpu::PollType::Wait {
+        submission_index: None,
+        timeout: Some(FINAL_WAIT),
+    });
 }
+
+/// How long the courier waits, when its raycaster is dropped, for the device to finish the work
+/// it was given.
+const FINAL_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// What a world shares with the batches cast against it: how many times it has changed
 /// (a batch whose later dispatches would see a change fails instead of mixing two worlds)

@@ -202,7 +202,7 @@ impl GpuRaycaster {
     }
 
     /// A one-line description of the adapter and of the self-check's outcome, e.g.
-    /// `llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan, llvmpipe Mesa 22.3.6); exact: 2998 rays and
+    /// `llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan, llvmpipe Mesa 22.3.6); exact: 3000 rays and
     /// 1296 camera pixels match the CPU reference`.
     #[must_use]
     pub fn adapter_summary(&self) -> String {

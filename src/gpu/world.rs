@@ -36,7 +36,7 @@ pub struct GpuWorld {
     device: Arc<Device>,
     pub(super) window: Window,
     /// The window's half extent in chunks and its centre as last given, where it follows a
-    /// centre ([`GpuRaycaster::upload_window`]).
+    /// centre (`GpuRaycaster::upload_window`).
     following: Option<([u32; 3], ChunkPos)>,
     table: wgpu::Buffer,
     store: ChunkStore,

@@ -657,9 +657,11 @@ pub fn sensor_parity(gpu: &GpuRaycaster) {
 /// The parent and child of a test that a GPU program ends cleanly: with
 /// `VOXCAST_EXIT_CHILD=1` in the environment it runs `program` and returns (the test binary's
 /// `main` returns right after, as a user's program would); otherwise it runs the same binary
-/// as a child process `runs` times, two at a time (the timing that made an unjoined thread
-/// crash at exit), and panics unless every run exits with status 0 within two minutes. Where
-/// no GPU is usable it skips loudly, or fails with `VOXCAST_REQUIRE_GPU=1`.
+/// as a child process `runs` times, two at a time (a thread still using the device at exit
+/// crashes some of such runs), and panics unless every run exits with status 0 within two
+/// minutes. Where no GPU is usable it skips loudly, or fails with `VOXCAST_REQUIRE_GPU=1`.
+/// Asked to list its tests (`--list`) it names one, `exits_cleanly`; given a filter that does
+/// not match that name it runs nothing.
 pub fn exits_cleanly(runs: usize, program: fn()) {
     use std::process::{Child, Command, ExitStatus, Stdio};
     use std::time::{Duration, Instant};
@@ -671,22 +673,44 @@ pub fn exits_cleanly(runs: usize, program: fn()) {
         program();
         return;
     }
+    // The test harness's command line, as far as a harness of one test needs it.
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--list") {
+        println!("exits_cleanly: test");
+        return;
+    }
+    if let Some(filter) = args.iter().find(|a| !a.starts_with('-'))
+        && !"exits_cleanly".contains(filter.as_str())
+    {
+        return;
+    }
     // A raycaster of the parent's own, dropped: the parent ends cleanly too.
     if let Err(e) = GpuRaycaster::new_blocking() {
         skip_without_gpu(&e);
         return;
     }
-    let spawn = || -> Child {
+    // A child, and a thread that drains its stderr (a child blocked on a full pipe would look
+    // hung).
+    let spawn = || -> (Child, std::thread::JoinHandle<String>) {
         let exe = std::env::current_exe().expect("the test binary's path");
-        Command::new(exe)
+        let mut child = Command::new(exe)
             .env("VOXCAST_EXIT_CHILD", "1")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("the child starts")
+            .expect("the child starts");
+        let mut stderr = child.stderr.take().expect("piped");
+        let drain = std::thread::spawn(move || {
+            let mut err = String::new();
+            let _ = std::io::Read::read_to_string(&mut stderr, &mut err);
+            err
+        });
+        (child, drain)
     };
     // The child's status, or `None` when it ran past the limit (it is killed), and its stderr.
-    let finish = |mut c: Child, started: Instant| -> (Option<ExitStatus>, String) {
+    let finish = |(mut c, drain): (Child, std::thread::JoinHandle<String>),
+                  started: Instant|
+     -> (Option<ExitStatus>, String) {
         let status = loop {
             match c.try_wait().expect("the child can be waited for") {
                 Some(s) => break Some(s),
@@ -698,14 +722,10 @@ pub fn exits_cleanly(runs: usize, program: fn()) {
                 None => std::thread::sleep(Duration::from_millis(5)),
             }
         };
-        let mut err = String::new();
-        if let Some(mut e) = c.stderr.take() {
-            let _ = std::io::Read::read_to_string(&mut e, &mut err);
-        }
-        (status, err)
+        (status, drain.join().unwrap_or_default())
     };
     let mut failures = Vec::new();
-    let mut running: Vec<(usize, Child, Instant)> = Vec::new();
+    let mut running: Vec<(usize, (Child, std::thread::JoinHandle<String>), Instant)> = Vec::new();
     let mut next = 0;
     while next < runs || !running.is_empty() {
         while running.len() < AT_ONCE && next < runs {
