@@ -23,7 +23,13 @@ have_loader() {
         || compgen -G '/usr/lib/libvulkan.so.1' >/dev/null
 }
 
-if ! have_icd || ! have_loader; then
+# wgpu's GL backend dlopens libEGL; Mesa's llvmpipe OpenGL driver is the DRI swrast driver.
+have_gl() {
+    { ldconfig -p 2>/dev/null | grep -q 'libEGL\.so\.1' || compgen -G '/usr/lib/*/libEGL.so.1' >/dev/null; } \
+        && compgen -G '/usr/lib/*/dri/swrast_dri.so' >/dev/null
+}
+
+if ! have_icd || ! have_loader || ! have_gl; then
     if ! command -v apt-get >/dev/null 2>&1; then
         echo "test.sh: no Vulkan driver/loader found and apt-get is not available;" \
              "install a Vulkan ICD (e.g. Mesa lavapipe) and libvulkan1 manually." >&2
@@ -37,14 +43,15 @@ if ! have_icd || ! have_loader; then
     fi
     export DEBIAN_FRONTEND=noninteractive
     $SUDO apt-get update -qq >/dev/null
-    pkgs=(mesa-vulkan-drivers libvulkan1)
+    pkgs=(mesa-vulkan-drivers libvulkan1 libegl1 libgl1-mesa-dri)
     # Where some Mesa is installed already, take the Vulkan driver of that same version, so
     # that the install adds packages and upgrades none.
     mesa="$(dpkg-query -W -f='${Version}' libgl1-mesa-dri 2>/dev/null || true)"
     if [[ -n "$mesa" ]] && apt-cache madison mesa-vulkan-drivers | grep -qF "| $mesa |"; then
         pkgs[0]="mesa-vulkan-drivers=$mesa"
+        pkgs[3]="libgl1-mesa-dri=$mesa"
     fi
-    echo "test.sh: no Vulkan driver found; installing Mesa's software driver (lavapipe):"
+    echo "test.sh: no Vulkan or OpenGL driver found; installing Mesa's software drivers (lavapipe, llvmpipe):"
     $SUDO apt-get install -s --no-install-recommends "${pkgs[@]}" | sed -n 's/^Inst /  apt-get installs /p'
     $SUDO apt-get install -y -q --no-install-recommends "${pkgs[@]}"
 fi
@@ -82,6 +89,18 @@ if [[ -n "$gpu_crates" ]]; then
     exit 1
 fi
 cargo test -p voxcast --no-default-features --profile checked --lib --tests
+
+# Another shader compiler: wgpu's GL backend runs the shader through naga's GLSL output on
+# Mesa's llvmpipe OpenGL. A short part of the parity suite (rays, cameras, sight, agents,
+# sensors) and the demo, which fails if a pixel differs from the CPU reference.
+echo "test.sh: the parity suite's short part on WGPU_BACKEND=gl"
+WGPU_BACKEND=gl cargo test -p voxcast --profile checked \
+    --test gpu_parity --test gpu_sight --test gpu_agents --test gpu_sensors -- \
+    parity_every_option parity_camera_rays_made_in_the_shader parity_line_of_sight_both_modes \
+    parity_of_sight agent_visibility_equals_the_cpu_under_every_option \
+    sensors_match_the_cpu_on_terrain sensors_under_every_option
+WGPU_BACKEND=gl cargo run -p voxcast --profile checked --example depth_image -- \
+    --width 320 --height 180 --out-dir "$(mktemp -d)"
 
 elapsed=$((SECONDS - start))
 printf 'test.sh: all tests passed in %dm%02ds\n' $((elapsed / 60)) $((elapsed % 60))

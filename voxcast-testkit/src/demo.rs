@@ -8,7 +8,9 @@ use voxcast::spec_variants::{Freedom, variant};
 
 /// The GPU and the world on it, or `None` after one line saying why not. With `freedom`, the
 /// raycaster runs the shader rewritten to take that freedom of the WGSL spec
-/// (`voxcast::spec_variants`).
+/// (`voxcast::spec_variants`). With `VOXCAST_REQUIRE_GPU=1` (as `scripts/test.sh` sets it) a
+/// missing GPU ends the program with status 1 instead: a check of the GPU cannot pass on the
+/// CPU.
 pub fn gpu_setup(world: &VoxelWorld, freedom: Option<Freedom>) -> Option<(GpuRaycaster, GpuWorld)> {
     let threads = rayon::current_num_threads();
     let started = Instant::now();
@@ -26,6 +28,10 @@ pub fn gpu_setup(world: &VoxelWorld, freedom: Option<Freedom>) -> Option<(GpuRay
     let gpu = match made {
         Ok(g) => g,
         Err(e) => {
+            if std::env::var("VOXCAST_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+                eprintln!("VOXCAST_REQUIRE_GPU=1 but no GPU is usable: {e}");
+                std::process::exit(1);
+            }
             println!(
                 "adapter: no usable GPU; rendering with the CPU reference on {threads} threads"
             );
