@@ -86,7 +86,7 @@ pub enum RayError {
 }
 
 #[inline]
-fn flush_denormal(v: f32) -> f32 {
+pub(crate) fn flush_denormal(v: f32) -> f32 {
     if v.abs() < f32::MIN_POSITIVE { 0.0 } else { v }
 }
 

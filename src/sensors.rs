@@ -533,6 +533,7 @@ impl SensorReadings {
     }
 
     /// Records ray `i`'s (counted over all agents) outcome.
+    #[cfg(feature = "gpu")]
     pub(crate) fn set(&mut self, i: usize, outcome: RaycastOutcome) {
         self.distances[i] = word(&outcome);
         if let Some(o) = &mut self.outcomes {
@@ -557,6 +558,7 @@ impl SensorReadings {
     }
 
     /// Errors in agent order (where they were recorded out of order).
+    #[cfg(feature = "gpu")]
     pub(crate) fn sort_errors(&mut self) {
         self.errors.sort_unstable_by_key(|&(a, _)| a);
     }

@@ -435,7 +435,7 @@ fn batch_stats_describe_the_last_call() {
 
 /// A finished batch leaves its buffers for the next (a set per dispatch: 48 bytes of ray and
 /// 20 of answer per ray, each on the device and mapped (once where they are shared), rounded
-/// up to powers of two; 104 host bytes per ray and the coherence sort's counters),
+/// up to powers of two; 60 host bytes per ray and the coherence sort's counters),
 /// `release_buffers` frees them, and batches after it allocate again and still match the CPU.
 #[test]
 fn release_buffers_frees_kept_memory() {
@@ -458,7 +458,7 @@ fn release_buffers_frees_kept_memory() {
     // The sort's counters (4 bytes for each of at most 2^15 buckets, one thread at this size)
     // and the part ends (8 bytes a part, one part here).
     let counters = (4 << 15) + 8;
-    let sorted = |rays: u64, host: u64| (104 * rays..=104 * rays + counters).contains(&host);
+    let sorted = |rays: u64, host: u64| (60 * rays..=60 * rays + counters).contains(&host);
     assert!(sorted(20_000, grown.host_bytes), "{grown:?}");
     gpu.release_buffers();
     assert_eq!(gpu.kept_memory(), voxcast::gpu::KeptMemory::default());

@@ -432,8 +432,7 @@ pub(super) fn pair_flights(
         &host_segments,
         &opts.raycast,
         opts.conservative,
-        Vec::new(),
-        LineOfSight::from,
+        Vec::<LineOfSight>::new(),
     )?;
     // The collector tells the flights apart by their place.
     let host_flight = if let Some(f) = host_flight {

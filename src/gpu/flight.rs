@@ -120,7 +120,7 @@ pub struct KeptMemory {
     /// set) a dispatch; a set per dispatch that was in flight at once; plus a few KiB each of
     /// parameters and material filter.
     pub gpu_bytes: u64,
-    /// Host working buffers of finished ray batches: 104 bytes per ray of the largest batch
+    /// Host working buffers of finished ray batches: 60 bytes per ray of the largest batch
     /// (at most two such sets, each at most 2^20 rays for blocking calls), plus each set's
     /// coherence sort counters and part ends (at most 128 KiB per thread and 256 KiB).
     pub host_bytes: u64,
@@ -136,7 +136,8 @@ fn replace_locked<T>(m: &Mutex<T>, value: T) {
 /// What a batch's dispatches cast: the items each invocation takes.
 #[derive(Debug)]
 pub(super) enum Items {
-    /// Rays prepared on the host: `staging.upload`, in upload order, and their count.
+    /// Rays prepared on the host (`staging`, gathered in upload order as they go up) and
+    /// how many go up.
     Rays(HostStaging, usize),
     /// Pixels of a camera, made in the shader.
     Camera(u32),
@@ -206,18 +207,30 @@ impl Items {
         }
     }
 
-    /// The input bytes of items `base..base + count`.
-    fn input(&self, base: u64, count: u64) -> &[u8] {
+    /// Writes the input bytes of items `base..base + count` into the mapped `buffer` from
+    /// byte `at` on.
+    fn write_input(
+        &self,
+        base: u64,
+        count: u64,
+        buffer: &wgpu::Buffer,
+        at: u64,
+    ) -> Result<(), wgpu::MapRangeError> {
         let range = base as usize..(base + count) as usize;
-        match self {
-            Items::Rays(staging, _) => bytemuck::cast_slice(&staging.upload[range]),
-            Items::Camera(_) => &[],
+        let bytes: &[u8] = match self {
+            Items::Rays(staging, _) => return staging.gather(range.start, range.len(), buffer, at),
+            Items::Camera(_) => return Ok(()),
             Items::Pairs { pairs, .. } => bytemuck::cast_slice(&pairs[range]),
             Items::Sensors { poses, rays, .. } => {
                 let r = u64::from((*rays).max(1));
                 bytemuck::cast_slice(&poses[(base / r) as usize..((base + count) / r) as usize])
             }
-        }
+        };
+        let mut view = buffer
+            .slice(at..at + bytes.len() as u64)
+            .get_mapped_range_mut()?;
+        view.copy_from_slice(bytes);
+        Ok(())
     }
 }
 
@@ -384,7 +397,7 @@ impl Flight {
         {
             let mut view = set
                 .upload
-                .slice(..INPUT_AT + input_bytes)
+                .slice(..INPUT_AT)
                 .get_mapped_range_mut()
                 .map_err(device_error)?;
             view.slice(..size_of::<GpuParams>())
@@ -393,8 +406,11 @@ impl Flight {
                 view.slice(FILTER_AT as usize..INPUT_AT as usize)
                     .copy_from_slice(bytemuck::cast_slice(f));
             }
-            view.slice(INPUT_AT as usize..)
-                .copy_from_slice(self.items.input(base, count));
+        }
+        if input_bytes > 0 {
+            self.items
+                .write_input(base, count, &set.upload, INPUT_AT)
+                .map_err(device_error)?;
         }
         set.upload.unmap();
         let mut bytes_up = size_of::<GpuParams>() as u64 + input_bytes;

@@ -19,7 +19,8 @@ use crate::gpu::layout::{
 };
 use crate::gpu::window::Window;
 use crate::ray::{
-    OriginPolicy, PreparedRay, RaycastOptions, RaycastOutcome, UnloadedPolicy, VoxelRay,
+    MAX_DISTANCE_CAP, OriginPolicy, PreparedRay, RaycastOptions, RaycastOutcome, UnloadedPolicy,
+    VoxelRay, first_crossing, first_voxel, flush_denormal,
 };
 
 /// How a prepared ray goes to the GPU: as the state the shader starts from, or answered here.
@@ -29,18 +30,14 @@ pub(super) enum Prepared {
 }
 
 /// The host's share of a batch of rays, on all threads: validation, the i128 split and
-/// clipping. Rays answered here go straight to `out` (as `convert` of their outcome); the
+/// clipping. Rays answered here go straight to `out` (as their outcome converted); the
 /// others are staged at their index and put in upload order: the batch's parts (runs of
 /// a dispatch's worth of rays in the caller's order, see [`Buckets::new`]) one after
 /// another, and within a part by coherence bucket (neighbouring invocations then get rays
 /// from the same chunks going the same way, so they walk the same chunks and branch
 /// alike). Returns the staging and
 /// whether every uploaded ray is at least [`LONG_RAY`] long (for the choice of walk).
-#[expect(
-    clippy::too_many_arguments,
-    reason = "a batch's rays, where they go, and how"
-)]
-pub(super) fn prepare_rays<T: Send>(
+pub(super) fn prepare_rays<T: From<RaycastOutcome> + Send>(
     mut staging: HostStaging,
     window: &Window,
     per_dispatch: u32,
@@ -48,7 +45,6 @@ pub(super) fn prepare_rays<T: Send>(
     opts: &RaycastOptions,
     conservative: bool,
     out: &mut [T],
-    convert: fn(RaycastOutcome) -> T,
 ) -> (HostStaging, bool) {
     let n = rays.len();
     let buckets = Buckets::new(n, per_dispatch as usize, window.dims);
@@ -57,41 +53,95 @@ pub(super) fn prepare_rays<T: Send>(
     }
     staging.keys.clear();
     staging.keys.resize(n, NOT_UPLOADED);
-    let short: usize = out
-        .par_iter_mut()
-        .zip(rays.par_iter())
-        .zip(
-            staging.rays[..n]
-                .par_iter_mut()
-                .zip(staging.keys.par_iter_mut()),
-        )
-        .enumerate()
-        .with_min_len(4096)
-        .map(|(i, ((o, ray), (g, key)))| match ray.prepare() {
-            Err(e) => {
-                *o = convert(RaycastOutcome::Invalid(e));
-                0
-            }
-            Ok(None) => {
-                *o = convert(RaycastOutcome::Miss);
-                0
-            }
-            Ok(Some(p)) => match encode(window, &p, opts, conservative) {
-                Prepared::Gpu(r) => {
-                    *g = r;
-                    *key = buckets.key(i, &r);
-                    usize::from(r.max_distance < LONG_RAY)
+    // Part by part, so that each ray's part is known without a division.
+    let mut short = 0;
+    let rays_of = staging.rays[..n].chunks_mut(buckets.part_rays);
+    let keys_of = staging.keys.chunks_mut(buckets.part_rays);
+    let parts = out
+        .chunks_mut(buckets.part_rays)
+        .zip(rays.chunks(buckets.part_rays));
+    for (part, ((out, rays), (staged, keys))) in parts.zip(rays_of.zip(keys_of)).enumerate() {
+        short += out
+            .par_iter_mut()
+            .zip(rays.par_iter())
+            .zip(staged.par_iter_mut().zip(keys.par_iter_mut()))
+            .with_min_len(4096)
+            .map(|((o, ray), (g, key))| {
+                let prepared = match window_ray(ray, window) {
+                    Some(r) => Ok(Some(Prepared::Gpu(r))),
+                    None => ray
+                        .prepare()
+                        .map(|p| p.map(|p| encode(window, &p, opts, conservative))),
+                };
+                match prepared {
+                    Ok(Some(Prepared::Gpu(r))) => {
+                        *g = r;
+                        *key = buckets.key(part as u32, &r);
+                        usize::from(r.max_distance < LONG_RAY)
+                    }
+                    Ok(Some(Prepared::Answered(a))) => {
+                        *o = T::from(a);
+                        0
+                    }
+                    Ok(None) => {
+                        *o = T::from(RaycastOutcome::Miss);
+                        0
+                    }
+                    Err(e) => {
+                        *o = T::from(RaycastOutcome::Invalid(e));
+                        0
+                    }
                 }
-                Prepared::Answered(a) => {
-                    *o = convert(a);
-                    0
-                }
-            },
-        })
-        .sum();
+            })
+            .sum::<usize>();
+    }
     staging.counting_sort(&buckets);
     let long = short == 0;
     (staging, long)
+}
+
+/// The GPU's state of `ray` where it is valid as given (a max distance within the cap, a
+/// finite direction of squared length within `1e-5` of 1, an offset in `[0, 1)`: nothing to
+/// normalise) and its start voxel lies in the window: exactly what [`VoxelRay::prepare`] and
+/// [`encode`] make of such a ray, without their general paths. `None` for every other ray.
+#[inline]
+fn window_ray(ray: &VoxelRay, w: &Window) -> Option<GpuRay> {
+    let max = ray.max_distance;
+    if !(0.0..=MAX_DISTANCE_CAP).contains(&max) {
+        return None;
+    }
+    // As `VoxelRay::new` keeps a unit direction: as given, denormals flushed.
+    let d = ray.direction;
+    if !d.is_finite() || (d.length_squared() - 1.0).abs() > 1e-5 {
+        return None;
+    }
+    let d = d.to_array().map(flush_denormal);
+    let mut out = GpuRay {
+        flags: AXIS_NONE << RAY_ENTRY_SHIFT,
+        max_distance: max + 0.0,
+        ..GpuRay::zeroed()
+    };
+    for a in 0..3 {
+        let sub = ray.sub_offset[a];
+        if !(0.0..1.0).contains(&sub) {
+            return None;
+        }
+        let (sub, d) = (flush_denormal(sub), d[a]);
+        let start = first_voxel(ray.origin.axis(a), sub, d)?;
+        let rel = start.checked_sub(w.bounds.min.axis(a))?;
+        if start > w.bounds.max.axis(a) || rel < 0 {
+            return None;
+        }
+        out.voxel[a] = i32::try_from(rel).ok()?;
+        out.b[a] = first_crossing(sub, d);
+        let inv = 1.0 / d.abs();
+        let enabled = d != 0.0 && inv.is_finite() && out.b[a] * inv <= out.max_distance;
+        out.inv[a] = if enabled { inv } else { d.abs() };
+        out.flags |= u32::from(enabled) << a
+            | u32::from(d < 0.0) << (RAY_NEGATIVE_SHIFT + a as u32)
+            | u32::from(d == 0.0 && sub == 0.0) << (RAY_PLANE_SHIFT + a as u32);
+    }
+    Some(out)
 }
 
 /// The GPU's state for a stepping state `d` (clipped into the window or not), or `None`
@@ -198,8 +248,10 @@ fn gpu_ray_at(
 
 impl HostStaging {
     /// Puts the prepared rays (`rays[..n]` with their `keys`) in upload order, a counting sort
-    /// on all threads, stable within a bucket: `position` says where each ray went, `upload`
-    /// holds the rays in that order and `part_ends` where each part's rays end.
+    /// on all threads, stable within a bucket: `position` says where each ray went, `order`
+    /// which ray each upload position takes and `part_ends` where each part's rays end. Only
+    /// 4-byte indices move here; the rays themselves are gathered once, into the mapped upload
+    /// buffer ([`HostStaging::gather`]).
     fn counting_sort(&mut self, buckets: &Buckets) {
         let n = self.keys.len();
         let total = buckets.total();
@@ -217,14 +269,14 @@ impl HostStaging {
                 }
             });
         let uploaded: u32 = self.counts.iter().sum();
-        // Every place is written below: the rays of an earlier batch are not cleared first.
-        self.upload.truncate(uploaded as usize);
-        self.upload.resize(uploaded as usize, GpuRay::zeroed());
+        // Every place is written below: the order of an earlier batch is not cleared first.
+        self.order.truncate(uploaded as usize);
+        self.order.resize(uploaded as usize, 0);
         // Each run's share of each bucket: buckets in order, runs in order within a bucket,
         // a slice of the upload order each (the counts become the first positions).
-        let mut slots: Vec<Vec<&mut [GpuRay]>> =
+        let mut slots: Vec<Vec<&mut [u32]>> =
             (0..tasks).map(|_| Vec::with_capacity(total)).collect();
-        let mut rest = self.upload.as_mut_slice();
+        let mut rest = self.order.as_mut_slice();
         let mut next = 0u32;
         self.part_ends.clear();
         for b in 0..total {
@@ -247,21 +299,63 @@ impl HostStaging {
             .zip(slots)
             .zip(self.keys.par_chunks(run))
             .zip(self.position.par_chunks_mut(run))
-            .zip(self.rays[..n].par_chunks(run))
-            .for_each(|((((next, mut slots), keys), position), rays)| {
-                for ((&k, p), ray) in keys.iter().zip(position).zip(rays) {
+            .enumerate()
+            .for_each(|(t, (((next, mut slots), keys), position))| {
+                for (i, (&k, p)) in keys.iter().zip(position).enumerate() {
                     if k == NOT_UPLOADED {
                         continue;
                     }
                     let k = k as usize;
                     if let Some((first, rest)) = std::mem::take(&mut slots[k]).split_first_mut() {
-                        *first = *ray;
+                        // Batches hold at most u32::MAX rays (a dispatch's positions are u32).
+                        *first = (t * run + i) as u32;
                         slots[k] = rest;
                         *p = next[k];
                         next[k] += 1;
                     }
                 }
             });
+    }
+
+    /// Writes the `count` uploaded rays from position `base` of the upload order into the
+    /// mapped `buffer` at byte `at`, on all threads, each through its own view of a share of
+    /// the range: the only copy of the rays after they are prepared. Rays are gathered a
+    /// block at a time in cache and written out in one piece (mapped memory may be
+    /// write-combined).
+    pub(super) fn gather(
+        &self,
+        base: usize,
+        count: usize,
+        buffer: &wgpu::Buffer,
+        at: u64,
+    ) -> Result<(), wgpu::MapRangeError> {
+        const BLOCK: usize = 256;
+        const RAY: u64 = size_of::<GpuRay>() as u64;
+        // A few shares a thread; a ray is 48 bytes, so every share starts 8-byte aligned
+        // (what mapping asks) where `at` does.
+        let share = count
+            .div_ceil(4 * rayon::current_num_threads())
+            .max(SORT_TASK_RAYS);
+        let order = &self.order[base..base + count];
+        order
+            .par_chunks(share)
+            .enumerate()
+            .try_for_each(|(s, order)| {
+                let start = at + (s * share) as u64 * RAY;
+                let mut view = buffer
+                    .slice(start..start + order.len() as u64 * RAY)
+                    .get_mapped_range_mut()?;
+                let mut block = [GpuRay::zeroed(); BLOCK];
+                for (k, order) in order.chunks(BLOCK).enumerate() {
+                    for (b, &i) in block.iter_mut().zip(order) {
+                        *b = self.rays[i as usize];
+                    }
+                    let from = k * BLOCK * RAY as usize;
+                    view.slice(from..from + order.len() * RAY as usize)
+                        .copy_from_slice(bytemuck::cast_slice(&block[..order.len()]));
+                }
+                Ok(())
+            })
     }
 }
 
@@ -309,9 +403,9 @@ impl Buckets {
         self.parts * self.per_part as usize
     }
 
-    /// The bucket of ray `i` of the batch, uploaded as `r`.
-    fn key(&self, i: usize, r: &GpuRay) -> u32 {
-        let part = (i / self.part_rays) as u32 * self.per_part;
+    /// The bucket of a ray of part `part` of the batch, uploaded as `r`.
+    fn key(&self, part: u32, r: &GpuRay) -> u32 {
+        let part = part * self.per_part;
         if self.per_part == 1 {
             return part;
         }
@@ -431,8 +525,8 @@ fn no_subnormal_steps(c: &Camera) -> bool {
 }
 
 /// Rays (or host-built camera pixels) a blocking call prepares at a time: larger batches are
-/// cast in bands of this many, so that the host's working buffers (104 bytes a ray,
-/// `HostStaging`, for two bands at once) stay near 220 MB however large the batch.
+/// cast in bands of this many, so that the host's working buffers (60 bytes a ray,
+/// `HostStaging`, for two bands at once) stay near 130 MB however large the batch.
 pub(super) const HOST_BAND: usize = 1 << 20;
 
 /// Batches at least this large are sorted for coherence before upload.
@@ -463,8 +557,8 @@ pub(super) struct HostStaging {
     counts: Vec<u32>,
     /// Per ray, its place in the upload order, or [`NOT_UPLOADED_AT`].
     pub(super) position: Vec<u32>,
-    /// The uploaded rays in upload order.
-    pub(super) upload: Vec<GpuRay>,
+    /// Per upload position, the index of the ray it takes: the upload order.
+    pub(super) order: Vec<u32>,
     /// Rays of the caller's order per part (the last may have fewer), and where each part's
     /// rays end in the upload order: a dispatch never takes rays of two parts.
     pub(super) part_rays: usize,
@@ -477,7 +571,7 @@ impl HostStaging {
         (self.rays.capacity() * size_of::<GpuRay>()
             + (self.keys.capacity() + self.counts.capacity()) * size_of::<u32>()
             + self.position.capacity() * size_of::<u32>()
-            + self.upload.capacity() * size_of::<GpuRay>()
+            + self.order.capacity() * size_of::<u32>()
             + self.part_ends.capacity() * size_of::<u64>()) as u64
     }
 
@@ -504,7 +598,7 @@ mod tests {
     use crate::coords::WorldPos;
 
     /// The upload order puts parts one after another, within a part buckets in order and
-    /// within a bucket the caller's order; `position` and `upload` agree, and rays answered on
+    /// within a bucket the caller's order; `position` and `order` agree, and rays answered on
     /// the host are left out.
     #[test]
     fn counting_sort_orders_parts_then_buckets_then_callers() {
@@ -532,16 +626,17 @@ mod tests {
                 if i % 7 == 3 {
                     NOT_UPLOADED
                 } else {
-                    buckets.key(i, &s.rays[i])
+                    buckets.key((i / buckets.part_rays) as u32, &s.rays[i])
                 }
             })
             .collect();
         s.counting_sort(&buckets);
         let uploaded = (0..n).filter(|i| i % 7 != 3).count();
-        assert_eq!(s.upload.len(), uploaded);
+        assert_eq!(s.order.len(), uploaded);
         let mut last = None;
-        for (j, r) in s.upload.iter().enumerate() {
-            let i = r.max_distance as usize;
+        for (j, &i) in s.order.iter().enumerate() {
+            let i = i as usize;
+            assert_eq!(s.rays[i].max_distance as usize, i);
             assert_eq!(s.position[i] as usize, j, "ray {i}");
             let (part, key) = (i / 20_000, s.keys[i]);
             assert!(j as u64 >= s.part_of(j as u64).1 && (j as u64) < s.part_end(j as u64));
@@ -565,17 +660,116 @@ mod tests {
         };
         assert_eq!(
             buckets.key(0, &ray([0, 0, 0], 0)),
-            buckets.key(5, &ray([31, 31, 31], 0))
+            buckets.key(0, &ray([31, 31, 31], 0))
         );
         assert_eq!(buckets.key(0, &ray([32, 0, 0], 0)), 1);
         assert_eq!(buckets.key(0, &ray([0, 32, 64], 0)), 5 + 2 * 10);
-        assert_eq!(buckets.key(20_000, &ray([0, 0, 0], 1)), 240 + 30);
+        assert_eq!(buckets.key(1, &ray([0, 0, 0], 1)), 240 + 30);
         // A window too large for a bucket a chunk groups cells of 2^shift chunks.
         let wide = Buckets::new(1 << 20, 1 << 19, [1000, 16, 1000]);
         assert_eq!((wide.shift, wide.cells), (5, [32, 1, 32]));
         assert!(wide.total() <= MAX_BUCKETS);
         // Small batches are not sorted: one bucket a part.
         assert_eq!(Buckets::new(SORT_MIN_RAYS - 1, 100, dims).per_part, 1);
+    }
+
+    /// The fast path for rays that start in the window gives exactly the state the general
+    /// path (`VoxelRay::prepare`, then `encode`) gives, bit for bit, and refuses every ray the
+    /// general path would change, reject or clip: rays at the window's faces and the i128
+    /// edge, signed zeros, denormals, directions not quite unit, every kind of max distance.
+    #[test]
+    fn window_ray_is_prepare_then_encode() {
+        use crate::coords::ChunkPos;
+        use glam::Vec3;
+        let windows = [
+            Window::around((ChunkPos::new(-2, -1, -3), ChunkPos::new(3, 2, 1))).unwrap(),
+            Window::following(
+                ChunkPos::new(ChunkPos::MAX_INDEX, 5, ChunkPos::MIN_INDEX),
+                [2; 3],
+            ),
+        ];
+        let mut rng = voxcast_testkit::SplitMix64::new(41);
+        let (mut fast, mut checked) = (0, 0);
+        for w in &windows {
+            for _ in 0..200_000 {
+                let corner = if rng.below(2) == 0 {
+                    w.bounds.min
+                } else {
+                    w.bounds.max
+                };
+                let origin = WorldPos::from_array(std::array::from_fn(|a| {
+                    let span = w.bounds.max.axis(a).abs_diff(w.bounds.min.axis(a));
+                    match rng.below(4) {
+                        0 => corner.axis(a).saturating_add(rng.below(5) as i128 - 2),
+                        _ => w.bounds.min.axis(a) + rng.below(span as u64 + 1) as i128,
+                    }
+                }));
+                let special = |rng: &mut voxcast_testkit::SplitMix64, x: f32| {
+                    const SPECIAL: [f32; 7] = [0.0, -0.0, 1e-40, -1e-40, 0.5, 1.0, f32::NAN];
+                    if rng.below(5) == 0 {
+                        SPECIAL[rng.below(7) as usize]
+                    } else {
+                        x
+                    }
+                };
+                let u = rng.unit_vector();
+                let scale = [1.0, 1.0, 1.0 + 4e-6, 1.0 - 4e-6, 1.0 + 1e-4, 3.0];
+                let scale = scale[rng.below(6) as usize];
+                let direction = Vec3::new(
+                    special(&mut rng, u.x),
+                    special(&mut rng, u.y),
+                    special(&mut rng, u.z),
+                ) * scale;
+                let (sx, sy) = (rng.next_f32(), rng.next_f32());
+                let sub = Vec3::new(
+                    special(&mut rng, sx),
+                    special(&mut rng, sy),
+                    special(&mut rng, 1.0 - f32::EPSILON / 2.0),
+                );
+                let max_distance = [
+                    0.0,
+                    -0.0,
+                    8.5,
+                    MAX_DISTANCE_CAP,
+                    MAX_DISTANCE_CAP * 2.0,
+                    -1.0,
+                    f32::NAN,
+                ][rng.below(7) as usize];
+                let ray = VoxelRay {
+                    origin,
+                    sub_offset: sub,
+                    direction,
+                    max_distance,
+                };
+                let general = match ray.prepare() {
+                    Ok(Some(p)) => match encode(w, &p, &RaycastOptions::default(), false) {
+                        Prepared::Gpu(g) => Some(g),
+                        Prepared::Answered(_) => None,
+                    },
+                    _ => None,
+                };
+                match window_ray(&ray, w) {
+                    Some(g) => {
+                        fast += 1;
+                        let general = general.unwrap_or_else(|| panic!("{ray:?} in {w:?}"));
+                        assert_eq!(
+                            bytemuck::bytes_of(&g),
+                            bytemuck::bytes_of(&general),
+                            "{ray:?}"
+                        );
+                    }
+                    None => {
+                        // Refused: the ray is not one the fast path takes as it is.
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        // Both kinds occur often: the comparison above is not vacuous.
+        assert!(
+            fast > 20_000 && checked > 20_000,
+            "{fast} fast, {checked} refused"
+        );
     }
 
     /// Cameras made by `Camera::new` and `Camera::with_up` go to the shader (`raycast_camera`

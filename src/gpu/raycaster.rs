@@ -342,7 +342,7 @@ impl GpuRaycaster {
     /// [`GpuRaycaster::raycast`] gives them, come from the [`PendingBatch`] (without blocking
     /// with [`PendingBatch::try_take`], or [`PendingBatch::wait`]). The host's share
     /// (validation, the i128 split, rays that cannot reach the window) is done before this
-    /// returns. Several batches may be in flight at once. The batch keeps about 104 bytes
+    /// returns. Several batches may be in flight at once. The batch keeps about 60 bytes
     /// per ray of host memory until its answers are taken.
     ///
     /// # Errors
@@ -369,7 +369,7 @@ impl GpuRaycaster {
         out: Vec<RaycastOutcome>,
     ) -> Result<PendingBatch<Vec<RaycastOutcome>>, GpuError> {
         let started = self.begin_call(world)?;
-        self.submit_rays(started, rays, world, opts, false, out, |o| o)
+        self.submit_rays(started, rays, world, opts, false, out)
     }
 
     /// Line of sight for every segment (see [`line_of_sight`](crate::line_of_sight)), in input
@@ -439,7 +439,6 @@ impl GpuRaycaster {
             &opts.raycast,
             opts.conservative,
             out,
-            LineOfSight::from,
         )
     }
 
@@ -527,7 +526,7 @@ impl GpuRaycaster {
         let Some((camera, eye)) = shader_camera_in(&world.window, camera) else {
             // From host-built rays: a pixel whose ray is invalid gets its error in its place.
             let rays = camera_rays(camera)?;
-            return self.submit_rays(started, &rays, world, opts, false, out, |o| o);
+            return self.submit_rays(started, &rays, world, opts, false, out);
         };
         let params = camera_params(world.params(), &camera, eye);
         let flags = option_flags(opts, false)
@@ -852,11 +851,7 @@ impl GpuRaycaster {
 
     /// Prepares `rays` on the host and submits those that reach the window; the call started
     /// at `started`.
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "a batch's rays, where they go, and how"
-    )]
-    fn submit_rays<T: Clone + Send + Sync + std::fmt::Debug + 'static>(
+    fn submit_rays<T: From<RaycastOutcome> + Clone + Send + Sync + std::fmt::Debug + 'static>(
         &self,
         started: Instant,
         rays: &[VoxelRay],
@@ -864,7 +859,6 @@ impl GpuRaycaster {
         opts: &RaycastOptions,
         conservative: bool,
         out: Vec<T>,
-        convert: fn(RaycastOutcome) -> T,
     ) -> Result<PendingBatch<Vec<T>>, GpuError> {
         let (flight, collector, uploaded) = ray_flight(
             &self.batches,
@@ -874,7 +868,6 @@ impl GpuRaycaster {
             opts,
             conservative,
             out,
-            convert,
         )?;
         Ok(PendingBatch::new(
             &self.batches,

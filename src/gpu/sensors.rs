@@ -249,8 +249,7 @@ pub(super) fn sensor_flights(
         &host_rays,
         opts,
         false,
-        Vec::new(),
-        |o| o,
+        Vec::<RaycastOutcome>::new(),
     )?;
     let host_flight = if let Some(f) = host_flight {
         flights.push(f);
