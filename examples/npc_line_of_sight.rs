@@ -6,12 +6,13 @@
 //! 1. the NPCs move, and their eyes go to the GPU (`GpuAgents::update`, 32 bytes an NPC);
 //! 2. one agent call asks line of sight for every pair whose eyes are at most 64 voxels apart
 //!    (`submit_visible_pairs_within`: pairs found on the host, segments built in the shader, a
-//!    bit per pair back) and one batch casts each NPC's vision fan (16 rays over 90 degrees
-//!    ahead, 32 voxels; `submit_raycast`); both return at once;
+//!    bit per pair back) and one sensor call casts each NPC's vision fan (a rig of 16
+//!    whiskers over 90 degrees ahead, 32 voxels, uploaded once; a 32-byte pose an NPC up, a
+//!    distance a ray back, every ray made in the shader; `submit_sense`); both return at once;
 //! 3. the batches submitted the frame before are taken: without waiting if they are ready
 //!    (the frame's own work gave the GPU that time), else waited for.
 //!
-//! Every answer is checked against the CPU reference (`agent_visibility`, `raycast_batch`);
+//! Every answer is checked against the CPU reference (`agent_visibility`, `sense`);
 //! any difference is a bug and gives exit status 1. Each frame prints its cost on the game's
 //! thread: submitting, taking, and whether the answers were ready. Without a GPU the example
 //! says so in one line and answers on the CPU reference.
@@ -24,7 +25,7 @@
 use common::secs;
 use voxcast_testkit::demo as common;
 
-use std::f32::consts::{FRAC_PI_4, TAU};
+use std::f32::consts::{FRAC_PI_2, TAU};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -32,14 +33,14 @@ use clap::Parser;
 use voxcast::glam::Vec3;
 use voxcast::gpu::{GpuRaycaster, GpuWorld, PendingBatch};
 use voxcast::{
-    Agent, LineOfSight, LineOfSightOptions, RaycastOptions, RaycastOutcome, VoxelRay, VoxelWorld,
-    WorldPos, agent_visibility, pairs_within, raycast_batch,
+    Agent, LineOfSight, LineOfSightOptions, RaycastOptions, SensorPose, SensorReadings, SensorRig,
+    VoxelWorld, WorldPos, agent_visibility, pairs_within, sense,
 };
 use voxcast_testkit::scene::{SplitMix64, Terrain};
 
 /// Pairs farther apart than this (eye to eye, in voxels) are not asked.
 const SIGHT_RANGE: f64 = 64.0;
-/// Rays per vision fan.
+/// Rays per vision fan, spread across 90 degrees ahead.
 const FAN_RAYS: usize = 16;
 /// Max distance of a fan ray, in voxels.
 const FAN_RANGE: f32 = 32.0;
@@ -108,43 +109,56 @@ impl Crowd {
         }
     }
 
-    /// Each NPC's vision fan: FAN_RAYS horizontal rays across 90 degrees around its heading.
-    fn fans(&self) -> Vec<VoxelRay> {
-        let mut rays = Vec::with_capacity(self.agents.len() * FAN_RAYS);
-        for (a, h) in self.agents.iter().zip(&self.heading) {
-            let Ok((eye, sub)) = a.eye() else { continue };
-            for k in 0..FAN_RAYS {
-                let angle = h - FRAC_PI_4 + FRAC_PI_4 * 2.0 * k as f32 / (FAN_RAYS - 1) as f32;
-                let dir = Vec3::new(angle.cos(), 0.0, angle.sin());
-                if let Ok(r) = VoxelRay::new(eye, sub, dir, FAN_RANGE) {
-                    rays.push(r);
-                }
-            }
-        }
-        rays
+    /// Each NPC's sensor pose: at its eye, facing its heading. The rig's forward is `-Z`
+    /// and a yaw turns it left about `+Y`, so heading `h` (direction `(cos h, 0, sin h)`) is
+    /// yaw `-(h + π/2)`.
+    fn poses(&self) -> Vec<SensorPose> {
+        self.agents
+            .iter()
+            .zip(&self.heading)
+            .map(|(a, h)| {
+                let (eye, sub) = a.eye().unwrap_or((a.position, a.offset));
+                SensorPose::from_yaw_pitch(eye, sub, -(h + FRAC_PI_2), 0.0)
+            })
+            .collect()
     }
+}
+
+/// The vision fan: FAN_RAYS horizontal whiskers across 90 degrees around forward.
+fn fan_rig() -> SensorRig {
+    SensorRig::whiskers(FAN_RAYS, 90.0, FAN_RANGE).expect("a valid rig")
+}
+
+/// Fan rays that hit something.
+fn fan_hits(r: &SensorReadings) -> usize {
+    // A word `d >= 0` is a hit (`-d` is unloaded space, infinity a miss, NaN a bad pose).
+    r.distances()
+        .iter()
+        .filter(|d| d.is_finite() && d.is_sign_positive())
+        .count()
 }
 
 /// One frame's questions, kept until the answers are checked.
 struct Asked {
     frame: u32,
     agents: Vec<Agent>,
-    fans: Vec<VoxelRay>,
+    poses: Vec<SensorPose>,
 }
 
 /// One frame's batches in flight.
 struct InFlight {
     asked: Asked,
     pairs: PendingBatch<Vec<[u32; 2]>>,
-    fans: PendingBatch<Vec<RaycastOutcome>>,
+    fans: PendingBatch<SensorReadings>,
 }
 
 /// The CPU reference's answers to `asked`: the visible pairs within sight range, and the fans.
 fn reference(
     world: &VoxelWorld,
+    rig: &SensorRig,
     asked: &Asked,
     opts: &LineOfSightOptions,
-) -> (Vec<[u32; 2]>, Vec<RaycastOutcome>) {
+) -> (Vec<[u32; 2]>, SensorReadings) {
     let near = pairs_within(&asked.agents, SIGHT_RANGE);
     let sight = agent_visibility(&asked.agents, &near, world, opts);
     let visible = near
@@ -155,7 +169,7 @@ fn reference(
         .collect();
     (
         visible,
-        raycast_batch(&asked.fans, world, &RaycastOptions::default()),
+        sense(rig, &asked.poses, world, &RaycastOptions::default(), false),
     )
 }
 
@@ -207,6 +221,14 @@ fn run_on_gpu(
     args: &Args,
     opts: &LineOfSightOptions,
 ) -> bool {
+    let rig = fan_rig();
+    let gpu_rig = match gpu.upload_rig(&rig) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("npc_line_of_sight: cannot upload the vision rig: {e}");
+            return true;
+        }
+    };
     let mut agents = match gpu.upload_agents(&crowd.agents, gw) {
         Ok(a) => a,
         Err(e) => {
@@ -225,13 +247,19 @@ fn run_on_gpu(
             let asked = Asked {
                 frame,
                 agents: crowd.agents.clone(),
-                fans: crowd.fans(),
+                poses: crowd.poses(),
             };
             let batches = agents
                 .update(&asked.agents, gw)
                 .and_then(|()| gpu.submit_visible_pairs_within(&agents, SIGHT_RANGE, gw, opts))
                 .and_then(|pairs| {
-                    let fans = gpu.submit_raycast(&asked.fans, gw, &RaycastOptions::default())?;
+                    let fans = gpu.submit_sense(
+                        &gpu_rig,
+                        &asked.poses,
+                        gw,
+                        &RaycastOptions::default(),
+                        false,
+                    )?;
                     Ok((pairs, fans))
                 });
             let took = t.elapsed();
@@ -266,11 +294,12 @@ fn run_on_gpu(
                     return true;
                 }
             };
-            let (want_visible, want_fans) = reference(world, &done.asked, opts);
+            let (want_visible, want_fans) = reference(world, &rig, &done.asked, opts);
             let fan_differ = fans
+                .distances()
                 .iter()
-                .zip(&want_fans)
-                .filter(|(a, b)| !a.matches(b))
+                .zip(want_fans.distances())
+                .filter(|(a, b)| a.to_bits() != b.to_bits())
                 .count();
             let ok = visible == want_visible && fan_differ == 0;
             failed |= !ok;
@@ -282,7 +311,7 @@ fn run_on_gpu(
                  taken in {} ({}); {}",
                 frame,
                 visible.len(),
-                fans.iter().filter(|f| f.hit().is_some()).count(),
+                fan_hits(&fans),
                 done.asked.frame,
                 secs(took),
                 if ready { "ready" } else { "waited for" },
@@ -314,22 +343,23 @@ fn run_on_cpu(
     args: &Args,
     opts: &LineOfSightOptions,
 ) -> bool {
+    let rig = fan_rig();
     let mut total = Duration::ZERO;
     for frame in 0..args.frames {
         crowd.walk();
         let asked = Asked {
             frame,
             agents: crowd.agents.clone(),
-            fans: crowd.fans(),
+            poses: crowd.poses(),
         };
         let t = Instant::now();
-        let (visible, fans) = reference(world, &asked, opts);
+        let (visible, fans) = reference(world, &rig, &asked, opts);
         let took = t.elapsed();
         total += took;
         println!(
             "frame {frame:>3}: {} visible pairs, {} fan hits, answered in {}",
             visible.len(),
-            fans.iter().filter(|f| f.hit().is_some()).count(),
+            fan_hits(&fans),
             secs(took)
         );
     }

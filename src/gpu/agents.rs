@@ -9,7 +9,7 @@ use std::sync::Arc;
 use crate::agents::Agent;
 use crate::coords::{ChunkPos, WorldPos};
 use crate::cpu_ref::LONG_RAY;
-use crate::gpu::answers::{Collector, RayAnswers, decode, ray_flight};
+use crate::gpu::answers::{Collector, RayAnswers, decode, push_flight, ray_flight};
 use crate::gpu::device::Device;
 use crate::gpu::error::{GpuError, device_error};
 use crate::gpu::flight::{Batches, Binding, Flight, Items, bit_words};
@@ -434,13 +434,7 @@ pub(super) fn pair_flights(
         opts.conservative,
         Vec::<LineOfSight>::new(),
     )?;
-    // The collector tells the flights apart by their place.
-    let host_flight = if let Some(f) = host_flight {
-        flights.push(f);
-        flights.len() - 1
-    } else {
-        usize::MAX
-    };
+    let host_flight = push_flight(&mut flights, host_flight);
     let collector = PairAnswers {
         visibility,
         gpu: gpu_index,

@@ -340,6 +340,15 @@ pub(super) fn ray_flight<T: From<RaycastOutcome> + Clone + Send>(
     Ok((Some(flight), collector, uploaded as u64))
 }
 
+/// Adds flight `f`, if any, to a batch's `flights` and returns its place there, by which
+/// the collector tells it from the others; `usize::MAX` for none.
+pub(super) fn push_flight(flights: &mut Vec<Flight>, f: Option<Flight>) -> usize {
+    f.map_or(usize::MAX, |f| {
+        flights.push(f);
+        flights.len() - 1
+    })
+}
+
 /// UV in the shader's hits: `[0, 1]` in 23-bit fixed point.
 const UV_STEPS: f32 = 8_388_607.0;
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use crate::cpu_ref::LONG_RAY;
-use crate::gpu::answers::{Collector, RayAnswers, decode, ray_flight};
+use crate::gpu::answers::{Collector, RayAnswers, decode, push_flight, ray_flight};
 use crate::gpu::device::Device;
 use crate::gpu::error::{GpuError, device_error};
 use crate::gpu::flight::{Batches, Binding, Flight, Items};
@@ -251,12 +251,7 @@ pub(super) fn sensor_flights(
         false,
         Vec::<RaycastOutcome>::new(),
     )?;
-    let host_flight = if let Some(f) = host_flight {
-        flights.push(f);
-        flights.len() - 1
-    } else {
-        usize::MAX
-    };
+    let host_flight = push_flight(&mut flights, host_flight);
     let answers = SensorAnswers {
         readings,
         gpu,
