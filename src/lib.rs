@@ -86,6 +86,9 @@
 //! as [`voxel_raycast`]`(ray, world)` does: [`raycast_batch`]`(rays, world, opts)` on the CPU,
 //! `gpu.raycast(rays, gpu_world, opts)` on the GPU, and the same names on both sides
 //! ([`raycast_camera`], [`line_of_sight`], [`agent_visibility`], [`visible_pairs_within`]).
+//! Sensors cast a [`SensorRig`]'s rays (directions in an agent's frame) from a
+//! [`SensorPose`] per agent: [`sense`]`(rig, poses, world, opts, hits)` on the CPU, and
+//! `gpu.sense(gpu_rig, poses, gpu_world, opts, hits)` with the rays made in the shader.
 //!
 //! ## Cargo features
 //! - `gpu` (default): the `gpu` module, the batch raycaster on wgpu. Without it
