@@ -155,7 +155,7 @@ impl BlockTarget {
 /// rotation gives a NaN or zero vector, which the ray rejects with an error instead.
 #[must_use]
 pub(crate) fn forward(transform: &Transform) -> Vec3 {
-    Vec3::from_array((transform.rotation * bevy_math::Vec3::NEG_Z).to_array())
+    transform.rotation * Vec3::NEG_Z
 }
 
 /// Writes every [`BlockTargeter`]'s [`BlockTarget`].
