@@ -97,6 +97,61 @@ impl WorldPos {
         })
     }
 
+    /// `self + offset`, each component wrapping around the i128 range (`i128::MAX + 1` is
+    /// `i128::MIN`): for worlds that are meant to wrap; everything else wants
+    /// [`WorldPos::checked_offset`].
+    #[inline]
+    #[must_use]
+    pub fn wrapping_offset(self, offset: IVec3) -> Self {
+        self.wrapping_add([offset.x, offset.y, offset.z].map(i128::from))
+    }
+
+    /// `self + delta` for a delta in i128 voxels, or `None` where a component would leave the
+    /// i128 range.
+    #[inline]
+    #[must_use]
+    pub fn checked_add(self, delta: [i128; 3]) -> Option<Self> {
+        Some(Self {
+            x: self.x.checked_add(delta[0])?,
+            y: self.y.checked_add(delta[1])?,
+            z: self.z.checked_add(delta[2])?,
+        })
+    }
+
+    /// `self + delta`, each component wrapping around the i128 range.
+    #[inline]
+    #[must_use]
+    pub const fn wrapping_add(self, delta: [i128; 3]) -> Self {
+        Self {
+            x: self.x.wrapping_add(delta[0]),
+            y: self.y.wrapping_add(delta[1]),
+            z: self.z.wrapping_add(delta[2]),
+        }
+    }
+
+    /// The voxels from `other` to `self`, `self - other` per axis, or `None` where it does not
+    /// fit an i128 (the two lie more than `i128::MAX` voxels apart on an axis).
+    #[inline]
+    #[must_use]
+    pub fn checked_sub(self, other: Self) -> Option<[i128; 3]> {
+        Some([
+            self.x.checked_sub(other.x)?,
+            self.y.checked_sub(other.y)?,
+            self.z.checked_sub(other.z)?,
+        ])
+    }
+
+    /// `self - other` per axis, wrapping around the i128 range.
+    #[inline]
+    #[must_use]
+    pub const fn wrapping_sub(self, other: Self) -> [i128; 3] {
+        [
+            self.x.wrapping_sub(other.x),
+            self.y.wrapping_sub(other.y),
+            self.z.wrapping_sub(other.z),
+        ]
+    }
+
     /// Component `axis` (0 = x, 1 = y, 2 = z). Any other `axis` reads z.
     #[inline]
     #[must_use]
@@ -120,6 +175,69 @@ impl WorldPos {
     #[must_use]
     pub const fn from_array(a: [i128; 3]) -> Self {
         Self::new(a[0], a[1], a[2])
+    }
+}
+
+/// `pos + offset`, as [`WorldPos::checked_offset`].
+///
+/// # Panics
+/// When a component would leave the i128 world (as integer overflow does in debug builds, but
+/// in every build): at the world's edge use [`WorldPos::checked_offset`] or
+/// [`WorldPos::wrapping_offset`].
+impl std::ops::Add<IVec3> for WorldPos {
+    type Output = Self;
+
+    fn add(self, offset: IVec3) -> Self {
+        self.checked_offset(offset)
+            .expect("WorldPos + IVec3 left the i128 world (use checked_offset at its edge)")
+    }
+}
+
+/// `pos - offset`, as [`WorldPos::checked_offset`] with `-offset`.
+///
+/// # Panics
+/// When a component would leave the i128 world, as `+` does.
+impl std::ops::Sub<IVec3> for WorldPos {
+    type Output = Self;
+
+    fn sub(self, offset: IVec3) -> Self {
+        let neg = [offset.x, offset.y, offset.z].map(|c| -i128::from(c));
+        self.checked_add(neg)
+            .expect("WorldPos - IVec3 left the i128 world (use checked_add at its edge)")
+    }
+}
+
+/// `pos += offset`, as `+`.
+///
+/// # Panics
+/// When a component would leave the i128 world.
+impl std::ops::AddAssign<IVec3> for WorldPos {
+    fn add_assign(&mut self, offset: IVec3) {
+        *self = *self + offset;
+    }
+}
+
+/// `pos -= offset`, as `-`.
+///
+/// # Panics
+/// When a component would leave the i128 world.
+impl std::ops::SubAssign<IVec3> for WorldPos {
+    fn sub_assign(&mut self, offset: IVec3) {
+        *self = *self - offset;
+    }
+}
+
+/// `(x, y, z)`, the coordinates in decimal.
+impl std::fmt::Display for WorldPos {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "({}, {}, {})", self.x, self.y, self.z)
+    }
+}
+
+/// `chunk (x, y, z)`, the chunk indices in decimal.
+impl std::fmt::Display for ChunkPos {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "chunk ({}, {}, {})", self.x, self.y, self.z)
     }
 }
 
@@ -319,5 +437,47 @@ mod tests {
         for i in [0, 1, 31, 32, 1023, 1024, 32767] {
             assert_eq!(LocalPos::from_index(i).index(), i);
         }
+    }
+
+    #[test]
+    fn arithmetic_checks_or_wraps_at_the_i128_edge() {
+        let p = WorldPos::new(1, -2, 3);
+        assert_eq!(p + IVec3::new(1, 1, -4), WorldPos::new(2, -1, -1));
+        assert_eq!(p - IVec3::new(1, 1, -4), WorldPos::new(0, -3, 7));
+        let mut q = p;
+        q += IVec3::Y;
+        q -= IVec3::X;
+        assert_eq!(q, WorldPos::new(0, -1, 3));
+        let top = WorldPos::new(i128::MAX, 0, i128::MIN);
+        assert_eq!(top.checked_offset(IVec3::X), None);
+        assert_eq!(top.checked_offset(IVec3::NEG_Z), None);
+        assert_eq!(top.wrapping_offset(IVec3::X).x, i128::MIN);
+        assert_eq!(top.wrapping_offset(IVec3::NEG_Z).z, i128::MAX);
+        assert_eq!(
+            top.checked_add([0, i128::MAX, 1]),
+            Some(WorldPos::new(i128::MAX, i128::MAX, i128::MIN + 1))
+        );
+        assert_eq!(top.checked_add([1, 0, 0]), None);
+        assert_eq!(
+            top.wrapping_add([1, 0, -1]),
+            WorldPos::new(i128::MIN, 0, i128::MAX)
+        );
+        assert_eq!(p.checked_sub(WorldPos::new(0, 0, 0)), Some([1, -2, 3]));
+        assert_eq!(top.checked_sub(WorldPos::new(-1, 0, 0)), None);
+        assert_eq!(top.wrapping_sub(WorldPos::new(-1, 0, 0))[0], i128::MIN);
+        assert!(std::panic::catch_unwind(|| top + IVec3::X).is_err());
+        assert!(std::panic::catch_unwind(|| top - IVec3::Z).is_err());
+    }
+
+    #[test]
+    fn positions_display_their_coordinates() {
+        assert_eq!(
+            WorldPos::new(-1, 2, i128::MAX).to_string(),
+            format!("(-1, 2, {})", i128::MAX)
+        );
+        assert_eq!(
+            WorldPos::new(-1, 2, 3).chunk().to_string(),
+            "chunk (-1, 0, 0)"
+        );
     }
 }

@@ -13,7 +13,10 @@ pub use options::{
 };
 pub use outcome::{LineOfSight, RaycastOutcome, UV_TOLERANCE, VoxelRaycastHit};
 
-/// Largest accepted [`VoxelRay::max_distance`], in voxels. Far beyond sight distances, and small
+/// Largest accepted [`VoxelRay::max_distance`], in voxels, and what "no limit" means: a max
+/// distance of `f32::INFINITY` or `f32::MAX` (the usual "unbounded" values) searches this far on
+/// every call (rays, cameras, sensor rigs), while a finite value above it is refused
+/// ([`RayError::MaxDistanceTooLarge`]: most likely a unit mistake). Far beyond sight distances, and small
 /// enough that every crossing count stays exact in f32 (`n < 2^24`), so that every path to a
 /// crossing (stepping, skipping, the GPU) computes its distance with the same bits. Distances
 /// are f32 values all the same: near the cap they lie up to about 0.01 voxel from those of the
@@ -39,6 +42,8 @@ pub struct VoxelRay {
     /// relative.
     pub direction: Vec3,
     /// Search distance in voxels, `0..=MAX_DISTANCE_CAP`. A hit at exactly this distance counts.
+    /// `f32::INFINITY` and `f32::MAX` mean no limit of the caller's own: the cast searches
+    /// [`MAX_DISTANCE_CAP`] voxels ([`VoxelRay::new`] stores the cap).
     pub max_distance: f32,
 }
 
@@ -61,7 +66,8 @@ pub enum RayError {
     /// `max_distance` is negative.
     #[error("max distance is negative")]
     NegativeMaxDistance,
-    /// `max_distance` exceeds [`MAX_DISTANCE_CAP`] (this includes infinity).
+    /// `max_distance` is finite and exceeds [`MAX_DISTANCE_CAP`] (`f32::INFINITY` and
+    /// `f32::MAX` are accepted: they mean the cap).
     #[error("max distance exceeds the cap of {MAX_DISTANCE_CAP} voxels")]
     MaxDistanceTooLarge,
     /// A `sub_offset` component is NaN or infinite.
@@ -184,15 +190,19 @@ fn check_direction(d: Vec3) -> Result<(), RayError> {
     }
 }
 
-fn check_max_distance(m: f32) -> Result<(), RayError> {
+/// The max distance a cast searches for `m`: `m` itself (`+0.0` for `-0.0`), or
+/// [`MAX_DISTANCE_CAP`] for the two "no limit" values, `f32::INFINITY` and `f32::MAX`.
+fn checked_max_distance(m: f32) -> Result<f32, RayError> {
     if m.is_nan() {
         Err(RayError::NanMaxDistance)
     } else if m < 0.0 {
         Err(RayError::NegativeMaxDistance)
+    } else if m == f32::INFINITY || m == f32::MAX {
+        Ok(MAX_DISTANCE_CAP)
     } else if m > MAX_DISTANCE_CAP {
         Err(RayError::MaxDistanceTooLarge)
     } else {
-        Ok(())
+        Ok(m + 0.0)
     }
 }
 
@@ -260,7 +270,8 @@ impl VoxelRay {
     ///   sub `0.75`). Denormal components become zero.
     /// * `direction` - any finite non-zero vector; it is normalised (in f64) unless its squared
     ///   length is already within `1e-5` of 1 (see [`VoxelRay::direction`]).
-    /// * `max_distance` - search distance in voxels, `0..=MAX_DISTANCE_CAP`.
+    /// * `max_distance` - search distance in voxels, `0..=MAX_DISTANCE_CAP`, or `f32::INFINITY`
+    ///   or `f32::MAX` for no limit of the caller's own (stored as `MAX_DISTANCE_CAP`).
     ///
     /// # Errors
     /// One [`RayError`] variant per kind of bad input: zero, NaN or infinite direction; NaN,
@@ -291,9 +302,8 @@ impl VoxelRay {
         direction: Vec3,
         max_distance: f32,
     ) -> Result<Self, RayError> {
-        check_max_distance(max_distance)?;
         // `-0.0` is stored as `+0.0`, so equal rays have equal bits.
-        let max_distance = max_distance + 0.0;
+        let max_distance = checked_max_distance(max_distance)?;
         let direction = unit_direction(direction)?;
         let (x, sx) = split_sub(origin.x, sub_offset.x)?;
         let (y, sy) = split_sub(origin.y, sub_offset.y)?;
@@ -696,9 +706,17 @@ mod tests {
             VoxelRay::new(o, s, Vec3::X, -1.0),
             Err(RayError::NegativeMaxDistance)
         );
+        for unbounded in [f32::INFINITY, f32::MAX] {
+            let r = VoxelRay::new(o, s, Vec3::X, unbounded).expect("no limit is a valid ray");
+            assert_eq!(r.max_distance.to_bits(), MAX_DISTANCE_CAP.to_bits());
+        }
         assert_eq!(
-            VoxelRay::new(o, s, Vec3::X, f32::INFINITY),
+            VoxelRay::new(o, s, Vec3::X, MAX_DISTANCE_CAP * 2.0),
             Err(RayError::MaxDistanceTooLarge)
+        );
+        assert_eq!(
+            VoxelRay::new(o, s, Vec3::X, f32::NEG_INFINITY),
+            Err(RayError::NegativeMaxDistance)
         );
         assert_eq!(
             VoxelRay::new(o, Vec3::new(0.0, f32::NAN, 0.0), Vec3::X, 1.0),

@@ -59,7 +59,8 @@ pub struct SensorRig {
 }
 
 impl SensorRig {
-    /// A rig of the given rays: (direction in the agent's frame, max distance in voxels).
+    /// A rig of the given rays: (direction in the agent's frame, max distance in voxels, where
+    /// `f32::INFINITY` and `f32::MAX` mean [`MAX_DISTANCE_CAP`](crate::MAX_DISTANCE_CAP)).
     /// Any finite non-zero direction is normalised.
     ///
     /// # Errors

@@ -145,7 +145,13 @@ fn bad_input_is_rejected() {
             MAX_DISTANCE_CAP.next_up(),
             RayError::MaxDistanceTooLarge,
         ),
-        (o, s, Vec3::X, f32::INFINITY, RayError::MaxDistanceTooLarge),
+        (
+            o,
+            s,
+            Vec3::X,
+            f32::MAX.next_down(),
+            RayError::MaxDistanceTooLarge,
+        ),
         (
             o,
             Vec3::new(f32::NAN, 0.0, 0.0),

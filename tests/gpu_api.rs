@@ -565,3 +565,82 @@ fn sparse_camera() -> Camera {
     )
     .expect("camera")
 }
+
+/// `f32::INFINITY` and `f32::MAX` as a max distance mean `MAX_DISTANCE_CAP` on every call, on
+/// both engines: a hand-filled ray, a camera and a sensor rig all reach a block 40,000 voxels
+/// away, as far as a ray built with the cap reaches.
+#[test]
+fn no_limit_means_the_cap_on_every_call() {
+    use voxcast::{MAX_DISTANCE_CAP, SensorPose, SensorReading, SensorRig, glam::Quat, sense};
+    let Some(gpu) = gpu() else { return };
+    let mut world = VoxelWorld::new();
+    world.set_voxel(WorldPos::new(40_000, 0, 0), VoxelId(5));
+    world.set_voxel(WorldPos::new(0, 3, 0), VoxelId(5));
+    let gw = gpu.upload_world(&world).expect("upload");
+    let opts = RaycastOptions::default();
+    let capped = VoxelRay::new(WorldPos::ZERO, Vec3::splat(0.5), Vec3::X, MAX_DISTANCE_CAP)
+        .expect("capped ray");
+    let mut rays = vec![capped];
+    for unbounded in [f32::INFINITY, f32::MAX] {
+        rays.push(VoxelRay {
+            max_distance: unbounded,
+            ..capped
+        });
+        rays.push(
+            VoxelRay::new(WorldPos::ZERO, Vec3::splat(0.5), Vec3::X, unbounded)
+                .expect("unbounded ray"),
+        );
+    }
+    let cpu = raycast_batch(&rays, &world, &opts);
+    for (i, o) in cpu.iter().enumerate() {
+        let hit = o.hit().unwrap_or_else(|| panic!("ray {i}: {o:?}"));
+        assert_eq!(hit.voxel_pos, WorldPos::new(40_000, 0, 0), "ray {i}");
+        assert_eq!(hit.distance, 39_999.5, "ray {i}");
+    }
+    let on_gpu = gpu.raycast(&rays, &gw, &opts).expect("raycast");
+    assert_parity("unbounded rays", &rays, &on_gpu, &cpu);
+
+    let cam = Camera::new(
+        WorldPos::ZERO,
+        Vec3::splat(0.5),
+        Vec3::X,
+        1.0,
+        3,
+        3,
+        f32::INFINITY,
+    )
+    .expect("camera");
+    assert_eq!(cam.max_distance, MAX_DISTANCE_CAP);
+    let cam_rays = cam.rays().expect("camera rays");
+    let cam_gpu = gpu.raycast_camera(&cam, &gw, &opts).expect("camera");
+    assert_parity(
+        "unbounded camera",
+        &cam_rays,
+        &cam_gpu,
+        &raycast_batch(&cam_rays, &world, &opts),
+    );
+    assert!(
+        cam_gpu[4].hit().is_some(),
+        "the centre pixel reaches the far block"
+    );
+
+    let rig = SensorRig::new(&[(Vec3::NEG_Z, f32::MAX), (Vec3::Y, f32::INFINITY)]).expect("rig");
+    let poses = [SensorPose::new(
+        WorldPos::ZERO,
+        Vec3::splat(0.5),
+        Quat::from_rotation_y(-std::f32::consts::FRAC_PI_2),
+    )];
+    let cpu_s = sense(&rig, &poses, &world, &opts, true);
+    let gpu_rig = gpu.upload_rig(&rig).expect("rig upload");
+    let gpu_s = gpu
+        .sense(&gpu_rig, &poses, &gw, &opts, true)
+        .expect("sense");
+    assert!(gpu_s.matches(&cpu_s), "{gpu_s:?} against {cpu_s:?}");
+    // The rotation of the pose leaves the direction a few ulps off +X.
+    assert!(
+        matches!(cpu_s.get(0, 0), Some(SensorReading::Hit(d)) if (d - 39_999.5).abs() < 0.1),
+        "{:?}",
+        cpu_s.get(0, 0)
+    );
+    assert_eq!(cpu_s.get(0, 1), Some(SensorReading::Hit(2.5)));
+}

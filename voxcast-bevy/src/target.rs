@@ -52,9 +52,10 @@ impl VoxelPosition {
 #[derive(Component, Clone, Debug, PartialEq)]
 #[require(VoxelPosition, Transform, BlockTarget)]
 pub struct BlockTargeter {
-    /// How far the entity reaches, in voxels: `0..=`[`voxcast::MAX_DISTANCE_CAP`]. A block
-    /// whose face lies exactly at `reach` is in reach. NaN, negative or larger values give
-    /// the entity no target and an error in [`BlockTarget`].
+    /// How far the entity reaches, in voxels: `0..=`[`voxcast::MAX_DISTANCE_CAP`], or
+    /// `f32::INFINITY` for no limit of its own (the cap). A block whose face lies exactly at
+    /// `reach` is in reach. NaN, negative or larger finite values give the entity no target
+    /// and an error in [`BlockTarget`].
     pub reach: f32,
     /// Which voxels stop the ray, what happens when it starts in one, and what unloaded
     /// chunks do.
