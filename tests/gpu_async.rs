@@ -10,7 +10,7 @@ use voxcast_testkit::common;
 
 use std::collections::VecDeque;
 
-use voxcast::gpu::{GpuRaycaster, PendingBatch, wgpu};
+use voxcast::gpu::{GpuError, GpuRaycaster, PendingBatch, wgpu};
 use voxcast::{
     LineOfSightOptions, RaycastOptions, RaycastOutcome, line_of_sight_batch, raycast_batch,
     raycast_camera,
@@ -149,7 +149,17 @@ fn batches_in_flight_are_taken_in_any_order() {
     assert!(host_only.is_ready());
     let answers = host_only.try_take().expect("ready").expect("no error");
     assert_eq!(answers, vec![RaycastOutcome::Miss; far.len()]);
-    assert!(host_only.try_take().is_none(), "taken once");
+    // Taken once: after that the batch says so, to `try_take` and to `wait`, and is ready
+    // (a polling loop ends).
+    assert!(host_only.is_ready());
+    assert_eq!(
+        host_only.try_take().map(|r| r.err()),
+        Some(Some(GpuError::AlreadyTaken)),
+        "a second try_take"
+    );
+    let err = host_only.wait().expect_err("wait after try_take");
+    assert_eq!(err, GpuError::AlreadyTaken);
+    assert!(err.to_string().contains("taken already"), "{err}");
 }
 
 /// On an application's own device (`from_device`), the application polling its device (as a

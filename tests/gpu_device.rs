@@ -84,6 +84,8 @@ fn raycasters_and_worlds_go_to_other_threads() {
     send_sync::<GpuRaycaster>();
     send_sync::<GpuWorld>();
     send_sync::<VoxelWorld>();
+    fn send<T: Send>() {}
+    send::<voxcast::gpu::PendingBatch<Vec<voxcast::RaycastOutcome>>>();
 }
 
 /// The documented way to keep a frame loop running while a batch is out: call from worker

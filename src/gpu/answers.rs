@@ -97,21 +97,25 @@ impl<T> PendingBatch<T> {
         batch
     }
 
-    /// Whether the answers are ready to take. Never blocks: reads the dispatches that have
-    /// finished (so it may take as long as decoding them).
+    /// Whether [`PendingBatch::try_take`] would answer now: the GPU has finished the batch
+    /// (or failed), or its answers were taken already. Never blocks: reads the dispatches that
+    /// have finished (so it may take as long as decoding them).
     pub fn is_ready(&mut self) -> bool {
         self.progress(false);
-        !self.taken && (self.flights.is_empty() || self.error.is_some())
+        self.taken || self.flights.is_empty() || self.error.is_some()
     }
 
-    /// The answers, if the GPU has finished the batch; `None` while it has not (or after the
-    /// answers were taken). Never blocks: reads what has finished and returns.
+    /// The answers, if the GPU has finished the batch; `None` only while it has not. Never
+    /// blocks: reads what has finished and returns. The answers are handed out once.
     ///
     /// # Errors
     /// `Some(Err(_))` with a [`GpuError`] when the device failed (validation, out of memory,
-    /// lost) or a result could not be decoded.
+    /// lost) or a result could not be decoded, and [`GpuError::AlreadyTaken`] on every call
+    /// after the one that returned the answers (so a polling loop ends either way).
     pub fn try_take(&mut self) -> Option<Result<T, GpuError>> {
-        if self.is_ready() {
+        if self.taken {
+            Some(Err(GpuError::AlreadyTaken))
+        } else if self.is_ready() {
             Some(self.take())
         } else {
             None
@@ -122,10 +126,11 @@ impl<T> PendingBatch<T> {
     /// device, without spinning).
     ///
     /// # Errors
-    /// As [`PendingBatch::try_take`]; also when the answers were taken already.
+    /// As [`PendingBatch::try_take`]: the device's errors, and [`GpuError::AlreadyTaken`]
+    /// when `try_take` returned the answers already.
     pub fn wait(mut self) -> Result<T, GpuError> {
         if self.taken {
-            return Err(GpuError::Internal("the answers were taken already".into()));
+            return Err(GpuError::AlreadyTaken);
         }
         self.progress(true);
         self.take()

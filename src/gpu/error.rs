@@ -144,6 +144,13 @@ pub enum GpuError {
     /// refuses the same).
     #[error("bad camera: {0}")]
     Camera(CameraError),
+    /// A [`PendingBatch`](crate::gpu::PendingBatch)'s answers were asked for again after
+    /// [`PendingBatch::try_take`](crate::gpu::PendingBatch::try_take) had returned them.
+    #[error(
+        "this batch's answers were taken already (try_take returned them): keep what it \
+         returned, and submit a new batch for new answers"
+    )]
+    AlreadyTaken,
     /// The GPU returned a result the host cannot decode (a bug: please report it).
     #[error("internal GPU error (a bug in voxcast: please report it): {0}")]
     Internal(String),

@@ -78,7 +78,7 @@ impl Default for BlockTargeter {
 }
 
 /// What a [`BlockTargeter`] aims at, as of the last run of
-/// [`VoxcastSystems::Target`](crate::VoxcastSystems::Target): the seed's `BlockTarget`.
+/// [`VoxcastSystems::Target`](crate::VoxcastSystems::Target).
 ///
 /// It is only written when the answer changes, so `Changed<BlockTarget>` finds the entities
 /// whose target changed. Before the first run it is a miss.
