@@ -116,7 +116,7 @@ pub use glam;
 
 pub use aabb::{ray_aabb, ray_aabb_f64};
 pub use agents::{Agent, agent_segment, agent_visibility, pairs_within, visible_pairs_within};
-pub use blocks::{break_block, place_block};
+pub use blocks::{EditError, break_block, place_block};
 pub use camera::{Camera, CameraError, CameraSpec};
 pub use coords::{CHUNK_EDGE, CHUNK_VOLUME, ChunkPos, LocalPos, VoxelBox, WorldPos};
 pub use cpu_ref::{
@@ -134,6 +134,18 @@ pub use sensors::{
     sense_into,
 };
 pub use world::{BRICK_EDGE, Chunk, VoxelId, VoxelWorld, WorldError};
+
+/// The items most programs use, and glam's vector types: `use voxcast::prelude::*;`.
+pub mod prelude {
+    pub use crate::{
+        Agent, Camera, ChunkPos, EditError, LineOfSight, LineOfSightOptions, LocalPos,
+        MAX_DISTANCE_CAP, MaterialFilter, OriginPolicy, RayError, RaycastOptions, RaycastOutcome,
+        SensorPose, SensorReading, SensorRig, UnloadedPolicy, VoxelId, VoxelRay, VoxelRaycastHit,
+        VoxelWorld, WorldPos, break_block, line_of_sight, line_of_sight_batch, place_block,
+        raycast_batch, sense, voxel_raycast, voxel_raycast_with,
+    };
+    pub use glam::{IVec3, Vec3};
+}
 
 /// The code blocks of `README.md`, compiled (and, where they need no GPU, run) as doctests so
 /// that the README cannot drift from the API.

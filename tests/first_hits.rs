@@ -7,8 +7,9 @@ use voxcast_testkit::common;
 use common::{describe, ray, ray_at, world_with};
 use voxcast::glam::{IVec3, Vec2, Vec3};
 use voxcast::{
-    OriginPolicy, RaycastOptions, RaycastOutcome, VoxelId, VoxelRaycastHit, VoxelTraversal,
-    VoxelWorld, WorldPos, break_block, place_block, voxel_raycast, voxel_raycast_with,
+    EditError, OriginPolicy, RaycastOptions, RaycastOutcome, VoxelId, VoxelRaycastHit,
+    VoxelTraversal, VoxelWorld, WorldPos, break_block, place_block, voxel_raycast,
+    voxel_raycast_with,
 };
 
 const STONE: VoxelId = VoxelId(1);
@@ -357,7 +358,7 @@ fn test_ray_returns_correct_voxel_type() {
 
     // Breaking the stone uncovers the dirt for the first ray too.
     let first = voxel_raycast(&r, &world).expect("hit");
-    assert_eq!(break_block(&mut world, &first), Some(STONE));
+    assert_eq!(break_block(&mut world, &first), Ok(STONE));
     let h = voxel_raycast(&r, &world).unwrap_or_else(|| panic!("no hit for {}", describe(&r)));
     assert_eq!(
         (h.voxel_pos, h.voxel_type),
@@ -377,11 +378,17 @@ fn place_and_break_through_a_hit() {
 
     assert_eq!(
         place_block(&mut world, &hit, PLANK),
-        Some(WorldPos::new(4, 0, 0))
+        Ok(WorldPos::new(4, 0, 0))
     );
     assert_eq!(world.get_voxel(&WorldPos::new(4, 0, 0)), Some(PLANK));
     // The place is taken now: a second placement changes nothing.
-    assert_eq!(place_block(&mut world, &hit, DIRT), None);
+    assert_eq!(
+        place_block(&mut world, &hit, DIRT),
+        Err(EditError::Occupied {
+            voxel: WorldPos::new(4, 0, 0),
+            found: PLANK
+        })
+    );
     assert_eq!(world.get_voxel(&WorldPos::new(4, 0, 0)), Some(PLANK));
 
     let plank_hit = voxel_raycast(&r, &world).expect("hits the plank");
@@ -393,7 +400,19 @@ fn place_and_break_through_a_hit() {
         ),
         (WorldPos::new(4, 0, 0), 3.5, PLANK)
     );
-    assert_eq!(break_block(&mut world, &plank_hit), Some(PLANK));
+    assert_eq!(break_block(&mut world, &plank_hit), Ok(PLANK));
+    // Broken already: the same hit again is stale, and so is a placement against it.
+    let stale = Err(EditError::TargetChanged {
+        voxel: WorldPos::new(4, 0, 0),
+        expected: PLANK,
+        found: Some(VoxelId::AIR),
+    });
+    assert_eq!(break_block(&mut world, &plank_hit), stale);
+    assert_eq!(
+        place_block(&mut world, &plank_hit, DIRT),
+        stale.map(|_| WorldPos::ZERO)
+    );
+    assert_eq!(world.get_voxel(&WorldPos::new(3, 0, 0)), Some(VoxelId::AIR));
     assert_eq!(world.get_voxel(&WorldPos::new(4, 0, 0)), Some(VoxelId::AIR));
     assert_eq!(
         voxel_raycast(&r, &world).map(|h| h.voxel_pos),
@@ -404,9 +423,13 @@ fn place_and_break_through_a_hit() {
     let inside = ray_at([5, 0, 0], [0.5; 3], [1.0, 0.0, 0.0], 20.0);
     let origin_hit = voxel_raycast(&inside, &world).expect("origin voxel");
     assert_eq!(origin_hit.face_normal, IVec3::ZERO);
-    assert_eq!(place_block(&mut world, &origin_hit, PLANK), None);
+    assert_eq!(
+        place_block(&mut world, &origin_hit, PLANK),
+        Err(EditError::NoFace(WorldPos::new(5, 0, 0)))
+    );
 
     // Placing into an unloaded chunk loads it; breaking in an unloaded chunk does nothing.
+    world.set_voxel(WorldPos::ZERO, STONE);
     let edge_hit = VoxelRaycastHit {
         voxel_pos: WorldPos::ZERO,
         face_normal: IVec3::NEG_X,
@@ -414,19 +437,32 @@ fn place_and_break_through_a_hit() {
     };
     assert!(!world.is_loaded(WorldPos::new(-1, 0, 0).chunk()));
     // Placing air is not placing a block: nothing changes, no chunk is loaded.
-    assert_eq!(place_block(&mut world, &edge_hit, VoxelId::AIR), None);
+    assert_eq!(
+        place_block(&mut world, &edge_hit, VoxelId::AIR),
+        Err(EditError::PlaceAir)
+    );
     assert!(!world.is_loaded(WorldPos::new(-1, 0, 0).chunk()));
-    assert_eq!(place_block(&mut world, &hit, VoxelId::AIR), None);
+    assert_eq!(
+        place_block(&mut world, &hit, VoxelId::AIR),
+        Err(EditError::PlaceAir)
+    );
     assert_eq!(
         place_block(&mut world, &edge_hit, PLANK),
-        Some(WorldPos::new(-1, 0, 0))
+        Ok(WorldPos::new(-1, 0, 0))
     );
     assert_eq!(world.get_voxel(&WorldPos::new(-1, 0, 0)), Some(PLANK));
     let far = VoxelRaycastHit {
         voxel_pos: WorldPos::new(1000, 0, 0),
         ..hit
     };
-    assert_eq!(break_block(&mut world, &far), None);
+    assert_eq!(
+        break_block(&mut world, &far),
+        Err(EditError::TargetChanged {
+            voxel: far.voxel_pos,
+            expected: STONE,
+            found: None
+        })
+    );
     assert!(!world.is_loaded(far.voxel_pos.chunk()));
 
     // At the edge of the i128 world there is no voxel in front of the face.
@@ -436,7 +472,11 @@ fn place_and_break_through_a_hit() {
         ..hit
     };
     assert_eq!(rim.previous_pos(), None);
-    assert_eq!(place_block(&mut world, &rim, PLANK), None);
+    world.set_voxel(rim.voxel_pos, STONE);
+    assert_eq!(
+        place_block(&mut world, &rim, PLANK),
+        Err(EditError::NoFace(rim.voxel_pos))
+    );
     let rim = VoxelRaycastHit {
         voxel_pos: WorldPos::new(0, i128::MIN, 0),
         face_normal: IVec3::NEG_Y,

@@ -1,8 +1,9 @@
-//! The seed's block-targeting demo without a window: a player stands on the terrain with a
-//! crosshair in the middle of the view, `VoxcastPlugin` finds the block it targets (reach 8),
+//! A first-person block-targeting demo without a window: a player stands on the terrain (yaw on
+//! the body, pitch on a child camera at eye height, the usual rig) with a crosshair in the
+//! middle of the view, `VoxcastPlugin` finds the block the camera targets (reach 8),
 //! and the view is rendered as `depth_image` renders `shaded.png`, with the targeted block
 //! outlined as a wireframe and the crosshair drawn on top, into `targeting.png`. The target's
-//! type, position and face are printed; then the player mines it (a `MineBlock` message) and
+//! type, position and face are printed; then the player mines it (an `EditBlock` message) and
 //! the next target, the block behind it, is printed too.
 //!
 //! ```text
@@ -19,6 +20,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use bevy_app::App;
+use bevy_ecs::hierarchy::ChildOf;
 use bevy_ecs::message::Messages;
 use bevy_math::Quat;
 use bevy_transform::components::Transform;
@@ -28,7 +30,7 @@ use voxcast::{
     Camera, RaycastOptions, RaycastOutcome, VoxelId, VoxelRaycastHit, WorldPos, raycast_camera,
 };
 use voxcast_bevy::{
-    BlockEdited, BlockTarget, BlockTargeter, MineBlock, VoxcastPlugin, VoxelPosition, Voxels,
+    BlockEdited, BlockTarget, BlockTargeter, EditBlock, VoxcastPlugin, VoxelPosition, Voxels,
 };
 use voxcast_testkit::scene::{DIRT, GRASS, ORE, SAND, STONE, Terrain, WATER};
 
@@ -61,29 +63,45 @@ fn main() -> ExitCode {
         ..Terrain::STANDARD
     };
     let mut app = App::new();
-    app.add_plugins(VoxcastPlugin)
+    app.add_plugins((bevy_transform::TransformPlugin, VoxcastPlugin))
         .insert_resource(Voxels::new(terrain.build()));
 
-    // The player's eye, 1.6 voxels above the ground, and its camera's rotation (Bevy's
-    // forward is -Z).
+    // The player's feet on the ground, its eye 1.6 voxels above them. Bevy's forward is -Z:
+    // the body turns (yaw) and the camera, its child at eye height, tilts (pitch).
     let (x, z) = COLUMN;
+    let feet = VoxelPosition::new(
+        WorldPos::new(
+            x.into(),
+            i128::from(terrain.eye_voxel_y(x, z)) - 1,
+            z.into(),
+        ),
+        Vec3::new(0.5, 0.0, 0.5),
+    );
+    let look = LOOK.normalize();
+    let yaw = Quat::from_rotation_y((-look.x).atan2(-look.z));
+    let pitch = Quat::from_rotation_x(look.y.asin());
+    let rotation = yaw * pitch;
+    let player = app
+        .world_mut()
+        .spawn((feet, Transform::from_rotation(yaw)))
+        .id();
+    let camera_entity = app
+        .world_mut()
+        .spawn((
+            BlockTargeter::default(),
+            Transform::from_xyz(0.0, 1.6, 0.0).with_rotation(pitch),
+            ChildOf(player),
+        ))
+        .id();
+    // Where the targeter's eye is: the feet moved by the camera's height (in f32, the same
+    // point as the voxel above with offset 0.6).
     let eye = VoxelPosition::new(
         WorldPos::new(x.into(), terrain.eye_voxel_y(x, z).into(), z.into()),
         Vec3::new(0.5, 0.6, 0.5),
     );
-    let look = bevy_math::Vec3::from_array(LOOK.normalize().to_array());
-    let rotation = Quat::from_rotation_arc(bevy_math::Vec3::NEG_Z, look);
-    let player = app
-        .world_mut()
-        .spawn((
-            BlockTargeter::default(),
-            eye,
-            Transform::from_rotation(rotation),
-        ))
-        .id();
     app.update();
 
-    let Some(target) = app.world().get::<BlockTarget>(player).copied() else {
+    let Some(target) = app.world().get::<BlockTarget>(camera_entity).copied() else {
         eprintln!("targeting: the player has no BlockTarget");
         return ExitCode::FAILURE;
     };
@@ -96,7 +114,7 @@ fn main() -> ExitCode {
     println!("target: {}", describe(&target));
 
     // The crosshair's view: the camera looks exactly where the targeter does.
-    let forward = Vec3::from_array((rotation * bevy_math::Vec3::NEG_Z).to_array());
+    let forward = rotation * Vec3::NEG_Z;
     let camera = match Camera::new(
         eye.voxel,
         eye.offset,
@@ -153,16 +171,14 @@ fn main() -> ExitCode {
 
     // Mine the block: the message is applied in the next frame, which then targets anew.
     if let Some(&aimed) = target.hit() {
-        app.world_mut().write_message(MineBlock {
-            entity: player,
-            aimed,
-        });
+        app.world_mut()
+            .write_message(EditBlock::mine(camera_entity, aimed));
         app.update();
         let edits = app.world().resource::<Messages<BlockEdited>>();
         for edited in edits.iter_current_update_messages() {
             println!("mined: {:?}", edited.result);
         }
-        if let Some(next) = app.world().get::<BlockTarget>(player) {
+        if let Some(next) = app.world().get::<BlockTarget>(camera_entity) {
             println!("next target: {}", describe(next));
         }
     }

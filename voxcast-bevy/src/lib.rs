@@ -6,26 +6,24 @@
 //!
 //! ```
 //! use bevy_app::App;
-//! use bevy_ecs::prelude::*;
-//! use bevy_math::{Quat, Vec3 as BevyVec3};
-//! use bevy_transform::components::Transform;
-//! use voxcast::glam::{IVec3, Vec3};
-//! use voxcast::{VoxelId, VoxelWorld, WorldPos};
-//! use voxcast_bevy::{BlockTarget, BlockTargeter, MineBlock, Voxels, VoxcastPlugin, VoxelPosition};
+//! use bevy_transform::TransformPlugin;
+//! use voxcast_bevy::prelude::*;
 //!
 //! let mut world = VoxelWorld::new();
 //! world.set_voxel(WorldPos::new(3, 0, 0), VoxelId(1));
 //! world.set_voxel(WorldPos::new(4, 0, 0), VoxelId(2));
 //!
 //! let mut app = App::new();
-//! app.add_plugins(VoxcastPlugin).insert_resource(Voxels::new(world));
+//! // `TransformPlugin` (in `DefaultPlugins`) computes the `GlobalTransform` targeters aim with.
+//! app.add_plugins((TransformPlugin, VoxcastPlugin))
+//!     .insert_resource(Voxels::new(world));
 //! // A player at the centre of voxel (0, 0, 0), looking along +x (Bevy looks along -Z).
 //! let player = app
 //!     .world_mut()
 //!     .spawn((
 //!         BlockTargeter::default(), // reach 8
 //!         VoxelPosition::new(WorldPos::ZERO, Vec3::splat(0.5)),
-//!         Transform::from_rotation(Quat::from_rotation_arc(BevyVec3::NEG_Z, BevyVec3::X)),
+//!         Transform::from_rotation(Quat::from_rotation_arc(Vec3::NEG_Z, Vec3::X)),
 //!     ))
 //!     .id();
 //! app.update();
@@ -36,19 +34,23 @@
 //! assert_eq!(target.place_at, Some(WorldPos::new(2, 0, 0)));
 //!
 //! // Mine it: the next frame applies the message and targets the block behind.
-//! app.world_mut().write_message(MineBlock { entity: player, aimed: hit });
+//! let request = app.world_mut().write_message(EditBlock::mine(player, hit));
 //! app.update();
 //! let target = app.world().get::<BlockTarget>(player).expect("a targeter has a target");
 //! assert_eq!(target.hit().map(|h| h.voxel_pos), Some(WorldPos::new(4, 0, 0)));
+//! # let _ = request;
 //! ```
 //!
 //! ## What the plugin adds
 //! - [`Voxels`]: the [`VoxelWorld`](voxcast::VoxelWorld) as a resource (an empty one unless
 //!   the app inserts its own). Read it through `Deref`; edit it through its methods.
-//! - [`BlockTargeter`] on an entity (with its [`VoxelPosition`] and `Transform`): each frame
-//!   its [`BlockTarget`] component gets what it aims at within its reach (8 by default).
-//! - Messages [`MineBlock`] and [`PlaceBlock`], applied to the world and answered with
-//!   [`BlockEdited`].
+//! - [`BlockTargeter`] on an entity (with a [`VoxelPosition`] on it or an ancestor, and a
+//!   `Transform`): each frame its [`BlockTarget`] component gets what it aims at within its
+//!   reach (8 by default), along its `GlobalTransform`'s forward direction.
+//! - The message [`EditBlock`] (mine, or place a block), applied to the world in the order
+//!   written and answered with a [`BlockEdited`] that names its request.
+//! - [`VoxelQuery`], a system parameter for one-off casts and line of sight from any system,
+//!   and [`viewport_ray`], the ray under a cursor (picking).
 //! - [`SightQueue`]: line-of-sight requests from any system, answered together as
 //!   [`SightAnswer`] messages, on the GPU when the app inserted a [`VoxelGpu`], else on the
 //!   CPU on all threads. [`SightStatus`] says which. For a world streamed around the player,
@@ -60,15 +62,14 @@
 //! | schedule | set | what |
 //! | --- | --- | --- |
 //! | `PreUpdate` | [`VoxcastSystems::CollectSight`] | writes the [`SightAnswer`]s of the batch the last frame submitted to the GPU (waiting only if the GPU has not finished it) |
-//! | `Update` | [`VoxcastSystems::Edit`] | applies the [`MineBlock`]s, then the [`PlaceBlock`]s, written so far; writes [`BlockEdited`] |
-//! | `Update` | [`VoxcastSystems::Target`] | writes every [`BlockTarget`] against the world as edited |
+//! | `Update` | [`VoxcastSystems::Edit`] | applies the [`EditBlock`]s written so far, in the order written; writes a [`BlockEdited`] for each |
+//! | `PostUpdate` | [`VoxcastSystems::Target`], after Bevy's `TransformSystems::Propagate` | writes every [`BlockTarget`] against the world as edited, aiming with the `GlobalTransform` just computed |
 //! | `PostUpdate` | [`VoxcastSystems::PublishChanges`] | takes the world's changed chunks, updates the GPU copy's list, writes [`ChunksChanged`] |
 //! | `PostUpdate` | [`VoxcastSystems::Sight`] | answers every queued sight request in one batch on the CPU and writes [`SightAnswer`]s, or submits the batch to the GPU without waiting |
 //!
-//! Order your systems against these sets: movement and aiming `.before(VoxcastSystems::Target)`
-//! so that targets follow them in the same frame, input that writes [`MineBlock`] or
-//! [`PlaceBlock`] `.before(VoxcastSystems::Edit)` to apply it in the same frame (later, it is
-//! applied in the next one). Sight requests queued anywhere in `Update` are answered at the
+//! Order your systems against these sets: movement and aiming anywhere in `Update` (targets
+//! follow them in the same frame), input that writes [`EditBlock`] `.before(VoxcastSystems::Edit)`
+//! to apply it in the same frame (later, it is applied in the next one). Sight requests queued anywhere in `Update` are answered at the
 //! end of the frame on the CPU, or at the start of the next on the GPU (the frame between is
 //! the GPU's: nothing waits for it); either way a reader in `Update` sees the answers in the
 //! next frame.
@@ -89,19 +90,27 @@
 //! [`SightStatus::gpu_error`] and the CPU answers that batch instead.
 
 mod edit;
+mod query;
 mod sight;
 mod target;
 mod world;
 
 use bevy_app::{App, Plugin, PostUpdate, PreUpdate, Update};
 use bevy_ecs::prelude::*;
+use bevy_transform::TransformSystems;
 
-pub use edit::{BlockEdit, BlockEdited, EditError, MineBlock, PlaceBlock};
+/// The core crate, for its every item (`voxcast_bevy::voxcast::VoxelWorld`): one dependency
+/// gives both, in the same version.
+pub use voxcast;
+
+pub use edit::{BlockEdit, BlockEdited, EditAction, EditBlock};
+pub use query::{VoxelQuery, viewport_ray};
 pub use sight::{
     GpuWindowFocus, SightAnswer, SightEngine, SightError, SightId, SightQueue, SightRequest,
     SightStatus, VoxelGpu,
 };
 pub use target::{BlockTarget, BlockTargeter, VoxelPosition};
+pub use voxcast::EditError;
 pub use world::{ChunksChanged, Voxels};
 
 /// The plugin: adds the resources, messages and systems of this crate (see the crate docs for
@@ -113,9 +122,10 @@ pub struct VoxcastPlugin;
 /// The plugin's system sets, to order the app's systems against.
 #[derive(SystemSet, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum VoxcastSystems {
-    /// `Update`: applies [`MineBlock`] and [`PlaceBlock`] messages.
+    /// `Update`: applies [`EditBlock`] messages.
     Edit,
-    /// `Update`, after `Edit`: writes every [`BlockTarget`].
+    /// `PostUpdate`, after Bevy's `TransformSystems::Propagate`: writes every
+    /// [`BlockTarget`].
     Target,
     /// `PostUpdate`: takes the world's changed chunks and writes [`ChunksChanged`].
     PublishChanges,
@@ -132,14 +142,13 @@ impl Plugin for VoxcastPlugin {
             .init_resource::<SightQueue>()
             .init_resource::<SightStatus>()
             .init_resource::<sight::GpuSightWorld>()
-            .add_message::<MineBlock>()
-            .add_message::<PlaceBlock>()
+            .add_message::<EditBlock>()
             .add_message::<BlockEdited>()
             .add_message::<ChunksChanged>()
             .add_message::<SightAnswer>()
             .configure_sets(
-                Update,
-                (VoxcastSystems::Edit, VoxcastSystems::Target).chain(),
+                PostUpdate,
+                VoxcastSystems::Target.after(TransformSystems::Propagate),
             )
             .configure_sets(
                 PostUpdate,
@@ -149,19 +158,27 @@ impl Plugin for VoxcastPlugin {
                 PreUpdate,
                 sight::collect_gpu_answers.in_set(VoxcastSystems::CollectSight),
             )
-            .add_systems(
-                Update,
-                (
-                    edit::apply_block_edits.in_set(VoxcastSystems::Edit),
-                    target::update_block_targets.in_set(VoxcastSystems::Target),
-                ),
-            )
+            .add_systems(Update, edit::apply_block_edits.in_set(VoxcastSystems::Edit))
             .add_systems(
                 PostUpdate,
                 (
+                    target::update_block_targets.in_set(VoxcastSystems::Target),
                     world::publish_changed_chunks.in_set(VoxcastSystems::PublishChanges),
                     sight::answer_sight_requests.in_set(VoxcastSystems::Sight),
                 ),
             );
     }
+}
+
+/// What a Bevy app using voxcast usually needs, with voxcast's own prelude and Bevy's vector
+/// types (the same types: voxcast uses Bevy's glam): `use voxcast_bevy::prelude::*;`.
+pub mod prelude {
+    pub use crate::{
+        BlockEdit, BlockEdited, BlockTarget, BlockTargeter, ChunksChanged, EditAction, EditBlock,
+        GpuWindowFocus, SightAnswer, SightId, SightQueue, SightRequest, SightStatus, VoxcastPlugin,
+        VoxcastSystems, VoxelGpu, VoxelPosition, VoxelQuery, Voxels, viewport_ray,
+    };
+    pub use bevy_math::{Quat, Vec2};
+    pub use bevy_transform::components::{GlobalTransform, Transform};
+    pub use voxcast::prelude::*;
 }

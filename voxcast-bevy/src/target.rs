@@ -1,7 +1,7 @@
 //! Block targeting: the i128 position of an entity, what it aims with, and what it aims at.
 
 use bevy_ecs::prelude::*;
-use bevy_transform::components::Transform;
+use bevy_transform::components::{GlobalTransform, Transform};
 use voxcast::glam::Vec3;
 use voxcast::{
     RayError, RaycastOptions, RaycastOutcome, VoxelRay, VoxelRaycastHit, WorldPos,
@@ -41,16 +41,21 @@ impl VoxelPosition {
 }
 
 /// Makes an entity target blocks: each frame [`VoxcastSystems::Target`](crate::VoxcastSystems)
-/// casts a ray from its [`VoxelPosition`] along its [`Transform`]'s forward direction (`-Z`
-/// rotated by `Transform::rotation`), `reach` voxels far, with `options`, and writes the
-/// answer to its [`BlockTarget`]. Adding it adds `VoxelPosition`, `Transform` and
-/// `BlockTarget` where the entity lacks them.
+/// casts a ray from the entity's eye along its forward direction, `reach` voxels far, with
+/// `options`, and writes the answer to its [`BlockTarget`]. Adding it adds `Transform` (and so
+/// `GlobalTransform`) and `BlockTarget` where the entity lacks them.
 ///
-/// Only the rotation of `Transform` is read (not `GlobalTransform`): put the targeter on an
-/// entity whose own rotation is where it looks, such as a camera that is not the child of a
-/// rotated parent.
+/// - **Direction**: `-Z` through the entity's `GlobalTransform`, so a first-person rig works as
+///   built: yaw on the body, pitch on a child camera that carries the targeter.
+///   `GlobalTransform` is computed by Bevy's `TransformPlugin` (part of `DefaultPlugins`;
+///   a headless app adds it itself); the targets are written after it runs, in `PostUpdate`.
+/// - **Eye**: the [`VoxelPosition`] of the entity itself or, when it has none, of its nearest
+///   ancestor that has one, moved by the difference of the two entities' global translations
+///   (the camera's height above the body, say: small numbers, exact enough in f32). Without a
+///   `VoxelPosition` on the entity or any ancestor, the eye is at the i128 origin plus the
+///   entity's global translation.
 #[derive(Component, Clone, Debug, PartialEq)]
-#[require(VoxelPosition, Transform, BlockTarget)]
+#[require(Transform, BlockTarget)]
 pub struct BlockTargeter {
     /// How far the entity reaches, in voxels: `0..=`[`voxcast::MAX_DISTANCE_CAP`], or
     /// `f32::INFINITY` for no limit of its own (the cap). A block whose face lies exactly at
@@ -150,25 +155,48 @@ impl BlockTarget {
     }
 }
 
-/// The forward direction of `transform`: `-Z` rotated by its rotation, as voxcast's vector.
-/// The same as `Transform::forward()` for a unit rotation, but that one asserts (in debug
-/// builds) that the rotation is a unit quaternion and panics on a NaN one; here a NaN or zero
-/// rotation gives a NaN or zero vector, which the ray rejects with an error instead.
+/// The forward direction of `global`: `-Z` through it, as voxcast's vector (not normalised:
+/// the ray normalises it). Unlike `GlobalTransform::forward()`, a NaN or degenerate transform
+/// gives a NaN or zero vector, which the ray rejects with an error instead of a panic.
 #[must_use]
-pub(crate) fn forward(transform: &Transform) -> Vec3 {
-    transform.rotation * Vec3::NEG_Z
+pub(crate) fn forward(global: &GlobalTransform) -> Vec3 {
+    global.affine().transform_vector3(Vec3::NEG_Z)
+}
+
+/// The eye of `entity` (global transform `global`): its own [`VoxelPosition`], or its nearest
+/// ancestor's moved by the difference of their global translations.
+pub(crate) fn eye_of(
+    entity: Entity,
+    global: &GlobalTransform,
+    positions: &Query<(&VoxelPosition, Option<&GlobalTransform>)>,
+    parents: &Query<&ChildOf>,
+) -> VoxelPosition {
+    let mut at = entity;
+    loop {
+        if let Ok((position, holder)) = positions.get(at) {
+            let delta = holder.map_or(Vec3::ZERO, |h| global.translation() - h.translation());
+            return VoxelPosition::new(position.voxel, position.offset + delta);
+        }
+        match parents.get(at) {
+            Ok(parent) => at = parent.parent(),
+            Err(_) => return VoxelPosition::new(voxcast::WorldPos::ZERO, global.translation()),
+        }
+    }
 }
 
 /// Writes every [`BlockTargeter`]'s [`BlockTarget`].
 pub(crate) fn update_block_targets(
     voxels: Res<Voxels>,
-    mut targeters: Query<(&VoxelPosition, &Transform, &BlockTargeter, &mut BlockTarget)>,
+    mut targeters: Query<(Entity, &GlobalTransform, &BlockTargeter, &mut BlockTarget)>,
+    positions: Query<(&VoxelPosition, Option<&GlobalTransform>)>,
+    parents: Query<&ChildOf>,
 ) {
-    for (position, transform, targeter, mut target) in &mut targeters {
+    for (entity, global, targeter, mut target) in &mut targeters {
+        let eye = eye_of(entity, global, &positions, &parents);
         let new = BlockTarget::cast(
             &voxels,
-            position,
-            forward(transform),
+            &eye,
+            forward(global),
             targeter.reach,
             &targeter.options,
         );

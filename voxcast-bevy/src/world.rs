@@ -2,8 +2,8 @@
 
 use bevy_ecs::prelude::*;
 use voxcast::{
-    Chunk, ChunkPos, VoxelId, VoxelRaycastHit, VoxelWorld, WorldError, WorldPos, break_block,
-    place_block,
+    Chunk, ChunkPos, EditError, VoxelId, VoxelRaycastHit, VoxelWorld, WorldError, WorldPos,
+    break_block, place_block,
 };
 
 use crate::sight::GpuSightWorld;
@@ -94,17 +94,25 @@ impl Voxels {
         self.world.remove_chunk(pos)
     }
 
-    /// [`voxcast::break_block`]: sets the hit voxel to air and returns the id it had, or `None`
-    /// when its chunk is not loaded. Does not check that the voxel still holds what the hit
-    /// says; [`MineBlock`](crate::MineBlock) does.
-    pub fn break_block(&mut self, hit: &VoxelRaycastHit) -> Option<VoxelId> {
+    /// [`voxcast::break_block`]: sets the hit voxel to air and returns the id it had.
+    ///
+    /// # Errors
+    /// As [`voxcast::break_block`]: a hit the world no longer matches changes nothing.
+    pub fn break_block(&mut self, hit: &VoxelRaycastHit) -> Result<VoxelId, EditError> {
         break_block(&mut self.world, hit)
     }
 
     /// [`voxcast::place_block`]: puts `id` in the voxel in front of the hit face and returns
-    /// where, or `None` (nothing changes) for air, a hit without a face, the edge of the i128
-    /// world, or a voxel there that is not air.
-    pub fn place_block(&mut self, hit: &VoxelRaycastHit, id: VoxelId) -> Option<WorldPos> {
+    /// where.
+    ///
+    /// # Errors
+    /// As [`voxcast::place_block`]: air, a stale hit, a hit without a face, the edge of the
+    /// i128 world or a voxel there that is not air change nothing.
+    pub fn place_block(
+        &mut self,
+        hit: &VoxelRaycastHit,
+        id: VoxelId,
+    ) -> Result<WorldPos, EditError> {
         place_block(&mut self.world, hit, id)
     }
 

@@ -1,5 +1,6 @@
-//! Mining and placement through messages: applied with `break_block` / `place_block` when they
-//! still fit the world, refused with the reason when not, and published as changed chunks.
+//! Mining and placement through messages: applied in the order written with `break_block` /
+//! `place_block` when they still fit the world, refused with the reason when not, each answer
+//! naming its request, and published as changed chunks.
 
 use voxcast_testkit::common;
 mod support;
@@ -15,8 +16,8 @@ use voxcast::{
     place_block,
 };
 use voxcast_bevy::{
-    BlockEdit, BlockEdited, BlockTarget, BlockTargeter, ChunksChanged, EditError, MineBlock,
-    PlaceBlock, VoxelPosition, Voxels,
+    BlockEdit, BlockEdited, BlockTarget, BlockTargeter, ChunksChanged, EditAction, EditBlock,
+    EditError, VoxelPosition, Voxels,
 };
 use voxcast_testkit::scene::{SplitMix64, Terrain};
 
@@ -54,14 +55,10 @@ fn stale_or_impossible_edits_change_nothing_and_say_why() {
     app.update();
     let before = voxels(&app).clone();
     let unloaded = WorldPos::new(-100, 0, 0);
-    let cases: Vec<(PlaceBlock, EditError)> = vec![
+    let cases: Vec<(EditBlock, EditError)> = vec![
         // The block to build against is not what the player saw.
         (
-            PlaceBlock {
-                entity: player,
-                aimed: hit(stone, IVec3::NEG_X, DIRT),
-                id: PLANK,
-            },
+            EditBlock::place(player, hit(stone, IVec3::NEG_X, DIRT), PLANK),
             EditError::TargetChanged {
                 voxel: stone,
                 expected: DIRT,
@@ -69,11 +66,7 @@ fn stale_or_impossible_edits_change_nothing_and_say_why() {
             },
         ),
         (
-            PlaceBlock {
-                entity: player,
-                aimed: hit(unloaded, IVec3::NEG_X, DIRT),
-                id: PLANK,
-            },
+            EditBlock::place(player, hit(unloaded, IVec3::NEG_X, DIRT), PLANK),
             EditError::TargetChanged {
                 voxel: unloaded,
                 expected: DIRT,
@@ -81,83 +74,70 @@ fn stale_or_impossible_edits_change_nothing_and_say_why() {
             },
         ),
         (
-            PlaceBlock {
-                entity: player,
-                aimed: hit(stone, IVec3::NEG_X, STONE),
-                id: VoxelId::AIR,
-            },
+            EditBlock::place(player, hit(stone, IVec3::NEG_X, STONE), VoxelId::AIR),
             EditError::PlaceAir,
         ),
         // The ray started inside the block: no face.
         (
-            PlaceBlock {
-                entity: player,
-                aimed: hit(stone, IVec3::ZERO, STONE),
-                id: PLANK,
-            },
+            EditBlock::place(player, hit(stone, IVec3::ZERO, STONE), PLANK),
             EditError::NoFace(stone),
         ),
         // In front of the +x face of the block at the edge of the i128 world: outside it.
         (
-            PlaceBlock {
-                entity: player,
-                aimed: hit(edge, IVec3::X, STONE),
-                id: PLANK,
-            },
+            EditBlock::place(player, hit(edge, IVec3::X, STONE), PLANK),
             EditError::NoFace(edge),
         ),
         // Above the stone is the dirt.
         (
-            PlaceBlock {
-                entity: player,
-                aimed: hit(stone, IVec3::Y, STONE),
-                id: PLANK,
-            },
+            EditBlock::place(player, hit(stone, IVec3::Y, STONE), PLANK),
             EditError::Occupied {
                 voxel: dirt,
                 found: DIRT,
             },
         ),
         (
-            PlaceBlock {
-                entity: player,
-                aimed: hit(WorldPos::new(9, 0, 0), IVec3::Y, VoxelId::AIR),
-                id: PLANK,
-            },
+            EditBlock::place(
+                player,
+                hit(WorldPos::new(9, 0, 0), IVec3::Y, VoxelId::AIR),
+                PLANK,
+            ),
             EditError::AimedAtAir(WorldPos::new(9, 0, 0)),
         ),
     ];
-    for (request, _) in &cases {
-        app.world_mut().write_message(*request);
-    }
-    app.world_mut().write_message(MineBlock {
-        entity: player,
-        aimed: hit(dirt, IVec3::NEG_X, STONE),
-    });
-    app.world_mut().write_message(MineBlock {
-        entity: player,
-        aimed: hit(unloaded, IVec3::NEG_X, STONE),
-    });
-    app.world_mut().write_message(MineBlock {
-        entity: player,
-        aimed: hit(dirt, IVec3::NEG_X, VoxelId::AIR),
-    });
-    app.update();
-    let mut want: Vec<Result<BlockEdit, EditError>> = vec![
-        // Mining comes first.
-        Err(EditError::TargetChanged {
-            voxel: dirt,
-            expected: STONE,
-            found: Some(DIRT),
-        }),
-        Err(EditError::TargetChanged {
-            voxel: unloaded,
-            expected: STONE,
-            found: None,
-        }),
-        Err(EditError::AimedAtAir(dirt)),
+    // Mines first, written before the places: answered in that order.
+    let mines = [
+        (
+            hit(dirt, IVec3::NEG_X, STONE),
+            EditError::TargetChanged {
+                voxel: dirt,
+                expected: STONE,
+                found: Some(DIRT),
+            },
+        ),
+        (
+            hit(unloaded, IVec3::NEG_X, STONE),
+            EditError::TargetChanged {
+                voxel: unloaded,
+                expected: STONE,
+                found: None,
+            },
+        ),
+        (
+            hit(dirt, IVec3::NEG_X, VoxelId::AIR),
+            EditError::AimedAtAir(dirt),
+        ),
     ];
-    want.extend(cases.iter().map(|(_, e)| Err(*e)));
+    let mut want = Vec::new();
+    for (aimed, e) in mines {
+        app.world_mut()
+            .write_message(EditBlock::mine(player, aimed));
+        want.push(Err(e));
+    }
+    for (request, e) in &cases {
+        app.world_mut().write_message(*request);
+        want.push(Err(*e));
+    }
+    app.update();
     assert_eq!(results(&app, &mut edited), want);
     // Nothing changed: every loaded voxel as before, and no chunk published.
     assert_same_world(voxels(&app), &before);
@@ -169,27 +149,31 @@ fn stale_or_impossible_edits_change_nothing_and_say_why() {
     assert!(read(&app, &mut published).is_empty());
 }
 
-/// Two players mine the same block in one frame: the first breaks it, the second finds air.
-/// A placement against a block mined earlier in the same frame is refused too.
+/// Edits are applied in the order written, each against the world as the earlier ones left
+/// it, and each answer names its request (the id `write` returned, and the request itself):
+/// two players mine the same block in one frame with a placement written between the two
+/// mines. The placement (against the block already mined) and the second mine find air.
 #[test]
-fn edits_are_checked_against_the_world_as_the_earlier_ones_left_it() {
+fn edits_are_applied_in_the_order_written_and_answer_their_request() {
     let block = WorldPos::new(3, 0, 0);
-    let mut app = app_with(world_with(&[(block, STONE)]));
+    let other = WorldPos::new(3, 0, 5);
+    let mut app = app_with(world_with(&[(block, STONE), (other, DIRT)]));
     let (a, b) = (
         app.world_mut().spawn_empty().id(),
         app.world_mut().spawn_empty().id(),
     );
     let mut edited = app.world().resource::<Messages<BlockEdited>>().get_cursor();
     let aimed = hit(block, IVec3::NEG_X, STONE);
-    app.world_mut()
-        .write_message(MineBlock { entity: a, aimed });
-    app.world_mut()
-        .write_message(MineBlock { entity: b, aimed });
-    app.world_mut().write_message(PlaceBlock {
-        entity: b,
-        aimed,
-        id: PLANK,
-    });
+    let requests = [
+        EditBlock::mine(a, aimed),
+        EditBlock::place(b, aimed, PLANK),
+        EditBlock::mine(b, aimed),
+        EditBlock::place(a, hit(other, IVec3::Y, DIRT), PLANK),
+    ];
+    let ids: Vec<_> = requests
+        .iter()
+        .map(|r| app.world_mut().write_message(*r).expect("written"))
+        .collect();
     app.update();
     let got = read(&app, &mut edited);
     let stale = Err(EditError::TargetChanged {
@@ -197,26 +181,30 @@ fn edits_are_checked_against_the_world_as_the_earlier_ones_left_it() {
         expected: STONE,
         found: Some(VoxelId::AIR),
     });
-    assert_eq!(
-        got,
-        vec![
-            BlockEdited {
-                entity: a,
-                result: Ok(BlockEdit::Mined {
-                    voxel: block,
-                    id: STONE
-                })
-            },
-            BlockEdited {
-                entity: b,
-                result: stale
-            },
-            BlockEdited {
-                entity: b,
-                result: stale
-            },
-        ]
-    );
+    let results = [
+        Ok(BlockEdit::Mined {
+            voxel: block,
+            id: STONE,
+        }),
+        stale,
+        stale,
+        Ok(BlockEdit::Placed {
+            voxel: WorldPos::new(3, 1, 5),
+            id: PLANK,
+        }),
+    ];
+    let want: Vec<BlockEdited> = (0..4)
+        .map(|i| BlockEdited {
+            request: ids[i],
+            edit: requests[i],
+            result: results[i],
+        })
+        .collect();
+    assert_eq!(got, want);
+    // Matched to its request by id, whatever order a reader keeps them in.
+    let placement = got.iter().find(|m| m.request == ids[1]).expect("answered");
+    assert_eq!(placement.edit.action, EditAction::Place(PLANK));
+    assert_eq!(placement.edit.entity, b);
     assert_eq!(voxels(&app).get_voxel(&block), Some(VoxelId::AIR));
     assert_eq!(
         voxels(&app).get_voxel(&WorldPos::new(2, 0, 0)),
@@ -269,76 +257,39 @@ fn mining_and_building_at_targets_match_the_core_crate() {
         check_targets(&mut app);
         let mut want = Vec::new();
         let mut chunks = Vec::new();
-        // Mining is applied before placement, so the copy is edited in that order too.
-        let mut mines = Vec::new();
-        let mut places = Vec::new();
+        // Mines and places mixed, applied in the order written: the copy is edited in the
+        // same order with the core crate's calls.
+        let mut requests = Vec::new();
         for &player in &players {
             let Some(&aimed) = app.world().get::<BlockTarget>(player).and_then(|t| t.hit()) else {
                 continue;
             };
-            if rng.below(2) == 0 {
-                mines.push(MineBlock {
-                    entity: player,
-                    aimed,
-                });
+            requests.push(if rng.below(2) == 0 {
+                EditBlock::mine(player, aimed)
             } else {
-                places.push(PlaceBlock {
-                    entity: player,
-                    aimed,
-                    id: PLANK,
-                });
-            }
-        }
-        for m in &mines {
-            let result = match copy.get_voxel(&m.aimed.voxel_pos) {
-                Some(id) if id == m.aimed.voxel_type => {
-                    chunks.push(m.aimed.voxel_pos.chunk());
-                    Ok(BlockEdit::Mined {
-                        voxel: m.aimed.voxel_pos,
-                        id: break_block(&mut copy, &m.aimed).expect("loaded"),
-                    })
-                }
-                found => Err(EditError::TargetChanged {
-                    voxel: m.aimed.voxel_pos,
-                    expected: m.aimed.voxel_type,
-                    found,
-                }),
-            };
-            want.push(BlockEdited {
-                entity: m.entity,
-                result,
+                EditBlock::place(player, aimed, PLANK)
             });
-            app.world_mut().write_message(*m);
         }
-        for p in &places {
-            let result = match copy.get_voxel(&p.aimed.voxel_pos) {
-                Some(id) if id == p.aimed.voxel_type => {
-                    match place_block(&mut copy, &p.aimed, p.id) {
-                        Some(voxel) => {
-                            chunks.push(voxel.chunk());
-                            Ok(BlockEdit::Placed { voxel, id: p.id })
-                        }
-                        // A plank placed into a player's eye voxel leaves it a target with no face.
-                        None => Err(match p.aimed.previous_pos() {
-                            None => EditError::NoFace(p.aimed.voxel_pos),
-                            Some(voxel) => EditError::Occupied {
-                                voxel,
-                                found: copy.get_voxel(&voxel).unwrap_or_default(),
-                            },
-                        }),
+        for r in &requests {
+            let result = match r.action {
+                EditAction::Mine => break_block(&mut copy, &r.aimed).map(|id| {
+                    chunks.push(r.aimed.voxel_pos.chunk());
+                    BlockEdit::Mined {
+                        voxel: r.aimed.voxel_pos,
+                        id,
                     }
-                }
-                found => Err(EditError::TargetChanged {
-                    voxel: p.aimed.voxel_pos,
-                    expected: p.aimed.voxel_type,
-                    found,
+                }),
+                EditAction::Place(id) => place_block(&mut copy, &r.aimed, id).map(|voxel| {
+                    chunks.push(voxel.chunk());
+                    BlockEdit::Placed { voxel, id }
                 }),
             };
+            let request = app.world_mut().write_message(*r).expect("written");
             want.push(BlockEdited {
-                entity: p.entity,
+                request,
+                edit: *r,
                 result,
             });
-            app.world_mut().write_message(*p);
         }
         app.update();
         let got = read(&app, &mut edited);
@@ -411,11 +362,8 @@ fn placing_into_unloaded_space_and_replacing_the_world() {
             replaced: true
         }]
     );
-    app.world_mut().write_message(PlaceBlock {
-        entity: player,
-        aimed: hit(block, IVec3::X, STONE),
-        id: PLANK,
-    });
+    app.world_mut()
+        .write_message(EditBlock::place(player, hit(block, IVec3::X, STONE), PLANK));
     app.update();
     assert_eq!(
         voxels(&app).get_voxel(&WorldPos::new(32, 0, 0)),

@@ -14,8 +14,8 @@ use voxcast::glam::{IVec3, Vec3};
 use voxcast::gpu::GpuError;
 use voxcast::{LineOfSight, VoxelId, VoxelWorld, WorldPos};
 use voxcast_bevy::{
-    GpuWindowFocus, MineBlock, PlaceBlock, SightAnswer, SightEngine, SightQueue, SightStatus,
-    VoxcastSystems, VoxelGpu, VoxelPosition, Voxels,
+    EditBlock, GpuWindowFocus, SightAnswer, SightEngine, SightQueue, SightStatus, VoxcastSystems,
+    VoxelGpu, VoxelPosition, Voxels,
 };
 
 const STONE: VoxelId = VoxelId(1);
@@ -106,10 +106,8 @@ fn gpu_sight_matches_line_of_sight_through_edits() {
         blocked += hits.len();
         // Break a few blockers and build against others, by message.
         for hit in hits.iter().take(5) {
-            app.world_mut().write_message(MineBlock {
-                entity: npcs[0],
-                aimed: *hit,
-            });
+            app.world_mut()
+                .write_message(EditBlock::mine(npcs[0], *hit));
         }
         for hit in hits
             .iter()
@@ -117,11 +115,8 @@ fn gpu_sight_matches_line_of_sight_through_edits() {
             .take(5)
             .filter(|h| h.face_normal != IVec3::ZERO)
         {
-            app.world_mut().write_message(PlaceBlock {
-                entity: npcs[1],
-                aimed: *hit,
-                id: PLANK,
-            });
+            app.world_mut()
+                .write_message(EditBlock::place(npcs[1], *hit, PLANK));
         }
         if frame == 3 {
             // Outside the loaded bounds the upload was made for: the next batch rebuilds it.
@@ -185,10 +180,7 @@ fn a_gpu_window_follows_the_focus() {
             Ok(LineOfSight::Blocked(hit)) => Some(hit),
             _ => None,
         }) {
-            app.world_mut().write_message(MineBlock {
-                entity: player,
-                aimed: hit,
-            });
+            app.world_mut().write_message(EditBlock::mine(player, hit));
         }
         app.world_mut()
             .resource_mut::<Voxels>()
@@ -227,10 +219,7 @@ fn the_gpu_sees_every_edit() {
     assert_eq!(hit.voxel_pos, wall);
 
     let player = app.world_mut().spawn_empty().id();
-    app.world_mut().write_message(MineBlock {
-        entity: player,
-        aimed: hit,
-    });
+    app.world_mut().write_message(EditBlock::mine(player, hit));
     ask(&mut app);
     let got = answer(&mut app, &mut cursor, SightEngine::Gpu);
     assert_eq!(got[0].result, Ok(LineOfSight::Clear));

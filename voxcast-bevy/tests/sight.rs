@@ -14,7 +14,7 @@ use voxcast::{
     LineOfSight, LineOfSightOptions, MaterialFilter, RayError, RaycastOptions, VoxelId, WorldPos,
 };
 use voxcast_bevy::{
-    MineBlock, SightAnswer, SightEngine, SightError, SightId, SightQueue, SightRequest,
+    EditBlock, SightAnswer, SightEngine, SightError, SightId, SightQueue, SightRequest,
     SightStatus, VoxelPosition,
 };
 use voxcast_testkit::scene::{SplitMix64, Terrain};
@@ -94,10 +94,8 @@ fn sight_answers_match_line_of_sight_as_npcs_move_and_blocks_break() {
             Ok(LineOfSight::Blocked(hit)) => Some(hit),
             _ => None,
         }) {
-            app.world_mut().write_message(MineBlock {
-                entity: npcs[0],
-                aimed,
-            });
+            app.world_mut()
+                .write_message(EditBlock::mine(npcs[0], aimed));
         }
     }
     assert!(

@@ -16,7 +16,7 @@ use voxcast::{
     VoxelId, VoxelWorld, WorldPos,
 };
 use voxcast_bevy::{
-    BlockEdit, BlockEdited, BlockTarget, BlockTargeter, ChunksChanged, MineBlock, VoxcastSystems,
+    BlockEdit, BlockEdited, BlockTarget, BlockTargeter, ChunksChanged, EditBlock, VoxcastSystems,
     VoxelPosition, Voxels,
 };
 use voxcast_testkit::scene::{SplitMix64, Terrain};
@@ -222,7 +222,8 @@ fn bad_positions_give_an_error_not_a_panic() {
     let mut app = app_with(world);
     let eye = VoxelPosition::new(WorldPos::ZERO, Vec3::splat(0.5));
     let nan = Transform::from_rotation(Quat::from_xyzw(f32::NAN, 0.0, 0.0, 1.0));
-    let zero = Transform::from_rotation(Quat::from_xyzw(0.0, 0.0, 0.0, 0.0));
+    // A zero scale: the global transform maps the forward direction to zero.
+    let zero = Transform::from_scale(bevy_math::Vec3::ZERO);
     let edge = VoxelPosition::new(WorldPos::new(i128::MAX, 0, 0), Vec3::new(1.5, 0.5, 0.5));
     let cases: Vec<(VoxelPosition, Transform, f32, RayError)> = vec![
         (eye, nan, 8.0, RayError::NanDirection),
@@ -236,12 +237,7 @@ fn bad_positions_give_an_error_not_a_panic() {
         ),
         (eye, looking(Vec3::X), f32::NAN, RayError::NanMaxDistance),
         (eye, looking(Vec3::X), -1.0, RayError::NegativeMaxDistance),
-        (
-            eye,
-            looking(Vec3::X),
-            f32::INFINITY,
-            RayError::MaxDistanceTooLarge,
-        ),
+        (eye, looking(Vec3::X), 1e6, RayError::MaxDistanceTooLarge),
     ];
     let bad: Vec<Entity> = cases
         .iter()
@@ -258,10 +254,13 @@ fn bad_positions_give_an_error_not_a_panic() {
                 .id()
         })
         .collect();
-    // A rotation of length 2 is not a unit quaternion; its forward is still a direction.
-    let scaled = Transform::from_rotation(
-        Quat::from_rotation_arc(bevy_math::Vec3::NEG_Z, bevy_math::Vec3::X) * 2.0,
-    );
+    // A rotation and a scale along the way: the forward direction of the global transform,
+    // made unit by the ray.
+    let scaled = Transform::from_rotation(Quat::from_rotation_arc(
+        bevy_math::Vec3::NEG_Z,
+        bevy_math::Vec3::X,
+    ))
+    .with_scale(bevy_math::Vec3::new(1.0, 3.0, 2.0));
     let good = app
         .world_mut()
         .spawn((BlockTargeter::default(), eye, scaled))
@@ -318,7 +317,7 @@ fn target_is_marked_changed_only_when_it_changes() {
     }
     let mut app = app_with(common::world_with(&[(WorldPos::new(4, 0, 0), STONE)]));
     app.init_resource::<ChangedCount>()
-        .add_systems(Update, count.after(VoxcastSystems::Target));
+        .add_systems(bevy_app::PostUpdate, count.after(VoxcastSystems::Target));
     let eye = VoxelPosition::new(WorldPos::ZERO, Vec3::splat(0.5));
     let e = spawn_targeter(&mut app, eye, Vec3::X, BlockTargeter::default());
     let changed = |app: &App| app.world().resource::<ChangedCount>().0;
@@ -380,10 +379,10 @@ fn seed_crosshair_reach_8_mine_then_target_the_block_behind() {
 
     // Mine it. Running `Update` alone shows the edit in the world's change list, where the
     // plugin's `PostUpdate` takes it from and publishes it.
-    app.world_mut().write_message(MineBlock {
-        entity: player,
-        aimed: first,
-    });
+    let request = app
+        .world_mut()
+        .write_message(EditBlock::mine(player, first))
+        .expect("written");
     app.world_mut().run_schedule(Update);
     assert_eq!(voxels(&app).get_voxel(&first.voxel_pos), Some(VoxelId::AIR));
     assert_eq!(voxels(&app).changed_chunk_count(), 1);
@@ -400,7 +399,8 @@ fn seed_crosshair_reach_8_mine_then_target_the_block_behind() {
     assert_eq!(
         read(&app, &mut edited),
         vec![BlockEdited {
-            entity: player,
+            request,
+            edit: EditBlock::mine(player, first),
             result: Ok(BlockEdit::Mined {
                 voxel: first.voxel_pos,
                 id: DIRT
@@ -420,10 +420,8 @@ fn seed_crosshair_reach_8_mine_then_target_the_block_behind() {
 
     // Mine that too: the next block on the ray is beyond reach 8, so the crosshair lands on
     // the floor, and the far stone is never the target.
-    app.world_mut().write_message(MineBlock {
-        entity: player,
-        aimed: behind,
-    });
+    app.world_mut()
+        .write_message(EditBlock::mine(player, behind));
     app.update();
     check_targets(&mut app);
     let next = app.world().get::<BlockTarget>(player).expect("required");

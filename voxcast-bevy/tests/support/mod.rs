@@ -38,10 +38,11 @@ pub(crate) fn queue_segments<'a>(
         .collect()
 }
 
-/// An app with the plugin and `world` as its [`Voxels`].
+/// An app with Bevy's `TransformPlugin` (which computes the `GlobalTransform` targeters aim
+/// with), the plugin, and `world` as its [`Voxels`].
 pub(crate) fn app_with(world: VoxelWorld) -> App {
     let mut app = App::new();
-    app.add_plugins(VoxcastPlugin)
+    app.add_plugins((bevy_transform::TransformPlugin, VoxcastPlugin))
         .insert_resource(Voxels::new(world));
     app
 }
@@ -101,7 +102,11 @@ pub(crate) fn expected_target(
     reach: f32,
     opts: &RaycastOptions,
 ) -> BlockTarget {
-    let forward = Vec3::from_array(transform.forward().as_vec3().to_array());
+    // The plugin aims with `GlobalTransform`: for an entity without a parent, the matrix of
+    // its `Transform`, applied to -Z.
+    let forward = bevy_transform::components::GlobalTransform::from(*transform)
+        .affine()
+        .transform_vector3(Vec3::NEG_Z);
     let outcome = match VoxelRay::new(position.voxel, position.offset, forward, reach) {
         Ok(ray) => voxel_raycast_with(&ray, world, opts),
         Err(e) => voxcast::RaycastOutcome::Invalid(e),

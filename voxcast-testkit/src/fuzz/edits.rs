@@ -7,7 +7,7 @@
 use arbitrary::Arbitrary;
 use voxcast::glam::{IVec3, Vec2};
 use voxcast::{
-    LocalPos, RaycastOptions, VoxelId, VoxelRay, VoxelRaycastHit, VoxelWorld, WorldPos,
+    EditError, LocalPos, RaycastOptions, VoxelId, VoxelRay, VoxelRaycastHit, VoxelWorld, WorldPos,
     break_block, place_block, voxel_raycast_with,
 };
 
@@ -60,12 +60,18 @@ pub fn run(data: &[u8]) {
 }
 
 /// A hit at `anchor + at` with face normal `face`, as an engine might build one by hand.
-fn hit_at(anchor: WorldPos, at: [i8; 3], face: IVec3) -> VoxelRaycastHit {
+/// A hit of the voxel near `anchor` through `face`, reporting the block the model holds there
+/// (id 1 where it holds air or nothing, so those hits are stale).
+fn hit_at(anchor: WorldPos, at: [i8; 3], face: IVec3, model: &Model) -> VoxelRaycastHit {
+    let voxel_pos = super::input::near(anchor, at.map(i32::from));
     VoxelRaycastHit {
-        voxel_pos: super::input::near(anchor, at.map(i32::from)),
+        voxel_pos,
         face_normal: face,
         distance: 1.0,
-        voxel_type: VoxelId(1),
+        voxel_type: model
+            .get(voxel_pos)
+            .filter(|id| !id.is_air())
+            .unwrap_or(VoxelId(1)),
         hit_uv: Vec2::ZERO,
     }
 }
@@ -98,12 +104,35 @@ pub fn check(input: &Input) -> Result<(), String> {
             Op::Shrink => world.shrink_to_fit(),
             Op::SkipBricks(s) => world.set_skip_empty_bricks(*s),
             Op::Place(voxel, face, id) => {
-                let hit = hit_at(anchor, *voxel, IVec3::from_array(face.map(i32::from)));
+                let hit = hit_at(
+                    anchor,
+                    *voxel,
+                    IVec3::from_array(face.map(i32::from)),
+                    &model,
+                );
                 let got = place_block(&mut world, &hit, id.get());
-                let want = hit
-                    .previous_pos()
-                    .filter(|p| !id.get().is_air() && model.get(*p).is_none_or(|v| v.is_air()));
-                if let Some(p) = want {
+                // The model's rule: a block, against a hit voxel holding the hit's id, through
+                // a face into a voxel of the world that holds air or is unloaded.
+                let want = if id.get().is_air() {
+                    Err(EditError::PlaceAir)
+                } else if model.get(hit.voxel_pos) != Some(hit.voxel_type) {
+                    Err(EditError::TargetChanged {
+                        voxel: hit.voxel_pos,
+                        expected: hit.voxel_type,
+                        found: model.get(hit.voxel_pos),
+                    })
+                } else {
+                    match hit.previous_pos() {
+                        None => Err(EditError::NoFace(hit.voxel_pos)),
+                        Some(p) => match model.get(p) {
+                            Some(found) if !found.is_air() => {
+                                Err(EditError::Occupied { voxel: p, found })
+                            }
+                            _ => Ok(p),
+                        },
+                    }
+                };
+                if let Ok(p) = want {
                     model.set_voxel(p, id.get());
                 }
                 if got != want {
@@ -111,12 +140,19 @@ pub fn check(input: &Input) -> Result<(), String> {
                 }
             }
             Op::Break(voxel) => {
-                let hit = hit_at(anchor, *voxel, IVec3::X);
+                let hit = hit_at(anchor, *voxel, IVec3::X, &model);
                 let got = break_block(&mut world, &hit);
-                let want = model.get(hit.voxel_pos);
-                if want.is_some() {
+                let found = model.get(hit.voxel_pos);
+                let want = if found == Some(hit.voxel_type) {
                     model.set_voxel(hit.voxel_pos, VoxelId::AIR);
-                }
+                    Ok(hit.voxel_type)
+                } else {
+                    Err(EditError::TargetChanged {
+                        voxel: hit.voxel_pos,
+                        expected: hit.voxel_type,
+                        found,
+                    })
+                };
                 if got != want {
                     return Err(at(format!("break_block gave {got:?}, model {want:?}")));
                 }
