@@ -77,6 +77,7 @@ const FLAG_CONSERVATIVE: u32 = 16u;
 const FLAG_PER_VOXEL: u32 = 32u;
 const FLAG_STEP_EMPTY_BRICKS: u32 = 64u; // walk_dense steps through empty bricks (GpuWorld::skips_empty_bricks)
 const FLAG_TOROIDAL: u32 = 128u;       // the table is addressed toroidally (a window that follows a centre)
+const FLAG_PARTIAL: u32 = 256u;        // the world may hold chunks outside the window's box: leaving it is unknown
 
 // Ray.flags (GpuRay.flags bits 0..11)
 const RAY_ENABLED_SHIFT: u32 = 0u;     // bits 0..2: axis crosses within max distance
@@ -546,6 +547,9 @@ fn check_tie_extras(ray: Ray, d: Dda, t_cross: f32, air_seen: bool) -> Hit {
         if (beyond_world(p)) {
             continue;
         }
+        if ((OPTIONS & FLAG_PARTIAL) != 0u && !held(p)) {
+            return make_hit(STATUS_UNLOADED, p, t_cross, 0u, AXIS_NONE, false, vec3<u32>(0u));
+        }
         let at = voxel_at(p);
         if (at.x == 1u && (OPTIONS & FLAG_STOP_UNLOADED) != 0u) {
             return make_hit(STATUS_UNLOADED, p, t_cross, 0u, AXIS_NONE, false, vec3<u32>(0u));
@@ -579,6 +583,24 @@ fn beyond_world(v: vec3<i32>) -> bool {
     let low = (vec3<u32>(params.world_edge) >> vec3<u32>(0u, 1u, 2u)) & vec3<u32>(1u);
     let high = (vec3<u32>(params.world_edge) >> vec3<u32>(3u, 4u, 5u)) & vec3<u32>(1u);
     return any((v < vec3<i32>(0)) & (low != vec3<u32>(0u))) || any((v >= size) & (high != vec3<u32>(0u)));
+}
+
+// The lowest and highest voxel (window-relative, inclusive) of the box of chunks a window
+// holds: the window less its margin of a chunk on each face that is not the i128 world's edge
+// (Window::interior in src/gpu/window.rs).
+fn held_lo() -> vec3<i32> {
+    let low = (vec3<u32>(params.world_edge) >> vec3<u32>(0u, 1u, 2u)) & vec3<u32>(1u);
+    return select(vec3<i32>(32), vec3<i32>(0), low != vec3<u32>(0u));
+}
+
+fn held_hi() -> vec3<i32> {
+    let high = (vec3<u32>(params.world_edge) >> vec3<u32>(3u, 4u, 5u)) & vec3<u32>(1u);
+    return vec3<i32>(params.dims) * 32 - select(vec3<i32>(33), vec3<i32>(1), high != vec3<u32>(0u));
+}
+
+// Whether v lies in that box.
+fn held(v: vec3<i32>) -> bool {
+    return all(v >= held_lo()) && all(v <= held_hi());
 }
 
 // (a + b) mod n for a, b in 0..n where the table is toroidal (b is 0 where it is not).
@@ -779,6 +801,12 @@ fn cast_ray(ray: Ray) -> Hit {
         // Entered a new chunk (or started): classify it once.
         let chunk = d.voxel >> vec3<u32>(5u);
         if (any(chunk != cur_chunk)) {
+            // Past the box of a window that follows a centre the GPU knows nothing: the ray
+            // ends as unloaded there, whatever the unloaded policy (a step beyond the i128
+            // world is still a miss).
+            if ((OPTIONS & FLAG_PARTIAL) != 0u && !held(d.voxel) && !beyond_world(d.voxel)) {
+                return make_hit(STATUS_UNLOADED, d.voxel, d.t, 0u, AXIS_NONE, false, vec3<u32>(0u));
+            }
             if (!in_window(d.voxel)) {
                 // Nothing outside the window is loaded; a step beyond the i128 world ends the
                 // ray as a miss (the CPU's `dda_step`), whatever the unloaded policy.
@@ -856,6 +884,11 @@ fn cast_ray(ray: Ray) -> Hit {
         // around it.
         if (passable && tag != 0u && !per_voxel) {
             region_run(cur_chunk, stop_unloaded, &box_lo, &box_hi);
+            if ((OPTIONS & FLAG_PARTIAL) != 0u) {
+                // A run stops at the box's faces: the next voxel is where the ray leaves it.
+                box_lo = max(box_lo, held_lo());
+                box_hi = min(box_hi, held_hi());
+            }
         }
         if (stopping) {
             if (!skip_origin && air_seen) {

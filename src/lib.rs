@@ -50,6 +50,15 @@
 //! For every valid ray the GPU gives the CPU reference's outcome, voxel, face normal and id,
 //! and the same distance bit for bit; UV may differ by `1e-5`.
 //!
+//! On a window that follows a centre (`gpu::GpuRaycaster::upload_window`), which holds a box of
+//! the world's chunks, this holds for every ray that stays in the box. A ray that leaves the
+//! box before anything in it stops the ray is answered `Unloaded` at the first voxel outside
+//! the box, at the distance where it enters that voxel (the CPU's distance to that voxel, bit
+//! for bit), under either unloaded policy; a ray that starts outside the box, `Unloaded` at its
+//! start voxel, distance 0. `gpu::GpuWorld::left_window` tells these answers from the others,
+//! and the completing forms (`gpu::GpuRaycaster::raycast_completed`,
+//! `gpu::GpuWorld::complete_raycasts`) replace them with the CPU's answers on the whole world.
+//!
 //! This holds on every GPU that follows the WGSL spec and rounds f32 `+ - *` to nearest even
 //! (every current desktop and mobile GPU does). Nothing else is assumed: the spec lets a GPU
 //! divide and take roots a few ulps off, flush subnormals to zero, fuse `a * b + c` into one

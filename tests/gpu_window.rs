@@ -634,3 +634,118 @@ fn eight_thousand_terrain_chunks_fit_the_default_limits() {
         &RaycastOptions::default(),
     );
 }
+
+/// Rays, line of sight, cameras and agent pairs that leave a window that follows a centre:
+/// every answer is the CPU's on the whole world or says it left the window (`Unloaded` at the
+/// first voxel outside the box, under both unloaded policies), exactly where it left it (the
+/// CPU on the window's chunks with a ring of `EDGE` around them), and the completing forms give
+/// the CPU's answer for every ray. Checked for two places of the window, one a move away.
+#[test]
+fn rays_that_leave_a_window_say_so() {
+    use voxcast::{
+        Agent, LineOfSightOptions, RaycastOutcome, VoxelRay, agent_visibility, raycast_batch,
+    };
+    let Some(gpu) = gpu() else { return };
+    let (_, tw) = terrain();
+    let mut gw = gpu
+        .upload_window(tw, ChunkPos::new(3, 1, 3), [1, 1, 1])
+        .expect("window");
+    let mut rng = SplitMix64::new(5);
+    let (mut left, mut total) = (0, 0);
+    for centre in [ChunkPos::new(3, 1, 3), ChunkPos::new(4, 1, 3)] {
+        gw.recenter(tw, centre).expect("move");
+        let o = centre.origin();
+        // From anywhere in the box (and a few from its margin), in every direction, long
+        // enough to leave it.
+        let rays: Vec<VoxelRay> = (0..3000)
+            .map(|_| {
+                let p = WorldPos::new(
+                    o.x + rng.below(112) as i128 - 40,
+                    o.y + rng.below(96) as i128 - 32,
+                    o.z + rng.below(112) as i128 - 40,
+                );
+                let mut unit = || rng.below(1000) as f32 / 1000.0;
+                let sub = Vec3::new(unit(), unit(), unit());
+                VoxelRay::new(p, sub, rng.unit_vector(), 20.0 + rng.below(160) as f32)
+                    .expect("a ray")
+            })
+            .collect();
+        for opts in every_option() {
+            let what = format!("centre {centre:?}, {opts:?}");
+            left += check_window_rays(gpu, &what, &gw, tw, &rays, &opts);
+            total += rays.len();
+        }
+        for unloaded in [UnloadedPolicy::Air, UnloadedPolicy::Stop] {
+            let opts = RaycastOptions {
+                unloaded,
+                ..Default::default()
+            };
+            let segs: Vec<VoxelRay> = rays[..800].to_vec();
+            left += check_window_sight(gpu, &format!("centre {centre:?}"), &gw, tw, &segs, &opts);
+            // A camera in the box looking out of it.
+            let cam = voxcast::Camera::new(
+                WorldPos::new(o.x + 16, o.y + 20, o.z + 16),
+                Vec3::splat(0.5),
+                Vec3::new(1.0, -0.3, 0.4),
+                70.0,
+                48,
+                32,
+                200.0,
+            )
+            .expect("camera");
+            let cam_rays = cam.rays().expect("camera rays");
+            let image = gpu.raycast_camera(&cam, &gw, &opts).expect("camera");
+            left += check_window_edge(
+                &format!("centre {centre:?}, camera, {unloaded:?}"),
+                &gw,
+                tw,
+                &cam_rays,
+                &image,
+                true,
+                |w, edge| {
+                    let mut o = opts.clone();
+                    if edge {
+                        o.blocks = o.blocks.with(EDGE);
+                    }
+                    raycast_batch(&cam_rays, w, &o)
+                },
+            );
+            // Agents in and around the box, every pair.
+            let agents: Vec<Agent> = rays[..40]
+                .iter()
+                .map(|r| Agent::new(r.origin, r.sub_offset, 1.0))
+                .collect();
+            let on_gpu = gpu.upload_agents(&agents, &gw).expect("agents");
+            let pairs: Vec<[u32; 2]> = (0..40u32)
+                .flat_map(|a| (0..40u32).filter(move |&b| b != a).map(move |b| [a, b]))
+                .collect();
+            let sight = LineOfSightOptions {
+                conservative: false,
+                raycast: opts.clone(),
+            };
+            let vis = gpu
+                .agent_visibility(&on_gpu, &pairs, &gw, &sight, true)
+                .expect("visibility");
+            let answers: Vec<RaycastOutcome> = vis
+                .answers()
+                .expect("answers")
+                .iter()
+                .map(|l| RaycastOutcome::from(*l))
+                .collect();
+            let cpu_pairs = agent_visibility(&agents, &pairs, tw, &sight);
+            for (i, (g, c)) in answers.iter().zip(&cpu_pairs).enumerate() {
+                let c = RaycastOutcome::from(*c);
+                assert!(
+                    g.matches(&c) || gw.left_window(g),
+                    "centre {centre:?}, pair {i}: gpu {g:?}, cpu {c:?}"
+                );
+                left += usize::from(gw.left_window(g));
+            }
+        }
+    }
+    eprintln!("{left} answers left the window, of about {total} rays and the rest");
+    assert!(
+        left > 1000,
+        "the rays must leave the window to test it: {left}"
+    );
+}

@@ -48,6 +48,9 @@ const FLAG_PER_VOXEL: u32 = 32;
 pub(super) const FLAG_STEP_EMPTY_BRICKS: u32 = 64;
 /// The chunk table is addressed toroidally (a window that follows a centre).
 pub(super) const FLAG_TOROIDAL: u32 = 128;
+/// The world may hold chunks outside the window's box (a window that follows a centre): a
+/// ray that leaves the box ends as unloaded there.
+pub(super) const FLAG_PARTIAL: u32 = 256;
 
 // A ray's flags (`GpuRay::flags`).
 pub(super) const RAY_NEGATIVE_SHIFT: u32 = 3;
@@ -249,6 +252,7 @@ mod tests {
             ("FLAG_PER_VOXEL", U(FLAG_PER_VOXEL)),
             ("FLAG_STEP_EMPTY_BRICKS", U(FLAG_STEP_EMPTY_BRICKS)),
             ("FLAG_TOROIDAL", U(FLAG_TOROIDAL)),
+            ("FLAG_PARTIAL", U(FLAG_PARTIAL)),
             ("RAY_NEGATIVE_SHIFT", U(RAY_NEGATIVE_SHIFT)),
             ("RAY_ENTRY_SHIFT", U(RAY_ENTRY_SHIFT)),
             ("RAY_CLIPPED", U(RAY_CLIPPED)),

@@ -169,6 +169,15 @@ pub(super) fn encode(
     {
         return Prepared::Gpu(gpu_ray_at(r, voxel, AXIS_NONE, [0; 3], false));
     }
+    // A window that follows a centre knows nothing outside its box: the ray ends where it
+    // starts, as unloaded, whatever the unloaded policy (as the shader ends a ray that leaves
+    // the box).
+    if w.partial() {
+        return Prepared::Answered(RaycastOutcome::Unloaded {
+            at: r.start,
+            distance: 0.0,
+        });
+    }
     let mut d = Dda::new(r);
     match opts.unloaded {
         // Outside the window nothing is loaded: air. Clip exactly as the CPU reference does.

@@ -251,13 +251,18 @@ impl GpuRaycaster {
 
     /// Uploads the chunks of `world` within `half_extent` chunks of `centre` on each axis
     /// (`2 · half_extent + 1` chunks a side), in a window that follows the centre as
-    /// [`GpuWorld::recenter`] moves it. Chunks outside that box answer as unloaded (under
-    /// either [`UnloadedPolicy`](crate::UnloadedPolicy)); the window keeps a margin of one
-    /// unloaded chunk around it, as [`GpuRaycaster::upload_world`]'s does, so a ray answers as
-    /// it would on the CPU in a world holding only the box's chunks
-    /// ([`GpuWorld::holds_segment`] tells where that is the whole world's answer). Near the
-    /// edge of the i128 world the box is moved inward to stay in it (and then reaches the
-    /// edge).
+    /// [`GpuWorld::recenter`] moves it. Near the edge of the i128 world the box is moved inward
+    /// to stay in it (and then reaches the edge).
+    ///
+    /// What the GPU answers on it: the CPU reference's answer on the whole `world` for a ray
+    /// that stays in the box; for a ray that leaves the box before anything in it stops the
+    /// ray, `Unloaded` at the first voxel outside the box, at the distance where it enters that
+    /// voxel, under either [`UnloadedPolicy`](crate::UnloadedPolicy) (the GPU knows nothing
+    /// there; line of sight answers `Unknown`, a sensor's word is the negated distance); for a
+    /// ray that starts outside the box, `Unloaded` at its start voxel, distance 0. A step
+    /// beyond the i128 world is a miss, as everywhere. [`GpuWorld::left_window`] tells such
+    /// answers from true ones, and [`GpuRaycaster::raycast_completed`] (or
+    /// [`GpuWorld::complete_raycasts`] after any call) answers those rays on the CPU.
     ///
     /// The GPU memory it takes is a table entry per chunk of the window (4 bytes) and the
     /// stored chunks inside it: plan `half_extent` from the chunks the player should see.
@@ -385,6 +390,44 @@ impl GpuRaycaster {
     ) -> Result<Vec<LineOfSight>, GpuError> {
         let mut out = Vec::new();
         self.line_of_sight_into(segments, world, opts, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`GpuRaycaster::raycast`] completed on the CPU: on a window that follows a centre
+    /// ([`GpuRaycaster::upload_window`]), the rays that leave what it holds
+    /// ([`GpuWorld::left_window`]) are cast again on `world`, the [`VoxelWorld`] it was
+    /// uploaded from, in the same call and in order ([`GpuWorld::complete_raycasts`]), so that
+    /// every answer is the CPU reference's. On a world uploaded whole nothing is completed.
+    ///
+    /// # Errors
+    /// As [`GpuRaycaster::raycast`].
+    pub fn raycast_completed(
+        &self,
+        rays: &[VoxelRay],
+        gpu_world: &GpuWorld,
+        world: &VoxelWorld,
+        opts: &RaycastOptions,
+    ) -> Result<Vec<RaycastOutcome>, GpuError> {
+        let mut out = self.raycast(rays, gpu_world, opts)?;
+        gpu_world.complete_raycasts(world, rays, opts, &mut out);
+        Ok(out)
+    }
+
+    /// [`GpuRaycaster::line_of_sight`] completed on the CPU as
+    /// [`GpuRaycaster::raycast_completed`] completes rays
+    /// ([`GpuWorld::complete_line_of_sight`]).
+    ///
+    /// # Errors
+    /// As [`GpuRaycaster::raycast`].
+    pub fn line_of_sight_completed(
+        &self,
+        segments: &[VoxelRay],
+        gpu_world: &GpuWorld,
+        world: &VoxelWorld,
+        opts: &LineOfSightOptions,
+    ) -> Result<Vec<LineOfSight>, GpuError> {
+        let mut out = self.line_of_sight(segments, gpu_world, opts)?;
+        gpu_world.complete_line_of_sight(world, segments, opts, &mut out);
         Ok(out)
     }
 

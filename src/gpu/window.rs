@@ -4,7 +4,9 @@
 
 use crate::coords::{ChunkPos, VoxelBox, WorldPos};
 use crate::cpu_ref::grow_by_a_chunk;
-use crate::gpu::layout::{FLAG_TOROIDAL, GpuParams, TAG_EMPTY, TAG_MASK, TAG_UNLOADED};
+use crate::gpu::layout::{
+    FLAG_PARTIAL, FLAG_TOROIDAL, GpuParams, TAG_EMPTY, TAG_MASK, TAG_UNLOADED,
+};
 use crate::world::REGION_SHIFT;
 
 /// The window of chunks a [`GpuWorld`] covers, and the i128 ↔ i32 split around it.
@@ -208,10 +210,26 @@ impl Window {
         x + dims[0] as usize * (y + dims[1] as usize * z)
     }
 
-    /// The shader's `OPTIONS` bits this window decides: `FLAG_TOROIDAL` where it follows a
-    /// centre.
+    /// The shader's `OPTIONS` bits this window decides: `FLAG_TOROIDAL` and `FLAG_PARTIAL`
+    /// where it follows a centre.
     pub(super) fn flags(&self) -> u32 {
-        if self.toroidal { FLAG_TOROIDAL } else { 0 }
+        if self.toroidal {
+            FLAG_TOROIDAL | FLAG_PARTIAL
+        } else {
+            0
+        }
+    }
+
+    /// Whether the world may hold chunks this window does not (it follows a centre): then a
+    /// ray that leaves the box of chunks it holds ([`Window::interior`]) ends as unloaded
+    /// where it leaves it, under either unloaded policy.
+    pub(super) fn partial(&self) -> bool {
+        self.toroidal
+    }
+
+    /// Whether voxel `p` lies in the box of chunks this window holds (`interior`).
+    pub(super) fn holds(&self, p: WorldPos) -> bool {
+        self.may_load(p.chunk())
     }
 
     /// The regions holding at least one chunk of the window (inclusive corners).

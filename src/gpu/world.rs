@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use crate::coords::{ChunkPos, VoxelBox, WorldPos};
+use crate::cpu_ref::{line_of_sight, voxel_raycast_with};
 use crate::gpu::device::Device;
 use crate::gpu::error::{GpuError, device_error};
 use crate::gpu::follow::{self, WindowMove};
@@ -11,7 +12,9 @@ use crate::gpu::layout::{FLAG_STEP_EMPTY_BRICKS, GpuParams, TAG_UNLOADED};
 use crate::gpu::queue::{WorldSync, WorldWrite};
 use crate::gpu::store::{ChunkStore, StoreChanges, create_storage, entry_of};
 use crate::gpu::window::{MAX_WINDOW_CHUNKS, Window, for_each_in};
+use crate::ray::{LineOfSight, LineOfSightOptions, RaycastOptions, RaycastOutcome, VoxelRay};
 use crate::world::{ChunkView, VoxelWorld};
+use rayon::prelude::*;
 
 /// A window of a [`VoxelWorld`] uploaded to the GPU: a chunk table plus, per chunk that is not
 /// one id throughout, its occupancy bits, brick summary and packed ids. Uniform chunks (all
@@ -582,6 +585,65 @@ impl GpuWorld {
     #[must_use]
     pub fn loadable_chunks(&self) -> (ChunkPos, ChunkPos) {
         self.window.interior
+    }
+
+    /// Whether this world holds voxel `at`: it lies in [`GpuWorld::loadable_chunks`]. A window
+    /// that follows a centre ([`GpuRaycaster::upload_window`](crate::gpu::GpuRaycaster::upload_window))
+    /// knows nothing outside them: its answer for a ray that leaves them is
+    /// `Unloaded` at the first voxel outside, with `holds(at) == false`
+    /// ([`GpuWorld::left_window`]).
+    #[must_use]
+    pub fn holds(&self, at: WorldPos) -> bool {
+        self.window.holds(at)
+    }
+
+    /// Whether `outcome`, a GPU answer on this world, says the ray left what the world holds
+    /// rather than answering it: `Unloaded` at a voxel outside the box of a window that follows
+    /// a centre. Never for a world uploaded whole
+    /// ([`GpuRaycaster::upload_world`](crate::gpu::GpuRaycaster::upload_world)), whose answers
+    /// are the CPU's.
+    #[must_use]
+    pub fn left_window(&self, outcome: &RaycastOutcome) -> bool {
+        self.window.partial()
+            && matches!(outcome, RaycastOutcome::Unloaded { at, .. } if !self.holds(*at))
+    }
+
+    /// Completes a batch of GPU answers on the CPU: every outcome of `outcomes` that left the
+    /// window ([`GpuWorld::left_window`]) is replaced by
+    /// [`voxel_raycast_with`](crate::voxel_raycast_with) of its ray (`rays[i]` for
+    /// `outcomes[i]`) on `world`, in parallel; the others stay. Then every answer is the CPU
+    /// reference's on `world` (for a world as uploaded). Returns how many were completed.
+    pub fn complete_raycasts(
+        &self,
+        world: &VoxelWorld,
+        rays: &[VoxelRay],
+        opts: &RaycastOptions,
+        outcomes: &mut [RaycastOutcome],
+    ) -> usize {
+        outcomes
+            .par_iter_mut()
+            .zip(rays.par_iter())
+            .filter(|(o, _)| self.left_window(o))
+            .map(|(o, ray)| *o = voxel_raycast_with(ray, world, opts))
+            .count()
+    }
+
+    /// [`GpuWorld::complete_raycasts`] for line of sight: every `Unknown` answer at a voxel
+    /// outside the window's box is replaced by [`line_of_sight`](crate::line_of_sight) of its
+    /// segment on `world`.
+    pub fn complete_line_of_sight(
+        &self,
+        world: &VoxelWorld,
+        segments: &[VoxelRay],
+        opts: &LineOfSightOptions,
+        answers: &mut [LineOfSight],
+    ) -> usize {
+        answers
+            .par_iter_mut()
+            .zip(segments.par_iter())
+            .filter(|(a, _)| self.left_window(&RaycastOutcome::from(**a)))
+            .map(|(a, segment)| *a = line_of_sight(segment, world, opts))
+            .count()
     }
 
     /// Number of chunks stored voxel by voxel (the others are uniform and cost one table entry).

@@ -126,8 +126,10 @@ pub struct SightStatus {
     pub engine: Option<SightEngine>,
     /// Requests answered in the last batch.
     pub answered: usize,
-    /// Of the last GPU batch's segments, those that reached outside the GPU window of a
-    /// [`VoxelGpu::with_window`] and were answered on the CPU (0 for [`VoxelGpu::new`]).
+    /// Of the last GPU batch's segments, those that left the GPU window of a
+    /// [`VoxelGpu::with_window`] and were completed on the CPU
+    /// ([`GpuWorld::complete_line_of_sight`](voxcast::gpu::GpuWorld::complete_line_of_sight));
+    /// 0 for [`VoxelGpu::new`].
     pub outside_window: usize,
     /// The chunks the GPU window held for the last GPU batch (inclusive corners, see
     /// [`GpuWorld::loadable_chunks`](voxcast::gpu::GpuWorld::loadable_chunks)); `None`
@@ -140,11 +142,11 @@ pub struct SightStatus {
     pub gpu_error: Option<GpuError>,
 }
 
-/// The segment of `request` and the voxels of its ends, or its answer when it has none.
+/// The segment of `request`, or its answer when it has none.
 fn segment(
     request: &SightRequest,
     positions: &Query<&VoxelPosition>,
-) -> Result<(VoxelRay, [WorldPos; 2]), Result<LineOfSight, SightError>> {
+) -> Result<VoxelRay, Result<LineOfSight, SightError>> {
     let (from, to) = match *request {
         SightRequest::Segment { from, to } => (from, to),
         SightRequest::Entities { from, to } => {
@@ -157,11 +159,8 @@ fn segment(
             (at(from)?, at(to)?)
         }
     };
-    let ray = VoxelRay::between(from.voxel, from.offset, to.voxel, to.offset)
-        .map_err(|e| Ok(LineOfSight::Invalid(e)))?;
-    // The voxels of the ends, as the ray has them (offsets carried into the voxel).
-    let end = voxel_of(&to);
-    Ok((ray, [ray.origin, end]))
+    VoxelRay::between(from.voxel, from.offset, to.voxel, to.offset)
+        .map_err(|e| Ok(LineOfSight::Invalid(e)))
 }
 
 /// The voxel holding `p`: its offset's whole units carried into its voxel, as a ray does
@@ -178,88 +177,22 @@ type Slots = Vec<Result<usize, Result<LineOfSight, SightError>>>;
 pub(crate) struct Batch {
     requests: Vec<(SightId, SightRequest)>,
     slots: Slots,
-    /// The segments cast, the voxels of their ends, and the options they are cast with.
+    /// The segments cast and the options they are cast with.
     rays: Vec<VoxelRay>,
-    ends: Vec<[WorldPos; 2]>,
     options: LineOfSightOptions,
-    /// Per segment, where the GPU window does not hold them all: the answer of one answered
-    /// on the CPU, `None` for one the GPU answers. Empty where the GPU answers every segment.
-    host: Vec<Option<LineOfSight>>,
-    /// The segments sent to the GPU where `host` is not empty.
-    sent: Vec<VoxelRay>,
     /// The chunks the GPU window held, for a window.
     window: Option<(ChunkPos, ChunkPos)>,
 }
 
 impl Batch {
-    /// Answers on the CPU the segments that the GPU window does not hold
-    /// ([`GpuWorld::holds_segment`](voxcast::gpu::GpuWorld::holds_segment)), leaving the
-    /// others to the GPU.
-    pub(crate) fn split_at_window(
-        &mut self,
-        world: &voxcast::VoxelWorld,
-        window: &voxcast::gpu::GpuWorld,
-    ) {
-        self.window = Some(window.loadable_chunks());
-        let held: Vec<bool> = self
-            .ends
-            .iter()
-            .map(|&[a, b]| window.holds_segment(a, b))
-            .collect();
-        if held.iter().all(|&h| h) {
-            return;
-        }
-        let outside: Vec<VoxelRay> = self
-            .rays
-            .iter()
-            .zip(&held)
-            .filter(|(_, h)| !**h)
-            .map(|(r, _)| *r)
-            .collect();
-        let mut answered = Vec::new();
-        gpu::on_cpu(&outside, world, &self.options, &mut answered);
-        let mut answered = answered.into_iter();
-        self.host = held
-            .iter()
-            .map(|&h| if h { None } else { answered.next() })
-            .collect();
-        self.sent = self
-            .rays
-            .iter()
-            .zip(&held)
-            .filter(|(_, h)| **h)
-            .map(|(r, _)| *r)
-            .collect();
-    }
-
-    /// The segments the GPU casts.
+    /// The segments the GPU casts: all of them.
     pub(crate) fn gpu_rays(&self) -> &[VoxelRay] {
-        if self.host.is_empty() {
-            &self.rays
-        } else {
-            &self.sent
-        }
+        &self.rays
     }
 
-    /// Every segment's answer: the CPU's where it answered (see `split_at_window`), else
-    /// the next of `from_gpu`; an error where the GPU did not answer each segment it got.
-    fn merged(&self, from_gpu: Vec<LineOfSight>) -> Result<Vec<LineOfSight>, GpuError> {
-        if from_gpu.len() != self.gpu_rays().len() {
-            return Err(GpuError::Internal(format!(
-                "{} answers for {} segments",
-                from_gpu.len(),
-                self.gpu_rays().len()
-            )));
-        }
-        if self.host.is_empty() {
-            return Ok(from_gpu);
-        }
-        let mut gpu = from_gpu.into_iter();
-        Ok(self
-            .host
-            .iter()
-            .filter_map(|h| h.or_else(|| gpu.next()))
-            .collect())
+    /// Records the window the batch is cast on.
+    pub(crate) fn set_window(&mut self, window: (ChunkPos, ChunkPos)) {
+        self.window = Some(window);
     }
 
     /// Writes one [`SightAnswer`] per request, the cast ones from `outcomes` (one per segment,
@@ -316,14 +249,28 @@ fn collect(
     status: &mut SightStatus,
     answers: &mut MessageWriter<SightAnswer>,
 ) {
-    let Some((pending, batch)) = gpu_world.take_in_flight() else {
+    let Some((pending, batch, upload)) = gpu_world.take_in_flight() else {
         return;
     };
-    match pending.wait().and_then(|outcomes| batch.merged(outcomes)) {
-        Ok(outcomes) => {
+    let result = pending.wait().and_then(|mut outcomes| {
+        if outcomes.len() != batch.rays.len() {
+            return Err(GpuError::Internal(format!(
+                "{} answers for {} segments",
+                outcomes.len(),
+                batch.rays.len()
+            )));
+        }
+        // Segments that left the window, completed on the CPU with the world as it is now.
+        let completed = upload.as_ref().or(gpu_world.upload()).map_or(0, |gw| {
+            gw.complete_line_of_sight(voxels, &batch.rays, &batch.options, &mut outcomes)
+        });
+        Ok((outcomes, completed))
+    });
+    match result {
+        Ok((outcomes, completed)) => {
             status.engine = Some(SightEngine::Gpu);
             status.gpu_error = None;
-            status.outside_window = batch.host.iter().filter(|h| h.is_some()).count();
+            status.outside_window = completed;
             status.window = batch.window;
             batch.answer(&outcomes, status, answers);
         }
@@ -366,13 +313,11 @@ pub(crate) fn answer_sight_requests(
     }
     let requests = std::mem::take(&mut queue.requests);
     let mut rays = Vec::new();
-    let mut ends = Vec::new();
     let slots: Slots = requests
         .iter()
         .map(|(_, request)| {
-            segment(request, &positions).map(|(ray, end)| {
+            segment(request, &positions).map(|ray| {
                 rays.push(ray);
-                ends.push(end);
                 rays.len() - 1
             })
         })
@@ -381,10 +326,7 @@ pub(crate) fn answer_sight_requests(
         requests,
         slots,
         rays,
-        ends,
         options: queue.options.clone(),
-        host: Vec::new(),
-        sent: Vec::new(),
         window: None,
     };
     // Chunks edited after `VoxcastSystems::PublishChanges` are not on the GPU yet: such a

@@ -747,3 +747,207 @@ pub fn exits_cleanly(runs: usize, program: fn()) {
     );
     println!("{runs} runs of a GPU program, every one ended with status 0");
 }
+
+/// The id [`edge_world`] fills a window's margin with.
+pub const EDGE: VoxelId = VoxelId(4000);
+
+/// What `gw`, a window that follows a centre, holds of `world` (the chunks in its box,
+/// [`GpuWorld::loadable_chunks`]) and, in the ring of chunks around that box, chunks of
+/// [`EDGE`] alone: a CPU ray on it that may stop at `EDGE` hits it exactly where the GPU's ray
+/// on the window leaves the box (the first voxel outside, at the distance it enters it).
+#[must_use]
+pub fn edge_world(gw: &GpuWorld, world: &VoxelWorld) -> VoxelWorld {
+    let (lo, hi) = gw.loadable_chunks();
+    let mut out = VoxelWorld::new();
+    // The ring stops at the edge of the i128 world (a window has no margin there).
+    let range = |a: usize| {
+        (lo.axis(a) - 1).max(voxcast::ChunkPos::MIN_INDEX)
+            ..=(hi.axis(a) + 1).min(voxcast::ChunkPos::MAX_INDEX)
+    };
+    for x in range(0) {
+        for y in range(1) {
+            for z in range(2) {
+                let p = voxcast::ChunkPos::new(x, y, z);
+                let inside = (0..3).all(|a| (lo.axis(a)..=hi.axis(a)).contains(&p.axis(a)));
+                let chunk = if inside {
+                    world.chunk(p).cloned()
+                } else {
+                    Some(voxcast::Chunk::filled(EDGE))
+                };
+                if let Some(c) = chunk {
+                    out.insert_chunk(p, c).expect("in the world");
+                }
+            }
+        }
+    }
+    out
+}
+
+/// GPU answers on a window against the CPU's, for rays that may leave it:
+/// - each answer is the CPU's on the whole `world`, or says it left the window
+///   ([`GpuWorld::left_window`]);
+/// - with [`OriginPolicy::Report`](voxcast::OriginPolicy), an answer that left did so exactly
+///   where the CPU on [`edge_world`] hits the ring around the box (rays that start in the
+///   window);
+/// - completed on the CPU ([`GpuWorld::complete_raycasts`], `raycast_completed`), every
+///   answer is the CPU's on `world`.
+///
+/// `gpu_answers` are the GPU's answers for `rays` (a raycast, or line of sight as outcomes),
+/// `cpu` casts a batch on a world with options whose filter also stops at `EDGE` when asked.
+/// Returns how many answers left the window.
+pub fn check_window_edge(
+    what: &str,
+    gw: &GpuWorld,
+    world: &VoxelWorld,
+    rays: &[VoxelRay],
+    gpu_answers: &[RaycastOutcome],
+    report_origin: bool,
+    cpu: impl Fn(&VoxelWorld, bool) -> Vec<RaycastOutcome>,
+) -> usize {
+    let whole = cpu(world, false);
+    let mut left = 0;
+    for (i, (g, c)) in gpu_answers.iter().zip(&whole).enumerate() {
+        if gw.left_window(g) {
+            left += 1;
+        } else {
+            assert!(
+                g.matches(c),
+                "{what}: ray {i} {:?}: gpu {g:?}, cpu {c:?}, and it did not leave the window",
+                rays[i]
+            );
+        }
+    }
+    if report_origin {
+        let edged = cpu(&edge_world(gw, world), true);
+        let (lo, hi) = gw.loadable_chunks();
+        let in_window = |p: WorldPos| {
+            (0..3).all(|a| (lo.axis(a) - 1..=hi.axis(a) + 1).contains(&p.chunk().axis(a)))
+        };
+        for (i, (g, e)) in gpu_answers.iter().zip(&edged).enumerate() {
+            let start = VoxelRay::new(
+                rays[i].origin,
+                rays[i].sub_offset,
+                voxcast::glam::Vec3::X,
+                0.0,
+            )
+            .map(|r| r.origin);
+            if !start.is_ok_and(in_window) {
+                continue;
+            }
+            let ok = match (g, e) {
+                (RaycastOutcome::Unloaded { at, distance }, RaycastOutcome::Hit(h))
+                    if gw.left_window(g) =>
+                {
+                    h.voxel_pos == *at
+                        && h.voxel_type == EDGE
+                        && h.distance.to_bits() == distance.to_bits()
+                }
+                _ => g.matches(e),
+            };
+            assert!(
+                ok,
+                "{what}: ray {i} {:?}: gpu {g:?}, cpu with the ring {e:?}",
+                rays[i]
+            );
+        }
+    }
+    left
+}
+
+/// [`check_window_edge`] for rays, under `opts`, with the completing forms checked too.
+pub fn check_window_rays(
+    gpu: &GpuRaycaster,
+    what: &str,
+    gw: &GpuWorld,
+    world: &VoxelWorld,
+    rays: &[VoxelRay],
+    opts: &RaycastOptions,
+) -> usize {
+    let g = gpu.raycast(rays, gw, opts).expect("raycast");
+    let left = check_window_edge(
+        what,
+        gw,
+        world,
+        rays,
+        &g,
+        opts.origin == voxcast::OriginPolicy::Report,
+        |w, edge| {
+            let mut o = opts.clone();
+            if edge {
+                o.blocks = o.blocks.with(EDGE);
+            }
+            raycast_batch(rays, w, &o)
+        },
+    );
+    let whole = raycast_batch(rays, world, opts);
+    let mut done = g;
+    assert_eq!(
+        gw.complete_raycasts(world, rays, opts, &mut done),
+        left,
+        "{what}"
+    );
+    assert_parity(&format!("{what}, completed"), rays, &done, &whole);
+    let completed = gpu
+        .raycast_completed(rays, gw, world, opts)
+        .expect("raycast_completed");
+    assert_parity(
+        &format!("{what}, raycast_completed"),
+        rays,
+        &completed,
+        &whole,
+    );
+    left
+}
+
+/// [`check_window_rays`] for line of sight, plain and conservative.
+pub fn check_window_sight(
+    gpu: &GpuRaycaster,
+    what: &str,
+    gw: &GpuWorld,
+    world: &VoxelWorld,
+    segs: &[VoxelRay],
+    raycast: &RaycastOptions,
+) -> usize {
+    let mut left = 0;
+    for conservative in [false, true] {
+        let opts = LineOfSightOptions {
+            conservative,
+            raycast: raycast.clone(),
+        };
+        let what = format!("{what}, line of sight conservative={conservative}");
+        let g = gpu.line_of_sight(segs, gw, &opts).expect("line of sight");
+        let as_outcomes: Vec<RaycastOutcome> = g.iter().map(|l| RaycastOutcome::from(*l)).collect();
+        left += check_window_edge(
+            &what,
+            gw,
+            world,
+            segs,
+            &as_outcomes,
+            raycast.origin == voxcast::OriginPolicy::Report,
+            |w, edge| {
+                let mut o = opts.clone();
+                if edge {
+                    o.raycast.blocks = o.raycast.blocks.with(EDGE);
+                }
+                line_of_sight_batch(segs, w, &o)
+                    .iter()
+                    .map(|l| RaycastOutcome::from(*l))
+                    .collect()
+            },
+        );
+        let whole = line_of_sight_batch(segs, world, &opts);
+        let mut done = g;
+        gw.complete_line_of_sight(world, segs, &opts, &mut done);
+        assert_sight_parity(&format!("{what}, completed"), segs, &done, &whole);
+        let completed = gpu
+            .line_of_sight_completed(segs, gw, world, &opts)
+            .expect("line_of_sight_completed");
+        assert_sight_parity(
+            &format!("{what}, line_of_sight_completed"),
+            segs,
+            &completed,
+            &whole,
+        );
+    }
+    left
+}

@@ -21,10 +21,11 @@ use voxcast::{
 /// when a chunk is loaded outside it: right for a world of fixed size. For a world streamed
 /// around a player, [`VoxelGpu::with_window`] keeps a box of a fixed size on the GPU that
 /// follows the entity with a [`GpuWindowFocus`] ([`GpuRaycaster::upload_window`]): a move uploads
-/// the chunks that enter the box and nothing else. A segment that reaches outside the box
-/// (within a voxel of its edge) is answered on the CPU in the same batch, so every answer is
-/// still the CPU reference's ([`SightStatus::outside_window`](crate::SightStatus) counts
-/// them).
+/// the chunks that enter the box and nothing else. A segment that leaves the box is completed
+/// on the CPU when the batch is collected
+/// ([`GpuWorld::complete_line_of_sight`](voxcast::gpu::GpuWorld::complete_line_of_sight)), so
+/// every answer is still the CPU reference's ([`SightStatus::outside_window`](crate::SightStatus)
+/// counts them).
 ///
 /// # Sharing Bevy's device
 /// An app that renders with Bevy gives the raycaster Bevy's own wgpu device and queue, so
@@ -137,8 +138,14 @@ impl std::ops::DerefMut for VoxelGpu {
 #[derive(Component, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct GpuWindowFocus;
 
-/// A submitted batch: the GPU's work and the requests it answers.
-type InFlight = (PendingBatch<Vec<LineOfSight>>, super::Batch);
+/// A submitted batch: the GPU's work, the requests it answers, and the upload it was cast on
+/// where that is no longer the current one (kept to complete the segments that left its
+/// window).
+type InFlight = (
+    PendingBatch<Vec<LineOfSight>>,
+    super::Batch,
+    Option<GpuWorld>,
+);
 
 /// The world as uploaded to the [`VoxelGpu`], with the chunks changed since.
 #[derive(Resource, Debug, Default)]
@@ -159,10 +166,19 @@ impl GpuSightWorld {
     /// uploads the world whole.
     /// A batch in flight is kept: it is answered as the world was when it was submitted.
     pub(crate) fn reset(&mut self) {
+        let old = self.world.take();
+        let in_flight = self
+            .take_in_flight()
+            .map(|(pending, batch, kept)| (pending, batch, kept.or(old)));
         *self = Self {
-            in_flight: Mutex::new(self.take_in_flight()),
+            in_flight: Mutex::new(in_flight),
             ..Self::default()
         };
+    }
+
+    /// The current upload, if there is one.
+    pub(crate) fn upload(&self) -> Option<&GpuWorld> {
+        self.world.as_ref()
     }
 
     /// Keeps `pending`, the GPU's work on `batch`, until it is collected.
@@ -171,7 +187,7 @@ impl GpuSightWorld {
         pending: PendingBatch<Vec<LineOfSight>>,
         batch: super::Batch,
     ) {
-        *self.in_flight() = Some((pending, batch));
+        *self.in_flight() = Some((pending, batch, None));
     }
 
     /// The batch in flight, taken.
@@ -206,7 +222,8 @@ impl GpuSightWorld {
 
     /// Line of sight for `batch`'s segments on `gpu`, submitted after bringing the upload up
     /// to date (and, for a window, moving it to `focus`): returns at once, the GPU's work
-    /// pending. Segments the window does not hold are answered on the CPU now, into `batch`.
+    /// pending. Segments that leave the window are completed on the CPU when the batch is
+    /// collected.
     ///
     /// # Errors
     /// The upload's or the submission's [`GpuError`], or the last one again while neither the
@@ -223,7 +240,7 @@ impl GpuSightWorld {
         }
         let result = self.synced(gpu, world, focus).and_then(|gpu_world| {
             if gpu_world.centre().is_some() {
-                batch.split_at_window(world, gpu_world);
+                batch.set_window(gpu_world.loadable_chunks());
             }
             gpu.submit_line_of_sight(batch.gpu_rays(), gpu_world, &batch.options)
         });
