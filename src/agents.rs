@@ -118,7 +118,9 @@ pub fn visible_pairs_within(
 /// A grid of cells `radius` wide finds them: the cost grows with the agents and the pairs,
 /// not with the square of the agents.
 ///
-/// A NaN, negative or infinite `radius` finds no pairs.
+/// `f64::INFINITY` and `f64::MAX` mean no limit of the caller's own:
+/// [`MAX_DISTANCE_CAP`](crate::MAX_DISTANCE_CAP), the longest segment line of sight casts (as
+/// for a ray's max distance). A NaN or negative `radius` finds no pairs.
 #[must_use]
 pub fn pairs_within(agents: &[Agent], radius: f64) -> Vec<[u32; 2]> {
     let eyes: Vec<_> = agents.iter().map(Agent::eye).collect();
@@ -130,6 +132,11 @@ pub(crate) fn pairs_among(
     eyes: &[Result<(WorldPos, Vec3), RayError>],
     radius: f64,
 ) -> Vec<[u32; 2]> {
+    let radius = if radius == f64::INFINITY || radius == f64::MAX {
+        f64::from(crate::ray::MAX_DISTANCE_CAP)
+    } else {
+        radius
+    };
     if !(radius >= 0.0 && radius.is_finite()) {
         return Vec::new();
     }

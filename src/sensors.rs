@@ -65,7 +65,8 @@ impl SensorRig {
     ///
     /// # Errors
     /// [`SensorRigError::Ray`] for a zero or non-finite direction or a max distance that is
-    /// NaN, negative or above [`MAX_DISTANCE_CAP`](crate::MAX_DISTANCE_CAP); [`SensorRigError::TooManyRays`] above
+    /// NaN, negative or above [`MAX_DISTANCE_CAP`](crate::MAX_DISTANCE_CAP) (other than the two
+    /// "no limit" values); [`SensorRigError::TooManyRays`] above
     /// [`MAX_RIG_RAYS`].
     pub fn new(rays: &[(Vec3, f32)]) -> Result<Self, SensorRigError> {
         if rays.len() > MAX_RIG_RAYS {

@@ -174,7 +174,13 @@ fn visible_pairs_within_a_radius_equal_the_cpus() {
     let agents = t.agents(500, 10);
     let on_gpu = gpu.upload_agents(&agents, &gw).expect("agents");
     let opts = LineOfSightOptions::default();
-    for radius in [0.0, 16.0, 64.0] {
+    // No limit (the cap) finds every pair of the terrain's agents, as the cap itself does.
+    assert_eq!(
+        pairs_within(&agents, f64::INFINITY),
+        pairs_within(&agents, f64::from(voxcast::MAX_DISTANCE_CAP))
+    );
+    assert_eq!(pairs_within(&agents, f64::MAX).len(), 500 * 499 / 2);
+    for radius in [0.0, 16.0, 64.0, f64::INFINITY] {
         let near = pairs_within(&agents, radius);
         let cpu = agent_visibility(&agents, &near, tw, &opts);
         let want: Vec<[u32; 2]> = near

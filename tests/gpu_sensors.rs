@@ -201,24 +201,13 @@ fn sensors_in_a_window_that_follows() {
             let what = format!("centre {centre:?}, {opts:?}");
             let g = gpu.sense(&on_gpu, &poses, &gw, &opts, true).expect("sense");
             let outcomes = g.outcomes().expect("asked for");
-            left += check_window_edge(
-                &what,
-                &gw,
-                tw,
-                &rays,
-                outcomes,
-                opts.origin == voxcast::OriginPolicy::Report,
-                |w, edge| {
-                    let mut o = opts.clone();
-                    if edge {
-                        o.blocks = o.blocks.with(EDGE);
-                    }
-                    sense(&rig, &poses, w, &o, true)
-                        .outcomes()
-                        .expect("asked for")
-                        .to_vec()
-                },
-            );
+            left += check_window_edge(&what, &gw, tw, &rays, outcomes, |w, held| {
+                let (w, o) = window_cpu(&gw, w, tw, held, &opts);
+                sense(&rig, &poses, &w, &o, true)
+                    .outcomes()
+                    .expect("asked for")
+                    .to_vec()
+            });
             // The words say the same: a ray that left the window reads as unloaded there.
             for (i, o) in outcomes.iter().enumerate() {
                 if let voxcast::RaycastOutcome::Unloaded { distance, .. } = o {

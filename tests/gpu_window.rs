@@ -151,18 +151,6 @@ impl Streamed {
             }
         }
     }
-
-    /// The world as a window that may load `loadable` sees it: those chunks alone.
-    fn seen_through(&self, loadable: (ChunkPos, ChunkPos)) -> VoxelWorld {
-        let b = (loadable.0.to_array(), loadable.1.to_array());
-        let mut w = VoxelWorld::new();
-        for (p, c) in self.world.chunks() {
-            if inside(b, p) {
-                w.insert_chunk(p, c.clone()).expect("in the world");
-            }
-        }
-        w
-    }
 }
 
 /// Checks a move's account: the chunks that entered and left the loadable box, and the bytes
@@ -200,23 +188,29 @@ fn check_around(
     player: WorldPos,
     seed: u64,
 ) {
-    let seen = s.seen_through(gw.loadable_chunks());
     let rays = adversarial_rays(player, 150, seed);
     for unloaded in [UnloadedPolicy::Air, UnloadedPolicy::Stop] {
         let opts = RaycastOptions {
             unloaded,
             ..Default::default()
         };
-        check(
+        check_window_rays(
             gpu,
             &format!("{what} {unloaded:?}"),
-            &seen,
             gw,
+            &s.world,
             &rays,
             &opts,
         );
     }
-    sight_parity(gpu, gw, &seen, &rays[..60], what);
+    check_window_sight(
+        gpu,
+        what,
+        gw,
+        &s.world,
+        &rays[..60],
+        &RaycastOptions::default(),
+    );
 }
 
 /// A walk of `steps` moves from chunk `start`: mostly a chunk along one axis, sometimes two
@@ -402,19 +396,11 @@ fn a_one_chunk_move_uploads_one_slab() {
         );
     }
     let rays = adversarial_rays(WorldPos::new(110, 60, 140), 400, 8);
-    let seen = {
-        let s = Streamed {
-            world: terrain.clone(),
-            radius: [0; 3],
-            chunk_at,
-        };
-        s.seen_through(gw.loadable_chunks())
-    };
-    check(
+    check_window_rays(
         gpu,
         "after the moves",
-        &seen,
         &gw,
+        terrain,
         &rays,
         &RaycastOptions::default(),
     );
@@ -518,25 +504,17 @@ fn batches_in_flight_see_the_world_they_were_cast_on() {
     let mut gw = gpu
         .upload_window(terrain, centre, [2, 1, 2])
         .expect("window");
-    let seen_before = Streamed {
-        world: terrain.clone(),
-        radius: [0; 3],
-        chunk_at,
-    }
-    .seen_through(gw.loadable_chunks());
+    // What the GPU answers on the window before the move (checked against the CPU there).
     let rays = adversarial_rays(WorldPos::new(110, 50, 110), 500, 12);
     let opts = RaycastOptions::default();
+    check_window_rays(&gpu, "before the move", &gw, terrain, &rays, &opts);
+    let before = gpu.raycast(&rays, &gw, &opts).expect("raycast");
     let small = gpu.submit_raycast(&rays, &gw, &opts).expect("submit");
     gpu.set_max_dispatch_rays(64);
     let large = gpu.submit_raycast(&rays, &gw, &opts).expect("submit");
     gw.recenter(terrain, ChunkPos::new(5, 1, 4)).expect("move");
     let answers = small.wait().expect("a batch of one dispatch");
-    assert_parity(
-        "submitted before the move",
-        &rays,
-        &answers,
-        &voxcast::raycast_batch(&rays, &seen_before, &opts),
-    );
+    assert_parity("submitted before the move", &rays, &answers, &before);
     assert_eq!(large.wait().map(|_| ()), Err(GpuError::WorldChanged));
 }
 
@@ -566,17 +544,11 @@ fn a_full_id_heap_is_packed_and_an_overflow_refused() {
         gw.recenter(terrain, to)
             .unwrap_or_else(|e| panic!("move {step} to {to:?}: {e}"));
         gw.check_table(terrain).expect("the table");
-        let seen = Streamed {
-            world: terrain.clone(),
-            radius: [0; 3],
-            chunk_at,
-        }
-        .seen_through(gw.loadable_chunks());
-        check(
+        check_window_rays(
             &small,
             &format!("move {step} to {to:?}"),
-            &seen,
             &gw,
+            terrain,
             &rays,
             &RaycastOptions::default(),
         );
@@ -638,8 +610,9 @@ fn eight_thousand_terrain_chunks_fit_the_default_limits() {
 /// Rays, line of sight, cameras and agent pairs that leave a window that follows a centre:
 /// every answer is the CPU's on the whole world or says it left the window (`Unloaded` at the
 /// first voxel outside the box, under both unloaded policies), exactly where it left it (the
-/// CPU on the window's chunks with a ring of `EDGE` around them), and the completing forms give
-/// the CPU's answer for every ray. Checked for two places of the window, one a move away.
+/// CPU on the window's chunks alone, holes filled with air, under `Stop`), and the completing
+/// forms give the CPU's answer for every ray. Checked for two places of the window, one a move
+/// away.
 #[test]
 fn rays_that_leave_a_window_say_so() {
     use voxcast::{
@@ -701,13 +674,9 @@ fn rays_that_leave_a_window_say_so() {
                 tw,
                 &cam_rays,
                 &image,
-                true,
-                |w, edge| {
-                    let mut o = opts.clone();
-                    if edge {
-                        o.blocks = o.blocks.with(EDGE);
-                    }
-                    raycast_batch(&cam_rays, w, &o)
+                |w, held| {
+                    let (w, o) = window_cpu(&gw, w, tw, held, &opts);
+                    raycast_batch(&cam_rays, &w, &o)
                 },
             );
             // Agents in and around the box, every pair.

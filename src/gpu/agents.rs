@@ -176,7 +176,8 @@ impl Visibility {
 
     /// Whether pair `i` sees each other: nothing blocks the segment between their eyes
     /// (`LineOfSight::Clear`). `false` when it is blocked, enters unloaded space under
-    /// `UnloadedPolicy::Stop`, or has no segment (an invalid agent, coinciding eyes, eyes more
+    /// `UnloadedPolicy::Stop` (or leaves a window that follows a centre, under either policy),
+    /// or has no segment (an invalid agent, coinciding eyes, eyes more
     /// than `MAX_DISTANCE_CAP` apart), and for `i` past the end.
     #[must_use]
     pub fn visible(&self, i: usize) -> bool {

@@ -110,11 +110,12 @@ impl<T> PendingBatch<T> {
     ///
     /// # Errors
     /// `Some(Err(_))` with a [`GpuError`] when the device failed (validation, out of memory,
-    /// lost) or a result could not be decoded, and [`GpuError::AlreadyTaken`] on every call
-    /// after the one that returned the answers (so a polling loop ends either way).
+    /// lost) or a result could not be decoded (again on every later call), and
+    /// [`GpuError::AlreadyTaken`] on every call after the one that returned the answers (so a
+    /// polling loop ends either way).
     pub fn try_take(&mut self) -> Option<Result<T, GpuError>> {
         if self.taken {
-            Some(Err(GpuError::AlreadyTaken))
+            Some(Err(self.after_take()))
         } else if self.is_ready() {
             Some(self.take())
         } else {
@@ -130,7 +131,7 @@ impl<T> PendingBatch<T> {
     /// when `try_take` returned the answers already.
     pub fn wait(mut self) -> Result<T, GpuError> {
         if self.taken {
-            return Err(GpuError::AlreadyTaken);
+            return Err(self.after_take());
         }
         self.progress(true);
         self.take()
@@ -139,10 +140,16 @@ impl<T> PendingBatch<T> {
     fn take(&mut self) -> Result<T, GpuError> {
         self.taken = true;
         self.flights.clear();
-        match self.error.take() {
-            Some(e) => Err(e),
+        match &self.error {
+            Some(e) => Err(e.clone()),
             None => Ok(self.collector.finish()),
         }
+    }
+
+    /// What a batch says once taken: the device's error again where it failed (no answers
+    /// were handed out), else that its answers were taken.
+    fn after_take(&self) -> GpuError {
+        self.error.clone().unwrap_or(GpuError::AlreadyTaken)
     }
 
     /// Reads what has finished (everything, with `wait`), submits what comes next and, when

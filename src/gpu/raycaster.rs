@@ -303,7 +303,9 @@ impl GpuRaycaster {
     }
 
     /// Casts every ray against `world` and returns the outcomes in input order, exactly as
-    /// [`raycast_batch`](crate::raycast_batch) would. A bad ray gets
+    /// [`raycast_batch`](crate::raycast_batch) would (on a window that follows a centre, for
+    /// every ray that stays in it: one that leaves is answered `Unloaded` where it leaves, see
+    /// [`GpuRaycaster::upload_window`] and [`GpuRaycaster::raycast_completed`]). A bad ray gets
     /// [`RaycastOutcome::Invalid`] and the others are still answered. Any batch size: large
     /// batches are prepared on the host in bands of about a million rays (bounded host memory
     /// besides the outcomes) and split into several dispatches. The first batch with a
@@ -489,7 +491,10 @@ impl GpuRaycaster {
     /// shader from the camera parameters (no ray upload). Pixel `(px, py)` gets the outcome of
     /// casting [`Camera::ray`]`(px, py)` with [`GpuRaycaster::raycast`] or the CPU reference
     /// ([`raycast_camera`](crate::raycast_camera)): [`RaycastOutcome::Invalid`] where that ray
-    /// is invalid (only a camera edited by hand has such pixels). A camera whose eye is outside
+    /// is invalid (only a camera edited by hand has such pixels). On a window that follows a
+    /// centre a pixel whose ray leaves it is `Unloaded` where it leaves
+    /// ([`GpuRaycaster::upload_window`]); [`GpuWorld::complete_raycasts`] with
+    /// [`Camera::rays`] completes those pixels on the CPU. A camera whose eye is outside
     /// the window, whose field of view is wider than about 179.99°, or that was edited into one
     /// the shader cannot reproduce exactly, is rendered from rays built on the host (same
     /// outcomes, slower).
@@ -610,9 +615,12 @@ impl GpuRaycaster {
     /// (20 bytes with `answers`). Every option of line of sight works, conservative too.
     ///
     /// A pair with an invalid agent ([`GpuAgents::errors`]) or an index past the end gets
-    /// `LineOfSight::Invalid` (and is not visible); a pair with an agent outside the window
-    /// (in unloaded space beyond the loaded chunks) is cast from a segment built on the host,
-    /// as a ray batch.
+    /// `LineOfSight::Invalid` (and is not visible); a pair with an agent outside the window is
+    /// cast from a segment built on the host, as a ray batch. On a window that follows a
+    /// centre, a pair whose segment leaves it is `LineOfSight::Unknown` where it leaves
+    /// ([`GpuRaycaster::upload_window`]) and not visible: ask for `answers` to tell those
+    /// pairs ([`GpuWorld::left_window`]) and complete them on the CPU
+    /// ([`GpuWorld::complete_line_of_sight`] with [`agent_segment`](crate::agent_segment)).
     ///
     /// # Errors
     /// As [`GpuRaycaster::raycast`]; [`GpuError::WorldFromAnotherDevice`] also when `agents`
@@ -714,7 +722,10 @@ impl GpuRaycaster {
     }
 
     /// Every ray of `rig` from every pose, against `world`: the readings of
-    /// [`sense`](crate::sense) bit for bit. The shader makes each ray from the agent's pose
+    /// [`sense`](crate::sense) bit for bit (on a window that follows a centre, a ray that
+    /// leaves it reads as unloaded where it leaves, a negated distance, see
+    /// [`GpuRaycaster::upload_window`]; with `hits`, its outcome tells it apart,
+    /// [`GpuWorld::left_window`]). The shader makes each ray from the agent's pose
     /// (32 bytes up an agent, the rig uploaded once) exactly as [`SensorPose::ray`] makes it,
     /// and sends back one word a ray (4 bytes: the distance, see [`SensorReadings`]), or with
     /// `hits` each ray's whole answer (20 bytes: the hit voxel, face, id and UV too). An agent

@@ -528,8 +528,9 @@ impl GpuWorld {
     /// point in `b`, conservative or not) examines only voxels of the chunks this world may
     /// hold loaded ([`GpuWorld::loadable_chunks`]): both lie inside them with a voxel to spare
     /// on every side. Then the GPU's answer on this world is the CPU's on the whole
-    /// `VoxelWorld` it was uploaded from (as far as its chunks are up to date); elsewhere the
-    /// GPU sees unloaded space where the CPU may see blocks.
+    /// `VoxelWorld` it was uploaded from (as far as its chunks are up to date); a segment that
+    /// reaches further may leave a window that follows a centre, which its answer then says
+    /// ([`GpuWorld::left_window`]).
     #[must_use]
     pub fn holds_segment(&self, a: WorldPos, b: WorldPos) -> bool {
         let (lo, hi) = self.window.interior;
@@ -601,7 +602,8 @@ impl GpuWorld {
     /// rather than answering it: `Unloaded` at a voxel outside the box of a window that follows
     /// a centre. Never for a world uploaded whole
     /// ([`GpuRaycaster::upload_world`](crate::gpu::GpuRaycaster::upload_world)), whose answers
-    /// are the CPU's.
+    /// are the CPU's. It reads the window as it is now: ask it (and complete) before
+    /// [`GpuWorld::recenter`] moves the window under answers cast before the move.
     #[must_use]
     pub fn left_window(&self, outcome: &RaycastOutcome) -> bool {
         self.window.partial()
@@ -612,7 +614,9 @@ impl GpuWorld {
     /// window ([`GpuWorld::left_window`]) is replaced by
     /// [`voxel_raycast_with`](crate::voxel_raycast_with) of its ray (`rays[i]` for
     /// `outcomes[i]`) on `world`, in parallel; the others stay. Then every answer is the CPU
-    /// reference's on `world` (for a world as uploaded). Returns how many were completed.
+    /// reference's on `world` (for a world as uploaded). `rays` and `outcomes` go in the same
+    /// order; past the shorter of the two nothing is read or changed. Returns how many
+    /// outcomes were completed. Call it before moving the window ([`GpuWorld::left_window`]).
     pub fn complete_raycasts(
         &self,
         world: &VoxelWorld,
@@ -630,7 +634,8 @@ impl GpuWorld {
 
     /// [`GpuWorld::complete_raycasts`] for line of sight: every `Unknown` answer at a voxel
     /// outside the window's box is replaced by [`line_of_sight`](crate::line_of_sight) of its
-    /// segment on `world`.
+    /// segment on `world`. Returns how many answers were completed; slices as for
+    /// `complete_raycasts`.
     pub fn complete_line_of_sight(
         &self,
         world: &VoxelWorld,

@@ -75,8 +75,9 @@
 //! next frame.
 //!
 //! ## Positions: i128 beside Bevy's f32
-//! A [`VoxelPosition`] is where an entity is in the i128 world; Bevy's `Transform` gives only
-//! the direction it looks (its rotation). Keep the two in step by rendering relative to a
+//! A [`VoxelPosition`] is where an entity is in the i128 world; Bevy's `GlobalTransform` gives
+//! the direction it looks, and for a child without a `VoxelPosition` of its own (a camera on a
+//! body), its offset from the ancestor that has one. Keep the two in step by rendering relative to a
 //! floating origin: see [`VoxelPosition`].
 //!
 //! ## Errors
@@ -170,15 +171,24 @@ impl Plugin for VoxcastPlugin {
     }
 }
 
-/// What a Bevy app using voxcast usually needs, with voxcast's own prelude and Bevy's vector
-/// types (the same types: voxcast uses Bevy's glam): `use voxcast_bevy::prelude::*;`.
+/// What a Bevy app using voxcast usually needs: this crate's items, voxcast's usual ones and
+/// Bevy's vector and transform types (the same types: voxcast uses Bevy's glam), so that
+/// `use voxcast_bevy::prelude::*;` beside `use bevy::prelude::*;` is enough. voxcast's
+/// `Camera` is left out (Bevy's prelude has a `Camera` of its own): name it
+/// `voxcast::Camera`.
 pub mod prelude {
     pub use crate::{
         BlockEdit, BlockEdited, BlockTarget, BlockTargeter, ChunksChanged, EditAction, EditBlock,
         GpuWindowFocus, SightAnswer, SightId, SightQueue, SightRequest, SightStatus, VoxcastPlugin,
         VoxcastSystems, VoxelGpu, VoxelPosition, VoxelQuery, Voxels, viewport_ray,
     };
-    pub use bevy_math::{Quat, Vec2};
+    pub use bevy_math::{IVec3, Quat, Vec2, Vec3};
     pub use bevy_transform::components::{GlobalTransform, Transform};
-    pub use voxcast::prelude::*;
+    pub use voxcast::{
+        Agent, ChunkPos, EditError, LineOfSight, LineOfSightOptions, LocalPos, MAX_DISTANCE_CAP,
+        MaterialFilter, OriginPolicy, RayError, RaycastOptions, RaycastOutcome, SensorPose,
+        SensorReading, SensorRig, UnloadedPolicy, VoxelId, VoxelRay, VoxelRaycastHit, VoxelWorld,
+        WorldPos, break_block, line_of_sight, line_of_sight_batch, place_block, raycast_batch,
+        sense, voxel_raycast, voxel_raycast_with,
+    };
 }

@@ -56,7 +56,8 @@ impl VoxelQuery<'_> {
     }
 
     /// A ray from `from` along `direction` (normalised when it is not unit length),
-    /// `max_distance` voxels far (`f32::INFINITY` for the cap): [`VoxelQuery::raycast`] of it.
+    /// `max_distance` voxels far (`f32::INFINITY` or `f32::MAX` for
+    /// [`voxcast::MAX_DISTANCE_CAP`]): [`VoxelQuery::raycast`] of it.
     #[must_use]
     pub fn cast(
         &self,
@@ -107,7 +108,8 @@ impl VoxelQuery<'_> {
 }
 
 /// The ray through a point of a camera's viewport (picking: the cursor's position): from the
-/// near plane through that point, `max_distance` voxels far, in the i128 world.
+/// near plane through that point, `max_distance` voxels far (`f32::INFINITY` or `f32::MAX` for
+/// [`voxcast::MAX_DISTANCE_CAP`]), in the i128 world.
 ///
 /// - `cursor`: the point in logical pixels of the viewport, from its top left corner (what
 ///   Bevy's `Window::cursor_position` gives, minus the viewport's own offset).
@@ -124,7 +126,8 @@ impl VoxelQuery<'_> {
 ///
 /// # Errors
 /// [`RayError`] when the inputs give no ray: a zero-sized viewport or a singular projection
-/// (the direction is NaN or zero), a NaN transform, or an eye pushed out of the i128 world.
+/// (the direction is NaN or zero), a NaN transform, an eye pushed out of the i128 world, or a
+/// bad `max_distance` (NaN, negative, or above the cap other than the "no limit" values).
 pub fn viewport_ray(
     cursor: Vec2,
     viewport_size: Vec2,

@@ -58,9 +58,9 @@ impl VoxelPosition {
 #[require(Transform, BlockTarget)]
 pub struct BlockTargeter {
     /// How far the entity reaches, in voxels: `0..=`[`voxcast::MAX_DISTANCE_CAP`], or
-    /// `f32::INFINITY` for no limit of its own (the cap). A block whose face lies exactly at
-    /// `reach` is in reach. NaN, negative or larger finite values give the entity no target
-    /// and an error in [`BlockTarget`].
+    /// `f32::INFINITY` or `f32::MAX` for no limit of its own (the cap). A block whose face lies
+    /// exactly at `reach` is in reach. NaN, negative or other values above the cap give the
+    /// entity no target and an error in [`BlockTarget`].
     pub reach: f32,
     /// Which voxels stop the ray, what happens when it starts in one, and what unloaded
     /// chunks do.
@@ -68,7 +68,7 @@ pub struct BlockTargeter {
 }
 
 impl BlockTargeter {
-    /// The reach of a player in the source material, in voxels.
+    /// The default reach, in voxels.
     pub const DEFAULT_REACH: f32 = 8.0;
 }
 

@@ -748,65 +748,62 @@ pub fn exits_cleanly(runs: usize, program: fn()) {
     println!("{runs} runs of a GPU program, every one ended with status 0");
 }
 
-/// The id [`edge_world`] fills a window's margin with.
-pub const EDGE: VoxelId = VoxelId(4000);
-
-/// What `gw`, a window that follows a centre, holds of `world` (the chunks in its box,
-/// [`GpuWorld::loadable_chunks`]) and, in the ring of chunks around that box, chunks of
-/// [`EDGE`] alone: a CPU ray on it that may stop at `EDGE` hits it exactly where the GPU's ray
-/// on the window leaves the box (the first voxel outside, at the distance it enters it).
+/// What `gw`, a window that follows a centre, holds of `world`: the chunks in its box
+/// ([`GpuWorld::loadable_chunks`]), with every chunk of the box that `world` does not load
+/// loaded as air. Under [`UnloadedPolicy::Stop`] a CPU ray on it stops as unloaded exactly
+/// where it leaves the box (the first voxel outside, at the distance it enters it): what the
+/// GPU answers on the window under [`UnloadedPolicy::Air`].
 #[must_use]
-pub fn edge_world(gw: &GpuWorld, world: &VoxelWorld) -> VoxelWorld {
+pub fn held_world(gw: &GpuWorld, world: &VoxelWorld) -> VoxelWorld {
     let (lo, hi) = gw.loadable_chunks();
     let mut out = VoxelWorld::new();
-    // The ring stops at the edge of the i128 world (a window has no margin there).
-    let range = |a: usize| {
-        (lo.axis(a) - 1).max(voxcast::ChunkPos::MIN_INDEX)
-            ..=(hi.axis(a) + 1).min(voxcast::ChunkPos::MAX_INDEX)
-    };
-    for x in range(0) {
-        for y in range(1) {
-            for z in range(2) {
-                let p = voxcast::ChunkPos::new(x, y, z);
-                let inside = (0..3).all(|a| (lo.axis(a)..=hi.axis(a)).contains(&p.axis(a)));
-                let chunk = if inside {
-                    world.chunk(p).cloned()
-                } else {
-                    Some(voxcast::Chunk::filled(EDGE))
-                };
-                if let Some(c) = chunk {
-                    out.insert_chunk(p, c).expect("in the world");
-                }
+    for x in lo.x..=hi.x {
+        for y in lo.y..=hi.y {
+            for z in lo.z..=hi.z {
+                let p = ChunkPos::new(x, y, z);
+                let chunk = world.chunk(p).cloned().unwrap_or_default();
+                out.insert_chunk(p, chunk).expect("in the world");
             }
         }
     }
     out
 }
 
+/// Whether `p` lies in the box of chunks `gw` holds.
+fn in_box(gw: &GpuWorld, p: WorldPos) -> bool {
+    let (lo, hi) = gw.loadable_chunks();
+    (0..3).all(|a| (lo.axis(a)..=hi.axis(a)).contains(&p.chunk().axis(a)))
+}
+
 /// GPU answers on a window against the CPU's, for rays that may leave it:
 /// - each answer is the CPU's on the whole `world`, or says it left the window
-///   ([`GpuWorld::left_window`]);
-/// - with [`OriginPolicy::Report`](voxcast::OriginPolicy), an answer that left did so exactly
-///   where the CPU on [`edge_world`] hits the ring around the box (rays that start in the
-///   window);
-/// - completed on the CPU ([`GpuWorld::complete_raycasts`], `raycast_completed`), every
-///   answer is the CPU's on `world`.
+///   ([`GpuWorld::left_window`]); a ray that starts outside the box is answered `Unloaded`
+///   at its start, distance 0;
+/// - for a ray that starts in the box, the answer is exactly the CPU's on [`held_world`]
+///   under [`UnloadedPolicy::Stop`] where the options say `Air` (where they say `Stop`, on the
+///   box's chunks alone): where it left the box, bit for bit.
 ///
-/// `gpu_answers` are the GPU's answers for `rays` (a raycast, or line of sight as outcomes),
-/// `cpu` casts a batch on a world with options whose filter also stops at `EDGE` when asked.
-/// Returns how many answers left the window.
+/// `gpu_answers` are the GPU's answers for `rays` (a raycast, or line of sight as outcomes);
+/// `cpu(world, held)` casts the batch on `world` with the options (`held`: on the held world
+/// made for the options' unloaded policy, as above). Returns how many answers left the window.
 pub fn check_window_edge(
     what: &str,
     gw: &GpuWorld,
     world: &VoxelWorld,
     rays: &[VoxelRay],
     gpu_answers: &[RaycastOutcome],
-    report_origin: bool,
     cpu: impl Fn(&VoxelWorld, bool) -> Vec<RaycastOutcome>,
 ) -> usize {
     let whole = cpu(world, false);
+    let held = cpu(&held_world(gw, world), true);
     let mut left = 0;
     for (i, (g, c)) in gpu_answers.iter().zip(&whole).enumerate() {
+        // The start voxel as the DDA has it (the one below on an axis where the start lies on
+        // a voxel face and the ray goes down).
+        let start = voxcast::VoxelTraversal::new(&rays[i])
+            .next()
+            .map(|step| step.voxel)
+            .ok_or(());
         if gw.left_window(g) {
             left += 1;
         } else {
@@ -816,42 +813,47 @@ pub fn check_window_edge(
                 rays[i]
             );
         }
-    }
-    if report_origin {
-        let edged = cpu(&edge_world(gw, world), true);
-        let (lo, hi) = gw.loadable_chunks();
-        let in_window = |p: WorldPos| {
-            (0..3).all(|a| (lo.axis(a) - 1..=hi.axis(a) + 1).contains(&p.chunk().axis(a)))
-        };
-        for (i, (g, e)) in gpu_answers.iter().zip(&edged).enumerate() {
-            let start = VoxelRay::new(
-                rays[i].origin,
-                rays[i].sub_offset,
-                voxcast::glam::Vec3::X,
-                0.0,
-            )
-            .map(|r| r.origin);
-            if !start.is_ok_and(in_window) {
-                continue;
-            }
-            let ok = match (g, e) {
-                (RaycastOutcome::Unloaded { at, distance }, RaycastOutcome::Hit(h))
-                    if gw.left_window(g) =>
-                {
-                    h.voxel_pos == *at
-                        && h.voxel_type == EDGE
-                        && h.distance.to_bits() == distance.to_bits()
-                }
-                _ => g.matches(e),
-            };
-            assert!(
-                ok,
-                "{what}: ray {i} {:?}: gpu {g:?}, cpu with the ring {e:?}",
+        match start {
+            Ok(s) if in_box(gw, s) => assert!(
+                g.matches(&held[i]),
+                "{what}: ray {i} {:?}: gpu {g:?}, cpu on the window's chunks {:?}",
+                rays[i],
+                held[i]
+            ),
+            Ok(s) if !matches!(g, RaycastOutcome::Invalid(_)) => assert!(
+                matches!(g, RaycastOutcome::Unloaded { at, distance } if *at == s && *distance == 0.0),
+                "{what}: ray {i} {:?} starts outside the window: gpu {g:?}",
                 rays[i]
-            );
+            ),
+            _ => {}
         }
     }
     left
+}
+
+/// The world and options the CPU casts with for [`check_window_edge`]'s `cpu(w, held)`: `w`
+/// and `opts` as given, or for `held`, [`held_world`] (which `w` is then) under `Stop` where
+/// `opts` say `Air`, and the box's chunks alone ([`seen_world`] of `whole`) where they say
+/// `Stop`.
+#[must_use]
+pub fn window_cpu<'a>(
+    gw: &GpuWorld,
+    w: &'a VoxelWorld,
+    whole: &VoxelWorld,
+    held: bool,
+    opts: &RaycastOptions,
+) -> (std::borrow::Cow<'a, VoxelWorld>, RaycastOptions) {
+    if !held {
+        (std::borrow::Cow::Borrowed(w), opts.clone())
+    } else if opts.unloaded == UnloadedPolicy::Air {
+        let o = RaycastOptions {
+            unloaded: UnloadedPolicy::Stop,
+            ..opts.clone()
+        };
+        (std::borrow::Cow::Borrowed(w), o)
+    } else {
+        (std::borrow::Cow::Owned(seen_world(gw, whole)), opts.clone())
+    }
 }
 
 /// [`check_window_edge`] for rays, under `opts`, with the completing forms checked too.
@@ -864,21 +866,10 @@ pub fn check_window_rays(
     opts: &RaycastOptions,
 ) -> usize {
     let g = gpu.raycast(rays, gw, opts).expect("raycast");
-    let left = check_window_edge(
-        what,
-        gw,
-        world,
-        rays,
-        &g,
-        opts.origin == voxcast::OriginPolicy::Report,
-        |w, edge| {
-            let mut o = opts.clone();
-            if edge {
-                o.blocks = o.blocks.with(EDGE);
-            }
-            raycast_batch(rays, w, &o)
-        },
-    );
+    let left = check_window_edge(what, gw, world, rays, &g, |w, held| {
+        let (w, o) = window_cpu(gw, w, world, held, opts);
+        raycast_batch(rays, &w, &o)
+    });
     let whole = raycast_batch(rays, world, opts);
     let mut done = g;
     assert_eq!(
@@ -917,24 +908,17 @@ pub fn check_window_sight(
         let what = format!("{what}, line of sight conservative={conservative}");
         let g = gpu.line_of_sight(segs, gw, &opts).expect("line of sight");
         let as_outcomes: Vec<RaycastOutcome> = g.iter().map(|l| RaycastOutcome::from(*l)).collect();
-        left += check_window_edge(
-            &what,
-            gw,
-            world,
-            segs,
-            &as_outcomes,
-            raycast.origin == voxcast::OriginPolicy::Report,
-            |w, edge| {
-                let mut o = opts.clone();
-                if edge {
-                    o.raycast.blocks = o.raycast.blocks.with(EDGE);
-                }
-                line_of_sight_batch(segs, w, &o)
-                    .iter()
-                    .map(|l| RaycastOutcome::from(*l))
-                    .collect()
-            },
-        );
+        left += check_window_edge(&what, gw, world, segs, &as_outcomes, |w, held| {
+            let (w, raycast) = window_cpu(gw, w, world, held, raycast);
+            let o = LineOfSightOptions {
+                conservative,
+                raycast,
+            };
+            line_of_sight_batch(segs, &w, &o)
+                .iter()
+                .map(|l| RaycastOutcome::from(*l))
+                .collect()
+        });
         let whole = line_of_sight_batch(segs, world, &opts);
         let mut done = g;
         gw.complete_line_of_sight(world, segs, &opts, &mut done);
@@ -950,4 +934,17 @@ pub fn check_window_sight(
         );
     }
     left
+}
+
+/// The chunks of `world` in the box of `gw`, and nothing else: what the window sees.
+#[must_use]
+pub fn seen_world(gw: &GpuWorld, world: &VoxelWorld) -> VoxelWorld {
+    let mut out = VoxelWorld::new();
+    for (p, c) in world.chunks() {
+        let o = p.origin();
+        if in_box(gw, o) {
+            out.insert_chunk(p, c.clone()).expect("in the world");
+        }
+    }
+    out
 }
