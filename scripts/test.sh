@@ -72,7 +72,8 @@ echo "test.sh: VOXCAST_REQUIRE_GPU=$VOXCAST_REQUIRE_GPU WGPU_BACKEND=$WGPU_BACKE
 # The fuzz targets' corpus (fuzz/corpus) replays in tests/fuzz_replay.rs, on this stable
 # toolchain; fuzzing itself needs nightly and runs apart: scripts/fuzz.sh.
 echo "test.sh: the fuzz corpus replays through tests/fuzz_replay.rs (stable); to fuzz: scripts/fuzz.sh (nightly)"
-# Every crate of the workspace: voxcast and the Bevy plugin, voxcast-bevy.
+# Every crate of the workspace: voxcast, the Bevy plugin (voxcast-bevy) and the importers
+# (voxcast-import, whose tests read the files fastanvil and dot_vox ship in their packages).
 # The `checked` profile is release with overflow checks (see Cargo.toml).
 # --all-targets: lib, bins, tests, examples, and benches (built in test mode, run quickly); no doctests
 # The modules of src/ depend on each other one way (no import cycle).

@@ -48,6 +48,9 @@ pub enum WorldError {
         "chunk {0:?} is outside the i128 world (chunk indices lie in i128::MIN >> 5 ..= i128::MAX >> 5)"
     )]
     ChunkOutsideWorld(ChunkPos),
+    /// [`Chunk::from_ids`] with a slice of this many ids, not [`CHUNK_VOLUME`](crate::CHUNK_VOLUME).
+    #[error("a chunk holds 32768 ids, not {0}")]
+    ChunkLength(usize),
 }
 
 /// A sparse world of chunks addressed by i128 coordinates. Chunks not inserted are *unloaded*:
@@ -332,6 +335,29 @@ impl VoxelWorld {
             self.count_air(c, false);
         }
         Ok(old)
+    }
+
+    /// Loads every chunk of `chunks` ([`VoxelWorld::insert_chunk`] of each, in order: a later
+    /// chunk at the same position replaces an earlier one) and returns how many loaded chunks
+    /// were replaced. Each chunk's summaries are computed once, as it is inserted.
+    ///
+    /// # Errors
+    /// [`WorldError::ChunkOutsideWorld`] for the first position outside the i128 world; then
+    /// nothing is inserted.
+    pub fn insert_chunks(
+        &mut self,
+        chunks: impl IntoIterator<Item = (ChunkPos, Chunk)>,
+    ) -> Result<usize, WorldError> {
+        let chunks: Vec<(ChunkPos, Chunk)> = chunks.into_iter().collect();
+        if let Some((pos, _)) = chunks.iter().find(|(p, _)| !p.is_in_world()) {
+            return Err(WorldError::ChunkOutsideWorld(*pos));
+        }
+        self.chunks.reserve(chunks.len());
+        let mut replaced = 0;
+        for (pos, chunk) in chunks {
+            replaced += usize::from(self.insert_chunk(pos, chunk)?.is_some());
+        }
+        Ok(replaced)
     }
 
     /// Adds `chunk`'s air to the world's counts (or takes it away).

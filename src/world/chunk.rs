@@ -44,6 +44,39 @@ impl DenseChunk {
         }
     }
 
+    /// A chunk of `ids` (local order, `CHUNK_VOLUME` of them): the ids packed and every
+    /// summary counted in one pass over them.
+    fn from_ids(ids: &[VoxelId]) -> Self {
+        let packed = PackedIds::from_ids(ids);
+        let mut occupancy = Box::new([0u32; OCCUPANCY_WORDS]);
+        let mut brick_counts = [0u16; BRICKS_PER_CHUNK];
+        let mut non_air = 0;
+        for (row, r) in ids.chunks_exact(32).enumerate() {
+            let word = r
+                .iter()
+                .enumerate()
+                .fold(0u32, |o, (x, id)| o | u32::from(!id.is_air()) << x);
+            occupancy[row] = word;
+            non_air += word.count_ones();
+            let (y, z) = ((row & 31) as u32, (row >> 5) as u32);
+            for bx in 0..4u32 {
+                let n = (word >> (8 * bx) & 0xFF).count_ones();
+                brick_counts[brick_index(8 * bx, y, z) as usize] += n as u16;
+            }
+        }
+        let bricks = brick_counts
+            .iter()
+            .enumerate()
+            .fold(0u64, |b, (i, &n)| b | u64::from(n > 0) << i);
+        Self {
+            ids: packed,
+            occupancy,
+            brick_counts,
+            bricks,
+            non_air,
+        }
+    }
+
     fn set(&mut self, local: LocalPos, id: VoxelId) -> VoxelId {
         let local = local.wrapped();
         let i = local.index();
@@ -133,6 +166,37 @@ impl Chunk {
         Self {
             repr: ChunkRepr::Uniform(id),
         }
+    }
+
+    /// A chunk from its `32³` ids at once, `ids[i]` for the voxel at [`LocalPos::from_index`]`(i)`
+    /// (`x + 32·y + 1024·z`): packed and summarised in one pass over them, as a chunk filled
+    /// voxel by voxel with [`Chunk::set`] would be, without the per-voxel bookkeeping. A slice
+    /// of one id gives a chunk of that id alone.
+    ///
+    /// # Errors
+    /// [`WorldError::ChunkLength`](crate::WorldError::ChunkLength) when `ids` does not hold
+    /// [`CHUNK_VOLUME`](crate::CHUNK_VOLUME) ids.
+    pub fn from_ids(ids: &[VoxelId]) -> Result<Self, crate::WorldError> {
+        if ids.len() != CHUNK_VOLUME {
+            return Err(crate::WorldError::ChunkLength(ids.len()));
+        }
+        let first = ids[0];
+        if ids.iter().all(|&id| id == first) {
+            return Ok(Self::filled(first));
+        }
+        Ok(Self {
+            repr: ChunkRepr::Dense(Box::new(DenseChunk::from_ids(ids))),
+        })
+    }
+
+    /// A chunk whose voxel at each local position is `id_at` of it, asked in local order
+    /// (`x` fastest, then `y`, then `z`): [`Chunk::from_ids`] of those ids.
+    #[must_use]
+    pub fn from_fn(mut id_at: impl FnMut(LocalPos) -> VoxelId) -> Self {
+        let ids: Vec<VoxelId> = (0..CHUNK_VOLUME)
+            .map(|i| id_at(LocalPos::from_index(i)))
+            .collect();
+        Self::from_ids(&ids).unwrap_or_else(|_| unreachable!("CHUNK_VOLUME ids"))
     }
 
     /// The id at `local`.

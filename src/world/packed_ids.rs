@@ -245,6 +245,60 @@ impl PackedIds {
         }
     }
 
+    /// An empty packing for the ids `in_use` (sorted, distinct): a palette of them in the
+    /// narrowest width that leaves at least half of it free, unless the ids themselves fit a
+    /// width no wider (raw ids where neither fits in 8 bits).
+    fn packing_for(in_use: &[VoxelId]) -> Self {
+        let largest = u32::from(in_use.last().map_or(0, |id| id.0));
+        let direct = [2, 4, 8]
+            .into_iter()
+            .find(|b| largest >> b == 0)
+            .unwrap_or(16);
+        let palette = [2, 4, 8].into_iter().find(|b| 1 << b >= 2 * in_use.len());
+        match palette {
+            Some(bits) if bits < direct => Self::empty(bits, in_use.to_vec()),
+            _ => Self::empty(direct, Vec::new()),
+        }
+    }
+
+    /// The ids of a whole chunk, `ids[i]` for voxel `i` (`x + 32·y + 1024·z`; `ids` holds
+    /// `CHUNK_VOLUME` of them), packed as a repack packs the ids in use: one pass to find them,
+    /// one to write the records.
+    pub(crate) fn from_ids(ids: &[VoxelId]) -> Self {
+        let mut used = [0u64; 1024];
+        for id in ids {
+            used[usize::from(id.0 >> 6)] |= 1 << (id.0 & 63);
+        }
+        let in_use: Vec<VoxelId> = used
+            .iter()
+            .enumerate()
+            .flat_map(|(w, &bits)| {
+                (0..64)
+                    .filter(move |b| bits >> b & 1 == 1)
+                    .map(move |b| VoxelId((w * 64 + b) as u16))
+            })
+            .collect();
+        let mut p = Self::packing_for(&in_use);
+        let palette = p.palette.clone();
+        let value = |id: VoxelId| -> u32 {
+            if palette.is_empty() {
+                u32::from(id.0)
+            } else {
+                palette.binary_search(&id).unwrap_or_default() as u32
+            }
+        };
+        for (row, r) in ids.chunks_exact(32).enumerate() {
+            let mut values = [0u32; 32];
+            let mut occupied = 0u32;
+            for (x, &id) in r.iter().enumerate() {
+                values[x] = value(id);
+                occupied |= u32::from(!id.is_air()) << x;
+            }
+            p.write_row(row as u32, values, occupied);
+        }
+        p
+    }
+
     /// Packs the ids again to make room for `new`: with a palette of the ids in use, in the
     /// narrowest width that leaves at least half of it free, unless the ids themselves fit a
     /// width no wider (raw ids where neither fits in 8 bits).
@@ -259,19 +313,7 @@ impl PackedIds {
             .filter(|&v| used[usize::from(v)])
             .map(VoxelId)
             .collect();
-        let largest = u32::from(in_use.last().map_or(0, |id| id.0));
-        let direct = [2, 4, 8]
-            .into_iter()
-            .find(|b| largest >> b == 0)
-            .unwrap_or(16);
-        let palette = [2, 4, 8].into_iter().find(|b| 1 << b >= 2 * in_use.len());
-        let old = std::mem::replace(
-            self,
-            match palette {
-                Some(bits) if bits < direct => Self::empty(bits, in_use.clone()),
-                _ => Self::empty(direct, Vec::new()),
-            },
-        );
+        let old = std::mem::replace(self, Self::packing_for(&in_use));
         // Each id's new value, looked up once per id in use rather than once per voxel.
         let mut value = vec![0u32; 1 << 16];
         for &id in &in_use {

@@ -2,7 +2,7 @@
 //! against recounts over random edits, and the bounds.
 
 use super::*;
-use crate::coords::LocalPos;
+use crate::coords::{CHUNK_VOLUME, LocalPos};
 use crate::world::summary::brick_index;
 
 #[test]
@@ -360,4 +360,72 @@ fn check_summaries_finds_a_stale_summary() {
     w.track_changes = false;
     w.changed.insert(ChunkPos::new(5, 0, 0));
     assert!(w.check_summaries().is_err());
+}
+
+/// A chunk built from its ids at once equals one built voxel by voxel: the same ids, the same
+/// summaries (the world's recount agrees), the same packing width; a slice of one id is a
+/// chunk of that id; a slice of the wrong length is an error.
+#[test]
+fn chunks_from_ids_equal_chunks_set_voxel_by_voxel() {
+    let mut rng = 0x9E37_79B9_7F4A_7C15_u64;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let cases: Vec<Box<dyn Fn(usize, u64) -> VoxelId>> = vec![
+        Box::new(|i, _| VoxelId(u16::from(i % 7 == 0))),
+        Box::new(|i, r| VoxelId(if i < 20_000 { (r % 4) as u16 } else { 0 })),
+        Box::new(|_, r| VoxelId((r % 200) as u16)),
+        Box::new(|_, r| VoxelId((r % 5000) as u16 + 1)),
+        Box::new(|i, _| VoxelId(if (i >> 10) < 8 { 3 } else { 0 })),
+    ];
+    let mut world = VoxelWorld::new();
+    for (k, case) in cases.iter().enumerate() {
+        let ids: Vec<VoxelId> = (0..CHUNK_VOLUME).map(|i| case(i, next())).collect();
+        let bulk = Chunk::from_ids(&ids).expect("32768 ids");
+        let mut slow = Chunk::default();
+        for (i, &id) in ids.iter().enumerate() {
+            slow.set(LocalPos::from_index(i), id);
+        }
+        for (i, &id) in ids.iter().enumerate() {
+            assert_eq!(bulk.get(LocalPos::from_index(i)), id, "case {k}, voxel {i}");
+        }
+        assert_eq!(bulk.non_air_count(), slow.non_air_count(), "case {k}");
+        assert_eq!(
+            bulk.air_and_brick_air(),
+            slow.air_and_brick_air(),
+            "case {k}"
+        );
+        assert_eq!(bulk.column_tops(), slow.column_tops(), "case {k}");
+        let from_fn = Chunk::from_fn(|l| ids[l.index()]);
+        assert_eq!(from_fn.non_air_count(), bulk.non_air_count());
+        world
+            .insert_chunks([(ChunkPos::new(k as i128, 0, 0), bulk)])
+            .expect("in the world");
+    }
+    world
+        .check_summaries()
+        .expect("the summaries of bulk chunks recount");
+    assert_eq!(
+        Chunk::from_ids(&vec![VoxelId(9); CHUNK_VOLUME])
+            .expect("ids")
+            .uniform_id(),
+        Some(VoxelId(9))
+    );
+    assert_eq!(
+        Chunk::from_ids(&[VoxelId(1); 100]).map(|c| c.non_air_count()),
+        Err(WorldError::ChunkLength(100))
+    );
+    let outside = ChunkPos::new(ChunkPos::MAX_INDEX + 1, 0, 0);
+    let before = world.chunk_count();
+    assert_eq!(
+        world.insert_chunks([
+            (ChunkPos::new(99, 0, 0), Chunk::default()),
+            (outside, Chunk::default())
+        ]),
+        Err(WorldError::ChunkOutsideWorld(outside))
+    );
+    assert_eq!(world.chunk_count(), before, "nothing inserted");
 }

@@ -251,6 +251,7 @@ fn insert(
                 ));
             }
         }
+        Err(e) => return Err(format!("insert_chunk({pos:?}): {e}")),
     }
     Ok(())
 }
