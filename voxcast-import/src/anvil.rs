@@ -291,6 +291,7 @@ fn read_column(bytes: &[u8], i: usize, names: Names) -> Result<Option<Column>, I
         .get(start + 5..start + 4 + length)
         .ok_or_else(|| ImportError::Truncated(format!("column {i} ends past the end")))?;
     let nbt = decompress(head[4], data, i)?;
+    check_nbt(&nbt).map_err(|e| ImportError::Corrupt(format!("column {i}: {e}")))?;
     let chunk: ChunkNbt =
         fastnbt::from_bytes(&nbt).map_err(|e| ImportError::Corrupt(format!("column {i}: {e}")))?;
     let Some(sections) = chunk.sections else {
@@ -317,6 +318,107 @@ fn read_column(bytes: &[u8], i: usize, names: Names) -> Result<Option<Column>, I
         })
         .collect();
     Ok(Some(Column { x, z, sections }))
+}
+
+/// The deepest nesting of lists and compounds accepted (Minecraft's own limit).
+const MAX_NBT_DEPTH: usize = 512;
+
+/// Whether `b` is well-formed NBT with a compound at its root: every tag known, every length
+/// within the bytes and not negative, no non-empty list of end tags, nesting at most
+/// [`MAX_NBT_DEPTH`] deep. Checked before fastnbt reads the bytes, which recurses once a
+/// level and panics on such a list.
+fn check_nbt(b: &[u8]) -> Result<(), String> {
+    enum Frame {
+        Compound,
+        List { tag: u8, left: usize },
+    }
+    let mut at = 0usize;
+    let mut take = |n: usize| -> Result<&[u8], String> {
+        let end = at
+            .checked_add(n)
+            .filter(|&e| e <= b.len())
+            .ok_or_else(|| "the NBT ends early".to_owned())?;
+        let s = &b[at..end];
+        at = end;
+        Ok(s)
+    };
+    let len = |s: &[u8]| -> Result<usize, String> {
+        let n = i32::from_be_bytes([s[0], s[1], s[2], s[3]]);
+        usize::try_from(n).map_err(|_| format!("a negative length {n}"))
+    };
+    let short = |s: &[u8]| usize::from(u16::from_be_bytes([s[0], s[1]]));
+    if take(1)?[0] != 10 {
+        return Err("the NBT root is not a compound".into());
+    }
+    let name = short(take(2)?);
+    take(name)?;
+    let mut stack = vec![Frame::Compound];
+    while let Some(top) = stack.last_mut() {
+        let tag = match top {
+            Frame::Compound => {
+                let tag = take(1)?[0];
+                if tag == 0 {
+                    stack.pop();
+                    continue;
+                }
+                let name = short(take(2)?);
+                take(name)?;
+                tag
+            }
+            Frame::List { tag, left } => {
+                if *left == 0 {
+                    stack.pop();
+                    continue;
+                }
+                *left -= 1;
+                *tag
+            }
+        };
+        match tag {
+            1 => {
+                take(1)?;
+            }
+            2 => {
+                take(2)?;
+            }
+            3 | 5 => {
+                take(4)?;
+            }
+            4 | 6 => {
+                take(8)?;
+            }
+            7 => {
+                let n = len(take(4)?)?;
+                take(n)?;
+            }
+            8 => {
+                let n = short(take(2)?);
+                take(n)?;
+            }
+            11 | 12 => {
+                let n = len(take(4)?)?;
+                let size = if tag == 11 { 4 } else { 8 };
+                take(n.checked_mul(size).ok_or("an array too long")?)?;
+            }
+            9 => {
+                let element = take(1)?[0];
+                let n = len(take(4)?)?;
+                if element > 12 || (element == 0 && n > 0) {
+                    return Err(format!("a list of {n} elements of tag {element}"));
+                }
+                stack.push(Frame::List {
+                    tag: element,
+                    left: n,
+                });
+            }
+            10 => stack.push(Frame::Compound),
+            t => return Err(format!("an unknown tag {t}")),
+        }
+        if stack.len() > MAX_NBT_DEPTH {
+            return Err(format!("nesting deeper than {MAX_NBT_DEPTH}"));
+        }
+    }
+    Ok(())
 }
 
 /// The palette key of a block state.
