@@ -4,8 +4,6 @@
 
 #![cfg(feature = "vox")]
 
-mod support;
-
 use std::collections::HashMap;
 
 use dot_vox::{Dict, DotVoxData, Frame, Model, SceneNode, ShapeModel, Size, Voxel};
@@ -29,7 +27,8 @@ fn solid(world: &VoxelWorld) -> HashMap<WorldPos, VoxelId> {
 
 #[test]
 fn the_shipped_models_import_whole() {
-    let dir = support::package_dir("dot_vox").join("src/resources");
+    let dir = voxcast_testkit::demo::package_dir(env!("CARGO_MANIFEST_DIR"), "dot_vox")
+        .join("src/resources");
     let mut seen = 0;
     for name in [
         "placeholder.vox",

@@ -4,18 +4,15 @@
 use std::path::Path;
 
 use crate::scene::{DIRT, GRASS, ORE, SAND, STONE, WATER};
-use voxcast::RaycastOutcome;
 use voxcast::glam::{IVec3, Vec3};
+use voxcast::{RaycastOutcome, VoxelId};
 
 /// The sky's colour: misses, and the fog that distance fades hits into.
 pub const SKY: Vec3 = Vec3::new(0.62, 0.78, 0.95);
 
-/// One pixel of the shaded image.
+/// One pixel of the shaded image of the standard terrain.
 pub fn shade(outcome: &RaycastOutcome, max: f32) -> [u8; 3] {
-    let Some(hit) = outcome.hit() else {
-        return to_rgb(SKY);
-    };
-    let base = match hit.voxel_type {
+    shade_with(outcome, max, |id| match id {
         GRASS => Vec3::new(0.36, 0.62, 0.24),
         DIRT => Vec3::new(0.52, 0.37, 0.24),
         STONE => Vec3::new(0.55, 0.55, 0.57),
@@ -23,7 +20,17 @@ pub fn shade(outcome: &RaycastOutcome, max: f32) -> [u8; 3] {
         WATER => Vec3::new(0.16, 0.38, 0.78),
         ORE => Vec3::new(0.80, 0.55, 0.20),
         _ => Vec3::new(1.0, 0.0, 1.0),
+    })
+}
+
+/// One pixel of a shaded image whose materials have the colours `base` gives: lit by the face
+/// the ray entered, block edges traced up close, fog towards the sky with distance (`max`:
+/// the camera's max distance); misses are sky.
+pub fn shade_with(outcome: &RaycastOutcome, max: f32, base: impl Fn(VoxelId) -> Vec3) -> [u8; 3] {
+    let Some(hit) = outcome.hit() else {
+        return to_rgb(SKY);
     };
+    let base = base(hit.voxel_type);
     let light = match hit.face_normal {
         IVec3 { y: 1, .. } | IVec3::ZERO => 1.0,
         IVec3 { x: 1 | -1, .. } => 0.8,
@@ -66,4 +73,13 @@ pub fn write_png(
     let mut writer = encoder.write_header().map_err(|e| fail(&e))?;
     writer.write_image_data(data).map_err(|e| fail(&e))?;
     writer.finish().map_err(|e| fail(&e))
+}
+
+/// The depth picture's pixel: 16-bit grey, `1 + 65534 · (1 - sqrt(d / max))` for a hit at `d`
+/// (near is bright; every hit at least 1), 0 for anything else.
+#[must_use]
+pub fn depth_value(outcome: &RaycastOutcome, max: f32) -> u16 {
+    outcome.hit().map_or(0, |h| {
+        (1.0 + 65534.0 * (1.0 - (h.distance / max).clamp(0.0, 1.0).sqrt())).round() as u16
+    })
 }

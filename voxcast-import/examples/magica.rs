@@ -1,0 +1,208 @@
+//! A MagicaVoxel model, raycast: imports a `.vox` file (by default `axes.vox`, which dot_vox's
+//! package ships), renders it on the GPU in its own palette's colours with every pixel checked
+//! against the CPU reference, writes `magica-depth.png` and `magica-shaded.png`, and casts a
+//! batch of rays at it from all around, GPU against CPU ray by ray.
+//!
+//! ```text
+//! cargo run --release -p voxcast-import --example magica
+//! cargo run --release -p voxcast-import --example magica -- --file castle.vox --out-dir docs
+//! ```
+//!
+//! Without a GPU it says so and renders on the CPU. Exit status: 0 when every answer matches
+//! the CPU reference, 1 when any differs or a file cannot be read or written.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use clap::Parser;
+use voxcast::glam::Vec3;
+use voxcast::{Camera, RaycastOptions, VoxelId, VoxelRay, WorldPos, raycast_batch};
+use voxcast_import::vox;
+use voxcast_testkit::demo::{gpu_setup, package_dir, render_checked, secs};
+use voxcast_testkit::scene::SplitMix64;
+use voxcast_testkit::shading::{depth_value, shade_with, write_png};
+
+/// Command line.
+#[derive(Debug, Parser)]
+#[command(about = "Raycast a MagicaVoxel model on the GPU, checked against the CPU reference")]
+struct Args {
+    /// The `.vox` file. Default: dot_vox's `axes.vox`.
+    #[arg(long)]
+    file: Option<PathBuf>,
+    /// Image width in pixels.
+    #[arg(long, default_value_t = 640, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    width: u32,
+    /// Image height in pixels.
+    #[arg(long, default_value_t = 480, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    height: u32,
+    /// Where the pictures go.
+    #[arg(long, default_value = ".")]
+    out_dir: PathBuf,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let path = args.file.clone().unwrap_or_else(|| {
+        package_dir(env!("CARGO_MANIFEST_DIR"), "dot_vox").join("src/resources/axes.vox")
+    });
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("magica: cannot read {}: {e}", path.display());
+            return ExitCode::FAILURE;
+        }
+    };
+    let started = Instant::now();
+    let world = match vox::model(&bytes, WorldPos::ZERO) {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("magica: {}: {e}", path.display());
+            return ExitCode::FAILURE;
+        }
+    };
+    // The file's own colours: id i + 1 is palette entry i.
+    let palette: Vec<Vec3> = dot_vox::load_bytes(&bytes)
+        .map(|d| {
+            d.palette
+                .iter()
+                .map(|c| Vec3::new(c.r.into(), c.g.into(), c.b.into()) / 255.0)
+                .collect()
+        })
+        .unwrap_or_default();
+    let Some((lo, hi)) = world.occupied_chunk_bounds() else {
+        eprintln!("magica: the model holds no voxel");
+        return ExitCode::FAILURE;
+    };
+    println!(
+        "model: {} into {} chunks, in {}",
+        path.display(),
+        world.chunk_count(),
+        secs(started.elapsed())
+    );
+    let (a, b) = (lo.origin(), hi.origin());
+    let centre = WorldPos::new(
+        (a.x + b.x + 32) / 2,
+        (a.y + b.y + 32) / 2,
+        (a.z + b.z + 32) / 2,
+    );
+    let size = (b.x - a.x + 32).max(b.y - a.y + 32).max(b.z - a.z + 32);
+    let opts = RaycastOptions::default();
+    let gpu = gpu_setup(&world, None);
+
+    // From above and to one side, the whole model in view.
+    let eye = WorldPos::new(
+        centre.x + size,
+        centre.y + size * 3 / 4,
+        centre.z + size * 5 / 4,
+    );
+    let camera = match Camera::look_at(
+        eye,
+        Vec3::splat(0.5),
+        centre,
+        Vec3::splat(0.5),
+        45.0,
+        args.width,
+        args.height,
+        (size * 4) as f32,
+    ) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("magica: camera: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let (image, mut differ) = match render_checked(gpu.as_ref(), &world, &camera, &opts) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("magica: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let base = |id: VoxelId| {
+        palette
+            .get(usize::from(id.0).wrapping_sub(1))
+            .copied()
+            .unwrap_or(Vec3::splat(0.6))
+    };
+    // No fog over a model's few voxels: max distance far beyond it.
+    let shaded: Vec<u8> = image
+        .iter()
+        .flat_map(|o| shade_with(o, 1e6, base))
+        .collect();
+    let depth: Vec<u8> = image
+        .iter()
+        .flat_map(|o| depth_value(o, camera.max_distance).to_be_bytes())
+        .collect();
+    if let Err(e) = std::fs::create_dir_all(&args.out_dir) {
+        eprintln!("magica: {}: {e}", args.out_dir.display());
+        return ExitCode::FAILURE;
+    }
+    let (w, h) = (args.width, args.height);
+    for (name, colour, bits, data) in [
+        (
+            "magica-shaded.png",
+            png::ColorType::Rgb,
+            png::BitDepth::Eight,
+            &shaded,
+        ),
+        (
+            "magica-depth.png",
+            png::ColorType::Grayscale,
+            png::BitDepth::Sixteen,
+            &depth,
+        ),
+    ] {
+        let out = args.out_dir.join(name);
+        if let Err(e) = write_png(&out, w, h, colour, bits, data) {
+            eprintln!("magica: {e}");
+            return ExitCode::FAILURE;
+        }
+        println!("wrote {}", out.display());
+    }
+
+    // Rays at the model from all around: from points on a sphere about it, towards points in it.
+    let mut rng = SplitMix64::new(11);
+    let rays: Vec<VoxelRay> = (0..20_000)
+        .filter_map(|_| {
+            let from = rng.unit_vector() * size as f32;
+            let to = (rng.unit_vector() * (size / 4) as f32) - from;
+            VoxelRay::new(
+                WorldPos::new(
+                    centre.x + from.x as i128,
+                    centre.y + from.y as i128,
+                    centre.z + from.z as i128,
+                ),
+                Vec3::splat(0.5),
+                to,
+                (size * 2) as f32,
+            )
+            .ok()
+        })
+        .collect();
+    let cpu = raycast_batch(&rays, &world, &opts);
+    println!(
+        "batch on the CPU: {} rays, {} hit",
+        rays.len(),
+        cpu.iter().filter(|o| o.hit().is_some()).count()
+    );
+    if let Some((gpu, gw)) = &gpu {
+        match gpu.raycast(&rays, gw, &opts) {
+            Ok(g) => {
+                let d = g.iter().zip(&cpu).filter(|(a, b)| !a.matches(b)).count();
+                println!("batch on the GPU: {d} rays differ from the CPU reference");
+                differ += d;
+            }
+            Err(e) => {
+                eprintln!("magica: GPU batch: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    if differ == 0 {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("magica: {differ} answers differ from the CPU reference");
+        ExitCode::FAILURE
+    }
+}

@@ -1,0 +1,277 @@
+//! A Minecraft region, raycast: imports an Anvil region (by default the 1.19.4 region
+//! fastanvil's package ships), renders it from above on the GPU with every pixel checked
+//! against the CPU reference, writes `minecraft-depth.png` and `minecraft-shaded.png`, and
+//! runs a player-reach batch and a line-of-sight batch over it, GPU against CPU ray by ray.
+//!
+//! ```text
+//! cargo run --release -p voxcast-import --example minecraft
+//! cargo run --release -p voxcast-import --example minecraft -- --region r.0.0.mca --out-dir docs
+//! ```
+//!
+//! What stops a ray is every block but air, water, glass, leaves and plants
+//! (`anvil::see_through`). Without a GPU it says so and renders on the CPU. Exit status: 0 when
+//! every answer matches the CPU reference, 1 when any differs or a file cannot be read or
+//! written.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use clap::Parser;
+use voxcast::glam::Vec3;
+use voxcast::{
+    Camera, LineOfSightOptions, RaycastOptions, VoxelId, VoxelRay, VoxelWorld, WorldPos,
+    line_of_sight_batch, raycast_batch, voxel_raycast_with,
+};
+use voxcast_import::{Palette, anvil};
+use voxcast_testkit::demo::{gpu_setup, package_dir, render_checked, secs};
+use voxcast_testkit::scene::SplitMix64;
+use voxcast_testkit::shading::{depth_value, shade_with, write_png};
+
+/// Command line.
+#[derive(Debug, Parser)]
+#[command(about = "Raycast a Minecraft region on the GPU, checked against the CPU reference")]
+struct Args {
+    /// The region file (`r.<x>.<z>.mca`). Default: fastanvil's 1.19.4 region.
+    #[arg(long)]
+    region: Option<PathBuf>,
+    /// Image width in pixels.
+    #[arg(long, default_value_t = 960, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    width: u32,
+    /// Image height in pixels.
+    #[arg(long, default_value_t = 540, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    height: u32,
+    /// Where the pictures go.
+    #[arg(long, default_value = ".")]
+    out_dir: PathBuf,
+}
+
+/// A block's colour from its name: a few families, grey for the rest.
+fn colour(name: &str) -> Vec3 {
+    let n = name.strip_prefix("minecraft:").unwrap_or(name);
+    let has = |s: &str| n.contains(s);
+    if has("grass") || has("moss") {
+        Vec3::new(0.36, 0.62, 0.24)
+    } else if has("leaves") {
+        Vec3::new(0.22, 0.48, 0.18)
+    } else if has("water") || has("ice") {
+        Vec3::new(0.16, 0.38, 0.78)
+    } else if has("sand") {
+        Vec3::new(0.86, 0.80, 0.56)
+    } else if has("snow") {
+        Vec3::new(0.95, 0.96, 0.98)
+    } else if has("dirt") || has("mud") || has("podzol") {
+        Vec3::new(0.52, 0.37, 0.24)
+    } else if has("log") || has("wood") || has("planks") {
+        Vec3::new(0.45, 0.33, 0.20)
+    } else if has("ore") {
+        Vec3::new(0.80, 0.55, 0.20)
+    } else if has("gravel") || has("clay") {
+        Vec3::new(0.60, 0.58, 0.56)
+    } else {
+        Vec3::new(0.55, 0.55, 0.57)
+    }
+}
+
+/// The first stopping voxel straight down from `y = top` over column `(x, z)`, if any.
+fn ground(world: &VoxelWorld, opts: &RaycastOptions, x: i128, z: i128, top: i128) -> Option<i128> {
+    let ray = VoxelRay::new(
+        WorldPos::new(x, top, z),
+        Vec3::splat(0.5),
+        Vec3::NEG_Y,
+        600.0,
+    )
+    .ok()?;
+    voxel_raycast_with(&ray, world, opts)
+        .hit()
+        .map(|h| h.voxel_pos.y)
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let path = args.region.clone().unwrap_or_else(|| {
+        package_dir(env!("CARGO_MANIFEST_DIR"), "fastanvil").join("resources/1.19.4.mca")
+    });
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("minecraft: cannot read {}: {e}", path.display());
+            return ExitCode::FAILURE;
+        }
+    };
+    let started = Instant::now();
+    let mut palette = Palette::new();
+    let world = match anvil::region(&bytes, WorldPos::ZERO, &mut palette, anvil::Names::Plain) {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("minecraft: {}: {e}", path.display());
+            return ExitCode::FAILURE;
+        }
+    };
+    println!(
+        "region: {} ({} KiB) into {} chunks, {} block types, in {}",
+        path.display(),
+        bytes.len() / 1024,
+        world.chunk_count(),
+        palette.len(),
+        secs(started.elapsed())
+    );
+    let opts = RaycastOptions {
+        blocks: palette.filter_passing(anvil::see_through),
+        ..RaycastOptions::default()
+    };
+    let Some((lo, hi)) = world.loaded_chunk_bounds() else {
+        eprintln!("minecraft: the region holds no chunk");
+        return ExitCode::FAILURE;
+    };
+    let (x0, z0, x1, z1) = (lo.x * 32, lo.z * 32, hi.x * 32 + 31, hi.z * 32 + 31);
+    let top = hi.y * 32 + 31;
+    let centre = ((x0 + x1) / 2, (z0 + z1) / 2);
+    let centre_y = ground(&world, &opts, centre.0, centre.1, top).unwrap_or(64);
+    let gpu = gpu_setup(&world, None);
+
+    // The picture: from above one corner, across the region.
+    let eye = WorldPos::new(x0 + 20, centre_y + 70, z0 + 20);
+    let camera = match Camera::look_at(
+        eye,
+        Vec3::splat(0.5),
+        WorldPos::new(centre.0, centre_y, centre.1),
+        Vec3::splat(0.5),
+        60.0,
+        args.width,
+        args.height,
+        700.0,
+    ) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("minecraft: camera: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let (image, mut differ) = match render_checked(gpu.as_ref(), &world, &camera, &opts) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("minecraft: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let base = |id: VoxelId| colour(palette.name(id).unwrap_or(""));
+    let shaded: Vec<u8> = image
+        .iter()
+        .flat_map(|o| shade_with(o, camera.max_distance, base))
+        .collect();
+    let depth: Vec<u8> = image
+        .iter()
+        .flat_map(|o| depth_value(o, camera.max_distance).to_be_bytes())
+        .collect();
+    if let Err(e) = std::fs::create_dir_all(&args.out_dir) {
+        eprintln!("minecraft: {}: {e}", args.out_dir.display());
+        return ExitCode::FAILURE;
+    }
+    let (w, h) = (args.width, args.height);
+    for (name, colour, bits, data) in [
+        (
+            "minecraft-shaded.png",
+            png::ColorType::Rgb,
+            png::BitDepth::Eight,
+            &shaded,
+        ),
+        (
+            "minecraft-depth.png",
+            png::ColorType::Grayscale,
+            png::BitDepth::Sixteen,
+            &depth,
+        ),
+    ] {
+        let out = args.out_dir.join(name);
+        if let Err(e) = write_png(&out, w, h, colour, bits, data) {
+            eprintln!("minecraft: {e}");
+            return ExitCode::FAILURE;
+        }
+        println!("wrote {}", out.display());
+    }
+
+    // Player reach (eye 1.62 above the ground, 5 voxels) and line of sight between points
+    // 2 above the ground, up to 64 voxels apart.
+    let mut rng = SplitMix64::new(7);
+    let mut column = || {
+        let x = x0 + i128::from(rng.below((x1 - x0 + 1) as u64));
+        let z = z0 + i128::from(rng.below((z1 - z0 + 1) as u64));
+        (x, z)
+    };
+    let mut eyes = Vec::new();
+    while eyes.len() < 20_000 {
+        let (x, z) = column();
+        if let Some(y) = ground(&world, &opts, x, z, top) {
+            eyes.push(WorldPos::new(x, y + 1, z));
+        }
+    }
+    let mut dirs = SplitMix64::new(8);
+    let reach: Vec<VoxelRay> = eyes
+        .iter()
+        .filter_map(|&p| VoxelRay::new(p, Vec3::new(0.5, 0.62, 0.5), dirs.unit_vector(), 5.0).ok())
+        .collect();
+    let sight: Vec<VoxelRay> = eyes
+        .chunks_exact(2)
+        .filter_map(|p| {
+            VoxelRay::between(
+                p[0],
+                Vec3::new(0.5, 1.0, 0.5),
+                p[1],
+                Vec3::new(0.5, 1.0, 0.5),
+            )
+            .ok()
+        })
+        .filter(|s| s.max_distance <= 64.0)
+        .collect();
+    let started = Instant::now();
+    let cpu_reach = raycast_batch(&reach, &world, &opts);
+    let los_opts = LineOfSightOptions {
+        raycast: opts.clone(),
+        conservative: false,
+    };
+    let cpu_sight = line_of_sight_batch(&sight, &world, &los_opts);
+    println!(
+        "batches on the CPU: {} reach rays ({} hit), {} sight segments ({} clear), in {}",
+        reach.len(),
+        cpu_reach.iter().filter(|o| o.hit().is_some()).count(),
+        sight.len(),
+        cpu_sight
+            .iter()
+            .filter(|l| **l == voxcast::LineOfSight::Clear)
+            .count(),
+        secs(started.elapsed())
+    );
+    if let Some((gpu, gw)) = &gpu {
+        let g = gpu.raycast(&reach, gw, &opts);
+        let s = gpu.line_of_sight(&sight, gw, &los_opts);
+        match (g, s) {
+            (Ok(g), Ok(s)) => {
+                let d1 = g
+                    .iter()
+                    .zip(&cpu_reach)
+                    .filter(|(a, b)| !a.matches(b))
+                    .count();
+                let d2 = s
+                    .iter()
+                    .zip(&cpu_sight)
+                    .filter(|(a, b)| !a.matches(b))
+                    .count();
+                println!(
+                    "batches on the GPU: {d1} reach rays and {d2} sight segments differ from the CPU reference"
+                );
+                differ += d1 + d2;
+            }
+            (Err(e), _) | (_, Err(e)) => {
+                eprintln!("minecraft: GPU batch: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    if differ == 0 {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("minecraft: {differ} answers differ from the CPU reference");
+        ExitCode::FAILURE
+    }
+}
