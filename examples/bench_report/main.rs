@@ -1,4 +1,4 @@
-//! Benchmark report: runs the standard workloads W1-W6 on every engine in one process and
+//! Benchmark report: runs the standard workloads W1-W7 on every engine in one process and
 //! prints rays/s, voxel steps/s, the ratio to voxcast's one-thread CPU reference and how often
 //! each engine agrees with it on the voxel hit.
 //!
@@ -56,14 +56,17 @@ use peers::{Answer, Bounds, OccupancyGrid, ParryScene, Workload, WorkloadId};
     about = "voxcast benchmark report: the standard workloads on every engine.\n\
         Workloads: W1 reach (8-voxel rays), W2 line of sight (segments up to 64), W3 camera \
         (a ray per pixel, max 1024), W4 sparse world (rays of 512), W5 agents (pairs within \
-        64), W6 sensors (a 64-ray cone per agent); --help says more.",
+        64), W6 sensors (a 64-ray cone per agent), W7 a real Minecraft region (reach, sight, \
+        camera); --help says more.",
     long_about = "voxcast benchmark report: the standard workloads on every engine, in one process.\n\n\
         W1 reach: rays of 8 voxels from eye height on the standard terrain (block targeting).\n\
         W2 line of sight: segments up to 64 voxels between eye points on the terrain.\n\
         W3 camera: one ray per pixel of a 16:9 camera over the terrain, max distance 1024.\n\
         W4 sparse: rays of 512 voxels through a 256^3 cube with 0.5% solid voxels.\n\
         W5 agents: 2,000 agents on the terrain, line of sight for every pair within 64 voxels.\n\
-        W6 sensors: 2,000 agents on the terrain, each a 64-ray vision cone of 32 voxels."
+        W6 sensors: 2,000 agents on the terrain, each a 64-ray vision cone of 32 voxels.\n\
+        W7 (w7, w7s, w7c): fastanvil's 1.19.4 Minecraft region: reach rays of 5 voxels from eye \
+        height, sight segments up to 64 voxels between points above the ground, a camera."
 )]
 struct Args {
     /// Print JSON instead of a table (progress still goes to stderr).
@@ -76,7 +79,8 @@ struct Args {
     /// (1 to 4,000,000).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=4_000_000))]
     rays: Option<u64>,
-    /// Comma-separated workloads to run (w1,w2,w3,w4,w5,w6; see --help for what each is).
+    /// Comma-separated workloads to run (w1,w2,w3,w4,w5,w6,w7,w7s,w7c; see --help for what
+    /// each is).
     #[arg(long, value_delimiter = ',')]
     workload: Vec<String>,
     /// Timed runs per engine (the best is reported; 1 to 100); default 5, 3 with --quick.

@@ -19,7 +19,8 @@ use clap::Parser;
 use voxcast::glam::Vec3;
 use voxcast::{Camera, RaycastOptions, VoxelId, VoxelRay, WorldPos, raycast_batch};
 use voxcast_import::vox;
-use voxcast_testkit::demo::{gpu_setup, package_dir, render_checked, secs};
+use voxcast_testkit::common::package_dir;
+use voxcast_testkit::demo::{gpu_setup, render_checked, secs};
 use voxcast_testkit::scene::SplitMix64;
 use voxcast_testkit::shading::{depth_value, shade_with, write_png};
 

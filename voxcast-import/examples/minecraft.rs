@@ -24,7 +24,8 @@ use voxcast::{
     line_of_sight_batch, raycast_batch, voxel_raycast_with,
 };
 use voxcast_import::{Palette, anvil};
-use voxcast_testkit::demo::{gpu_setup, package_dir, render_checked, secs};
+use voxcast_testkit::common::package_dir;
+use voxcast_testkit::demo::{gpu_setup, render_checked, secs};
 use voxcast_testkit::scene::SplitMix64;
 use voxcast_testkit::shading::{depth_value, shade_with, write_png};
 

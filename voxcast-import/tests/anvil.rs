@@ -15,7 +15,7 @@ use voxcast_testkit::scene::SplitMix64;
 
 /// The region fastanvil ships: 1.19.4, chunk columns (0..32, 0..32) of region (0, 0).
 fn shipped_region() -> Vec<u8> {
-    let dir = voxcast_testkit::demo::package_dir(env!("CARGO_MANIFEST_DIR"), "fastanvil");
+    let dir = voxcast_testkit::common::package_dir(env!("CARGO_MANIFEST_DIR"), "fastanvil");
     std::fs::read(dir.join("resources/1.19.4.mca")).expect("fastanvil ships resources/1.19.4.mca")
 }
 

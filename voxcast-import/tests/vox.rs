@@ -27,7 +27,7 @@ fn solid(world: &VoxelWorld) -> HashMap<WorldPos, VoxelId> {
 
 #[test]
 fn the_shipped_models_import_whole() {
-    let dir = voxcast_testkit::demo::package_dir(env!("CARGO_MANIFEST_DIR"), "dot_vox")
+    let dir = voxcast_testkit::common::package_dir(env!("CARGO_MANIFEST_DIR"), "dot_vox")
         .join("src/resources");
     let mut seen = 0;
     for name in [

@@ -74,39 +74,6 @@ pub fn secs(d: Duration) -> String {
     format!("{:.3} s", d.as_secs_f64())
 }
 
-/// The folder of the package `name` as Cargo resolved it for the workspace (`cargo metadata`,
-/// run with the Cargo that runs the program, from `manifest_dir`): where the files a
-/// dependency ships (fastanvil's region, dot_vox's models) are read from, never fetched.
-///
-/// # Panics
-/// When `cargo metadata` fails or `name` is no package of the workspace's graph.
-#[must_use]
-pub fn package_dir(manifest_dir: &str, name: &str) -> std::path::PathBuf {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let out = std::process::Command::new(cargo)
-        .args(["metadata", "--format-version", "1"])
-        .current_dir(manifest_dir)
-        .output()
-        .expect("cargo metadata runs");
-    assert!(
-        out.status.success(),
-        "cargo metadata: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-    let manifest = meta["packages"]
-        .as_array()
-        .expect("packages")
-        .iter()
-        .find(|p| p["name"] == name)
-        .and_then(|p| p["manifest_path"].as_str())
-        .unwrap_or_else(|| panic!("{name} is a dependency of this workspace"));
-    std::path::PathBuf::from(manifest)
-        .parent()
-        .expect("a manifest lies in its package")
-        .to_path_buf()
-}
-
 /// `camera` rendered on the GPU of `gpu` when there is one, every pixel checked against the
 /// CPU reference (the parity contract), else on the CPU: the outcomes, and how many pixels
 /// differ (0 on the CPU). Prints what it did.

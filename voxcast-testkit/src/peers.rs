@@ -12,6 +12,7 @@ use parry3d::math::{IVector, Vector};
 use parry3d::query::{Ray, RayCast};
 use parry3d::shape::Voxels;
 use voxcast::agent_segment;
+use voxcast::glam::Vec3;
 use voxcast::{
     Agent, Camera, LineOfSight, LineOfSightOptions, LocalPos, RaycastOptions, RaycastOutcome,
     SensorPose, SensorRig, VoxelRay, VoxelWorld, WorldPos, line_of_sight, line_of_sight_batch_into,
@@ -32,6 +33,8 @@ pub const W5_AGENTS: usize = 2_000;
 pub const W5_RADIUS: f64 = 64.0;
 /// Seed of the W6 agents and their headings.
 const SEED_W6: u64 = 0x5736;
+/// Seed of W7's points and directions.
+const SEED_W7: u64 = 0x5737;
 /// W6: how many agents sense.
 pub const W6_AGENTS: usize = 2_000;
 
@@ -55,13 +58,32 @@ pub enum WorkloadId {
     W5,
     /// Sensors: terrain, 2,000 agents, each a 64-ray vision cone of 32 voxels from its eye.
     W6,
+    /// A real world, reach: fastanvil's 1.19.4 Minecraft region, rays of 5 voxels from eye
+    /// height (1.62) above the ground in random directions.
+    W7,
+    /// The region, line of sight: segments up to 64 voxels between points 2 voxels above the
+    /// ground.
+    W7Sight,
+    /// The region, camera: a ray per pixel from above one corner across the region, max
+    /// distance 700.
+    W7Camera,
 }
 
 impl WorkloadId {
     /// Every workload, in order.
-    pub const ALL: [Self; 6] = [Self::W1, Self::W2, Self::W3, Self::W4, Self::W5, Self::W6];
+    pub const ALL: [Self; 9] = [
+        Self::W1,
+        Self::W2,
+        Self::W3,
+        Self::W4,
+        Self::W5,
+        Self::W6,
+        Self::W7,
+        Self::W7Sight,
+        Self::W7Camera,
+    ];
 
-    /// Short name used on the command line and in JSON (`w1` ... `w4`).
+    /// Short name used on the command line and in JSON (`w1` ... `w7c`).
     pub fn key(self) -> &'static str {
         match self {
             Self::W1 => "w1",
@@ -70,6 +92,9 @@ impl WorkloadId {
             Self::W4 => "w4",
             Self::W5 => "w5",
             Self::W6 => "w6",
+            Self::W7 => "w7",
+            Self::W7Sight => "w7s",
+            Self::W7Camera => "w7c",
         }
     }
 
@@ -82,10 +107,13 @@ impl WorkloadId {
             Self::W4 => "W4 sparse",
             Self::W5 => "W5 agents",
             Self::W6 => "W6 sensors",
+            Self::W7 => "W7 region reach",
+            Self::W7Sight => "W7 region sight",
+            Self::W7Camera => "W7 region camera",
         }
     }
 
-    /// Parses `w1` ... `w6` (any case).
+    /// Parses `w1` ... `w6`, `w7`, `w7s`, `w7c` (any case).
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL
             .into_iter()
@@ -192,6 +220,60 @@ impl Workload {
                     .collect();
                 (t.build(), rays, None, Query::Raycast)
             }
+            WorkloadId::W7 | WorkloadId::W7Sight | WorkloadId::W7Camera => {
+                let (world, eyes, (eye, target)) = region_world();
+                let mut rng = SplitMix64::new(SEED_W7);
+                let (rays, cam, query) = match id {
+                    WorkloadId::W7 => (
+                        eyes.iter()
+                            .take(n)
+                            .filter_map(|&p| {
+                                VoxelRay::new(p, Vec3::new(0.5, 0.62, 0.5), rng.unit_vector(), 5.0)
+                                    .ok()
+                            })
+                            .collect(),
+                        None,
+                        Query::Raycast,
+                    ),
+                    WorkloadId::W7Sight => {
+                        let mut segs = Vec::new();
+                        let lift = Vec3::new(0.5, 1.0, 0.5);
+                        for (k, &a) in eyes.iter().enumerate() {
+                            if segs.len() >= n {
+                                break;
+                            }
+                            // The next eyes within 64 voxels of this one.
+                            for &b in eyes[k + 1..].iter().take(64) {
+                                if let Ok(s) = VoxelRay::between(a, lift, b, lift)
+                                    && s.max_distance <= 64.0
+                                {
+                                    segs.push(s);
+                                    break;
+                                }
+                            }
+                        }
+                        (segs, None, Query::LineOfSight)
+                    }
+                    _ => {
+                        let cam = Camera::look_at(
+                            eye,
+                            Vec3::splat(0.5),
+                            target,
+                            Vec3::splat(0.5),
+                            60.0,
+                            camera.0,
+                            camera.1,
+                            700.0,
+                        )
+                        .unwrap_or_else(|e| panic!("the region's camera: {e}"));
+                        let rays = cam
+                            .rays()
+                            .unwrap_or_else(|e| panic!("camera rays are valid: {e}"));
+                        (rays, Some(cam), Query::Raycast)
+                    }
+                };
+                (world, rays, cam, query)
+            }
         };
         Self {
             id,
@@ -204,6 +286,60 @@ impl Workload {
             poses,
         }
     }
+}
+
+/// W7's world: fastanvil's 1.19.4 region at the origin (block names to ids, every non-air
+/// block stops rays), eye voxels on the ground of random columns (the voxel above the first
+/// stopping voxel straight down; 40,000 of them, in a fixed order), and the camera's eye and
+/// target (above one corner, looking at the centre's ground).
+///
+/// # Panics
+/// When fastanvil's package or its region cannot be read.
+pub fn region_world() -> (VoxelWorld, Vec<WorldPos>, (WorldPos, WorldPos)) {
+    use voxcast_import::{Palette, anvil};
+    let dir = crate::common::package_dir(env!("CARGO_MANIFEST_DIR"), "fastanvil");
+    let bytes = std::fs::read(dir.join("resources/1.19.4.mca"))
+        .unwrap_or_else(|e| panic!("fastanvil ships resources/1.19.4.mca: {e}"));
+    let world = anvil::region(
+        &bytes,
+        WorldPos::ZERO,
+        &mut Palette::new(),
+        anvil::Names::Plain,
+    )
+    .unwrap_or_else(|e| panic!("the 1.19.4 region imports: {e}"));
+    let (lo, hi) = world
+        .loaded_chunk_bounds()
+        .unwrap_or_else(|| panic!("the region holds chunks"));
+    let (x0, z0) = (lo.x * 32, lo.z * 32);
+    let (w, d) = ((hi.x - lo.x + 1) * 32, (hi.z - lo.z + 1) * 32);
+    let top = hi.y * 32 + 31;
+    let ground = |x: i128, z: i128| {
+        VoxelRay::new(
+            WorldPos::new(x, top, z),
+            Vec3::splat(0.5),
+            Vec3::NEG_Y,
+            600.0,
+        )
+        .ok()
+        .and_then(|r| voxcast::voxel_raycast(&r, &world))
+        .map(|h| h.voxel_pos.y)
+    };
+    let mut rng = SplitMix64::new(SEED_W7);
+    let mut eyes = Vec::new();
+    while eyes.len() < 40_000 {
+        let x = x0 + i128::from(rng.below(w as u64));
+        let z = z0 + i128::from(rng.below(d as u64));
+        if let Some(y) = ground(x, z) {
+            eyes.push(WorldPos::new(x, y + 1, z));
+        }
+    }
+    let centre = (x0 + w / 2, z0 + d / 2);
+    let cy = ground(centre.0, centre.1).unwrap_or(64);
+    let camera = (
+        WorldPos::new(x0 + 20, cy + 70, z0 + 20),
+        WorldPos::new(centre.0, cy, centre.1),
+    );
+    (world, eyes, camera)
 }
 
 /// The loaded box of a world near the origin, in i32 voxels, `min..max` (max exclusive).
