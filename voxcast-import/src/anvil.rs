@@ -35,19 +35,41 @@ pub enum Names {
     WithProperties,
 }
 
-/// Whether a block usually lets a ray through: the air variants, water and bubble columns,
-/// glass and panes, leaves, and plants that have no collision box (grass, ferns, flowers,
-/// saplings, crops, vines, kelp and seagrass, snow layers excluded). A preset for
-/// [`Palette::filter_passing`]; takes the name without properties.
+/// The name without its namespace (`minecraft:`).
+fn bare(name: &str) -> &str {
+    name.strip_prefix("minecraft:").unwrap_or(name)
+}
+
+/// Whether `name` (without properties) is one of the air variants.
 #[must_use]
-pub fn see_through(name: &str) -> bool {
-    let n = name.strip_prefix("minecraft:").unwrap_or(name);
+pub fn is_air(name: &str) -> bool {
+    matches!(bare(name), "air" | "cave_air" | "void_air")
+}
+
+/// Whether `name` is water or a bubble column.
+#[must_use]
+pub fn is_water(name: &str) -> bool {
+    matches!(bare(name), "water" | "bubble_column")
+}
+
+/// Whether `name` is glass or a glass pane, of any colour.
+#[must_use]
+pub fn is_glass(name: &str) -> bool {
+    let n = bare(name);
+    n.ends_with("glass") || n.ends_with("glass_pane")
+}
+
+/// Whether `name` is leaves of any tree.
+#[must_use]
+pub fn is_leaves(name: &str) -> bool {
+    bare(name).ends_with("leaves")
+}
+
+/// Whether `name` is a plant or small thing without a collision box: grass, ferns, flowers,
+/// saplings, crops, vines, kelp and seagrass, mushrooms, carpets, torches, cobwebs.
+#[must_use]
+pub fn is_plant(name: &str) -> bool {
     const EXACT: &[&str] = &[
-        "air",
-        "cave_air",
-        "void_air",
-        "water",
-        "bubble_column",
         "short_grass",
         "grass",
         "tall_grass",
@@ -85,14 +107,21 @@ pub fn see_through(name: &str) -> bool {
         "hanging_roots",
         "spore_blossom",
     ];
+    let n = bare(name);
     EXACT.contains(&n)
-        || n.ends_with("glass")
-        || n.ends_with("glass_pane")
-        || n.ends_with("leaves")
         || n.ends_with("_sapling")
         || n.ends_with("_tulip")
         || n.ends_with("_mushroom")
         || n.ends_with("_carpet")
+}
+
+/// Whether a block usually lets a ray through: [`is_air`], [`is_water`], [`is_glass`],
+/// [`is_leaves`] or [`is_plant`]. A preset for [`Palette::filter_passing`], which passes the
+/// name without properties; combine the others for a rule of your own (sight through glass
+/// but not water: `|n| is_glass(n) || is_plant(n)`).
+#[must_use]
+pub fn see_through(name: &str) -> bool {
+    is_air(name) || is_water(name) || is_glass(name) || is_leaves(name) || is_plant(name)
 }
 
 /// One region's bytes into a world: every column's sections, each block's name through

@@ -370,3 +370,61 @@ fn bad_regions_are_errors() {
     let png = b"\x89PNG\r\n\x1a\n".repeat(2000);
     assert!(import(&png).is_err());
 }
+
+/// A folder of region files imports as the regions in it; other files are left alone; a
+/// folder that cannot be read is an error naming it.
+#[test]
+fn a_folder_of_regions() {
+    let dir = std::env::temp_dir().join(format!("voxcast-import-folder-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp folder");
+    std::fs::write(dir.join("r.0.-1.mca"), written_region()).expect("write");
+    std::fs::write(dir.join("level.dat"), b"not a region").expect("write");
+    let mut palette = Palette::new();
+    let world =
+        anvil::folder(&dir, WorldPos::ZERO, &mut palette, anvil::Names::Plain).expect("imports");
+    let mut alone = Palette::new();
+    let want = anvil::region(
+        &written_region(),
+        WorldPos::ZERO,
+        &mut alone,
+        anvil::Names::Plain,
+    )
+    .expect("imports");
+    assert_eq!(world.chunk_count(), want.chunk_count());
+    assert_eq!(palette, alone);
+    std::fs::remove_dir_all(&dir).expect("clean up");
+    let missing = anvil::folder(&dir, WorldPos::ZERO, &mut palette, anvil::Names::Plain);
+    assert!(
+        matches!(missing, Err(ImportError::Io { .. })),
+        "{:?}",
+        missing.map(|w| w.chunk_count())
+    );
+}
+
+/// The presets name what their docs say.
+#[test]
+fn see_through_presets() {
+    for n in [
+        "minecraft:air",
+        "minecraft:cave_air",
+        "minecraft:water",
+        "minecraft:glass",
+        "minecraft:red_stained_glass_pane",
+        "minecraft:oak_leaves",
+        "minecraft:poppy",
+        "minecraft:oak_sapling",
+        "minecraft:short_grass",
+    ] {
+        assert!(anvil::see_through(n), "{n}");
+    }
+    for n in [
+        "minecraft:stone",
+        "minecraft:grass_block",
+        "minecraft:oak_log",
+        "minecraft:lava",
+        "minecraft:glowstone",
+    ] {
+        assert!(!anvil::see_through(n), "{n}");
+    }
+    assert!(anvil::is_glass("minecraft:glass") && !anvil::is_water("minecraft:glass"));
+}
