@@ -1,7 +1,7 @@
 //! [`Chunk`]: `32³` voxels, stored as one id or voxel by voxel with occupancy summaries.
 
 use crate::coords::{CHUNK_VOLUME, LocalPos};
-use crate::world::VoxelId;
+use crate::world::{VoxelId, WorldError};
 use crate::world::packed_ids::PackedIds;
 use crate::world::summary::{BRICK_EDGE, BRICKS_PER_CHUNK, OCCUPANCY_WORDS, brick_index};
 
@@ -174,11 +174,11 @@ impl Chunk {
     /// of one id gives a chunk of that id alone.
     ///
     /// # Errors
-    /// [`WorldError::ChunkLength`](crate::WorldError::ChunkLength) when `ids` does not hold
+    /// [`WorldError::ChunkLength`](WorldError::ChunkLength) when `ids` does not hold
     /// [`CHUNK_VOLUME`](crate::CHUNK_VOLUME) ids.
-    pub fn from_ids(ids: &[VoxelId]) -> Result<Self, crate::WorldError> {
+    pub fn from_ids(ids: &[VoxelId]) -> Result<Self, WorldError> {
         if ids.len() != CHUNK_VOLUME {
-            return Err(crate::WorldError::ChunkLength(ids.len()));
+            return Err(WorldError::ChunkLength(ids.len()));
         }
         let first = ids[0];
         if ids.iter().all(|&id| id == first) {
