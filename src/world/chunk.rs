@@ -1,9 +1,9 @@
 //! [`Chunk`]: `32³` voxels, stored as one id or voxel by voxel with occupancy summaries.
 
 use crate::coords::{CHUNK_VOLUME, LocalPos};
-use crate::world::{VoxelId, WorldError};
 use crate::world::packed_ids::PackedIds;
 use crate::world::summary::{BRICK_EDGE, BRICKS_PER_CHUNK, OCCUPANCY_WORDS, brick_index};
+use crate::world::{VoxelId, WorldError};
 
 /// A chunk stored voxel by voxel, with its occupancy summaries kept current on every edit.
 #[derive(Clone)]

@@ -65,7 +65,7 @@ pub fn is_leaves(name: &str) -> bool {
     bare(name).ends_with("leaves")
 }
 
-/// Whether `name` is a plant or small thing without a collision box: grass, ferns, flowers,
+/// Whether `name` is a plant or a small thing a ray usually passes: grass, ferns, flowers,
 /// saplings, crops, vines, kelp and seagrass, mushrooms, carpets, torches, cobwebs.
 #[must_use]
 pub fn is_plant(name: &str) -> bool {
@@ -174,8 +174,13 @@ pub fn folder(
         .iter()
         .map(|p| std::fs::read(p).map_err(|e| io(p, e)))
         .collect::<Result<Vec<_>, _>>()?;
-    let slices: Vec<&[u8]> = files.iter().map(Vec::as_slice).collect();
-    regions(&slices, offset, palette, names)
+    let named: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    let slices: Vec<(&str, &[u8])> = named
+        .iter()
+        .map(String::as_str)
+        .zip(files.iter().map(Vec::as_slice))
+        .collect();
+    regions_named(&slices, offset, palette, names)
 }
 
 /// The regions of `files` into one world.
@@ -185,12 +190,33 @@ fn regions(
     palette: &mut Palette,
     names: Names,
 ) -> Result<VoxelWorld, ImportError> {
+    regions_named(
+        &files.iter().map(|b| ("", *b)).collect::<Vec<_>>(),
+        offset,
+        palette,
+        names,
+    )
+}
+
+/// The regions of `files` (each with the name its errors carry; empty for none) into one
+/// world. Memory stays within a constant factor of the files' size: the columns decompress
+/// to at most [`max_nbt_bytes`] of NBT in all, and the world fills at most [`max_chunks`]
+/// chunks.
+fn regions_named(
+    files: &[(&str, &[u8])],
+    offset: WorldPos,
+    palette: &mut Palette,
+    names: Names,
+) -> Result<VoxelWorld, ImportError> {
+    let total: usize = files.iter().map(|(_, b)| b.len()).sum();
+    let budget = std::sync::atomic::AtomicUsize::new(max_nbt_bytes(total));
     let mut columns = Vec::new();
-    for bytes in files {
-        columns.extend(read_columns(bytes, names)?);
+    for (name, bytes) in files {
+        columns.extend(read_columns(bytes, names, &budget).map_err(|e| e.in_file(name))?);
     }
-    // Names to ids in file order (columns in region order, sections bottom up).
-    let mut sections = Vec::new();
+    // Names to ids in file order (columns in region order, sections bottom up); a section met
+    // again (the same column and y) replaces the earlier one.
+    let mut sections: HashMap<[i128; 3], PendingSection> = HashMap::new();
     for column in columns {
         for s in column.sections {
             let ids = s
@@ -198,19 +224,35 @@ fn regions(
                 .iter()
                 .map(|k| palette.id(k))
                 .collect::<Result<Vec<_>, _>>()?;
-            sections.push((
+            sections.insert(
                 [i128::from(column.x), i128::from(s.y), i128::from(column.z)],
-                ids,
-                s.data,
-            ));
+                (ids, s.data),
+            );
         }
     }
     let decoded: Vec<([i128; 3], SectionIds)> = sections
         .into_par_iter()
-        .map(|(at, ids, data)| decode_section(&ids, data.as_deref()).map(|s| (at, s)))
+        .map(|(at, (ids, data))| decode_section(&ids, data.as_deref()).map(|s| (at, s)))
         .collect::<Result<_, _>>()?;
-    build_world(decoded, offset)
+    build_world(decoded, offset, max_chunks(total))
 }
+
+/// The most NBT the columns of region files of `len` bytes in all may decompress to: 16 MiB
+/// plus 32 bytes per byte of the files (real regions take about 10).
+#[must_use]
+pub const fn max_nbt_bytes(len: usize) -> usize {
+    (16 << 20) + len.saturating_mul(32)
+}
+
+/// The most voxcast chunks region files of `len` bytes in all may fill: 64 plus one per
+/// 512 bytes of the files (fastanvil's 4.2 MB region fills 2,028 of its 8,400).
+#[must_use]
+pub const fn max_chunks(len: usize) -> usize {
+    64 + len / 512
+}
+
+/// A section's palette as ids and its packed indices, before decoding.
+type PendingSection = (Vec<VoxelId>, Option<Vec<i64>>);
 
 /// One chunk column as read: its chunk position and its sections.
 struct Column {
@@ -277,7 +319,11 @@ struct BlockStateNbt {
 }
 
 /// The columns of one region file, in the order of its header.
-fn read_columns(bytes: &[u8], names: Names) -> Result<Vec<Column>, ImportError> {
+fn read_columns(
+    bytes: &[u8],
+    names: Names,
+    budget: &std::sync::atomic::AtomicUsize,
+) -> Result<Vec<Column>, ImportError> {
     if bytes.is_empty() {
         return Ok(Vec::new());
     }
@@ -289,13 +335,18 @@ fn read_columns(bytes: &[u8], names: Names) -> Result<Vec<Column>, ImportError> 
     }
     let columns: Vec<Option<Column>> = (0..1024)
         .into_par_iter()
-        .map(|i| read_column(bytes, i, names))
+        .map(|i| read_column(bytes, i, names, budget))
         .collect::<Result<_, _>>()?;
     Ok(columns.into_iter().flatten().collect())
 }
 
 /// Column `i` of the header, `None` where the region has none.
-fn read_column(bytes: &[u8], i: usize, names: Names) -> Result<Option<Column>, ImportError> {
+fn read_column(
+    bytes: &[u8],
+    i: usize,
+    names: Names,
+    budget: &std::sync::atomic::AtomicUsize,
+) -> Result<Option<Column>, ImportError> {
     let entry = u32::from_be_bytes(bytes[4 * i..4 * i + 4].try_into().unwrap_or_default());
     let (sector, count) = ((entry >> 8) as usize, (entry & 0xFF) as usize);
     if sector == 0 && count == 0 {
@@ -306,20 +357,33 @@ fn read_column(bytes: &[u8], i: usize, names: Names) -> Result<Option<Column>, I
             "column {i} starts in the header (sector {sector})"
         )));
     }
-    let start = sector * 4096;
+    let past = || ImportError::Truncated(format!("column {i} lies past the end"));
+    let start = sector.checked_mul(4096).ok_or_else(past)?;
     let head = bytes
-        .get(start..start + 5)
+        .get(start..start.checked_add(5).ok_or_else(past)?)
         .ok_or_else(|| ImportError::Truncated(format!("column {i} starts past the end")))?;
     let length = u32::from_be_bytes([head[0], head[1], head[2], head[3]]) as usize;
-    if length == 0 || length + 4 > count * 4096 {
+    if length == 0 || length.saturating_add(4) > count * 4096 {
         return Err(ImportError::Corrupt(format!(
             "column {i}: {length} bytes in {count} sectors"
         )));
     }
     let data = bytes
-        .get(start + 5..start + 4 + length)
+        .get(start + 5..start.saturating_add(4).saturating_add(length))
         .ok_or_else(|| ImportError::Truncated(format!("column {i} ends past the end")))?;
     let nbt = decompress(head[4], data, i)?;
+    // All columns together, within the budget of the files' size.
+    let spent = budget.fetch_update(
+        std::sync::atomic::Ordering::Relaxed,
+        std::sync::atomic::Ordering::Relaxed,
+        |left| left.checked_sub(nbt.len()),
+    );
+    if spent.is_err() {
+        return Err(ImportError::TooLarge(format!(
+            "the columns decompress to more than {} bytes in all",
+            max_nbt_bytes(bytes.len())
+        )));
+    }
     check_nbt(&nbt).map_err(|e| ImportError::Corrupt(format!("column {i}: {e}")))?;
     let chunk: ChunkNbt =
         fastnbt::from_bytes(&nbt).map_err(|e| ImportError::Corrupt(format!("column {i}: {e}")))?;
@@ -545,6 +609,7 @@ fn decode_section(palette: &[VoxelId], data: Option<&[i64]>) -> Result<SectionId
 fn build_world(
     sections: Vec<([i128; 3], SectionIds)>,
     offset: WorldPos,
+    max_chunks: usize,
 ) -> Result<VoxelWorld, ImportError> {
     let index: HashMap<[i128; 3], usize> = sections
         .iter()
@@ -567,6 +632,12 @@ fn build_world(
     }
     chunks.sort_unstable();
     chunks.dedup();
+    if chunks.len() > max_chunks {
+        return Err(ImportError::TooLarge(format!(
+            "the sections fill {} chunks, more than the {max_chunks} the files' size allows",
+            chunks.len()
+        )));
+    }
     assemble::world(chunks, |pos, ids| {
         // The Minecraft blocks of this chunk (world voxel minus the offset), copied section by
         // section: at most 3 sections a side overlap a chunk.

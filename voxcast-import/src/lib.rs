@@ -79,6 +79,24 @@ pub enum ImportError {
     },
 }
 
+impl ImportError {
+    /// The error with `file` named in its message (unchanged for an empty name).
+    #[cfg(feature = "anvil")]
+    pub(crate) fn in_file(self, file: &str) -> Self {
+        if file.is_empty() {
+            return self;
+        }
+        let name = |m: String| format!("{file}: {m}");
+        match self {
+            Self::Truncated(m) => Self::Truncated(name(m)),
+            Self::Corrupt(m) => Self::Corrupt(name(m)),
+            Self::TooLarge(m) => Self::TooLarge(name(m)),
+            Self::Unsupported(m) => Self::Unsupported(name(m)),
+            other => other,
+        }
+    }
+}
+
 /// Ids of voxels in world space, gathered into voxcast chunks: the last step of every importer.
 #[cfg(any(feature = "anvil", feature = "vox"))]
 pub(crate) mod assemble {

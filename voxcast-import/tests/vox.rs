@@ -205,6 +205,54 @@ fn bad_files_are_errors() {
     nodes.push(shape(0));
     let r = vox::model(&scene(nodes), WorldPos::ZERO).map(|w| w.chunk_count());
     assert!(matches!(r, Err(ImportError::TooLarge(_))), "{r:?}");
+    // A translation beyond MagicaVoxel's i32.
+    let r = vox::model(
+        &scene(vec![transform(1, &[("_t", "99999999999 0 0")]), shape(0)]),
+        WorldPos::ZERO,
+    );
+    assert!(
+        matches!(r, Err(ImportError::Corrupt(_))),
+        "{:?}",
+        r.map(|w| w.chunk_count())
+    );
+    // A chunk nested below MAIN (dot_vox would recurse into it): the first child of MAIN
+    // claims children of its own.
+    let mut nested = good.clone();
+    let main_content = u32::from_le_bytes(nested[12..16].try_into().expect("4")) as usize;
+    let child = 20 + main_content;
+    nested[child + 8..child + 12].copy_from_slice(&12u32.to_le_bytes());
+    let r = vox::model(&nested, WorldPos::ZERO);
+    assert!(
+        matches!(r, Err(ImportError::Corrupt(_) | ImportError::Truncated(_))),
+        "{:?}",
+        r.map(|w| w.chunk_count())
+    );
+    // A scene of 4,096 instances of one voxel, each in a chunk of its own, from a file of a
+    // few kilobytes: refused (the chunks it may fill grow with the file's size).
+    let mut nodes = Vec::new();
+    for level in 0..12u32 {
+        let next = 4 * (level + 1);
+        let far = format!("{} 0 0", 64i64 << level);
+        nodes.push(SceneNode::Group {
+            attributes: Dict::default(),
+            children: vec![4 * level + 1, 4 * level + 2],
+        });
+        nodes.push(transform(next, &[]));
+        nodes.push(transform(next, &[("_t", far.as_str())]));
+        nodes.push(SceneNode::Group {
+            attributes: Dict::default(),
+            children: vec![],
+        });
+    }
+    nodes.push(shape(0));
+    let bytes = scene(nodes);
+    let r = vox::model(&bytes, WorldPos::ZERO);
+    assert!(
+        matches!(r, Err(ImportError::TooLarge(_))),
+        "{} bytes: {:?}",
+        bytes.len(),
+        r.map(|w| w.chunk_count())
+    );
     // Past the i128 world.
     assert_eq!(
         vox::model(&good, WorldPos::new(0, 0, i128::MIN)).map(|w| w.chunk_count()),
