@@ -22,7 +22,7 @@ use voxcast_import::vox;
 use voxcast_testkit::common::package_dir;
 use voxcast_testkit::demo::{gpu_setup, render_checked, secs};
 use voxcast_testkit::scene::SplitMix64;
-use voxcast_testkit::shading::{depth_value, shade_with, write_png};
+use voxcast_testkit::shading::write_pictures;
 
 /// Command line.
 #[derive(Debug, Parser)]
@@ -127,39 +127,16 @@ fn main() -> ExitCode {
             .unwrap_or(Vec3::splat(0.6))
     };
     // No fog over a model's few voxels: max distance far beyond it.
-    let shaded: Vec<u8> = image
-        .iter()
-        .flat_map(|o| shade_with(o, 1e6, base))
-        .collect();
-    let depth: Vec<u8> = image
-        .iter()
-        .flat_map(|o| depth_value(o, camera.max_distance).to_be_bytes())
-        .collect();
-    if let Err(e) = std::fs::create_dir_all(&args.out_dir) {
-        eprintln!("magica: {}: {e}", args.out_dir.display());
+    if let Err(e) = write_pictures(
+        &args.out_dir,
+        "magica",
+        (args.width, args.height),
+        &image,
+        (1e6, camera.max_distance),
+        base,
+    ) {
+        eprintln!("magica: {e}");
         return ExitCode::FAILURE;
-    }
-    let (w, h) = (args.width, args.height);
-    for (name, colour, bits, data) in [
-        (
-            "magica-shaded.png",
-            png::ColorType::Rgb,
-            png::BitDepth::Eight,
-            &shaded,
-        ),
-        (
-            "magica-depth.png",
-            png::ColorType::Grayscale,
-            png::BitDepth::Sixteen,
-            &depth,
-        ),
-    ] {
-        let out = args.out_dir.join(name);
-        if let Err(e) = write_png(&out, w, h, colour, bits, data) {
-            eprintln!("magica: {e}");
-            return ExitCode::FAILURE;
-        }
-        println!("wrote {}", out.display());
     }
 
     // Rays at the model from all around: from points on a sphere about it, towards points in it.

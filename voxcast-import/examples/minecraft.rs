@@ -27,7 +27,7 @@ use voxcast_import::{Palette, anvil};
 use voxcast_testkit::common::package_dir;
 use voxcast_testkit::demo::{gpu_setup, render_checked, secs};
 use voxcast_testkit::scene::SplitMix64;
-use voxcast_testkit::shading::{depth_value, shade_with, write_png};
+use voxcast_testkit::shading::write_pictures;
 
 /// Command line.
 #[derive(Debug, Parser)]
@@ -157,39 +157,16 @@ fn main() -> ExitCode {
         }
     };
     let base = |id: VoxelId| colour(palette.name(id).unwrap_or(""));
-    let shaded: Vec<u8> = image
-        .iter()
-        .flat_map(|o| shade_with(o, camera.max_distance, base))
-        .collect();
-    let depth: Vec<u8> = image
-        .iter()
-        .flat_map(|o| depth_value(o, camera.max_distance).to_be_bytes())
-        .collect();
-    if let Err(e) = std::fs::create_dir_all(&args.out_dir) {
-        eprintln!("minecraft: {}: {e}", args.out_dir.display());
+    if let Err(e) = write_pictures(
+        &args.out_dir,
+        "minecraft",
+        (args.width, args.height),
+        &image,
+        (camera.max_distance, camera.max_distance),
+        base,
+    ) {
+        eprintln!("minecraft: {e}");
         return ExitCode::FAILURE;
-    }
-    let (w, h) = (args.width, args.height);
-    for (name, colour, bits, data) in [
-        (
-            "minecraft-shaded.png",
-            png::ColorType::Rgb,
-            png::BitDepth::Eight,
-            &shaded,
-        ),
-        (
-            "minecraft-depth.png",
-            png::ColorType::Grayscale,
-            png::BitDepth::Sixteen,
-            &depth,
-        ),
-    ] {
-        let out = args.out_dir.join(name);
-        if let Err(e) = write_png(&out, w, h, colour, bits, data) {
-            eprintln!("minecraft: {e}");
-            return ExitCode::FAILURE;
-        }
-        println!("wrote {}", out.display());
     }
 
     // Player reach (eye 1.62 above the ground, 5 voxels) and line of sight between points

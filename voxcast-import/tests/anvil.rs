@@ -45,10 +45,8 @@ fn the_shipped_region_holds_what_fastanvil_reads_there() {
         let JavaChunk::Post18(chunk) = JavaChunk::from_bytes(&data).expect("a 1.19 chunk") else {
             panic!("not a 1.18+ chunk");
         };
-        let (x0, z0) = (
-            i128::from(chunk_x(&data)) * 16,
-            i128::from(chunk_z(&data)) * 16,
-        );
+        let (cx, cz) = chunk_pos(&data);
+        let (x0, z0) = (i128::from(cx) * 16, i128::from(cz) * 16);
         for _ in 0..200 {
             let (x, z) = (rng.below(16) as usize, rng.below(16) as usize);
             let y = rng.below(384) as isize - 64;
@@ -82,27 +80,17 @@ fn the_shipped_region_holds_what_fastanvil_reads_there() {
     assert_eq!(full.chunk_count(), world.chunk_count());
 }
 
-/// The column position a chunk's NBT stores.
-fn chunk_x(data: &[u8]) -> i32 {
+/// The column position `(xPos, zPos)` a chunk's NBT stores.
+fn chunk_pos(data: &[u8]) -> (i32, i32) {
     let v: fastnbt::Value = fastnbt::from_bytes(data).expect("nbt");
-    match v {
-        fastnbt::Value::Compound(m) => match m.get("xPos") {
-            Some(fastnbt::Value::Int(x)) => *x,
-            other => panic!("xPos {other:?}"),
-        },
-        _ => panic!("not a compound"),
-    }
-}
-
-fn chunk_z(data: &[u8]) -> i32 {
-    let v: fastnbt::Value = fastnbt::from_bytes(data).expect("nbt");
-    match v {
-        fastnbt::Value::Compound(m) => match m.get("zPos") {
-            Some(fastnbt::Value::Int(z)) => *z,
-            other => panic!("zPos {other:?}"),
-        },
-        _ => panic!("not a compound"),
-    }
+    let fastnbt::Value::Compound(m) = v else {
+        panic!("not a compound")
+    };
+    let int = |k: &str| match m.get(k) {
+        Some(fastnbt::Value::Int(v)) => *v,
+        other => panic!("{k} {other:?}"),
+    };
+    (int("xPos"), int("zPos"))
 }
 
 /// Rays from above the ground down and across, on the GPU and the CPU: every answer equal.

@@ -9,21 +9,13 @@ use std::path::{Path, PathBuf};
 use voxcast::WorldPos;
 use voxcast_import::{Palette, anvil, vox};
 
-/// The files of `fuzz/<dir>/<target>/`, sorted.
+/// The files of `fuzz/<dir>/<target>/`, sorted; empty when the folder does not exist.
 fn files(dir: &str, target: &str) -> Vec<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../fuzz")
-        .join(dir)
-        .join(target);
-    let mut out: Vec<PathBuf> = std::fs::read_dir(&path)
-        .map(|d| {
-            d.filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.is_file())
-                .collect()
-        })
-        .unwrap_or_default();
-    out.sort();
-    out
+    voxcast_testkit::common::fuzz_files(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz"),
+        dir,
+        target,
+    )
 }
 
 /// Runs `body` on every corpus and regression file of `target`; returns how many imported.

@@ -446,3 +446,19 @@ pub fn package_dir(manifest_dir: &str, name: &str) -> std::path::PathBuf {
         .expect("a manifest lies in its package")
         .to_path_buf()
 }
+
+/// The files of `<fuzz>/<dir>/<target>/` (`dir`: `corpus` or `regressions`), sorted; empty
+/// when the folder does not exist. What the corpus replays of the fuzz targets read.
+#[must_use]
+pub fn fuzz_files(fuzz: &std::path::Path, dir: &str, target: &str) -> Vec<std::path::PathBuf> {
+    let path = fuzz.join(dir).join(target);
+    let mut out: Vec<std::path::PathBuf> = std::fs::read_dir(&path)
+        .map(|d| {
+            d.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.is_file())
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
+}

@@ -83,3 +83,39 @@ pub fn depth_value(outcome: &RaycastOutcome, max: f32) -> u16 {
         (1.0 + 65534.0 * (1.0 - (h.distance / max).clamp(0.0, 1.0).sqrt())).round() as u16
     })
 }
+
+/// Writes `<prefix>-shaded.png` (RGB, [`shade_with`] of `base`, fog over `fog_distance`) and
+/// `<prefix>-depth.png` (16-bit, [`depth_value`] over `max`) of `image`, `width × height`
+/// pixels row by row from the top, into `dir` (made if missing); prints each path.
+pub fn write_pictures(
+    dir: &Path,
+    prefix: &str,
+    (width, height): (u32, u32),
+    image: &[RaycastOutcome],
+    (fog_distance, max): (f32, f32),
+    base: impl Fn(VoxelId) -> Vec3,
+) -> Result<(), String> {
+    let shaded: Vec<u8> = image
+        .iter()
+        .flat_map(|o| shade_with(o, fog_distance, &base))
+        .collect();
+    let depth: Vec<u8> = image
+        .iter()
+        .flat_map(|o| depth_value(o, max).to_be_bytes())
+        .collect();
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for (name, colour, bits, data) in [
+        ("shaded", png::ColorType::Rgb, png::BitDepth::Eight, &shaded),
+        (
+            "depth",
+            png::ColorType::Grayscale,
+            png::BitDepth::Sixteen,
+            &depth,
+        ),
+    ] {
+        let out = dir.join(format!("{prefix}-{name}.png"));
+        write_png(&out, width, height, colour, bits, data)?;
+        println!("wrote {}", out.display());
+    }
+    Ok(())
+}
