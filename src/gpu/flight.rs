@@ -593,17 +593,19 @@ impl Flight {
                 .recv()
                 .map_err(|_| GpuError::Device("a readback was abandoned".into()))
                 .and_then(|r| r.map_err(device_error));
+            let stamps = f.timestamps_mapped.as_ref().is_some_and(settled);
             self.waited += t.elapsed().as_secs_f64();
-            let read = mapped.and_then(|()| self.read(&f, sink));
-            self.release(f);
+            let hits = mapped.is_ok();
+            let read = mapped.and_then(|()| self.read(&f, stamps, sink));
+            self.release(f, Some((hits, stamps)));
             self.kernel_ns += read?;
             self.submit_more()?;
         }
     }
 
     /// Hands a finished (and mapped) dispatch's results to `sink`; returns its kernel time in
-    /// nanoseconds (0 without timestamps).
-    fn read(&self, f: &InFlight, sink: &mut Sink<'_>) -> Result<f64, GpuError> {
+    /// nanoseconds (0 without timestamps, or where they are not mapped: `stamps`).
+    fn read(&self, f: &InFlight, stamps: bool, sink: &mut Sink<'_>) -> Result<f64, GpuError> {
         let (_, output_bytes) = self.items.bytes(f.count);
         {
             let view = f
@@ -615,8 +617,8 @@ impl Flight {
             sink(&self.items, f.base, f.count, &view)?;
         }
         let mut kernel_ns = 0.0;
-        if let (Some((_, _, ts)), Some(mapped)) = (&f.set.timer, &f.timestamps_mapped)
-            && let Ok(Ok(())) = mapped.recv()
+        if let Some((_, _, ts)) = &f.set.timer
+            && stamps
             && let Ok(view) = ts.slice(..).get_mapped_range()
         {
             let stamps: &[u64] = bytemuck::cast_slice(&view);
@@ -625,13 +627,26 @@ impl Flight {
         Ok(kernel_ns)
     }
 
-    /// Unmaps a dispatch's buffers (a mapping still pending is abandoned) and returns them to
-    /// the pool, once the courier has submitted them (so that no later batch uses them before
-    /// this dispatch is in the queue).
-    fn release(&self, mut f: InFlight) {
-        let _ = f.submitted.recv();
-        f.set.readback.unmap();
-        if let Some((_, _, ts)) = &f.set.timer {
+    /// Unmaps a dispatch's buffers and returns them to the pool, once the courier has submitted
+    /// them (so that no later batch uses them before this dispatch is in the queue). `mapped`:
+    /// whether the readback and the timestamps are mapped, where the caller has read them;
+    /// `None` for a dispatch dropped unread, whose mappings are waited for first: the courier's
+    /// poll maps a buffer on its own thread, and an unmap racing it can find the mapping taken
+    /// but not yet done, which wgpu reports as an error (a panic under its default handler).
+    fn release(&self, mut f: InFlight, mapped: Option<(bool, bool)>) {
+        let asked = f.submitted.recv().is_ok();
+        let (hits, stamps) = mapped.unwrap_or_else(|| {
+            (
+                asked && settled(&f.hits_mapped),
+                asked && f.timestamps_mapped.as_ref().is_some_and(settled),
+            )
+        });
+        if hits {
+            f.set.readback.unmap();
+        }
+        if let Some((_, _, ts)) = &f.set.timer
+            && stamps
+        {
             ts.unmap();
         }
         f.set.remap(&self.batches.device.courier);
@@ -655,7 +670,17 @@ impl Drop for Flight {
         // A batch dropped before it was read: its buffers go back to the pool (its results,
         // if they come, are discarded).
         while let Some(f) = self.in_flight.pop_front() {
-            self.release(f);
+            self.release(f, None);
         }
     }
+}
+
+/// How long a dropped dispatch's buffers wait for their mappings to settle (a device that never
+/// finishes is given up rather than hang the drop).
+const SETTLE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Whether a mapping's callback has reported the buffer mapped, waiting for it at most
+/// [`SETTLE`]; `false` for a failed or abandoned mapping (the buffer is not mapped then).
+fn settled(mapped: &Receiver<Result<(), wgpu::BufferAsyncError>>) -> bool {
+    matches!(mapped.recv_timeout(SETTLE), Ok(Ok(())))
 }

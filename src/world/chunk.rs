@@ -169,8 +169,9 @@ impl Chunk {
     }
 
     /// A chunk from its `32³` ids at once, `ids[i]` for the voxel at [`LocalPos::from_index`]`(i)`
-    /// (`x + 32·y + 1024·z`): packed and summarised in one pass over them, as a chunk filled
-    /// voxel by voxel with [`Chunk::set`] would be, without the per-voxel bookkeeping. A slice
+    /// (`x + 32·y + 1024·z`): packed and summarised in one pass over them, without the
+    /// per-voxel bookkeeping of [`Chunk::set`]. It reads back the same ids and answers every
+    /// ray as a chunk filled voxel by voxel would (its packing of the ids may differ). A slice
     /// of one id gives a chunk of that id alone.
     ///
     /// # Errors

@@ -52,8 +52,8 @@ impl VoxelPosition {
 /// - **Eye**: the [`VoxelPosition`] of the entity itself or, when it has none, of its nearest
 ///   ancestor that has one, moved by the difference of the two entities' global translations
 ///   (the camera's height above the body, say: small numbers, exact enough in f32). Without a
-///   `VoxelPosition` on the entity or any ancestor, the eye is at the i128 origin plus the
-///   entity's global translation.
+///   `VoxelPosition` on the entity or any of its nearest 256 ancestors, the eye is at the i128
+///   origin plus the entity's global translation.
 #[derive(Component, Clone, Debug, PartialEq)]
 #[require(Transform, BlockTarget)]
 pub struct BlockTargeter {
@@ -172,17 +172,22 @@ pub(crate) fn eye_of(
     parents: &Query<&ChildOf>,
 ) -> VoxelPosition {
     let mut at = entity;
-    loop {
+    // At most this many ancestors: a hierarchy built into a cycle ends the walk too.
+    for _ in 0..MAX_ANCESTORS {
         if let Ok((position, holder)) = positions.get(at) {
             let delta = holder.map_or(Vec3::ZERO, |h| global.translation() - h.translation());
             return VoxelPosition::new(position.voxel, position.offset + delta);
         }
         match parents.get(at) {
             Ok(parent) => at = parent.parent(),
-            Err(_) => return VoxelPosition::new(voxcast::WorldPos::ZERO, global.translation()),
+            Err(_) => break,
         }
     }
+    VoxelPosition::new(voxcast::WorldPos::ZERO, global.translation())
 }
+
+/// The most ancestors [`eye_of`] looks through for a [`VoxelPosition`].
+const MAX_ANCESTORS: usize = 256;
 
 /// Writes every [`BlockTargeter`]'s [`BlockTarget`].
 pub(crate) fn update_block_targets(

@@ -164,7 +164,9 @@ pub(crate) struct GpuSightWorld {
 impl GpuSightWorld {
     /// Forgets the upload (the world resource or the raycaster was replaced): the next batch
     /// uploads the world whole.
-    /// A batch in flight is kept: it is answered as the world was when it was submitted.
+    /// A batch in flight is kept: the GPU answers it as the world was when it was submitted,
+    /// and its segments that left a window are completed on the CPU with the world as it is
+    /// when the batch is collected.
     pub(crate) fn reset(&mut self) {
         let old = self.world.take();
         let in_flight = self
