@@ -25,6 +25,8 @@ B=$work/vcbins
 built=$(cat built_at.txt 2>/dev/null || true)
 [ -n "$built" ] && [ -f corpus.tar.gz ] && mkdir -p "$built/fuzz" && tar -xzf corpus.tar.gz -C "$built/fuzz"
 export XDG_RUNTIME_DIR=$(mktemp -d) WGPU_BACKEND=${WGPU_BACKEND:-vulkan} VOXCAST_REQUIRE_GPU=1 RUST_BACKTRACE=1
+# bench_report's W7 region (skipped, saying so, where the bundle has none).
+[ -f w7-region.mca ] && export VOXCAST_W7_REGION=$PWD/w7-region.mca
 # NVIDIA containers may carry the driver's ICD file outside the loader's search path.
 if ! ls /usr/share/vulkan/icd.d/*.json /etc/vulkan/icd.d/*.json >/dev/null 2>&1; then
   for j in /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json; do [ -f "$j" ] && export VK_DRIVER_FILES=$j; done

@@ -950,6 +950,15 @@ fn main() {
         streaming::print_streaming(&machine, gpu.as_ref().ok().map(GpuEngine::raycaster));
         return;
     }
+    // W7 needs fastanvil's region: from Cargo, or named by VOXCAST_W7_REGION (the GPU bundle).
+    let w7 = [WorkloadId::W7, WorkloadId::W7Sight, WorkloadId::W7Camera];
+    if workloads.iter().any(|w| w7.contains(w)) && peers::region_path().is_none() {
+        progress(&format!(
+            "W7 skipped: its region file is not found (run with Cargo, or set {})",
+            peers::REGION_VAR
+        ));
+        workloads.retain(|w| !w7.contains(w));
+    }
     let started = Instant::now();
     let reports: Vec<WorkloadReport> = workloads
         .iter()

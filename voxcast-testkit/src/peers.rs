@@ -288,6 +288,29 @@ impl Workload {
     }
 }
 
+/// The variable that names W7's region file where Cargo is not at hand (a machine that runs
+/// the GPU bundle): fastanvil's `resources/1.19.4.mca`.
+pub const REGION_VAR: &str = "VOXCAST_W7_REGION";
+
+/// W7's region file: [`REGION_VAR`] where it is set, else fastanvil's package's
+/// `resources/1.19.4.mca` as `cargo metadata` finds it; `None` where neither is there.
+#[must_use]
+pub fn region_path() -> Option<std::path::PathBuf> {
+    if let Some(p) = std::env::var_os(REGION_VAR) {
+        return Some(p.into());
+    }
+    let ran = std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["--version"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ran {
+        return None;
+    }
+    let path = crate::common::package_dir(env!("CARGO_MANIFEST_DIR"), "fastanvil")
+        .join("resources/1.19.4.mca");
+    path.is_file().then_some(path)
+}
+
 /// W7's world: fastanvil's 1.19.4 region at the origin (block names to ids, every non-air
 /// block stops rays), eye voxels on the ground of random columns (the voxel above the first
 /// stopping voxel straight down; 40,000 of them, in a fixed order), and the camera's eye and
@@ -297,9 +320,11 @@ impl Workload {
 /// When fastanvil's package or its region cannot be read.
 pub fn region_world() -> (VoxelWorld, Vec<WorldPos>, (WorldPos, WorldPos)) {
     use voxcast_import::{Palette, anvil};
-    let dir = crate::common::package_dir(env!("CARGO_MANIFEST_DIR"), "fastanvil");
-    let bytes = std::fs::read(dir.join("resources/1.19.4.mca"))
-        .unwrap_or_else(|e| panic!("fastanvil ships resources/1.19.4.mca: {e}"));
+    let path = region_path().unwrap_or_else(|| {
+        panic!("W7's region: set {REGION_VAR} or run with Cargo (fastanvil's package)")
+    });
+    let bytes =
+        std::fs::read(&path).unwrap_or_else(|e| panic!("W7's region {}: {e}", path.display()));
     let world = anvil::region(
         &bytes,
         WorldPos::ZERO,
