@@ -44,7 +44,7 @@ for line in sys.stdin:
         continue
     if not name.startswith(("gpu", "spec", "fuzz", "exit")):
         continue
-    # The importers' tests read files from Cargo's packages, which the machine has not.
+    # Tests of voxcast-import read files from the Cargo packages, which the machine has not.
     if "voxcast-import" in j["package_id"] or "voxcast_import" in j["package_id"]:
         continue
     bevy = "voxcast-bevy" in j["package_id"] or "voxcast_bevy" in j["package_id"]
