@@ -297,18 +297,15 @@ pub fn check(gpu: &GpuRaycaster, input: &Input) -> Result<(), String> {
     let g = gpu
         .raycast(&rays, &gw, &opts)
         .map_err(|e| format!("raycast: {e}"))?;
+    // A batch of rays on the window, judged by its rule (panics with the difference).
+    let window_rays = |what: &str, rays: &[VoxelRay], g: &[RaycastOutcome]| {
+        check_window_edge(what, &gw, &world, rays, g, |w, held| {
+            let (w, o) = window_cpu(&gw, w, &world, held, &opts);
+            raycast_batch(rays, &w, &o)
+        });
+    };
     if windowed {
-        check_window_edge(
-            &format!("raycast {what}"),
-            &gw,
-            &world,
-            &rays,
-            &g,
-            |w, held| {
-                let (w, o) = window_cpu(&gw, w, &world, held, &opts);
-                raycast_batch(&rays, &w, &o)
-            },
-        );
+        window_rays(&format!("raycast {what}"), &rays, &g);
     } else {
         parity(
             &format!("raycast {what}"),
@@ -377,17 +374,7 @@ pub fn check(gpu: &GpuRaycaster, input: &Input) -> Result<(), String> {
                 .map_err(|e| format!("raycast_camera: {e}"))?;
             let rays: Vec<VoxelRay> = camera.rays().unwrap_or_default();
             if windowed {
-                check_window_edge(
-                    &format!("camera {camera:?} {what}"),
-                    &gw,
-                    &world,
-                    &rays,
-                    &g,
-                    |w, held| {
-                        let (w, o) = window_cpu(&gw, w, &world, held, &opts);
-                        raycast_batch(&rays, &w, &o)
-                    },
-                );
+                window_rays(&format!("camera {camera:?} {what}"), &rays, &g);
             } else {
                 let cpu = raycast_camera(&camera, &world, &opts)
                     .map_err(|e| format!("raycast_camera: {e}"))?;
