@@ -46,6 +46,55 @@
 //! but air, [`VoxelWorld::occupied_bounds`]) can stop a ray, so a ray ends as a miss where it
 //! leaves them (and a ray from outside is clipped to them exactly), whatever its max distance.
 //!
+//! ## Box casts (one definition, [`box_cast`])
+//! A box cast moves an axis-aligned box along a straight line and answers where it first
+//! touches a stopping voxel; [`collide_and_slide`] moves a box as a character controller does.
+//! The rules, each named in `tests/README.md` with its tests:
+//!
+//! 1. **The box.** A centre ([`WorldPos`] plus an offset) and half extents `h` in voxels, each in
+//!    `0..=MAX_HALF_EXTENT` (a subnormal half extent counts as 0). On each axis its faces are
+//!    the centre's offset minus and plus `h`, each rounded to f32 once and split into a voxel and
+//!    a fraction in `[0, 1)` as a ray's origin is (a fraction that rounds to 1 moves to the next
+//!    voxel's face). Everything after that is exact.
+//! 2. **Touching.** The box touches a voxel when the open box overlaps the open voxel on every
+//!    axis: sharing a face, an edge or a corner is not touching. On an axis where `h` is 0 the box
+//!    is flat and covers the voxel a ray from its centre is in (the DDA's start voxel rule), so a
+//!    box of zero extents is a ray, except where the ray passes exactly through an edge or a
+//!    corner: the DDA then visits a voxel beside it (it crosses tied planes one at a time) that
+//!    the box only grazes, and enters the next through the face it crosses last, where rule 6
+//!    picks the fastest axis.
+//! 3. **Moving.** On a moving axis the leading face and the trailing face are two rays of the
+//!    box's direction; each crosses voxel planes at the DDA's distances `(b + n) · inv`, from its
+//!    own counts, never accumulated. The box covers, just after a distance `t`, the voxels from
+//!    the trailing face's voxel to the leading face's voxel. A leading face that starts exactly
+//!    on a plane enters the layer beyond it at distance 0.
+//! 4. **The start.** When the box touches a stopping voxel at its start, the answer is
+//!    [`BoxCastOutcome::StartsInside`] under [`OriginPolicy::Report`]; under the other origin
+//!    policies the voxels the box touches at its start never stop it (so a box can move out of
+//!    a wall it was put into).
+//! 5. **Contact.** Moving, the box can only touch new voxels where a leading face enters a new
+//!    layer. At the first such distance (within max distance, a contact at exactly max distance
+//!    counts) where a new voxel stops it, the cast ends: `distance` is that crossing's f32
+//!    distance, the same bits however the box got there.
+//! 6. **Which voxel, which face.** Several voxels can be touched at that distance. A voxel
+//!    reached through one face (in the new layer of one axis) is preferred to one reached
+//!    through an edge (two axes at once), and that to one reached through a corner. The face
+//!    normal is that of the axis whose layer the voxel is in; for an edge or a corner, the axis
+//!    along which the box moves fastest (largest `|direction|` component), so that a slide drops
+//!    the largest component; equal components go to z, then y, then x (the face a ray's DDA
+//!    reports at a corner, which it crosses in the order x, y, z). Among equals, the lowest
+//!    voxel (x, then y, then z).
+//! 7. **Unloaded chunks.** Under [`UnloadedPolicy::Air`] they are air. Under
+//!    [`UnloadedPolicy::Stop`] a touched unloaded voxel ends the cast as
+//!    [`BoxCastOutcome::Unloaded`] (at distance 0 when the box starts touching one), unless a
+//!    stopping voxel is touched at the same distance, which wins; the voxel is chosen as in 6.
+//! 8. **Edges.** A box whose faces lie outside the i128 world is invalid; a moving box whose
+//!    leading face would leave it ends as a miss. Nothing can stop a box outside the occupied
+//!    bounds under `Air`, so the cast ends as a miss there, whatever its max distance.
+//! 9. **Bad input.** A cast is checked as a ray from its centre is (direction, offset, max
+//!    distance), plus its half extents; a bad one is [`BoxCastOutcome::Invalid`], never a panic,
+//!    and in a batch only that cast.
+//!
 //! ## Parity contract
 //! For every valid ray the GPU gives the CPU reference's outcome, voxel, face normal and id,
 //! and the same distance bit for bit; UV may differ by `1e-5`.
@@ -109,6 +158,7 @@
 mod aabb;
 mod agents;
 mod blocks;
+mod boxcast;
 mod camera;
 mod coords;
 mod cpu_ref;
@@ -126,6 +176,10 @@ pub use glam;
 pub use aabb::{ray_aabb, ray_aabb_f64};
 pub use agents::{Agent, agent_segment, agent_visibility, pairs_within, visible_pairs_within};
 pub use blocks::{EditError, break_block, place_block};
+pub use boxcast::{
+    BoxCast, BoxCastError, BoxCastOutcome, BoxHit, MAX_HALF_EXTENT, Slide, SlideOptions, box_cast,
+    box_cast_batch, collide_and_slide,
+};
 pub use camera::{Camera, CameraError, CameraSpec};
 pub use coords::{CHUNK_EDGE, CHUNK_VOLUME, ChunkPos, LocalPos, VoxelBox, WorldPos};
 pub use cpu_ref::{

@@ -5,10 +5,12 @@
 //!   that tests and BENCHMARKS.md's workloads are built from;
 //! - [`common`]: helpers of the integration tests (rays, small worlds, printing a ray);
 //! - [`gpu`] (feature `gpu`): the shared raycaster with the CI switch, ray-by-ray parity checks;
+//! - [`boxes`]: the box casts' brute-force oracle and its judge;
 //! - [`fuzz`]: the fuzz targets' bodies and the brute-force oracle they judge answers by;
 //! - [`peers`] (feature `peers`): the bench report's workloads and one adapter per engine;
 //! - [`demo`] (feature `gpu`) and [`shading`]: the examples' GPU set-up and pictures.
 
+pub mod boxes;
 pub mod common;
 #[cfg(feature = "gpu")]
 pub mod demo;

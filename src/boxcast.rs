@@ -1,0 +1,619 @@
+//! Box casts: where an axis-aligned box moving along a straight line first touches a stopping
+//! voxel, computed from crossing counts as the ray DDA is; and collide-and-slide built on them
+//! (`slide`).
+//!
+//! The rules are numbered in the crate docs ("Box casts"), and `tests/README.md` names their
+//! tests.
+
+use glam::{DVec3, IVec3, Vec3};
+use rayon::prelude::*;
+
+use crate::coords::{ChunkPos, VoxelBox, WorldPos};
+use crate::cpu_ref::{T_DISABLED, crossing_t};
+use crate::ray::{
+    OriginPolicy, RayError, RaycastOptions, UnloadedPolicy, VoxelRay, first_crossing, first_voxel,
+    flush_denormal, split_sub,
+};
+use crate::world::{Chunk, VoxelId, VoxelWorld};
+
+mod slide;
+
+pub use slide::{Slide, SlideOptions, collide_and_slide};
+
+/// The largest half extent a box cast accepts, in voxels: a box up to 16 voxels wide.
+pub const MAX_HALF_EXTENT: f32 = 8.0;
+
+/// An axis-aligned box moving along a straight line: what [`box_cast`] casts.
+///
+/// Build it with [`BoxCast::new`] or [`BoxCast::from_point`]; the fields are public so that
+/// engines can fill them directly, and every cast checks them again.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BoxCast {
+    /// The voxel holding the box's centre.
+    pub center: WorldPos,
+    /// The centre inside `center`, in voxels; any finite value (whole units move into `center`).
+    pub center_offset: Vec3,
+    /// Half the box's size on each axis, in voxels, each in `0..=MAX_HALF_EXTENT`.
+    pub half_extents: Vec3,
+    /// Direction of motion, as a ray's (normalised unless within `1e-5` of unit length).
+    pub direction: Vec3,
+    /// How far the box moves, in voxels, as a ray's max distance (`f32::INFINITY` means the
+    /// cap, [`MAX_DISTANCE_CAP`](crate::ray::MAX_DISTANCE_CAP)).
+    pub max_distance: f32,
+}
+
+/// Why a box cast was rejected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BoxCastError {
+    /// The centre, direction or max distance is bad, as it would be for a ray.
+    #[error("{0}")]
+    Ray(#[from] RayError),
+    /// A half extent is NaN, negative, infinite or above [`MAX_HALF_EXTENT`].
+    #[error("box half extents must be finite and within 0..=8 voxels")]
+    HalfExtents,
+    /// A face of the box lies outside the i128 world.
+    #[error("the box reaches past the edge of the i128 world")]
+    OutOfWorld,
+}
+
+/// Where a moving box first touches a stopping voxel.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BoxHit {
+    /// The voxel touched (rule 6 of the crate docs' box casts when several are touched at once).
+    pub voxel_pos: WorldPos,
+    /// Outward normal of the touched voxel's face that the box meets: the axis of contact,
+    /// pointing back against the motion.
+    pub face_normal: IVec3,
+    /// Distance the box moved before touching, in voxels (0 when it starts flush against the
+    /// voxel and moves into it).
+    pub distance: f32,
+    /// The touched voxel's id.
+    pub voxel_type: VoxelId,
+}
+
+/// The answer to a box cast.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum BoxCastOutcome {
+    /// The box touches a stopping voxel after moving `distance`.
+    Hit(BoxHit),
+    /// Under [`OriginPolicy::Report`]: the box already touches a stopping voxel at its start
+    /// (the lowest such voxel, x then y then z).
+    StartsInside {
+        /// A stopping voxel the box touches at its start.
+        voxel_pos: WorldPos,
+        /// Its id.
+        voxel_type: VoxelId,
+    },
+    /// Nothing stops the box within its max distance.
+    Miss,
+    /// Under [`UnloadedPolicy::Stop`]: the box touches unloaded voxel `at` after moving
+    /// `distance`.
+    Unloaded {
+        /// The unloaded voxel.
+        at: WorldPos,
+        /// Distance moved, in voxels.
+        distance: f32,
+    },
+    /// The cast was rejected; nothing was cast.
+    Invalid(BoxCastError),
+}
+
+impl BoxCastOutcome {
+    /// The hit, if the box touched a stopping voxel while moving.
+    #[must_use]
+    pub fn hit(&self) -> Option<&BoxHit> {
+        match self {
+            Self::Hit(h) => Some(h),
+            _ => None,
+        }
+    }
+
+    /// How far the box moves freely: the hit's or unloaded contact's distance, 0 when it starts
+    /// inside, `None` for a miss (the whole max distance) or an invalid cast.
+    #[must_use]
+    pub fn distance(&self) -> Option<f32> {
+        match *self {
+            Self::Hit(h) => Some(h.distance),
+            Self::Unloaded { distance, .. } => Some(distance),
+            Self::StartsInside { .. } => Some(0.0),
+            Self::Miss | Self::Invalid(_) => None,
+        }
+    }
+}
+
+impl BoxCast {
+    /// Validates and builds a box cast.
+    ///
+    /// # Errors
+    /// [`BoxCastError::Ray`] for what [`VoxelRay::new`] refuses in the centre, direction and
+    /// max distance; [`BoxCastError::HalfExtents`] for a half extent that is not a number in
+    /// `0..=MAX_HALF_EXTENT`; [`BoxCastError::OutOfWorld`] when a face lies outside the i128
+    /// world.
+    ///
+    /// # Example
+    /// ```
+    /// use voxcast::{BoxCast, WorldPos, glam::Vec3};
+    /// // A player-sized box falling from 3 voxels above the ground.
+    /// let fall = BoxCast::new(
+    ///     WorldPos::new(0, 67, 0),
+    ///     Vec3::new(0.5, 0.9, 0.5),
+    ///     Vec3::new(0.3, 0.9, 0.3),
+    ///     Vec3::NEG_Y,
+    ///     4.0,
+    /// )?;
+    /// # Ok::<(), voxcast::BoxCastError>(())
+    /// ```
+    pub fn new(
+        center: WorldPos,
+        center_offset: Vec3,
+        half_extents: Vec3,
+        direction: Vec3,
+        max_distance: f32,
+    ) -> Result<Self, BoxCastError> {
+        let ray = VoxelRay::new(center, center_offset, direction, max_distance)?;
+        let cast = Self {
+            center: ray.origin,
+            center_offset: ray.sub_offset,
+            half_extents,
+            direction: ray.direction,
+            max_distance: ray.max_distance,
+        };
+        cast.prepare()?;
+        Ok(cast)
+    }
+
+    /// [`BoxCast::new`] with the centre given as a point in f64 voxel coordinates (split as
+    /// [`VoxelRay::from_point`] splits it).
+    ///
+    /// # Errors
+    /// Those of [`VoxelRay::from_point`] and [`BoxCast::new`].
+    pub fn from_point(
+        center: DVec3,
+        half_extents: Vec3,
+        direction: Vec3,
+        max_distance: f32,
+    ) -> Result<Self, BoxCastError> {
+        let ray = VoxelRay::from_point(center, direction, max_distance)?;
+        Self::new(
+            ray.origin,
+            ray.sub_offset,
+            half_extents,
+            ray.direction,
+            ray.max_distance,
+        )
+    }
+
+    /// The box's centre's ray: the same centre, direction and max distance.
+    ///
+    /// # Errors
+    /// As [`VoxelRay::new`].
+    pub fn center_ray(&self) -> Result<VoxelRay, RayError> {
+        VoxelRay::new(
+            self.center,
+            self.center_offset,
+            self.direction,
+            self.max_distance,
+        )
+    }
+
+    /// Checks the cast and makes the per-axis state of rules 1 to 3.
+    pub(crate) fn prepare(&self) -> Result<Prepared, BoxCastError> {
+        let ray = self.center_ray()?;
+        let mut axes = [Axis::default(); 3];
+        for (a, axis) in axes.iter_mut().enumerate() {
+            let h = self.half_extents[a];
+            if !(0.0..=MAX_HALF_EXTENT).contains(&h) {
+                return Err(BoxCastError::HalfExtents);
+            }
+            *axis = Axis::new(
+                ray.origin.axis(a),
+                ray.sub_offset[a],
+                flush_denormal(h),
+                ray.direction[a],
+                ray.max_distance,
+            )?;
+        }
+        Ok(Prepared {
+            axes,
+            dir: ray.direction,
+            max_distance: ray.max_distance,
+        })
+    }
+}
+
+/// One axis of a prepared box cast (rules 1 to 3).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Axis {
+    /// Voxel step of the motion: `+1` or `-1` (`+1` on a still axis).
+    pub(crate) step: i8,
+    /// Whether the box moves on this axis (a non-zero direction component).
+    pub(crate) moving: bool,
+    /// `1 / |d|` in f32 (1 on a still axis).
+    pub(crate) inv: f32,
+    /// First crossing of the leading and the trailing face, in units of `inv`.
+    pub(crate) lead_b: f32,
+    pub(crate) trail_b: f32,
+    /// Whether each face crosses a plane within max distance.
+    pub(crate) lead_on: bool,
+    pub(crate) trail_on: bool,
+    /// Voxel of each face just after the start (the DDA's start voxel of that face's ray).
+    pub(crate) lead0: i128,
+    pub(crate) trail0: i128,
+    /// The leading face starts exactly on a plane, with a positive half extent: it enters
+    /// `lead0` at distance 0 (rule 3).
+    pub(crate) on_plane: bool,
+    /// The box's voxels on this axis at its start (rule 2), `lo > hi` when none.
+    pub(crate) start_lo: i128,
+    pub(crate) start_hi: i128,
+}
+
+impl Axis {
+    fn new(origin: i128, sub: f32, h: f32, d: f32, max: f32) -> Result<Self, BoxCastError> {
+        let face = |v: f32| split_sub(origin, v).map_err(|_| BoxCastError::OutOfWorld);
+        let (lo_w, lo_f) = face(sub - h)?;
+        let (hi_w, hi_f) = face(sub + h)?;
+        // The voxels the open box overlaps at rest: from the low face's voxel to the high face's,
+        // less that one when the high face lies on its plane; a flat box, the centre's voxel
+        // (moving axes replace this below).
+        let start_lo = lo_w;
+        let start_hi = if h > 0.0 && hi_f == 0.0 {
+            hi_w - 1
+        } else {
+            hi_w
+        };
+        let mut ax = Self {
+            step: 1,
+            inv: 1.0,
+            lead_b: 1.0,
+            trail_b: 1.0,
+            start_lo,
+            start_hi,
+            ..Self::default()
+        };
+        if d == 0.0 {
+            return Ok(ax);
+        }
+        let up = d > 0.0;
+        let ((lw, lf), (tw, tf)) = if up {
+            ((hi_w, hi_f), (lo_w, lo_f))
+        } else {
+            ((lo_w, lo_f), (hi_w, hi_f))
+        };
+        ax.step = if up { 1 } else { -1 };
+        ax.moving = true;
+        ax.lead0 = first_voxel(lw, lf, d).ok_or(BoxCastError::OutOfWorld)?;
+        ax.trail0 = first_voxel(tw, tf, d).ok_or(BoxCastError::OutOfWorld)?;
+        ax.on_plane = h > 0.0 && lf == 0.0;
+        // The box's voxels just after the start (rule 3): a leading face on its plane has not
+        // entered `lead0` yet; on a flat axis this is the centre ray's start voxel.
+        let lead = if ax.on_plane {
+            ax.lead0 - i128::from(ax.step)
+        } else {
+            ax.lead0
+        };
+        (ax.start_lo, ax.start_hi) = ax.span(ax.trail0, lead);
+        ax.lead_b = first_crossing(lf, d);
+        ax.trail_b = first_crossing(tf, d);
+        let inv = 1.0 / d.abs();
+        if inv.is_finite() {
+            ax.inv = inv;
+            ax.lead_on = ax.lead_b * inv <= max;
+            ax.trail_on = ax.trail_b * inv <= max;
+        }
+        Ok(ax)
+    }
+
+    /// The voxels from the trailing face's `trail` to the leading face's `lead`, as `(lo, hi)`
+    /// (`lo > hi` when the leading face has not passed the trailing one's voxel).
+    #[inline]
+    pub(crate) fn span(&self, trail: i128, lead: i128) -> (i128, i128) {
+        if self.step > 0 {
+            (trail, lead)
+        } else {
+            (lead, trail)
+        }
+    }
+
+    /// Distance of the leading face's `n`-th crossing, or [`T_DISABLED`].
+    #[inline]
+    fn lead_t(&self, n: u32) -> f32 {
+        if self.lead_on {
+            crossing_t(self.lead_b, self.inv, n)
+        } else {
+            T_DISABLED
+        }
+    }
+
+    #[inline]
+    fn trail_t(&self, n: u32) -> f32 {
+        if self.trail_on {
+            crossing_t(self.trail_b, self.inv, n)
+        } else {
+            T_DISABLED
+        }
+    }
+}
+
+/// A checked box cast: per-axis state, direction and max distance.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Prepared {
+    pub(crate) axes: [Axis; 3],
+    pub(crate) dir: Vec3,
+    pub(crate) max_distance: f32,
+}
+
+impl Prepared {
+    /// Each axis's place in rule 6's order for edges and corners: fastest first, ties z, y, x.
+    pub(crate) fn ranks(&self) -> [u8; 3] {
+        let d = self.dir.abs();
+        let before = |b: usize, a: usize| d[b] > d[a] || (d[b] == d[a] && b > a);
+        std::array::from_fn(|a| (0..3).filter(|&b| b != a && before(b, a)).count() as u8)
+    }
+}
+
+/// The ids of voxels by position, keeping the last chunk looked at.
+struct Voxels<'w> {
+    world: &'w VoxelWorld,
+    last: Option<(ChunkPos, Option<&'w Chunk>)>,
+}
+
+impl<'w> Voxels<'w> {
+    fn new(world: &'w VoxelWorld) -> Self {
+        Self { world, last: None }
+    }
+
+    /// The id at `p`, `None` when its chunk is not loaded.
+    #[inline]
+    fn get(&mut self, p: WorldPos) -> Option<VoxelId> {
+        let c = p.chunk();
+        let chunk = match self.last {
+            Some((at, chunk)) if at == c => chunk,
+            _ => {
+                let chunk = self.world.chunk(c);
+                self.last = Some((c, chunk));
+                chunk
+            }
+        };
+        chunk.map(|k| k.get(p.local()))
+    }
+}
+
+/// What a set of touched voxels holds: the best stopping voxel and the best unloaded one, by
+/// rule 6's key.
+#[derive(Default)]
+struct Best {
+    hit: Option<(Key, WorldPos, VoxelId, usize)>,
+    unloaded: Option<(Key, WorldPos, usize)>,
+}
+
+/// Rule 6's order: faces before edges before corners, then the axis's rank, then x, y, z.
+type Key = (u32, u8, i128, i128, i128);
+
+impl Best {
+    fn offer(
+        &mut self,
+        key: Key,
+        p: WorldPos,
+        id: Option<VoxelId>,
+        axis: usize,
+        opts: &RaycastOptions,
+    ) {
+        match id {
+            Some(id) if opts.blocks.contains(id) && self.hit.is_none_or(|(k, ..)| key < k) => {
+                self.hit = Some((key, p, id, axis));
+            }
+            None if opts.unloaded == UnloadedPolicy::Stop
+                && self.unloaded.is_none_or(|(k, ..)| key < k) =>
+            {
+                self.unloaded = Some((key, p, axis));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Casts `cast` through `world` under `opts` (its origin policy, material filter and unloaded
+/// policy; see the module rules above): the first stopping voxel the moving box touches.
+#[must_use]
+pub fn box_cast(cast: &BoxCast, world: &VoxelWorld, opts: &RaycastOptions) -> BoxCastOutcome {
+    match cast.prepare() {
+        Ok(p) => walk(&p, world, opts).0,
+        Err(e) => BoxCastOutcome::Invalid(e),
+    }
+}
+
+/// [`box_cast`] for many casts on all threads, in input order; a bad cast is
+/// [`BoxCastOutcome::Invalid`] and the others are answered.
+#[must_use]
+pub fn box_cast_batch(
+    casts: &[BoxCast],
+    world: &VoxelWorld,
+    opts: &RaycastOptions,
+) -> Vec<BoxCastOutcome> {
+    casts
+        .par_iter()
+        .with_min_len(64)
+        .map(|c| box_cast(c, world, opts))
+        .collect()
+}
+
+/// The box's voxel range on each axis where a cast ended, `(lo, hi)` inclusive, the axes
+/// whose leading face entered a new layer at the end (bit `a` for axis `a`) and the axis of the
+/// contact (3 for none): what a slide needs to place the box at the contact without overlapping
+/// anything.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct End {
+    pub(crate) lo: [i128; 3],
+    pub(crate) hi: [i128; 3],
+    pub(crate) entered: u32,
+    pub(crate) axis: usize,
+    /// The cast ended as a miss because the box left the occupied bounds (rule 8), not at
+    /// its max distance: `lo`, `hi` are where it left them.
+    pub(crate) left_bounds: bool,
+}
+
+/// The walk of rules 2 to 8.
+pub(crate) fn walk(
+    p: &Prepared,
+    world: &VoxelWorld,
+    opts: &RaycastOptions,
+) -> (BoxCastOutcome, End) {
+    let ax = &p.axes;
+    let ranks = p.ranks();
+    let mut voxels = Voxels::new(world);
+    let mut lo: [i128; 3] = std::array::from_fn(|a| ax[a].start_lo);
+    let mut hi: [i128; 3] = std::array::from_fn(|a| ax[a].start_hi);
+    let end = |lo: [i128; 3], hi: [i128; 3], entered, axis| End {
+        lo,
+        hi,
+        entered,
+        axis,
+        left_bounds: false,
+    };
+    // Rule 4: the voxels touched at the start.
+    if lo.iter().zip(&hi).all(|(l, h)| l <= h) {
+        let mut best = Best::default();
+        for_each_in(lo, hi, |v| {
+            let id = voxels.get(v);
+            best.offer((0, 0, v.x, v.y, v.z), v, id, 0, opts);
+        });
+        if let Some((_, voxel_pos, voxel_type, _)) = best.hit
+            && opts.origin == OriginPolicy::Report
+        {
+            let o = BoxCastOutcome::StartsInside {
+                voxel_pos,
+                voxel_type,
+            };
+            return (o, end(lo, hi, 0, 3));
+        }
+        if let Some((_, at, _)) = best.unloaded {
+            let o = BoxCastOutcome::Unloaded { at, distance: 0.0 };
+            return (o, end(lo, hi, 0, 3));
+        }
+    }
+    // The box's voxels just after the start on moving axes: trailing face to leading face.
+    let mut lead = [0i128; 3];
+    let mut n_lead = [0u32; 3];
+    let mut n_trail = [0u32; 3];
+    let mut pending = [false; 3];
+    let mut t_lead = [T_DISABLED; 3];
+    for a in 0..3 {
+        if ax[a].moving {
+            pending[a] = ax[a].on_plane;
+            lead[a] = if ax[a].on_plane {
+                // The layer before `lead0`: the box's own voxels end there (rule 2).
+                ax[a].lead0 - i128::from(ax[a].step)
+            } else {
+                ax[a].lead0
+            };
+            t_lead[a] = if pending[a] { 0.0 } else { ax[a].lead_t(0) };
+        }
+    }
+    let bounds = world.occupied_bounds();
+    loop {
+        let t = t_lead[0].min(t_lead[1]).min(t_lead[2]);
+        if t > p.max_distance {
+            return (BoxCastOutcome::Miss, end(lo, hi, 0, 3));
+        }
+        // Rule 8: under Air nothing beyond the occupied bounds stops the box.
+        if opts.unloaded == UnloadedPolicy::Air && leaves(bounds.as_ref(), lo, hi, p.dir) {
+            let e = End {
+                left_bounds: true,
+                ..end(lo, hi, 0, 3)
+            };
+            return (BoxCastOutcome::Miss, e);
+        }
+        let mut entered = 0u32;
+        for a in 0..3 {
+            if t_lead[a] != t {
+                continue;
+            }
+            entered |= 1 << a;
+            let s = i128::from(ax[a].step);
+            if pending[a] {
+                pending[a] = false;
+                lead[a] = ax[a].lead0;
+            } else {
+                n_lead[a] += 1;
+                let Some(l) = ax[a].lead0.checked_add(s * i128::from(n_lead[a])) else {
+                    return (BoxCastOutcome::Miss, end(lo, hi, 0, 3));
+                };
+                lead[a] = l;
+            }
+            t_lead[a] = ax[a].lead_t(n_lead[a]);
+        }
+        for a in 0..3 {
+            if ax[a].moving {
+                while ax[a].trail_t(n_trail[a]) <= t {
+                    n_trail[a] += 1;
+                }
+                // Behind the leading face, which is inside the world.
+                let trail = ax[a].trail0 + i128::from(ax[a].step) * i128::from(n_trail[a]);
+                (lo[a], hi[a]) = ax[a].span(trail, lead[a]);
+            }
+        }
+        // Rule 5 and 6: the voxels of the new layers.
+        let mut best = Best::default();
+        let skip = opts.unloaded == UnloadedPolicy::Air;
+        for a in (0..3).filter(|&a| entered >> a & 1 != 0) {
+            let (mut slo, mut shi) = (lo, hi);
+            (slo[a], shi[a]) = (lead[a], lead[a]);
+            if skip && bounds.as_ref().is_none_or(|b| !overlaps(b, slo, shi)) {
+                continue;
+            }
+            for_each_in(slo, shi, |v| {
+                // Visited already as part of an earlier axis's layer.
+                if (0..a).any(|b| entered >> b & 1 != 0 && v.axis(b) == lead[b]) {
+                    return;
+                }
+                let m = (0..3).filter(|&b| entered >> b & 1 != 0 && v.axis(b) == lead[b]);
+                let class = m.clone().count() as u32;
+                let Some(axis) = m.min_by_key(|&b| ranks[b]) else {
+                    return;
+                };
+                let id = voxels.get(v);
+                best.offer((class, ranks[axis], v.x, v.y, v.z), v, id, axis, opts);
+            });
+        }
+        if let Some((_, voxel_pos, voxel_type, a)) = best.hit {
+            let mut face_normal = IVec3::ZERO;
+            face_normal[a] = -i32::from(ax[a].step);
+            let hit = BoxHit {
+                voxel_pos,
+                face_normal,
+                distance: t,
+                voxel_type,
+            };
+            return (BoxCastOutcome::Hit(hit), end(lo, hi, entered, a));
+        }
+        if let Some((_, at, a)) = best.unloaded {
+            let o = BoxCastOutcome::Unloaded { at, distance: t };
+            return (o, end(lo, hi, entered, a));
+        }
+    }
+}
+
+/// Calls `f` for every voxel of the inclusive box `lo..=hi`.
+#[inline]
+fn for_each_in(lo: [i128; 3], hi: [i128; 3], mut f: impl FnMut(WorldPos)) {
+    for z in lo[2]..=hi[2] {
+        for y in lo[1]..=hi[1] {
+            for x in lo[0]..=hi[0] {
+                f(WorldPos::new(x, y, z));
+            }
+        }
+    }
+}
+
+fn overlaps(b: &VoxelBox, lo: [i128; 3], hi: [i128; 3]) -> bool {
+    (0..3).all(|a| lo[a] <= b.max.axis(a) && b.min.axis(a) <= hi[a])
+}
+
+/// Whether the box `lo..=hi` lies outside `bounds` on an axis along which it does not move
+/// towards them (so it never touches them again); `true` without bounds.
+fn leaves(bounds: Option<&VoxelBox>, lo: [i128; 3], hi: [i128; 3], d: Vec3) -> bool {
+    let Some(b) = bounds else {
+        return true;
+    };
+    (0..3).any(|a| (lo[a] > b.max.axis(a) && d[a] >= 0.0) || (hi[a] < b.min.axis(a) && d[a] <= 0.0))
+}

@@ -1,0 +1,342 @@
+//! Collide and slide: a box moved by a displacement, stopping at contact, dropping the blocked
+//! component and going on with the rest, as character controllers move.
+
+use glam::{BVec3, DVec3, Vec3};
+
+use crate::boxcast::{BoxCast, BoxCastError, BoxCastOutcome, End, walk};
+use crate::coords::WorldPos;
+use crate::ray::{OriginPolicy, RaycastOptions, add_whole, difference, split_sub};
+use crate::world::VoxelWorld;
+
+/// How [`collide_and_slide`] moves a box.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SlideOptions {
+    /// Which voxels stop the box and what unloaded chunks do. The origin policy says what a box
+    /// that starts touching stopping voxels does: under [`OriginPolicy::Report`] it does not
+    /// move ([`Slide::stuck`]); under the others those voxels are ignored, so it can walk out of
+    /// a block placed on it. The default ignores them.
+    pub cast: RaycastOptions,
+    /// Height in voxels of a ledge the box climbs when a horizontal move (x or z) is blocked:
+    /// the box is lifted by up to this much, moved on horizontally, and put down again, when
+    /// that gets it farther. 0 (the default) never climbs; 1 climbs one-voxel ledges (a little
+    /// more, say 1.01, also climbs them from a box resting a hair above the ground).
+    pub step_up: f32,
+}
+
+impl Default for SlideOptions {
+    fn default() -> Self {
+        Self {
+            cast: RaycastOptions {
+                origin: OriginPolicy::SkipOriginVoxel,
+                ..RaycastOptions::default()
+            },
+            step_up: 0.0,
+        }
+    }
+}
+
+/// Where [`collide_and_slide`] left the box.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Slide {
+    /// The voxel holding the box's centre.
+    pub center: WorldPos,
+    /// The centre inside `center`, each component in `[0, 1)`.
+    pub center_offset: Vec3,
+    /// How far the box moved on each axis, in voxels (f64, exact to f64 precision).
+    pub moved: DVec3,
+    /// The axes on which a contact stopped the box (a wall on x or z, a floor or ceiling on y).
+    pub blocked: BVec3,
+    /// Whether the box climbed a ledge ([`SlideOptions::step_up`]).
+    pub stepped_up: bool,
+    /// Whether the box started touching a stopping voxel under [`OriginPolicy::Report`] (or an
+    /// unloaded one under [`UnloadedPolicy::Stop`](crate::ray::UnloadedPolicy::Stop)) and so
+    /// did not move from there.
+    pub stuck: bool,
+}
+
+/// The most casts one slide makes: one per axis it can be blocked on.
+const PASSES: usize = 3;
+
+/// Moves the box with centre `center` + `center_offset` and `half_extents` by `displacement`
+/// (voxels) through `world`: a box cast along the displacement, the box stopped at the contact
+/// (flush with the touched face, never overlapping a stopping voxel), the blocked component
+/// dropped and the rest cast again, at most three passes (see the box cast rules in the crate
+/// docs). Under [`UnloadedPolicy::Stop`](crate::ray::UnloadedPolicy::Stop) unloaded voxels
+/// block as walls do. A zero displacement returns the box where it is.
+///
+/// # Errors
+/// [`BoxCastError`] for a bad centre, half extents or displacement (a non-finite component),
+/// or one that moves the box out of the i128 world or farther than
+/// [`MAX_DISTANCE_CAP`](crate::ray::MAX_DISTANCE_CAP).
+pub fn collide_and_slide(
+    center: WorldPos,
+    center_offset: Vec3,
+    half_extents: Vec3,
+    displacement: Vec3,
+    world: &VoxelWorld,
+    opts: &SlideOptions,
+) -> Result<Slide, BoxCastError> {
+    if !displacement.is_finite() {
+        return Err(crate::ray::RayError::InfiniteDirection.into());
+    }
+    // Checks the box; the centre's normalised form.
+    let probe = BoxCast::new(center, center_offset, half_extents, Vec3::X, 0.0)?;
+    let start = (probe.center, probe.center_offset);
+    let mut pos = start;
+    let mut slide = Slide {
+        center: pos.0,
+        center_offset: pos.1,
+        moved: DVec3::ZERO,
+        blocked: BVec3::FALSE,
+        stepped_up: false,
+        stuck: false,
+    };
+    let mut rest = displacement.as_dvec3();
+    let mut tried_step = false;
+    for _ in 0..PASSES {
+        match slide_pass(pos, half_extents, rest, world, &opts.cast)? {
+            Pass::Free(p) => {
+                pos = p;
+                break;
+            }
+            Pass::Stuck => {
+                slide.stuck = true;
+                break;
+            }
+            Pass::Blocked { at, axis, left } => {
+                pos = at;
+                rest = left;
+                if axis != 1 && opts.step_up > 0.0 && !tried_step {
+                    tried_step = true;
+                    if let Some((p, r)) = step_up(pos, half_extents, rest, world, opts)? {
+                        (pos, rest) = (p, r);
+                        slide.stepped_up = true;
+                        continue;
+                    }
+                }
+                slide.blocked.set(axis, true);
+                rest[axis] = 0.0;
+            }
+        }
+    }
+    slide.center = pos.0;
+    slide.center_offset = pos.1;
+    slide.moved = difference(start.0, start.1, pos.0, pos.1)?;
+    Ok(slide)
+}
+
+/// A box's centre: its voxel and the offset in it.
+type Place = (WorldPos, Vec3);
+
+/// What one cast of a slide did.
+enum Pass {
+    /// Moved the whole displacement to here.
+    Free((WorldPos, Vec3)),
+    /// Started touching a stopping voxel under `Report`: no move.
+    Stuck,
+    /// Stopped at `at` by a contact on `axis`, with `left` of the displacement not done.
+    Blocked {
+        at: (WorldPos, Vec3),
+        axis: usize,
+        left: DVec3,
+    },
+}
+
+/// One cast along `rest` from `pos`, and the box placed where it stops.
+fn slide_pass(
+    pos: (WorldPos, Vec3),
+    h: Vec3,
+    rest: DVec3,
+    world: &VoxelWorld,
+    opts: &RaycastOptions,
+) -> Result<Pass, BoxCastError> {
+    let len = rest.length();
+    if len == 0.0 {
+        return Ok(Pass::Free(pos));
+    }
+    let dir = (rest / len).as_vec3();
+    let cast = BoxCast::new(pos.0, pos.1, h, dir, len as f32)?;
+    let prepared = cast.prepare()?;
+    let (outcome, end) = walk(&prepared, world, opts);
+    let t = match outcome {
+        BoxCastOutcome::Miss => {
+            // The cast's own path to its end, kept out of layers the cast did not enter.
+            let moved = cast.direction.as_dvec3() * f64::from(cast.max_distance);
+            let at = advance((cast.center, cast.center_offset), moved)
+                .ok_or(BoxCastError::OutOfWorld)?;
+            let at = if end.left_bounds {
+                at
+            } else {
+                place_at_contact(at, h, &prepared.axes, &end)
+            };
+            return Ok(Pass::Free(inside(at, h)?));
+        }
+        BoxCastOutcome::StartsInside { .. } => return Ok(Pass::Stuck),
+        BoxCastOutcome::Unloaded { .. } if end.axis > 2 => return Ok(Pass::Stuck),
+        BoxCastOutcome::Invalid(e) => return Err(e),
+        BoxCastOutcome::Hit(hit) => hit.distance,
+        BoxCastOutcome::Unloaded { distance, .. } => distance,
+    };
+    // The cast's own (normalised) direction and start, so that the move is the cast's.
+    let moved = cast.direction.as_dvec3() * f64::from(t);
+    let at = advance((cast.center, cast.center_offset), moved).ok_or(BoxCastError::OutOfWorld)?;
+    let at = inside(place_at_contact(at, h, &prepared.axes, &end), h)?;
+    let done = difference(pos.0, pos.1, at.0, at.1)?;
+    Ok(Pass::Blocked {
+        at,
+        axis: end.axis,
+        left: rest - done,
+    })
+}
+
+/// Tries to climb a ledge at a blocked horizontal move: lift by up to `step_up`, move the
+/// horizontal part of `rest` from there, put the box down again. `Some` (the new position and
+/// what is left of `rest`) when that moved the box horizontally at all.
+fn step_up(
+    pos: (WorldPos, Vec3),
+    h: Vec3,
+    rest: DVec3,
+    world: &VoxelWorld,
+    opts: &SlideOptions,
+) -> Result<Option<(Place, DVec3)>, BoxCastError> {
+    let horizontal = DVec3::new(rest.x, 0.0, rest.z);
+    let lift = DVec3::new(0.0, f64::from(opts.step_up), 0.0);
+    let up = match slide_pass(pos, h, lift, world, &opts.cast)? {
+        Pass::Free(p) | Pass::Blocked { at: p, .. } => p,
+        Pass::Stuck => return Ok(None),
+    };
+    let raised = difference(pos.0, pos.1, up.0, up.1)?.y;
+    let across = match slide_pass(up, h, horizontal, world, &opts.cast)? {
+        Pass::Free(p) | Pass::Blocked { at: p, .. } => p,
+        Pass::Stuck => return Ok(None),
+    };
+    let gone = difference(up.0, up.1, across.0, across.1)?;
+    if gone.x == 0.0 && gone.z == 0.0 {
+        return Ok(None);
+    }
+    let down = match slide_pass(across, h, DVec3::new(0.0, -raised, 0.0), world, &opts.cast)? {
+        Pass::Free(p) | Pass::Blocked { at: p, .. } => p,
+        Pass::Stuck => return Ok(None),
+    };
+    let left = DVec3::new(rest.x - gone.x, rest.y, rest.z - gone.z);
+    Ok(Some((down, left)))
+}
+
+/// `pos`, when the box there lies inside the i128 world.
+fn inside(pos: Place, h: Vec3) -> Result<Place, BoxCastError> {
+    BoxCast::new(pos.0, pos.1, h, Vec3::X, 0.0).map(|_| pos)
+}
+
+/// `pos` moved by `delta` voxels, each axis's offset rounded towards `pos` (so the box never
+/// goes farther than asked); `None` outside the i128 world.
+fn advance(pos: (WorldPos, Vec3), delta: DVec3) -> Option<(WorldPos, Vec3)> {
+    let mut p = pos.0;
+    let mut sub = pos.1;
+    for a in 0..3 {
+        if delta[a] == 0.0 {
+            continue;
+        }
+        let x = f64::from(pos.1[a]) + delta[a];
+        let whole = x.floor();
+        let frac = x - whole;
+        let mut f = frac as f32;
+        if delta[a] > 0.0 && f64::from(f) > frac {
+            f = f.next_down();
+        } else if delta[a] < 0.0 && f64::from(f) < frac {
+            f = f.next_up();
+        }
+        let (w, s) = split_sub(add_whole(pos.0.axis(a), whole)?, f).ok()?;
+        set(&mut p, a, w);
+        sub[a] = s;
+    }
+    Some((p, sub))
+}
+
+fn set(p: &mut WorldPos, a: usize, v: i128) {
+    match a {
+        0 => p.x = v,
+        1 => p.y = v,
+        _ => p.z = v,
+    }
+}
+
+/// `at` (the box moved by the contact's distance) placed so that it overlaps no voxel the cast
+/// had not reached: on each moving axis its leading face no farther than the plane the cast
+/// reached (the near face of a layer entered at the contact, else the far face of the
+/// leading layer), and on the contact's axis flush against the touched face.
+fn place_at_contact(
+    at: (WorldPos, Vec3),
+    h: Vec3,
+    axes: &[crate::boxcast::Axis; 3],
+    end: &End,
+) -> (WorldPos, Vec3) {
+    let mut pos = at;
+    for a in 0..3 {
+        let ax = &axes[a];
+        if !ax.moving {
+            continue;
+        }
+        let entered = end.entered >> a & 1 != 0;
+        // A plane past the i128 world cannot be reached: nothing to keep the box from.
+        let plane = match (ax.step > 0, entered) {
+            (true, true) => Some(end.hi[a]),
+            (true, false) => end.hi[a].checked_add(1),
+            (false, true) => end.lo[a].checked_add(1),
+            (false, false) => Some(end.lo[a]),
+        };
+        let Some(plane) = plane else {
+            continue;
+        };
+        let face = lead_face(pos.0.axis(a), pos.1[a], h[a], ax.step);
+        let past = if ax.step > 0 {
+            face > (plane, 0.0)
+        } else {
+            face < (plane, 0.0)
+        };
+        if (past || a == end.axis)
+            && let Some((w, s)) = flush_at(plane, h[a], ax.step)
+        {
+            set(&mut pos.0, a, w);
+            pos.1[a] = s;
+        }
+    }
+    pos
+}
+
+/// The leading face of a box on one axis, by rule 1: the offset plus or minus the half extent,
+/// rounded to f32 once, split into a voxel and a fraction (`(origin, 0.0)` if that fails, which
+/// a checked box cannot).
+fn lead_face(origin: i128, sub: f32, h: f32, step: i8) -> (i128, f32) {
+    let v = if step > 0 { sub + h } else { sub - h };
+    split_sub(origin, v).unwrap_or((origin, 0.0))
+}
+
+/// A centre on one axis whose leading face (rule 1) lies on `plane` or, where f32 cannot put it
+/// there, as close behind it as f32 allows; `None` when that centre is outside the i128 world.
+fn flush_at(plane: i128, h: f32, step: i8) -> Option<(i128, f32)> {
+    // The centre lies `h` behind the plane: whole voxels in the i128 part, the rest in f32.
+    let back = -f64::from(step) * f64::from(h);
+    let whole = back.floor();
+    let base = plane.checked_add(whole as i128)?;
+    let mut sub = (back - whole) as f32;
+    if sub >= 1.0 {
+        sub = 1.0f32.next_down();
+    }
+    for _ in 0..8 {
+        let face = lead_face(base, sub, h, step);
+        let ok = if step > 0 {
+            face <= (plane, 0.0)
+        } else {
+            face >= (plane, 0.0)
+        };
+        if ok {
+            break;
+        }
+        sub = if step > 0 {
+            sub.next_down()
+        } else {
+            sub.next_up()
+        };
+    }
+    split_sub(base, sub).ok()
+}
