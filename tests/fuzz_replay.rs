@@ -51,6 +51,11 @@ fn edits_corpus() {
 }
 
 #[test]
+fn boxcast_corpus() {
+    replay("boxcast", harness::boxcast::run);
+}
+
+#[test]
 fn grid_corpus() {
     replay("grid", harness::grid::run);
 }

@@ -10,6 +10,7 @@
 //! every voxel and chunk box of a [`model::Model`] of the world (the slab test, in f64) and
 //! accepts any of the answers that are tied within the f32 arithmetic's reach.
 
+pub mod boxcast;
 pub mod camera;
 pub mod edits;
 #[cfg(feature = "gpu")]
