@@ -34,6 +34,7 @@
 //!   best is reported. World building (and parry's `Voxels` build, the occupancy grid, the GPU
 //!   upload) is timed separately and not part of rays/s.
 
+mod boxes;
 mod output;
 mod streaming;
 
@@ -102,6 +103,11 @@ struct Args {
     /// one-chunk move, and of a jump that fills the window anew).
     #[arg(long)]
     streaming: bool,
+    /// Instead of the workloads: W8 alone, box casts of player-sized boxes on the terrain
+    /// (voxcast's box casts against parry3d's `cast_shapes`). A full run without --workload
+    /// ends with it.
+    #[arg(long)]
+    boxes: bool,
 }
 
 /// Run sizes after flags.
@@ -950,6 +956,12 @@ fn main() {
         streaming::print_streaming(&machine, gpu.as_ref().ok().map(GpuEngine::raycaster));
         return;
     }
+    let w8_casts = if cfg.mode == "quick" { 20_000 } else { 100_000 };
+    if args.boxes {
+        boxes::print_boxes(&machine, w8_casts, cfg.repeats);
+        return;
+    }
+    let with_w8 = args.workload.is_empty();
     // W7 needs fastanvil's region: from Cargo, or named by VOXCAST_W7_REGION (the GPU bundle).
     let w7 = [WorkloadId::W7, WorkloadId::W7Sight, WorkloadId::W7Camera];
     if workloads.iter().any(|w| w7.contains(w)) && peers::region_path().is_none() {
@@ -970,5 +982,9 @@ fn main() {
         print_json(&machine, &cfg, &reports);
     } else {
         print_table(&machine, &cfg, &reports);
+        if with_w8 {
+            println!();
+            boxes::print_boxes(&machine, w8_casts, cfg.repeats);
+        }
     }
 }

@@ -8,9 +8,10 @@
 //! occupancy) happens once, outside any timing.
 
 use crate::scene::{Sparse, SplitMix64, Terrain};
+use parry3d::math::Pose;
 use parry3d::math::{IVector, Vector};
-use parry3d::query::{Ray, RayCast};
-use parry3d::shape::Voxels;
+use parry3d::query::{Ray, RayCast, ShapeCastOptions, cast_shapes};
+use parry3d::shape::{Cuboid, Voxels};
 use voxcast::agent_segment;
 use voxcast::glam::Vec3;
 use voxcast::{
@@ -35,6 +36,10 @@ pub const W5_RADIUS: f64 = 64.0;
 const SEED_W6: u64 = 0x5736;
 /// Seed of W7's points and directions.
 const SEED_W7: u64 = 0x5737;
+/// Seed of W8's boxes and moves.
+const SEED_W8: u64 = 0x5738;
+/// W8: the player's box, half extents in voxels.
+pub const W8_HALF: Vec3 = Vec3::new(0.3, 0.9, 0.3);
 /// W6: how many agents sense.
 pub const W6_AGENTS: usize = 2_000;
 
@@ -524,6 +529,61 @@ fn start_f32(r: &VoxelRay) -> [f32; 3] {
     ]
 }
 
+/// W8: `n` player-sized boxes ([`W8_HALF`]) standing on the standard terrain (their bottom
+/// face flush on the ground or water), each moving 0.5 to 4 voxels in a random direction:
+/// three in four mostly horizontal (a walk or a jump), one in four downwards (a fall).
+#[must_use]
+pub fn w8_casts(n: usize) -> (VoxelWorld, Vec<voxcast::BoxCast>) {
+    let t = Terrain::STANDARD;
+    let mut rng = SplitMix64::new(SEED_W8);
+    let casts = t
+        .agents(n, SEED_W8)
+        .iter()
+        .enumerate()
+        .filter_map(|(i, a)| {
+            let yaw = rng.next_f32() * std::f32::consts::TAU;
+            let y = if i % 4 == 3 {
+                -0.3 - rng.next_f32()
+            } else {
+                rng.next_f32() * 0.8 - 0.3
+            };
+            let dir = Vec3::new(yaw.cos(), y, yaw.sin());
+            let len = 0.5 + 3.5 * rng.next_f32();
+            let sub = Vec3::new(a.offset.x, W8_HALF.y, a.offset.z);
+            voxcast::BoxCast::new(a.position, sub, W8_HALF, dir, len).ok()
+        })
+        .collect();
+    (t.build(), casts)
+}
+
+/// The stopping voxels (non-air) of `world` that the box of `cast` can touch: those in the
+/// box swept over its whole max distance, grown by a voxel. For the box oracle
+/// ([`crate::boxes::contacts`]).
+#[must_use]
+pub fn box_solids_near(
+    world: &VoxelWorld,
+    cast: &voxcast::BoxCast,
+) -> Vec<(WorldPos, voxcast::VoxelId)> {
+    let reach = cast.half_extents + cast.direction.abs() * cast.max_distance + 2.0;
+    let lo = |a: usize| cast.center.axis(a) - reach[a].ceil() as i128;
+    let hi = |a: usize| cast.center.axis(a) + reach[a].ceil() as i128;
+    let mut out = Vec::new();
+    for z in lo(2)..=hi(2) {
+        for y in lo(1)..=hi(1) {
+            for x in lo(0)..=hi(0) {
+                let p = WorldPos::new(x, y, z);
+                if let Some(id) = world
+                    .get_voxel(&p)
+                    .filter(|id| *id != voxcast::VoxelId::AIR)
+                {
+                    out.push((p, id));
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Engine d: parry3d's `Voxels` shape holding the world's non-air voxels (voxel size 1).
 pub struct ParryScene {
     voxels: Voxels,
@@ -569,6 +629,34 @@ impl ParryScene {
     /// Casts every ray in a plain loop (one thread).
     pub fn cast_all(&self, rays: &[VoxelRay]) -> Vec<Answer> {
         rays.iter().map(|r| self.cast(r)).collect()
+    }
+
+    /// Casts one box with `cast_shapes`: a `Cuboid` of the box's half extents at its centre
+    /// (in f32), moving along its direction against the `Voxels` at rest, max time of impact =
+    /// max distance (a unit direction, so time of impact is distance). The time of impact, or
+    /// `None` for no impact.
+    #[inline]
+    pub fn box_cast(&self, c: &voxcast::BoxCast) -> Option<f32> {
+        let centre = Vector::new(
+            c.center.x as f32 + c.center_offset.x,
+            c.center.y as f32 + c.center_offset.y,
+            c.center.z as f32 + c.center_offset.z,
+        );
+        let h = c.half_extents;
+        let cuboid = Cuboid::new(Vector::new(h.x, h.y, h.z));
+        let d = c.direction;
+        let hit = cast_shapes(
+            &Pose::IDENTITY,
+            Vector::ZERO,
+            &self.voxels,
+            &Pose::from_translation(centre),
+            Vector::new(d.x, d.y, d.z),
+            &cuboid,
+            ShapeCastOptions::with_max_time_of_impact(c.max_distance),
+        )
+        .ok()
+        .flatten()?;
+        Some(hit.time_of_impact)
     }
 }
 
