@@ -459,7 +459,7 @@ impl VoxelRay {
 }
 
 #[inline]
-fn set_axis(p: &mut WorldPos, a: usize, v: i128) {
+pub(crate) fn set_axis(p: &mut WorldPos, a: usize, v: i128) {
     match a {
         0 => p.x = v,
         1 => p.y = v,

@@ -5,7 +5,7 @@ use glam::{BVec3, DVec3, Vec3};
 
 use crate::boxcast::{BoxCast, BoxCastError, BoxCastOutcome, End, walk};
 use crate::coords::WorldPos;
-use crate::ray::{OriginPolicy, RaycastOptions, add_whole, difference, split_sub};
+use crate::ray::{OriginPolicy, RaycastOptions, add_whole, difference, set_axis, split_sub};
 use crate::world::VoxelWorld;
 
 /// How [`collide_and_slide`] moves a box.
@@ -246,18 +246,10 @@ fn advance(pos: (WorldPos, Vec3), delta: DVec3) -> Option<(WorldPos, Vec3)> {
             f = f.next_up();
         }
         let (w, s) = split_sub(add_whole(pos.0.axis(a), whole)?, f).ok()?;
-        set(&mut p, a, w);
+        set_axis(&mut p, a, w);
         sub[a] = s;
     }
     Some((p, sub))
-}
-
-fn set(p: &mut WorldPos, a: usize, v: i128) {
-    match a {
-        0 => p.x = v,
-        1 => p.y = v,
-        _ => p.z = v,
-    }
 }
 
 /// `at` (the box moved by the contact's distance) placed so that it overlaps no voxel the cast
@@ -296,7 +288,7 @@ fn place_at_contact(
         if (past || a == end.axis)
             && let Some((w, s)) = flush_at(plane, h[a], ax.step)
         {
-            set(&mut pos.0, a, w);
+            set_axis(&mut pos.0, a, w);
             pos.1[a] = s;
         }
     }
