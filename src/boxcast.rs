@@ -399,7 +399,12 @@ impl Best {
         opts: &RaycastOptions,
     ) {
         match id {
-            Some(id) if opts.blocks.contains(id) && self.hit.is_none_or(|(k, ..)| key < k) => {
+            // Air never stops a box, whatever the filter (as for rays).
+            Some(id)
+                if id != VoxelId::AIR
+                    && opts.blocks.contains(id)
+                    && self.hit.is_none_or(|(k, ..)| key < k) =>
+            {
                 self.hit = Some((key, p, id, axis));
             }
             None if opts.unloaded == UnloadedPolicy::Stop

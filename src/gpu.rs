@@ -19,18 +19,20 @@
 //! mapped; `answers` reads each dispatch back as it finishes and decodes its hits into i128
 //! outcomes in the caller's order, which the [`PendingBatch`] returns. Camera pixels skip the
 //! ray upload (the shader makes them); agent pairs (`agents`) upload two indices a pair, and
-//! sensor rigs (`sensors`) a pose of 32 bytes an agent. The
+//! sensor rigs (`sensors`) a pose of 32 bytes an agent; box casts (`boxes`) go up prepared,
+//! 80 bytes a cast. The
 //! plumbing follows wgpu's `hello_compute`: buffers (input `STORAGE`, output `STORAGE |
 //! COPY_SRC`, readback `MAP_READ | COPY_DST`), pipeline, bind group, dispatch, copy, map, read;
 //! on a device that is the CPU the copies are left out ([`DispatchMemory`]).
 //!
 //! The modules, each importing only those before it: `layout` and `error`; `queue`
 //! (submissions and world writes, in order); `device`; `window`, `store`, `follow` and `world`
-//! (the GPU worlds); `prepare`; `buffers` and `flight`; `answers`; `agents` and `sensors`;
+//! (the GPU worlds); `prepare`; `buffers` and `flight`; `answers`; `agents`, `sensors` and `boxes`;
 //! `probe` (the self-check at creation); `raycaster`.
 
 mod agents;
 mod answers;
+mod boxes;
 mod buffers;
 mod device;
 mod error;

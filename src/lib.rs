@@ -97,7 +97,8 @@
 //!
 //! ## Parity contract
 //! For every valid ray the GPU gives the CPU reference's outcome, voxel, face normal and id,
-//! and the same distance bit for bit; UV may differ by `1e-5`.
+//! and the same distance bit for bit; UV may differ by `1e-5`. The same holds for every valid
+//! box cast (`gpu::GpuRaycaster::box_cast` against [`box_cast_batch`]).
 //!
 //! On a window that follows a centre (`gpu::GpuRaycaster::upload_window`), which holds a box of
 //! the world's chunks, this holds for every ray that stays in the box. A ray that leaves the

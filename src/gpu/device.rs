@@ -68,11 +68,14 @@ pub(super) struct Device {
     pub(super) period_ns: f64,
     /// Whether dispatch buffers are shared with the host (see [`DispatchMemory::Auto`]).
     pub(super) host_shared: bool,
+    /// Whether the device is a software rasteriser (`DeviceType::Cpu`), whose shaders may run
+    /// their loops a limited number of times (see [`GpuError::BoxCastTooLong`]).
+    pub(super) loop_budget: bool,
     /// Why the device was lost, once it was (set by the lost callback, where voxcast owns it).
     lost: Arc<Mutex<Option<String>>>,
     /// The bind group and pipeline layouts of the ray entry points, of `cast_pairs` and of
     /// `cast_sensors` ([`layout_index`]).
-    layouts: [(wgpu::BindGroupLayout, wgpu::PipelineLayout); 3],
+    layouts: [(wgpu::BindGroupLayout, wgpu::PipelineLayout); 4],
     module: wgpu::ShaderModule,
     /// The pipelines made so far, by entry point and option flags.
     pipelines: Mutex<FxHashMap<(Entry, u32), wgpu::ComputePipeline>>,
@@ -159,6 +162,7 @@ impl Device {
         config: GpuConfig,
     ) -> Result<Self, GpuError> {
         let info = device.adapter_info();
+        let loop_budget = info.device_type == wgpu::DeviceType::Cpu;
         let limits = device.limits();
         let timestamps = device.features().contains(wgpu::Features::TIMESTAMP_QUERY);
         let host_shared = shares_host_memory(&config, info.device_type)
@@ -189,7 +193,8 @@ impl Device {
         // The world's and the dispatch's parameters (bindings 0 to 5), then per entry point
         // its input and output: rays and hits (6, 7) for cast_rays and cast_camera; pairs,
         // agents and the pairs' bits and answers (8, 9, 10) for cast_pairs; poses, rig and
-        // words or answers (11, 12, 13) for cast_sensors.
+        // words or answers (11, 12, 13) for cast_sensors; box casts and answers (14, 15) for
+        // cast_boxes.
         let shared = [
             buffer(0, uniform),
             buffer(1, read),
@@ -220,6 +225,7 @@ impl Device {
             "voxcast sensors",
             &[buffer(11, read), buffer(12, read), buffer(13, write)],
         );
+        let boxes = make_layout("voxcast boxes", &[buffer(14, read), buffer(15, write)]);
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(GpuError::Device(format!("shader rejected: {e}")));
         }
@@ -242,8 +248,9 @@ impl Device {
             limits,
             timestamps,
             host_shared,
+            loop_budget,
             lost,
-            layouts: [rays, pairs, sensors],
+            layouts: [rays, pairs, sensors, boxes],
             module,
             pipelines: Mutex::new(pipelines),
         })
@@ -308,12 +315,13 @@ impl Device {
 
 /// Which of the device's layouts `entry`'s pipelines use: rays and cameras bind rays and hits
 /// (6, 7), pairs their pairs, agents and output (8 to 10), sensors their poses, rig and output
-/// (11 to 13).
+/// (11 to 13), box casts theirs and their answers (14, 15).
 fn layout_index(entry: Entry) -> usize {
     match entry {
         Entry::Rays | Entry::Camera => 0,
         Entry::Pairs => 1,
         Entry::Sensors => 2,
+        Entry::Boxes => 3,
     }
 }
 

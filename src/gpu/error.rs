@@ -151,6 +151,15 @@ pub enum GpuError {
          returned, and submit a new batch for new answers"
     )]
     AlreadyTaken,
+    /// A box cast needs more loop iterations than a software driver lets a shader run: Mesa's
+    /// llvmpipe (lavapipe) ends a shader's loops after 65535 iterations for each group of
+    /// invocations it runs together, so on such a device (`wgpu::DeviceType::Cpu`) a cast
+    /// may look at about 8,000 voxels (its start box, then every layer it enters) before the
+    /// batch fails with this error instead of answering wrongly.
+    #[error(
+        "a box cast looks at more voxels than this software GPU lets a shader loop over (Mesa's          llvmpipe: 65535 loop iterations per group of invocations): cast long sweeps of large          boxes on the CPU (box_cast_batch), or on a hardware GPU"
+    )]
+    BoxCastTooLong,
     /// The GPU returned a result the host cannot decode (a bug: please report it).
     #[error("internal GPU error (a bug in voxcast: please report it): {0}")]
     Internal(String),

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use crate::gpu::buffers::{BufferPool, DispatchBuffers, FILTER_AT, FILTER_BYTES, INPUT_AT};
 use crate::gpu::device::Device;
 use crate::gpu::error::{GpuError, device_error};
-use crate::gpu::layout::{Entry, GpuHit, GpuParams, GpuPose, GpuRay, WORKGROUP_SIZE};
+use crate::gpu::layout::{Entry, GpuBox, GpuHit, GpuParams, GpuPose, GpuRay, WORKGROUP_SIZE};
 use crate::gpu::prepare::HostStaging;
 use crate::gpu::queue::{Dispatch, WorldSync};
 use crate::gpu::world::GpuWorld;
@@ -157,6 +157,8 @@ pub(super) enum Items {
         rays: u32,
         details: bool,
     },
+    /// Box casts prepared on the host.
+    Boxes(Vec<GpuBox>),
 }
 
 impl Items {
@@ -166,6 +168,7 @@ impl Items {
             Items::Camera(n) => u64::from(*n),
             Items::Pairs { pairs, .. } => pairs.len() as u64,
             Items::Sensors { poses, rays, .. } => poses.len() as u64 * u64::from(*rays),
+            Items::Boxes(boxes) => boxes.len() as u64,
         }
     }
 
@@ -204,6 +207,10 @@ impl Items {
                 let poses = n / u64::from((*rays).max(1));
                 (poses * size_of::<GpuPose>() as u64, n * per_ray)
             }
+            Items::Boxes(_) => (
+                n * size_of::<GpuBox>() as u64,
+                n * size_of::<GpuHit>() as u64,
+            ),
         }
     }
 
@@ -225,6 +232,7 @@ impl Items {
                 let r = u64::from((*rays).max(1));
                 bytemuck::cast_slice(&poses[(base / r) as usize..((base + count) / r) as usize])
             }
+            Items::Boxes(boxes) => bytemuck::cast_slice(&boxes[range]),
         };
         let mut view = buffer
             .slice(at..at + bytes.len() as u64)
@@ -558,6 +566,10 @@ impl Flight {
                 entries.push(input(11));
                 entries.push(entry(12, rig));
                 entries.push(entry(13, &set.output));
+            }
+            Items::Boxes(_) => {
+                entries.push(input(14));
+                entries.push(entry(15, &set.output));
             }
         }
         self.batches

@@ -51,6 +51,9 @@ pub(super) const FLAG_TOROIDAL: u32 = 128;
 /// The world may hold chunks outside the window's box (a window that follows a centre): a
 /// ray that leaves the box ends as unloaded there.
 pub(super) const FLAG_PARTIAL: u32 = 256;
+/// The device is a software rasteriser whose loops a shader may run a limited number of times
+/// in all (llvmpipe): box casts that would need more end as `STATUS_RUNAWAY`.
+pub(super) const FLAG_LOOP_BUDGET: u32 = 512;
 
 // A ray's flags (`GpuRay::flags`).
 pub(super) const RAY_NEGATIVE_SHIFT: u32 = 3;
@@ -67,6 +70,8 @@ pub(super) const COUNT_MAX: u32 = (1 << 17) - 1;
 pub(super) const STATUS_MISS: u32 = 0;
 pub(super) const STATUS_HIT: u32 = 1;
 pub(super) const STATUS_UNLOADED: u32 = 2;
+/// The walk ran past its step limit (or a box cast past its loop budget).
+pub(super) const STATUS_RUNAWAY: u32 = 3;
 /// A pair's eyes are too close for a segment (`cast_pairs`).
 pub(super) const STATUS_ZERO_LENGTH: u32 = 4;
 /// A pair's eyes are farther apart than [`crate::ray::MAX_DISTANCE_CAP`].
@@ -154,6 +159,33 @@ pub(super) struct GpuPose {
     pub(super) rotation_hi: u32,
 }
 
+/// One box cast as the shader reads it (`GpuBox` in `shaders/dda.wgsl`): 80 bytes, the voxels
+/// window-relative. Per axis, on a moving axis `lead` and `trail` are the start voxels of the
+/// leading and trailing face, on a still axis the box's highest and lowest voxel.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub(super) struct GpuBox {
+    pub(super) lead: [i32; 3],
+    pub(super) flags: u32,
+    pub(super) trail: [i32; 3],
+    pub(super) max_distance: f32,
+    pub(super) lead_b: [f32; 3],
+    pub(super) _pad0: u32,
+    pub(super) trail_b: [f32; 3],
+    pub(super) _pad1: u32,
+    pub(super) inv: [f32; 3],
+    pub(super) _pad2: u32,
+}
+
+// A box cast's flags (`GpuBox::flags`): three bits per field, bit `a` for axis `a`.
+pub(super) const BOX_MOVING_SHIFT: u32 = 0;
+pub(super) const BOX_NEGATIVE_SHIFT: u32 = 3;
+pub(super) const BOX_LEAD_ON_SHIFT: u32 = 6;
+pub(super) const BOX_TRAIL_ON_SHIFT: u32 = 9;
+pub(super) const BOX_ON_PLANE_SHIFT: u32 = 12;
+/// Each axis's rank for edges and corners (rule 6), two bits each.
+pub(super) const BOX_RANKS_SHIFT: u32 = 15;
+
 /// A compute entry point of the shader.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(super) enum Entry {
@@ -165,6 +197,8 @@ pub(super) enum Entry {
     Pairs,
     /// `cast_sensors`: the rays of a sensor rig from agents' poses.
     Sensors,
+    /// `cast_boxes`: box casts prepared on the host.
+    Boxes,
 }
 
 impl Entry {
@@ -175,6 +209,7 @@ impl Entry {
             Entry::Camera => "cast_camera",
             Entry::Pairs => "cast_pairs",
             Entry::Sensors => "cast_sensors",
+            Entry::Boxes => "cast_boxes",
         }
     }
 }
@@ -253,6 +288,7 @@ mod tests {
             ("FLAG_STEP_EMPTY_BRICKS", U(FLAG_STEP_EMPTY_BRICKS)),
             ("FLAG_TOROIDAL", U(FLAG_TOROIDAL)),
             ("FLAG_PARTIAL", U(FLAG_PARTIAL)),
+            ("FLAG_LOOP_BUDGET", U(FLAG_LOOP_BUDGET)),
             ("RAY_NEGATIVE_SHIFT", U(RAY_NEGATIVE_SHIFT)),
             ("RAY_ENTRY_SHIFT", U(RAY_ENTRY_SHIFT)),
             ("RAY_CLIPPED", U(RAY_CLIPPED)),
@@ -262,11 +298,18 @@ mod tests {
             ("STATUS_MISS", U(STATUS_MISS)),
             ("STATUS_HIT", U(STATUS_HIT)),
             ("STATUS_UNLOADED", U(STATUS_UNLOADED)),
+            ("STATUS_RUNAWAY", U(STATUS_RUNAWAY)),
             ("STATUS_ZERO_LENGTH", U(STATUS_ZERO_LENGTH)),
             ("STATUS_TOO_LONG", U(STATUS_TOO_LONG)),
             ("MAX_DISTANCE_CAP", F(crate::ray::MAX_DISTANCE_CAP)),
             ("MIN_SQUARED_LENGTH", F(crate::ray::MIN_SQUARED_LENGTH)),
             ("ROTATION_STEP", F(crate::sensors::ROTATION_STEP)),
+            ("BOX_MOVING_SHIFT", U(BOX_MOVING_SHIFT)),
+            ("BOX_NEGATIVE_SHIFT", U(BOX_NEGATIVE_SHIFT)),
+            ("BOX_LEAD_ON_SHIFT", U(BOX_LEAD_ON_SHIFT)),
+            ("BOX_TRAIL_ON_SHIFT", U(BOX_TRAIL_ON_SHIFT)),
+            ("BOX_ON_PLANE_SHIFT", U(BOX_ON_PLANE_SHIFT)),
+            ("BOX_RANKS_SHIFT", U(BOX_RANKS_SHIFT)),
         ];
         // Constants the host never writes or reads: internal to the shader.
         let shader_only = [
@@ -276,13 +319,13 @@ mod tests {
             "FLAG_ORIGIN_MASK",
             "RAY_ENABLED_SHIFT",
             "STATUS_BITS",
-            "STATUS_RUNAWAY",
             "MAX_ITERATIONS",
             "WALK_HIT",
             "WALK_EMPTY_BRICK",
             "WALK_LEFT_CHUNK",
             "WALK_MISS",
             "ID_LATER",
+            "BOX_LOOP_BUDGET",
         ];
         let m = module();
         let mut seen = Vec::new();
@@ -311,7 +354,13 @@ mod tests {
             );
         }
         // The workgroup size of every entry point.
-        for e in [Entry::Rays, Entry::Camera, Entry::Pairs, Entry::Sensors] {
+        for e in [
+            Entry::Rays,
+            Entry::Camera,
+            Entry::Pairs,
+            Entry::Sensors,
+            Entry::Boxes,
+        ] {
             let point = m
                 .entry_points
                 .iter()
@@ -351,6 +400,7 @@ mod tests {
         assert_eq!(size_of_wgsl("GpuHit"), size_of::<GpuHit>(), "GpuHit");
         assert_eq!(size_of_wgsl("GpuAgent"), size_of::<GpuAgent>(), "GpuAgent");
         assert_eq!(size_of_wgsl("GpuPose"), size_of::<GpuPose>(), "GpuPose");
+        assert_eq!(size_of_wgsl("GpuBox"), size_of::<GpuBox>(), "GpuBox");
         assert_eq!(size_of_wgsl("Params"), size_of::<GpuParams>(), "Params");
     }
 }

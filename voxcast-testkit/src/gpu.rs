@@ -9,6 +9,7 @@ use crate::common;
 use crate::scene::{Sparse, SplitMix64, Terrain, WATER};
 use voxcast::glam::Quat;
 use voxcast::gpu::{GpuError, GpuRaycaster, GpuWorld, Visibility, wgpu};
+use voxcast::{BoxCast, BoxCastOutcome, box_cast_batch};
 use voxcast::{
     Camera, ChunkPos, LineOfSight, LineOfSightOptions, MaterialFilter, RaycastOptions,
     RaycastOutcome, UnloadedPolicy, VoxelId, VoxelRay, VoxelWorld, WorldPos, glam::Vec3,
@@ -947,4 +948,120 @@ pub fn seen_world(gw: &GpuWorld, world: &VoxelWorld) -> VoxelWorld {
         }
     }
     out
+}
+
+/// Box casts made from `rays` (same start, direction and max distance), with half extents
+/// that vary by cast: 0 (a ray), 0.3, 0.5 (a voxel wide, faces on the grid from a half
+/// offset), 0.9, 1, 2.5 and the cap, 8, per axis. Max distances are cut to what a cast of
+/// that size may sweep on llvmpipe (`GpuError::BoxCastTooLong`): 100 voxels for boxes up to 2
+/// wide, 40 up to 5 wide, 1 for the largest.
+#[must_use]
+pub fn boxes_of(rays: &[VoxelRay], seed: u64) -> Vec<BoxCast> {
+    let mut rng = SplitMix64::new(seed);
+    let halves = [0.0, 0.3, 0.5, 0.9, 1.0, 2.5, voxcast::MAX_HALF_EXTENT];
+    rays.iter()
+        .filter_map(|r| {
+            let mut pick = || halves[rng.below(halves.len() as u64 - 1) as usize];
+            let mut h = Vec3::new(pick(), pick(), pick());
+            // One cast in 16 the largest box.
+            if rng.below(16) == 0 {
+                h = Vec3::splat(voxcast::MAX_HALF_EXTENT);
+            }
+            let reach = match h.max_element() {
+                m if m <= 1.0 => 100.0,
+                m if m <= 2.5 => 40.0,
+                _ => 1.0,
+            };
+            let max = r.max_distance.min(reach);
+            BoxCast::new(r.origin, r.sub_offset, h, r.direction, max).ok()
+        })
+        .collect()
+}
+
+/// Whether two box answers are equal under the parity contract: the same outcome, voxel, face
+/// and id, and the same distance bit for bit.
+#[must_use]
+pub fn same_box_answer(a: &BoxCastOutcome, b: &BoxCastOutcome) -> bool {
+    let bits = |o: &BoxCastOutcome| match o {
+        BoxCastOutcome::Hit(h) => Some(h.distance.to_bits()),
+        BoxCastOutcome::Unloaded { distance, .. } => Some(distance.to_bits()),
+        _ => None,
+    };
+    a == b && bits(a) == bits(b)
+}
+
+/// Box casts on the GPU against [`box_cast_batch`] on `world`, cast by cast, under `opts`.
+pub fn check_boxes(
+    gpu: &GpuRaycaster,
+    what: &str,
+    world: &VoxelWorld,
+    gw: &GpuWorld,
+    casts: &[BoxCast],
+    opts: &RaycastOptions,
+) {
+    let g = gpu
+        .box_cast(casts, gw, opts)
+        .unwrap_or_else(|e| panic!("{what}: GPU error: {e}"));
+    let c = box_cast_batch(casts, world, opts);
+    assert_eq!(g.len(), c.len(), "{what}: answer count");
+    let bad: Vec<usize> = (0..g.len())
+        .filter(|&i| !same_box_answer(&g[i], &c[i]))
+        .collect();
+    if !bad.is_empty() {
+        let mut msg = format!(
+            "{what}: {} of {} box casts differ\n",
+            bad.len(),
+            casts.len()
+        );
+        for &i in bad.iter().take(5) {
+            msg += &format!(
+                "  cast #{i}: {:?}\n    gpu: {:?}\n    cpu: {:?}\n",
+                casts[i], g[i], c[i]
+            );
+        }
+        panic!("{msg}");
+    }
+}
+
+/// Box casts, GPU against CPU: player boxes on the terrain and adversarial casts (grid-aligned
+/// starts and extents, axis-aligned and 45° moves, zero components, chunk faces, negative
+/// coordinates) under every option; boxes in a world at the top of i128.
+pub fn box_parity(gpu: &GpuRaycaster) {
+    let (t, tw) = terrain();
+    let gw = gpu.upload_world(tw).expect("upload terrain");
+    let mut rays = t.reach_rays(2_000, 70);
+    rays.extend(adversarial_rays(WorldPos::new(100, 40, 90), 1_500, 71));
+    rays.extend(adversarial_rays(WorldPos::new(-40, 120, -40), 500, 72));
+    let casts = boxes_of(&rays, 73);
+    for opts in every_option() {
+        check_boxes(
+            gpu,
+            &format!("boxes on the terrain {opts:?}"),
+            tw,
+            &gw,
+            &casts,
+            &opts,
+        );
+    }
+    // At the top of the i128 world: the window's high faces are its edge.
+    let top = i128::MAX - 40;
+    let mut w = VoxelWorld::new();
+    for (p, id) in
+        common::random_solids(74, WorldPos::new(top - 20, top - 20, top - 20), 40, 0.05, 3)
+    {
+        w.set_voxel(p, id);
+    }
+    let gw = gpu.upload_world(&w).expect("upload the edge world");
+    let rays = adversarial_rays(WorldPos::new(top, top, top), 2_000, 75);
+    let casts = boxes_of(&rays, 76);
+    for opts in every_option().into_iter().step_by(2) {
+        check_boxes(
+            gpu,
+            &format!("boxes at the i128 edge {opts:?}"),
+            &w,
+            &gw,
+            &casts,
+            &opts,
+        );
+    }
 }

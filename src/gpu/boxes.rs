@@ -1,0 +1,202 @@
+//! Box casts on the GPU: each cast prepared on the host as the CPU prepares it (`BoxCast`'s
+//! per-axis state, window-relative, 80 bytes), walked by `cast_box` in `shaders/dda.wgsl` (the
+//! twin of `walk` in `src/boxcast.rs`), its answer read back as a ray's (20 bytes). Casts the
+//! shader cannot place (too far from the window for its i32 voxels) are answered on the host.
+
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+use crate::boxcast::{BoxCast, BoxCastOutcome, BoxHit, Prepared};
+use crate::coords::WorldPos;
+use crate::gpu::answers::{Collector, decode};
+use crate::gpu::error::GpuError;
+use crate::gpu::flight::{Batches, Binding, Flight, Items};
+use crate::gpu::layout::{
+    BOX_LEAD_ON_SHIFT, BOX_MOVING_SHIFT, BOX_NEGATIVE_SHIFT, BOX_ON_PLANE_SHIFT, BOX_RANKS_SHIFT,
+    BOX_TRAIL_ON_SHIFT, Entry, FLAG_LOOP_BUDGET, GpuBox, GpuHit, GpuRay, STATUS_RUNAWAY,
+    option_flags,
+};
+use crate::gpu::window::Window;
+use crate::gpu::world::GpuWorld;
+use crate::ray::{RaycastOptions, RaycastOutcome, UnloadedPolicy};
+
+/// How far outside its window a box may start and still be cast by the shader, in voxels: its
+/// window-relative voxels, plus the max distance, stay far inside i32.
+const REACH: i128 = 1 << 29;
+
+/// `p` on the shader's terms: the cast's per-axis state relative to the window's lowest voxel,
+/// or `None` when a voxel of it lies more than [`REACH`] outside the window.
+fn gpu_box(p: &Prepared, w: &Window) -> Option<GpuBox> {
+    let lowest = w.absolute([0; 3])?;
+    let rel = |v: i128, a: usize| -> Option<i32> {
+        let r = v.checked_sub(lowest.axis(a))?;
+        (-REACH..REACH).contains(&r).then_some(r as i32)
+    };
+    let ranks = p.ranks();
+    let mut b = GpuBox {
+        max_distance: p.max_distance,
+        ..GpuBox::default()
+    };
+    for (a, ax) in p.axes.iter().enumerate() {
+        let bit = |on: bool, shift: u32| u32::from(on) << (shift + a as u32);
+        b.flags |= bit(ax.moving, BOX_MOVING_SHIFT)
+            | bit(ax.step < 0, BOX_NEGATIVE_SHIFT)
+            | bit(ax.lead_on, BOX_LEAD_ON_SHIFT)
+            | bit(ax.trail_on, BOX_TRAIL_ON_SHIFT)
+            | bit(ax.on_plane, BOX_ON_PLANE_SHIFT)
+            | u32::from(ranks[a]) << (BOX_RANKS_SHIFT + 2 * a as u32);
+        let (lead, trail) = if ax.moving {
+            (ax.lead0, ax.trail0)
+        } else {
+            (ax.start_hi, ax.start_lo)
+        };
+        b.lead[a] = rel(lead, a)?;
+        b.trail[a] = rel(trail, a)?;
+        b.lead_b[a] = ax.lead_b;
+        b.trail_b[a] = ax.trail_b;
+        b.inv[a] = ax.inv;
+    }
+    Some(b)
+}
+
+/// The answer for a cast too far from the window for the shader: nothing there is held, so
+/// under `Air` nothing stops it (it cannot reach the window within its max distance), and under
+/// `Stop` (or on a window that follows a centre, which does not know what is there) it starts
+/// touching unloaded voxels, the lowest of which is reported.
+fn far_answer(p: &Prepared, w: &Window, opts: &RaycastOptions) -> BoxCastOutcome {
+    if opts.unloaded == UnloadedPolicy::Air && !w.partial() {
+        return BoxCastOutcome::Miss;
+    }
+    // The start's voxels (never none: see `Axis::new`) from their lowest corner.
+    let lowest = |a: usize| p.axes[a].start_lo;
+    BoxCastOutcome::Unloaded {
+        at: WorldPos::new(lowest(0), lowest(1), lowest(2)),
+        distance: 0.0,
+    }
+}
+
+/// The answers of a box batch: `out` in the caller's order (the host's answers already in),
+/// `gpu[j]` the caller's index of upload `j`, `leads[j]` its `lead` (what the shader's voxels
+/// are relative to).
+#[derive(Debug)]
+pub(super) struct BoxAnswers {
+    out: Vec<BoxCastOutcome>,
+    gpu: Vec<u32>,
+    leads: Vec<[i32; 3]>,
+    window: Window,
+}
+
+impl Collector<Vec<BoxCastOutcome>> for BoxAnswers {
+    fn collect(
+        &mut self,
+        _flight: usize,
+        _items: &Items,
+        base: u64,
+        count: u64,
+        bytes: &[u8],
+    ) -> Result<(), GpuError> {
+        let hits: &[GpuHit] = bytemuck::cast_slice(bytes);
+        let range = base as usize..(base + count) as usize;
+        for ((h, &i), &lead) in hits
+            .iter()
+            .zip(&self.gpu[range.clone()])
+            .zip(&self.leads[range])
+        {
+            if (h.w1 >> 20) & 15 == STATUS_RUNAWAY {
+                return Err(GpuError::BoxCastTooLong);
+            }
+            self.out[i as usize] = match decode(&self.window, h, lead)? {
+                RaycastOutcome::Miss => BoxCastOutcome::Miss,
+                RaycastOutcome::Unloaded { at, distance } => {
+                    BoxCastOutcome::Unloaded { at, distance }
+                }
+                // A hit without a face: a voxel the box touches at its start.
+                RaycastOutcome::Hit(hit) if hit.face_normal == glam::IVec3::ZERO => {
+                    BoxCastOutcome::StartsInside {
+                        voxel_pos: hit.voxel_pos,
+                        voxel_type: hit.voxel_type,
+                    }
+                }
+                RaycastOutcome::Hit(hit) => BoxCastOutcome::Hit(BoxHit {
+                    voxel_pos: hit.voxel_pos,
+                    face_normal: hit.face_normal,
+                    distance: hit.distance,
+                    voxel_type: hit.voxel_type,
+                }),
+                RaycastOutcome::Invalid(e) => {
+                    return Err(GpuError::Internal(format!("a box cast answered {e}")));
+                }
+            };
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Vec<BoxCastOutcome> {
+        std::mem::take(&mut self.out)
+    }
+}
+
+/// The flight of a box batch on `world` (`None` when the host answered every cast), about
+/// `per_dispatch` rays' worth of bytes a dispatch, and what collects its answers; also how many
+/// casts went to the GPU.
+pub(super) fn box_flight(
+    batches: &Arc<Batches>,
+    world: &GpuWorld,
+    per_dispatch: u32,
+    casts: &[BoxCast],
+    opts: &RaycastOptions,
+) -> Result<(Option<Flight>, BoxAnswers, u64), GpuError> {
+    let w = world.window;
+    let prepared: Vec<Result<GpuBox, BoxCastOutcome>> = casts
+        .par_iter()
+        .with_min_len(1024)
+        .map(|c| match c.prepare() {
+            Err(e) => Err(BoxCastOutcome::Invalid(e)),
+            Ok(p) => gpu_box(&p, &w).ok_or_else(|| far_answer(&p, &w, opts)),
+        })
+        .collect();
+    let mut out = Vec::new();
+    out.try_reserve(casts.len())
+        .map_err(|_| GpuError::OutputTooLarge(casts.len() as u64))?;
+    let (mut boxes, mut gpu, mut leads) = (Vec::new(), Vec::new(), Vec::new());
+    for (i, p) in prepared.into_iter().enumerate() {
+        match p {
+            Ok(b) => {
+                out.push(BoxCastOutcome::Miss);
+                leads.push(b.lead);
+                boxes.push(b);
+                gpu.push(i as u32);
+            }
+            Err(answer) => out.push(answer),
+        }
+    }
+    let uploaded = boxes.len() as u64;
+    let answers = BoxAnswers {
+        out,
+        gpu,
+        leads,
+        window: w,
+    };
+    if boxes.is_empty() {
+        return Ok((None, answers, 0));
+    }
+    // The batch buffers are sized in rays: as many bytes a dispatch of boxes.
+    let per = (u64::from(per_dispatch) * size_of::<GpuRay>() as u64 / size_of::<GpuBox>() as u64)
+        .max(1) as u32;
+    let budget = if batches.device.loop_budget {
+        FLAG_LOOP_BUDGET
+    } else {
+        0
+    };
+    let binding = Binding::new(
+        &batches.device,
+        world,
+        Entry::Boxes,
+        option_flags(opts, false) | budget,
+        world.params(),
+        opts,
+    )?;
+    let flight = Flight::start(batches, binding, Items::Boxes(boxes), per)?;
+    Ok((Some(flight), answers, uploaded))
+}
