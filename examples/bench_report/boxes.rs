@@ -1,13 +1,15 @@
 //! `--boxes` (and every full run): W8, player-sized boxes moving on the standard terrain
-//! (`voxcast_testkit::peers::w8_casts`), through voxcast's `box_cast` on one thread and
-//! `box_cast_batch` on all, and parry3d's `cast_shapes` of a `Cuboid` against its `Voxels` on
-//! one thread. Agreement with parry is on the distance (within 1e-3 voxels, or both no
+//! (`voxcast_testkit::peers::w8_casts`), through voxcast's `box_cast` on one thread,
+//! `box_cast_batch` on all, `GpuRaycaster::box_cast` (where a GPU is at hand; its answers must
+//! equal the CPU's), and parry3d's `cast_shapes` of a `Cuboid` against its `Voxels` on one
+//! thread. Agreement with parry is on the distance (within 1e-3 voxels, or both no
 //! contact); every disagreement is judged against the brute-force oracle
 //! (`voxcast_testkit::boxes`), and the report says how many of them voxcast's answer is the
 //! oracle's.
 
 use std::time::Instant;
 
+use voxcast::gpu::GpuRaycaster;
 use voxcast::{BoxCast, BoxCastOutcome, RaycastOptions, box_cast, box_cast_batch};
 use voxcast_testkit::boxes::{contacts, judge};
 use voxcast_testkit::peers::{ParryScene, box_solids_near, w8_casts};
@@ -35,7 +37,12 @@ fn distance(o: &BoxCastOutcome) -> Option<f32> {
 }
 
 /// Runs W8 with `n` casts (parry on `n / 5`) and prints its table.
-pub(crate) fn print_boxes(machine: &[(&str, String)], n: usize, repeats: usize) {
+pub(crate) fn print_boxes(
+    machine: &[(&str, String)],
+    n: usize,
+    repeats: usize,
+    gpu: Option<&GpuRaycaster>,
+) {
     let t = Instant::now();
     let (world, casts) = w8_casts(n);
     let parry = ParryScene::new(&world);
@@ -50,6 +57,20 @@ pub(crate) fn print_boxes(machine: &[(&str, String)], n: usize, repeats: usize) 
     });
     let (batch, t_batch) = best(repeats, || box_cast_batch(&casts, &world, &opts));
     assert_eq!(one, batch, "the batch gives each cast's own answer");
+    // The GPU: best of the repeats, every answer the CPU's (bit for bit).
+    let gpu_row = gpu.map(|g| {
+        let gw = g.upload_world(&world).expect("W8's world uploads");
+        let (answers, t) = best(repeats, || {
+            g.box_cast(&casts, &gw, &opts).expect("W8 on the GPU")
+        });
+        let stats = g.last_batch_stats();
+        let equal = answers
+            .iter()
+            .zip(&one)
+            .filter(|(a, b)| voxcast_testkit::gpu::same_box_answer(a, b))
+            .count();
+        (t, equal, stats)
+    });
     let sample: Vec<BoxCast> = casts.iter().step_by(5).copied().collect();
     let (parry_toi, t_parry) = best(repeats, || {
         sample.iter().map(|c| parry.box_cast(c)).collect()
@@ -131,6 +152,16 @@ pub(crate) fn print_boxes(machine: &[(&str, String)], n: usize, repeats: usize) 
         r_batch,
         r_batch / r_parry
     );
+    if let Some((t, equal, stats)) = gpu_row {
+        let r = rate(casts.len(), t);
+        println!(
+            "| voxcast GPU (`GpuRaycaster::box_cast`) | {r:.0} | {:.1}x | equal to the CPU's: {:.2}% ({} B up, {} B down a cast) |",
+            r / r_parry,
+            100.0 * equal as f64 / casts.len() as f64,
+            stats.bytes_up / casts.len() as u64,
+            stats.bytes_down / casts.len() as u64,
+        );
+    }
     println!("| parry3d `cast_shapes` Cuboid vs `Voxels` 1T | {r_parry:.0} | 1.0x | |");
     println!();
     println!(

@@ -958,7 +958,12 @@ fn main() {
     }
     let w8_casts = if cfg.mode == "quick" { 20_000 } else { 100_000 };
     if args.boxes {
-        boxes::print_boxes(&machine, w8_casts, cfg.repeats);
+        boxes::print_boxes(
+            &machine,
+            w8_casts,
+            cfg.repeats,
+            gpu.as_ref().ok().map(GpuEngine::raycaster),
+        );
         return;
     }
     let with_w8 = args.workload.is_empty();
@@ -984,7 +989,12 @@ fn main() {
         print_table(&machine, &cfg, &reports);
         if with_w8 {
             println!();
-            boxes::print_boxes(&machine, w8_casts, cfg.repeats);
+            boxes::print_boxes(
+                &machine,
+                w8_casts,
+                cfg.repeats,
+                gpu.as_ref().ok().map(GpuEngine::raycaster),
+            );
         }
     }
 }

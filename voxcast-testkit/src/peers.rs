@@ -530,15 +530,28 @@ fn start_f32(r: &VoxelRay) -> [f32; 3] {
 }
 
 /// W8: `n` player-sized boxes ([`W8_HALF`]) standing on the standard terrain (their bottom
-/// face flush on the ground or water), each moving 0.5 to 4 voxels in a random direction:
-/// three in four mostly horizontal (a walk or a jump), one in four downwards (a fall).
+/// face flush on the ground or water, clear of the terrain around them), each moving 0.5 to 4
+/// voxels in a random direction: three in four mostly horizontal (a walk or a jump), one in
+/// four downwards (a fall).
 #[must_use]
 pub fn w8_casts(n: usize) -> (VoxelWorld, Vec<voxcast::BoxCast>) {
     let t = Terrain::STANDARD;
+    let world = t.build();
     let mut rng = SplitMix64::new(SEED_W8);
+    let clear = |a: &Agent| {
+        let sub = Vec3::new(a.offset.x, W8_HALF.y, a.offset.z);
+        voxcast::BoxCast::new(a.position, sub, W8_HALF, Vec3::Y, 0.0).is_ok_and(|c| {
+            !matches!(
+                voxcast::box_cast(&c, &world, &RaycastOptions::default()),
+                voxcast::BoxCastOutcome::StartsInside { .. }
+            )
+        })
+    };
     let casts = t
-        .agents(n, SEED_W8)
+        .agents(2 * n, SEED_W8)
         .iter()
+        .filter(|a| clear(a))
+        .take(n)
         .enumerate()
         .filter_map(|(i, a)| {
             let yaw = rng.next_f32() * std::f32::consts::TAU;
@@ -553,7 +566,7 @@ pub fn w8_casts(n: usize) -> (VoxelWorld, Vec<voxcast::BoxCast>) {
             voxcast::BoxCast::new(a.position, sub, W8_HALF, dir, len).ok()
         })
         .collect();
-    (t.build(), casts)
+    (world, casts)
 }
 
 /// The stopping voxels (non-air) of `world` that the box of `cast` can touch: those in the
