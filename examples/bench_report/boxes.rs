@@ -36,12 +36,14 @@ fn distance(o: &BoxCastOutcome) -> Option<f32> {
     }
 }
 
-/// Runs W8 with `n` casts (parry on `n / 5`) and prints its table.
+/// Runs W8 with `n` casts (parry on `n / 5`) and prints its table; prints up to `show` casts
+/// where parry disagrees to stderr.
 pub(crate) fn print_boxes(
     machine: &[(&str, String)],
     n: usize,
     repeats: usize,
     gpu: Option<&GpuRaycaster>,
+    show: usize,
 ) {
     let t = Instant::now();
     let (world, casts) = w8_casts(n);
@@ -87,6 +89,9 @@ pub(crate) fn print_boxes(
         if same {
             agree += 1;
             continue;
+        }
+        if k - agree < show {
+            eprintln!("W8: {c:?}\n    voxcast {ours:?}\n    parry time of impact {p:?}");
         }
         match judge(
             c,

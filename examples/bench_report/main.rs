@@ -963,6 +963,7 @@ fn main() {
             w8_casts,
             cfg.repeats,
             gpu.as_ref().ok().map(GpuEngine::raycaster),
+            cfg.show,
         );
         return;
     }
@@ -994,6 +995,7 @@ fn main() {
                 w8_casts,
                 cfg.repeats,
                 gpu.as_ref().ok().map(GpuEngine::raycaster),
+                cfg.show,
             );
         }
     }
