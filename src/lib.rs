@@ -202,10 +202,11 @@ pub use world::{BRICK_EDGE, Chunk, VoxelId, VoxelWorld, WorldError};
 /// The items most programs use, and glam's vector types: `use voxcast::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        Agent, Camera, ChunkPos, EditError, LineOfSight, LineOfSightOptions, LocalPos,
-        MAX_DISTANCE_CAP, MaterialFilter, OriginPolicy, RayError, RaycastOptions, RaycastOutcome,
-        SensorPose, SensorReading, SensorRig, UnloadedPolicy, VoxelId, VoxelRay, VoxelRaycastHit,
-        VoxelWorld, WorldPos, break_block, line_of_sight, line_of_sight_batch, place_block,
+        Agent, BoxCast, BoxCastError, BoxCastOutcome, BoxHit, Camera, ChunkPos, EditError,
+        LineOfSight, LineOfSightOptions, LocalPos, MAX_DISTANCE_CAP, MaterialFilter, OriginPolicy,
+        RayError, RaycastOptions, RaycastOutcome, SensorPose, SensorReading, SensorRig, Slide,
+        SlideOptions, UnloadedPolicy, VoxelId, VoxelRay, VoxelRaycastHit, VoxelWorld, WorldPos,
+        box_cast, break_block, collide_and_slide, line_of_sight, line_of_sight_batch, place_block,
         raycast_batch, sense, voxel_raycast, voxel_raycast_with,
     };
     pub use glam::{IVec3, Vec3};

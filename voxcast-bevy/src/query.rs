@@ -6,14 +6,16 @@ use bevy_ecs::system::SystemParam;
 use bevy_math::{Mat4, Vec2, Vec3};
 use bevy_transform::components::GlobalTransform;
 use voxcast::{
-    LineOfSight, LineOfSightOptions, RayError, RaycastOptions, RaycastOutcome, VoxelRay,
-    VoxelWorld, line_of_sight, voxel_raycast_with,
+    BoxCast, BoxCastError, BoxCastOutcome, LineOfSight, LineOfSightOptions, RayError,
+    RaycastOptions, RaycastOutcome, SlideOptions, VoxelRay, VoxelWorld, box_cast,
+    collide_and_slide, line_of_sight, voxel_raycast_with,
 };
 
 use crate::{BlockTarget, VoxelPosition, Voxels};
 
 /// A system parameter for one-off casts on the app's [`Voxels`], answered at once on the CPU:
-/// aim a spell, test a shot, check one line of sight, from any system.
+/// aim a spell, test a shot, check one line of sight, sweep a box or move a character's box
+/// ([`VoxelQuery::slide`]), from any system.
 ///
 /// For many queries a frame, [`SightQueue`](crate::SightQueue) answers them together (on the
 /// GPU when the app has one); [`BlockTargeter`](crate::BlockTargeter) keeps a target per
@@ -104,6 +106,54 @@ impl VoxelQuery<'_> {
             Ok(segment) => line_of_sight(&segment, &self.voxels, options),
             Err(e) => LineOfSight::Invalid(e),
         }
+    }
+}
+
+impl VoxelQuery<'_> {
+    /// [`voxcast::box_cast`] of the box centred at `centre` with `half_extents` (voxels, each
+    /// `0..=`[`voxcast::MAX_HALF_EXTENT`]) moving along `direction` for `max_distance` voxels:
+    /// where it first touches a stopping voxel (an invalid cast is answered `Invalid`).
+    #[must_use]
+    pub fn box_cast(
+        &self,
+        centre: &VoxelPosition,
+        half_extents: Vec3,
+        direction: Vec3,
+        max_distance: f32,
+        options: &RaycastOptions,
+    ) -> BoxCastOutcome {
+        let cast = BoxCast {
+            center: centre.voxel,
+            center_offset: centre.offset,
+            half_extents,
+            direction,
+            max_distance,
+        };
+        box_cast(&cast, &self.voxels, options)
+    }
+
+    /// Moves the box centred at `centre` with `half_extents` by `displacement` voxels as a
+    /// character controller does ([`voxcast::collide_and_slide`]): the new centre, and which
+    /// axes were blocked (`blocked.y` after a fall: on the ground).
+    ///
+    /// # Errors
+    /// [`BoxCastError`] for a bad box or displacement, or a move out of the i128 world.
+    pub fn slide(
+        &self,
+        centre: &VoxelPosition,
+        half_extents: Vec3,
+        displacement: Vec3,
+        options: &SlideOptions,
+    ) -> Result<(VoxelPosition, voxcast::Slide), BoxCastError> {
+        let s = collide_and_slide(
+            centre.voxel,
+            centre.offset,
+            half_extents,
+            displacement,
+            &self.voxels,
+            options,
+        )?;
+        Ok((VoxelPosition::new(s.center, s.center_offset), s))
     }
 }
 

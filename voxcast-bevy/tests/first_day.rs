@@ -319,3 +319,70 @@ fn mixed_edits_answer_their_requests() {
         })
     );
 }
+
+/// A player's box moved every frame by a system: it falls, lands flush on the floor (feet
+/// exactly on y = 1) and then walks into the wall, where it stops with its front face on the
+/// wall's plane and slides along it.
+#[test]
+fn a_player_box_falls_lands_and_slides_along_the_wall() {
+    #[derive(Component)]
+    struct Player {
+        velocity: Vec3,
+        grounded: bool,
+    }
+    const HALF: Vec3 = Vec3::new(0.3, 0.9, 0.3);
+    fn move_players(voxels: VoxelQuery, mut players: Query<(&mut VoxelPosition, &mut Player)>) {
+        for (mut pos, mut player) in &mut players {
+            let step = player.velocity / 20.0;
+            let (moved, slide) = voxels
+                .slide(&pos, HALF, step, &SlideOptions::default())
+                .expect("a valid move");
+            *pos = moved;
+            player.grounded = slide.blocked.y && player.velocity.y < 0.0;
+        }
+    }
+    let mut app = app();
+    app.add_systems(bevy_app::Update, move_players);
+    let player = app
+        .world_mut()
+        .spawn((
+            VoxelPosition::new(WorldPos::new(0, 4, 0), Vec3::new(0.5, 0.5, 0.5)),
+            Player {
+                velocity: Vec3::new(0.0, -10.0, 0.0),
+                grounded: false,
+            },
+        ))
+        .id();
+    for _ in 0..20 {
+        app.update();
+    }
+    let feet = |app: &App| {
+        let p = app.world().get::<VoxelPosition>(player).expect("placed");
+        (
+            p.voxel.y as f32 + p.offset.y - HALF.y,
+            p.voxel.z as f32 + p.offset.z - HALF.z,
+            p.voxel.x as f32 + p.offset.x,
+        )
+    };
+    assert!(app.world().get::<Player>(player).expect("player").grounded);
+    assert!(
+        (feet(&app).0 - 1.0).abs() < 1e-6,
+        "feet at {}",
+        feet(&app).0
+    );
+    // Walk towards the wall (z = -6, its face at z = -5) and sideways at once.
+    app.world_mut()
+        .get_mut::<Player>(player)
+        .expect("player")
+        .velocity = Vec3::new(2.0, -1.0, -20.0);
+    for _ in 0..20 {
+        app.update();
+    }
+    let (y, back, x) = feet(&app);
+    assert!((y - 1.0).abs() < 1e-6, "still on the floor: {y}");
+    assert!(
+        (back - (-5.0)).abs() < 1e-5,
+        "the box's back face on the wall's plane: {back}"
+    );
+    assert!(x > 2.0, "slid along the wall to x = {x}");
+}
