@@ -23,6 +23,9 @@ pub use slide::{Slide, SlideOptions, collide_and_slide};
 /// The largest half extent a box cast accepts, in voxels: a box up to 16 voxels wide.
 pub const MAX_HALF_EXTENT: f32 = 8.0;
 
+/// Face fractions below this count as 0 (rule 1): `2^-64`.
+const TINY_FRACTION: f32 = 1.0 / 18_446_744_073_709_551_616.0;
+
 /// An axis-aligned box moving along a straight line: what [`box_cast`] casts.
 ///
 /// Build it with [`BoxCast::new`] or [`BoxCast::from_point`]; the fields are public so that
@@ -51,7 +54,8 @@ pub enum BoxCastError {
     /// A half extent is NaN, negative, infinite or above [`MAX_HALF_EXTENT`].
     #[error("box half extents must be finite and within 0..=8 voxels")]
     HalfExtents,
-    /// A face of the box lies outside the i128 world.
+    /// A face of the box lies outside the i128 world (or its high face exactly on the world's
+    /// top face, which is no voxel coordinate).
     #[error("the box reaches past the edge of the i128 world")]
     OutOfWorld,
 }
@@ -200,23 +204,28 @@ impl BoxCast {
     pub(crate) fn prepare(&self) -> Result<Prepared, BoxCastError> {
         let ray = self.center_ray()?;
         let mut axes = [Axis::default(); 3];
+        let mut misses = false;
         for (a, axis) in axes.iter_mut().enumerate() {
             let h = self.half_extents[a];
             if !(0.0..=MAX_HALF_EXTENT).contains(&h) {
                 return Err(BoxCastError::HalfExtents);
             }
-            *axis = Axis::new(
+            match Axis::new(
                 ray.origin.axis(a),
                 ray.sub_offset[a],
                 flush_denormal(h),
                 ray.direction[a],
                 ray.max_distance,
-            )?;
+            )? {
+                Some(x) => *axis = x,
+                None => misses = true,
+            }
         }
         Ok(Prepared {
             axes,
             dir: ray.direction,
             max_distance: ray.max_distance,
+            misses,
         })
     }
 }
@@ -242,14 +251,28 @@ pub(crate) struct Axis {
     /// The leading face starts exactly on a plane, with a positive half extent: it enters
     /// `lead0` at distance 0 (rule 3).
     pub(crate) on_plane: bool,
+    /// That plane is the bottom face of the i128 world and the box moves down: its first
+    /// crossing leaves the world (`lead0` is then the box's own lowest voxel).
+    pub(crate) exits: bool,
+    /// The layer of the leading face just after the start: `lead0`, or with `on_plane` the
+    /// box's own voxel behind the plane.
+    pub(crate) lead_init: i128,
     /// The box's voxels on this axis at its start (rule 2), `lo > hi` when none.
     pub(crate) start_lo: i128,
     pub(crate) start_hi: i128,
 }
 
 impl Axis {
-    fn new(origin: i128, sub: f32, h: f32, d: f32, max: f32) -> Result<Self, BoxCastError> {
-        let face = |v: f32| split_sub(origin, v).map_err(|_| BoxCastError::OutOfWorld);
+    /// `Ok(None)` when the cast can only miss (a flat box on the bottom face of the i128 world
+    /// moving down).
+    fn new(origin: i128, sub: f32, h: f32, d: f32, max: f32) -> Result<Option<Self>, BoxCastError> {
+        // A fraction below 2^-64 counts as 0: no crossing distance is then subnormal (which a
+        // GPU may flush), even for directions a little longer than 1.
+        let face = |v: f32| {
+            split_sub(origin, v)
+                .map(|(w, f)| (w, if f < TINY_FRACTION { 0.0 } else { f }))
+                .map_err(|_| BoxCastError::OutOfWorld)
+        };
         let (lo_w, lo_f) = face(sub - h)?;
         let (hi_w, hi_f) = face(sub + h)?;
         // The voxels the open box overlaps at rest: from the low face's voxel to the high face's,
@@ -271,7 +294,7 @@ impl Axis {
             ..Self::default()
         };
         if d == 0.0 {
-            return Ok(ax);
+            return Ok(Some(ax));
         }
         let up = d > 0.0;
         let ((lw, lf), (tw, tf)) = if up {
@@ -281,17 +304,31 @@ impl Axis {
         };
         ax.step = if up { 1 } else { -1 };
         ax.moving = true;
-        ax.lead0 = first_voxel(lw, lf, d).ok_or(BoxCastError::OutOfWorld)?;
-        ax.trail0 = first_voxel(tw, tf, d).ok_or(BoxCastError::OutOfWorld)?;
         ax.on_plane = h > 0.0 && lf == 0.0;
-        // The box's voxels just after the start (rule 3): a leading face on its plane has not
-        // entered `lead0` yet; on a flat axis this is the centre ray's start voxel.
-        let lead = if ax.on_plane {
-            ax.lead0 - i128::from(ax.step)
-        } else {
-            ax.lead0
+        // A face exactly on the bottom of the i128 world moving down has no voxel below it: a
+        // flat box there is a ray that can only miss; a box leaves the world at its first
+        // crossing (rule 8).
+        let (Some(trail0), lead0) = (first_voxel(tw, tf, d), first_voxel(lw, lf, d)) else {
+            return Ok(None);
         };
-        (ax.start_lo, ax.start_hi) = ax.span(ax.trail0, lead);
+        ax.trail0 = trail0;
+        match lead0 {
+            Some(v) => ax.lead0 = v,
+            None if ax.on_plane => {
+                ax.exits = true;
+                ax.lead0 = lw;
+            }
+            None => return Ok(None),
+        }
+        // The box's voxels just after the start (rule 3): a leading face on its plane has not
+        // entered `lead0` yet (its own voxel is the one behind the plane); on a flat axis this
+        // is the centre ray's start voxel.
+        ax.lead_init = match (ax.on_plane, up) {
+            (false, _) => ax.lead0,
+            (true, true) => lw - 1,
+            (true, false) => lw,
+        };
+        (ax.start_lo, ax.start_hi) = ax.span(ax.trail0, ax.lead_init);
         ax.lead_b = first_crossing(lf, d);
         ax.trail_b = first_crossing(tf, d);
         let inv = 1.0 / d.abs();
@@ -300,7 +337,7 @@ impl Axis {
             ax.lead_on = ax.lead_b * inv <= max;
             ax.trail_on = ax.trail_b * inv <= max;
         }
-        Ok(ax)
+        Ok(Some(ax))
     }
 
     /// The voxels from the trailing face's `trail` to the leading face's `lead`, as `(lo, hi)`
@@ -340,6 +377,9 @@ pub(crate) struct Prepared {
     pub(crate) axes: [Axis; 3],
     pub(crate) dir: Vec3,
     pub(crate) max_distance: f32,
+    /// The cast can only miss: a flat box on the bottom face of the i128 world moving down,
+    /// as a ray there.
+    pub(crate) misses: bool,
 }
 
 impl Prepared {
@@ -422,6 +462,7 @@ impl Best {
 #[must_use]
 pub fn box_cast(cast: &BoxCast, world: &VoxelWorld, opts: &RaycastOptions) -> BoxCastOutcome {
     match cast.prepare() {
+        Ok(p) if p.misses => BoxCastOutcome::Miss,
         Ok(p) => walk(&p, world, opts).0,
         Err(e) => BoxCastOutcome::Invalid(e),
     }
@@ -505,12 +546,7 @@ pub(crate) fn walk(
     for a in 0..3 {
         if ax[a].moving {
             pending[a] = ax[a].on_plane;
-            lead[a] = if ax[a].on_plane {
-                // The layer before `lead0`: the box's own voxels end there (rule 2).
-                ax[a].lead0 - i128::from(ax[a].step)
-            } else {
-                ax[a].lead0
-            };
+            lead[a] = ax[a].lead_init;
             t_lead[a] = if pending[a] { 0.0 } else { ax[a].lead_t(0) };
         }
     }
@@ -536,6 +572,9 @@ pub(crate) fn walk(
             entered |= 1 << a;
             let s = i128::from(ax[a].step);
             if pending[a] {
+                if ax[a].exits {
+                    return (BoxCastOutcome::Miss, end(lo, hi, 0, 3));
+                }
                 pending[a] = false;
                 lead[a] = ax[a].lead0;
             } else {

@@ -55,7 +55,7 @@
 //!    `0..=MAX_HALF_EXTENT` (a subnormal half extent counts as 0). On each axis its faces are
 //!    the centre's offset minus and plus `h`, each rounded to f32 once and split into a voxel and
 //!    a fraction in `[0, 1)` as a ray's origin is (a fraction that rounds to 1 moves to the next
-//!    voxel's face). Everything after that is exact.
+//!    voxel's face, one below `2^-64` counts as 0). Everything after that is exact.
 //! 2. **Touching.** The box touches a voxel when the open box overlaps the open voxel on every
 //!    axis: sharing a face, an edge or a corner is not touching. On an axis where `h` is 0 the box
 //!    is flat and covers the voxel a ray from its centre is in (the DDA's start voxel rule), so a
@@ -88,8 +88,9 @@
 //!    [`UnloadedPolicy::Stop`] a touched unloaded voxel ends the cast as
 //!    [`BoxCastOutcome::Unloaded`] (at distance 0 when the box starts touching one), unless a
 //!    stopping voxel is touched at the same distance, which wins; the voxel is chosen as in 6.
-//! 8. **Edges.** A box whose faces lie outside the i128 world is invalid; a moving box whose
-//!    leading face would leave it ends as a miss. Nothing can stop a box outside the occupied
+//! 8. **Edges.** A box whose faces lie outside the i128 world is invalid (a high face exactly on
+//!    the world's top face too: faces are voxel coordinates); a moving box whose leading face
+//!    would leave it ends as a miss, also one that starts on its bottom face moving down. Nothing can stop a box outside the occupied
 //!    bounds under `Air`, so the cast ends as a miss there, whatever its max distance.
 //! 9. **Bad input.** A cast is checked as a ray from its centre is (direction, offset, max
 //!    distance), plus its half extents; a bad one is [`BoxCastOutcome::Invalid`], never a panic,

@@ -624,3 +624,123 @@ fn slides_never_overlap() {
     assert!(moved_any > 500, "{moved_any} slides moved");
     let _ = DVec3::ZERO;
 }
+
+/// Review findings kept as tests: a box on the bottom face of the i128 world moving down
+/// misses (it leaves the world) instead of being refused; a flat box slid into a wall twice
+/// stays in front of it; a slide never moves farther than asked on any axis; a start a hair
+/// above a face gives no subnormal distance.
+#[test]
+fn world_edges_flat_slides_and_tiny_offsets() {
+    let o = RaycastOptions::default();
+    let w = world_with(&[
+        (WorldPos::new(3, 0, 0), STONE),
+        (WorldPos::new(0, -1, 0), STONE),
+    ]);
+    // On the bottom face of the world, moving down: a miss, for a box and for a flat box as
+    // for a ray.
+    let bottom = BoxCast::new(
+        WorldPos::new(i128::MIN, 0, 0),
+        Vec3::new(0.5, 0.5, 0.5),
+        Vec3::splat(0.5),
+        Vec3::new(-1.0, 0.2, 0.0),
+        4.0,
+    )
+    .expect("a box inside the world");
+    assert_eq!(box_cast(&bottom, &w, &o), BoxCastOutcome::Miss);
+    let flat = BoxCast::new(
+        WorldPos::new(i128::MIN, 0, 0),
+        Vec3::new(0.0, 0.5, 0.5),
+        Vec3::ZERO,
+        Vec3::NEG_X,
+        4.0,
+    )
+    .expect("a point inside the world");
+    assert_eq!(box_cast(&flat, &w, &o), BoxCastOutcome::Miss);
+    let ray = VoxelRay::new(flat.center, flat.center_offset, flat.direction, 4.0).expect("valid");
+    assert_eq!(voxel_raycast_with(&ray, &w, &o), RaycastOutcome::Miss);
+    // A box flat on x slid into the wall at x = 3, twice: it stays in front of it.
+    let h = Vec3::new(0.0, 0.4, 0.4);
+    let so = SlideOptions::default();
+    let s1 = collide_and_slide(
+        WorldPos::new(0, 0, 0),
+        Vec3::splat(0.5),
+        h,
+        Vec3::new(5.0, 0.0, 0.0),
+        &w,
+        &so,
+    )
+    .expect("valid");
+    let s2 = collide_and_slide(
+        s1.center,
+        s1.center_offset,
+        h,
+        Vec3::new(5.0, 0.0, 0.0),
+        &w,
+        &so,
+    )
+    .expect("valid");
+    for s in [s1, s2] {
+        assert!(s.blocked.x, "{s:?}");
+        assert!(
+            (s.center.x as f64 + f64::from(s.center_offset.x)) < 3.0,
+            "{s:?}"
+        );
+    }
+    // Falling flat onto the floor (y = -1) twice: it stays on it.
+    let h = Vec3::new(0.4, 0.0, 0.4);
+    let f1 = collide_and_slide(
+        WorldPos::new(0, 2, 0),
+        Vec3::splat(0.5),
+        h,
+        Vec3::new(0.0, -5.0, 0.0),
+        &w,
+        &so,
+    )
+    .expect("valid");
+    let f2 = collide_and_slide(
+        f1.center,
+        f1.center_offset,
+        h,
+        Vec3::new(0.0, -5.0, 0.0),
+        &w,
+        &so,
+    )
+    .expect("valid");
+    for f in [f1, f2] {
+        assert!(f.blocked.y && f.center.y == 0, "{f:?}");
+    }
+    // Never farther than asked.
+    let empty = VoxelWorld::new();
+    let s = collide_and_slide(
+        WorldPos::ZERO,
+        Vec3::splat(0.5),
+        Vec3::splat(0.3),
+        Vec3::new(3.0, 4.0, 0.0),
+        &empty,
+        &so,
+    )
+    .expect("valid");
+    assert!(
+        s.moved.x <= 3.0 && s.moved.y <= 4.0 && s.moved.x > 2.999 && s.moved.y > 3.999,
+        "{s:?}"
+    );
+    // A centre a hair above a face, moving down a little faster than unit length: the
+    // distance to the face is 0 or a normal number, never subnormal.
+    let hair = BoxCast {
+        center: WorldPos::new(0, 0, 0),
+        center_offset: Vec3::new(0.5, f32::MIN_POSITIVE, 0.5),
+        half_extents: Vec3::ZERO,
+        direction: Vec3::new(0.0, -1.000_004, 0.0),
+        max_distance: 2.0,
+    };
+    // The offset counts as 0 (rule 1): the flat box starts on the floor's top face, in it.
+    assert!(
+        matches!(box_cast(&hair, &w, &o), BoxCastOutcome::StartsInside { voxel_pos, .. } if voxel_pos.y == -1)
+    );
+    let above = BoxCast {
+        center_offset: Vec3::new(0.5, 1e-19, 0.5),
+        ..hair
+    };
+    let h = hit_of(box_cast(&above, &w, &o));
+    assert!(h.distance.is_normal(), "{h:?}");
+}

@@ -5,7 +5,9 @@ use glam::{BVec3, DVec3, Vec3};
 
 use crate::boxcast::{BoxCast, BoxCastError, BoxCastOutcome, End, walk};
 use crate::coords::WorldPos;
-use crate::ray::{OriginPolicy, RaycastOptions, add_whole, difference, set_axis, split_sub};
+use crate::ray::{
+    OriginPolicy, RaycastOptions, add_whole, difference, flush_denormal, set_axis, split_sub,
+};
 use crate::world::VoxelWorld;
 
 /// How [`collide_and_slide`] moves a box.
@@ -79,8 +81,9 @@ pub fn collide_and_slide(
     if !displacement.is_finite() {
         return Err(crate::ray::RayError::InfiniteDirection.into());
     }
-    // Checks the box; the centre's normalised form.
+    // Checks the box; the centre's normalised form; subnormal half extents as 0 (rule 1).
     let probe = BoxCast::new(center, center_offset, half_extents, Vec3::X, 0.0)?;
+    let half_extents = half_extents.map(flush_denormal);
     let start = (probe.center, probe.center_offset);
     let mut pos = start;
     let mut slide = Slide {
@@ -157,13 +160,16 @@ fn slide_pass(
     let dir = (rest / len).as_vec3();
     let cast = BoxCast::new(pos.0, pos.1, h, dir, len as f32)?;
     let prepared = cast.prepare()?;
+    if prepared.misses {
+        // A flat box on the bottom face of the i128 world, moving out of it.
+        return Err(BoxCastError::OutOfWorld);
+    }
     let (outcome, end) = walk(&prepared, world, opts);
     let t = match outcome {
         BoxCastOutcome::Miss => {
-            // The cast's own path to its end, kept out of layers the cast did not enter.
-            let moved = cast.direction.as_dvec3() * f64::from(cast.max_distance);
-            let at = advance((cast.center, cast.center_offset), moved)
-                .ok_or(BoxCastError::OutOfWorld)?;
+            // The whole move, kept out of layers the cast did not enter.
+            let at =
+                advance((cast.center, cast.center_offset), rest).ok_or(BoxCastError::OutOfWorld)?;
             let at = if end.left_bounds {
                 at
             } else {
@@ -177,8 +183,9 @@ fn slide_pass(
         BoxCastOutcome::Hit(hit) => hit.distance,
         BoxCastOutcome::Unloaded { distance, .. } => distance,
     };
-    // The cast's own (normalised) direction and start, so that the move is the cast's.
-    let moved = cast.direction.as_dvec3() * f64::from(t);
+    // The cast's own (normalised) direction and start, so that the move is the cast's, and
+    // on no axis more than asked.
+    let moved = within(cast.direction.as_dvec3() * f64::from(t), rest);
     let at = advance((cast.center, cast.center_offset), moved).ok_or(BoxCastError::OutOfWorld)?;
     let at = inside(place_at_contact(at, h, &prepared.axes, &end), h)?;
     let done = difference(pos.0, pos.1, at.0, at.1)?;
@@ -220,6 +227,18 @@ fn step_up(
     };
     let left = DVec3::new(rest.x - gone.x, rest.y, rest.z - gone.z);
     Ok(Some((down, left)))
+}
+
+/// `moved`, each component cut to lie between 0 and `rest`'s.
+fn within(moved: DVec3, rest: DVec3) -> DVec3 {
+    DVec3::from_array(std::array::from_fn(|a| {
+        let (lo, hi) = if rest[a] < 0.0 {
+            (rest[a], 0.0)
+        } else {
+            (0.0, rest[a])
+        };
+        moved[a].clamp(lo, hi)
+    }))
 }
 
 /// `pos`, when the box there lies inside the i128 world.
@@ -280,10 +299,12 @@ fn place_at_contact(
             continue;
         };
         let face = lead_face(pos.0.axis(a), pos.1[a], h[a], ax.step);
-        let past = if ax.step > 0 {
-            face > (plane, 0.0)
-        } else {
-            face < (plane, 0.0)
+        // A flat box on the plane covers the voxel beyond it (rule 2): that is past it too.
+        let past = match (ax.step > 0, h[a] == 0.0) {
+            (true, false) => face > (plane, 0.0),
+            (true, true) => face >= (plane, 0.0),
+            (false, false) => face < (plane, 0.0),
+            (false, true) => face <= (plane, 0.0),
         };
         if (past || a == end.axis)
             && let Some((w, s)) = flush_at(plane, h[a], ax.step)
@@ -305,7 +326,16 @@ fn lead_face(origin: i128, sub: f32, h: f32, step: i8) -> (i128, f32) {
 
 /// A centre on one axis whose leading face (rule 1) lies on `plane` or, where f32 cannot put it
 /// there, as close behind it as f32 allows; `None` when that centre is outside the i128 world.
+/// A flat box (`h` 0) on the plane would cover the voxel beyond it (rule 2), so its centre
+/// goes a step of f32 behind the plane instead.
 fn flush_at(plane: i128, h: f32, step: i8) -> Option<(i128, f32)> {
+    if h == 0.0 {
+        return if step > 0 {
+            Some((plane.checked_sub(1)?, 1.0f32.next_down()))
+        } else {
+            Some((plane, f32::EPSILON))
+        };
+    }
     // The centre lies `h` behind the plane: whole voxels in the i128 part, the rest in f32.
     let back = -f64::from(step) * f64::from(h);
     let whole = back.floor();

@@ -26,7 +26,8 @@ use crate::ray::{RaycastOptions, RaycastOutcome, UnloadedPolicy};
 const REACH: i128 = 1 << 29;
 
 /// `p` on the shader's terms: the cast's per-axis state relative to the window's lowest voxel,
-/// or `None` when a voxel of it lies more than [`REACH`] outside the window.
+/// or `None` when a voxel of it lies more than [`REACH`] outside the window, or it leaves the
+/// bottom of the i128 world at once where the window's low face is not that edge.
 fn gpu_box(p: &Prepared, w: &Window) -> Option<GpuBox> {
     let lowest = w.absolute([0; 3])?;
     let rel = |v: i128, a: usize| -> Option<i32> {
@@ -53,6 +54,15 @@ fn gpu_box(p: &Prepared, w: &Window) -> Option<GpuBox> {
         };
         b.lead[a] = rel(lead, a)?;
         b.trail[a] = rel(trail, a)?;
+        if ax.exits {
+            // The layer below the i128 world, which only the window can name, and only where
+            // its low face is the world's edge (the shader then ends the cast there): elsewhere
+            // the host answers.
+            if w.world_edge() >> a & 1 == 0 {
+                return None;
+            }
+            b.lead[a] -= 1;
+        }
         b.lead_b[a] = ax.lead_b;
         b.trail_b[a] = ax.trail_b;
         b.inv[a] = ax.inv;
@@ -60,10 +70,12 @@ fn gpu_box(p: &Prepared, w: &Window) -> Option<GpuBox> {
     Some(b)
 }
 
-/// The answer for a cast too far from the window for the shader: nothing there is held, so
-/// under `Air` nothing stops it (it cannot reach the window within its max distance), and under
-/// `Stop` (or on a window that follows a centre, which does not know what is there) it starts
-/// touching unloaded voxels, the lowest of which is reported.
+/// The answer for a cast the shader cannot place: one too far from the window, or at the bottom
+/// of the i128 world leaving it where the window does not reach that edge. Nothing the window
+/// holds is near its start, so under `Air` nothing stops it (it cannot reach the window within
+/// its max distance, or leaves the world at once), and under `Stop` (or on a window that
+/// follows a centre, which does not know what is there) it starts touching unloaded voxels,
+/// the lowest of which is reported.
 fn far_answer(p: &Prepared, w: &Window, opts: &RaycastOptions) -> BoxCastOutcome {
     if opts.unloaded == UnloadedPolicy::Air && !w.partial() {
         return BoxCastOutcome::Miss;
@@ -153,6 +165,7 @@ pub(super) fn box_flight(
         .with_min_len(1024)
         .map(|c| match c.prepare() {
             Err(e) => Err(BoxCastOutcome::Invalid(e)),
+            Ok(p) if p.misses => Err(BoxCastOutcome::Miss),
             Ok(p) => gpu_box(&p, &w).ok_or_else(|| far_answer(&p, &w, opts)),
         })
         .collect();

@@ -1025,7 +1025,7 @@ pub fn check_boxes(
 
 /// Box casts, GPU against CPU: player boxes on the terrain and adversarial casts (grid-aligned
 /// starts and extents, axis-aligned and 45° moves, zero components, chunk faces, negative
-/// coordinates) under every option; boxes in a world at the top of i128.
+/// coordinates) under every option; boxes in worlds at the top and the bottom of i128.
 pub fn box_parity(gpu: &GpuRaycaster) {
     let (t, tw) = terrain();
     let gw = gpu.upload_world(tw).expect("upload terrain");
@@ -1063,5 +1063,19 @@ pub fn box_parity(gpu: &GpuRaycaster) {
             &casts,
             &opts,
         );
+    }
+    // At the bottom: boxes on its faces moving down leave the world at once.
+    let bottom = i128::MIN;
+    let mut w = VoxelWorld::new();
+    for (p, id) in common::random_solids(77, WorldPos::new(bottom, bottom, bottom), 40, 0.05, 3) {
+        w.set_voxel(p, id);
+    }
+    let gw = gpu.upload_world(&w).expect("upload the bottom world");
+    let near = |d: i128| WorldPos::new(bottom + d, bottom + d, bottom + d);
+    let mut casts = boxes_of(&adversarial_rays(near(20), 2_000, 78), 79);
+    casts.extend(boxes_of(&adversarial_rays(near(0), 500, 80), 81));
+    for opts in every_option().into_iter().step_by(2) {
+        let what = format!("boxes at the i128 bottom {opts:?}");
+        check_boxes(gpu, &what, &w, &gw, &casts, &opts);
     }
 }

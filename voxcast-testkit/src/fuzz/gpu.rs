@@ -2,7 +2,8 @@
 //! with `GpuWorld::update_chunks`, in a window around the loaded chunks or one that follows a
 //! centre through moves (`GpuRaycaster::upload_window`, `recenter`; its table checked against a
 //! recount after each, the CPU answering on the chunks the window may hold), with batches
-//! that mix valid and invalid rays, under every option: raycasts, line of sight (plain and conservative) and a small camera, outcome by
+//! that mix valid and invalid rays, under every option: raycasts, line of sight (plain and
+//! conservative), a small camera and box casts made from the rays, outcome by
 //! outcome under the parity contract (`RaycastOutcome::matches`: the same voxel, face, id and
 //! distance bit for bit, UV within 1e-5; an invalid ray `Invalid` with the same error on both).
 //!
@@ -382,5 +383,59 @@ pub fn check(gpu: &GpuRaycaster, input: &Input) -> Result<(), String> {
             }
         }
     }
-    Ok(())
+    boxes(gpu, &gw, &world, &rays, &opts, windowed)
+}
+
+/// Box casts from the batch's rays (their start, direction and max distance up to 16 voxels),
+/// their half extents by position in the batch (flat, player-sized, grid-aligned, a ray): the
+/// GPU's answers equal the CPU's on the world uploaded, or on a window that follows a centre,
+/// the CPU's on the chunks it holds under its rule (`window_cpu`).
+fn boxes(
+    gpu: &GpuRaycaster,
+    gw: &voxcast::gpu::GpuWorld,
+    world: &voxcast::VoxelWorld,
+    rays: &[VoxelRay],
+    opts: &RaycastOptions,
+    windowed: bool,
+) -> Result<(), String> {
+    use voxcast::glam::Vec3;
+    const HALVES: [Vec3; 5] = [
+        Vec3::new(0.3, 0.9, 0.3),
+        Vec3::splat(0.5),
+        Vec3::ZERO,
+        Vec3::new(1.0, 0.0, 2.5),
+        Vec3::new(0.25, 0.75, 1.0),
+    ];
+    let casts: Vec<voxcast::BoxCast> = rays
+        .iter()
+        .enumerate()
+        .map(|(i, r)| voxcast::BoxCast {
+            center: r.origin,
+            center_offset: r.sub_offset,
+            half_extents: HALVES[i % HALVES.len()],
+            direction: r.direction,
+            max_distance: if r.max_distance.is_nan() {
+                r.max_distance
+            } else {
+                r.max_distance.min(16.0)
+            },
+        })
+        .collect();
+    let g = gpu
+        .box_cast(&casts, gw, opts)
+        .map_err(|e| format!("box_cast: {e}"))?;
+    let held = if windowed {
+        crate::gpu::held_world(gw, world)
+    } else {
+        world.clone()
+    };
+    let (w, o) = window_cpu(gw, &held, world, windowed, opts);
+    let c = voxcast::box_cast_batch(&casts, &w, &o);
+    match (0..casts.len()).find(|&i| !crate::gpu::same_box_answer(&g[i], &c[i])) {
+        Some(i) => Err(format!(
+            "box cast #{i} {:?} {opts:?}\n    gpu: {:?}\n    cpu: {:?}",
+            casts[i], g[i], c[i]
+        )),
+        None => Ok(()),
+    }
 }
