@@ -23,7 +23,7 @@ pub use slide::{Slide, SlideOptions, collide_and_slide};
 /// The largest half extent a box cast accepts, in voxels: a box up to 16 voxels wide.
 pub const MAX_HALF_EXTENT: f32 = 8.0;
 
-/// Face fractions below this count as 0 (rule 1): `2^-64`.
+/// Face fractions between 0 and this count as this (rule 1): `2^-64`.
 const TINY_FRACTION: f32 = 1.0 / 18_446_744_073_709_551_616.0;
 
 /// An axis-aligned box moving along a straight line: what [`box_cast`] casts.
@@ -266,11 +266,12 @@ impl Axis {
     /// `Ok(None)` when the cast can only miss (a flat box on the bottom face of the i128 world
     /// moving down).
     fn new(origin: i128, sub: f32, h: f32, d: f32, max: f32) -> Result<Option<Self>, BoxCastError> {
-        // A fraction below 2^-64 counts as 0: no crossing distance is then subnormal (which a
-        // GPU may flush), even for directions a little longer than 1.
+        // A fraction between 0 and 2^-64 counts as 2^-64: no crossing distance is then
+        // subnormal (which a GPU may flush), even for directions a little longer than 1, and
+        // the faces keep their order.
         let face = |v: f32| {
             split_sub(origin, v)
-                .map(|(w, f)| (w, if f < TINY_FRACTION { 0.0 } else { f }))
+                .map(|(w, f)| (w, if f > 0.0 { f.max(TINY_FRACTION) } else { f }))
                 .map_err(|_| BoxCastError::OutOfWorld)
         };
         let (lo_w, lo_f) = face(sub - h)?;

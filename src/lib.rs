@@ -55,12 +55,12 @@
 //!    `0..=MAX_HALF_EXTENT` (a subnormal half extent counts as 0). On each axis its faces are
 //!    the centre's offset minus and plus `h`, each rounded to f32 once and split into a voxel and
 //!    a fraction in `[0, 1)` as a ray's origin is (a fraction that rounds to 1 moves to the next
-//!    voxel's face, one below `2^-64` counts as 0). Everything after that is exact.
+//!    voxel's face, one between 0 and `2^-64` counts as `2^-64`). Everything after that is exact.
 //! 2. **Touching.** The box touches a voxel when the open box overlaps the open voxel on every
 //!    axis: sharing a face, an edge or a corner is not touching. On an axis where `h` is 0 the box
 //!    is flat and covers the voxel a ray from its centre is in (the DDA's start voxel rule), so a
-//!    box of zero extents is a ray, except where the ray passes exactly through an edge or a
-//!    corner: the DDA then visits a voxel beside it (it crosses tied planes one at a time) that
+//!    box of zero extents is a ray, except within `2^-64` of a face (rule 1) and where the ray
+//!    passes exactly through an edge or a corner: the DDA then visits a voxel beside it (it crosses tied planes one at a time) that
 //!    the box only grazes, and enters the next through the face it crosses last, where rule 6
 //!    picks the fastest axis.
 //! 3. **Moving.** On a moving axis the leading face and the trailing face are two rays of the

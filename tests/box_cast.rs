@@ -733,14 +733,17 @@ fn world_edges_flat_slides_and_tiny_offsets() {
         direction: Vec3::new(0.0, -1.000_004, 0.0),
         max_distance: 2.0,
     };
-    // The offset counts as 0 (rule 1): the flat box starts on the floor's top face, in it.
-    assert!(
-        matches!(box_cast(&hair, &w, &o), BoxCastOutcome::StartsInside { voxel_pos, .. } if voxel_pos.y == -1)
-    );
-    let above = BoxCast {
-        center_offset: Vec3::new(0.5, 1e-19, 0.5),
-        ..hair
-    };
-    let h = hit_of(box_cast(&above, &w, &o));
-    assert!(h.distance.is_normal(), "{h:?}");
+    // The offset counts as 2^-64 (rule 1): the flat box touches the floor's top face after
+    // that, a normal number.
+    for sub in [f32::MIN_POSITIVE, 1e-19, 1e-30] {
+        let cast = BoxCast {
+            center_offset: Vec3::new(0.5, sub, 0.5),
+            ..hair
+        };
+        let h = hit_of(box_cast(&cast, &w, &o));
+        assert!(
+            h.distance.is_normal() && h.face_normal == IVec3::Y,
+            "{sub}: {h:?}"
+        );
+    }
 }
