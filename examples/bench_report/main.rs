@@ -957,7 +957,7 @@ fn main() {
         return;
     }
     let w8_casts = if cfg.mode == "quick" { 20_000 } else { 100_000 };
-    if args.boxes {
+    let w8 = || {
         boxes::print_boxes(
             &machine,
             w8_casts,
@@ -965,6 +965,9 @@ fn main() {
             gpu.as_ref().ok().map(GpuEngine::raycaster),
             cfg.show,
         );
+    };
+    if args.boxes {
+        w8();
         return;
     }
     let with_w8 = args.workload.is_empty();
@@ -990,13 +993,7 @@ fn main() {
         print_table(&machine, &cfg, &reports);
         if with_w8 {
             println!();
-            boxes::print_boxes(
-                &machine,
-                w8_casts,
-                cfg.repeats,
-                gpu.as_ref().ok().map(GpuEngine::raycaster),
-                cfg.show,
-            );
+            w8();
         }
     }
 }

@@ -10,7 +10,7 @@ use crate::boxcast::{BoxCast, BoxCastOutcome};
 use crate::camera::{Camera, CameraError};
 use crate::coords::ChunkPos;
 use crate::gpu::agents::{GpuAgents, Visibility, VisiblePairs, pair_flights};
-use crate::gpu::answers::{CameraAnswers, PendingBatch, ray_flight};
+use crate::gpu::answers::{CameraAnswers, Collector, PendingBatch, ray_flight};
 use crate::gpu::boxes::box_flight;
 use crate::gpu::device::{Device, GpuConfig, SelfCheck};
 use crate::gpu::error::GpuError;
@@ -851,13 +851,7 @@ impl GpuRaycaster {
         let started = self.begin_call(world)?;
         let (flight, collector, uploaded) =
             box_flight(&self.batches, world, self.per_dispatch(), casts, opts)?;
-        Ok(PendingBatch::new(
-            &self.batches,
-            flight.into_iter().collect(),
-            Box::new(collector),
-            uploaded,
-            started,
-        ))
+        Ok(self.pending(flight, Box::new(collector), uploaded, started))
     }
 
     /// Sets the most rays (or pixels) one dispatch takes; larger batches are split into several
@@ -968,13 +962,25 @@ impl GpuRaycaster {
             conservative,
             out,
         )?;
-        Ok(PendingBatch::new(
+        Ok(self.pending(flight, Box::new(collector), uploaded, started))
+    }
+
+    /// The batch of one flight (none when the host answered every query), `uploaded` of its
+    /// queries on the GPU, the call started at `started`.
+    fn pending<T>(
+        &self,
+        flight: Option<Flight>,
+        collector: Box<dyn Collector<T>>,
+        uploaded: u64,
+        started: Instant,
+    ) -> PendingBatch<T> {
+        PendingBatch::new(
             &self.batches,
             flight.into_iter().collect(),
-            Box::new(collector),
+            collector,
             uploaded,
             started,
-        ))
+        )
     }
 
     /// Most items per dispatch: [`GpuRaycaster::set_max_dispatch_rays`] within what the
