@@ -459,7 +459,8 @@ impl Best {
 }
 
 /// Casts `cast` through `world` under `opts` (its origin policy, material filter and unloaded
-/// policy; see the module rules above): the first stopping voxel the moving box touches.
+/// policy; the rules are in the crate docs, "Box casts"): the first stopping voxel the moving
+/// box touches.
 #[must_use]
 pub fn box_cast(cast: &BoxCast, world: &VoxelWorld, opts: &RaycastOptions) -> BoxCastOutcome {
     match cast.prepare() {
