@@ -468,6 +468,26 @@ fn bad_casts_are_errors_and_spoil_nothing_else() {
         out[3],
         BoxCastOutcome::Invalid(BoxCastError::Ray(_))
     ));
+    // A slide by a NaN or infinite displacement is refused, saying which.
+    let so = SlideOptions::default();
+    let slide = |d: Vec3| {
+        collide_and_slide(
+            good.center,
+            good.center_offset,
+            good.half_extents,
+            d,
+            &w,
+            &so,
+        )
+    };
+    assert_eq!(
+        slide(Vec3::new(f32::NAN, 0.0, 0.0)),
+        Err(BoxCastError::Ray(RayError::NanDirection))
+    );
+    assert_eq!(
+        slide(Vec3::new(0.0, f32::INFINITY, 0.0)),
+        Err(BoxCastError::Ray(RayError::InfiniteDirection))
+    );
     for i in [0, 4] {
         let h = hit_of(out[i]);
         assert_eq!(

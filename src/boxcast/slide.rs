@@ -78,7 +78,9 @@ pub fn collide_and_slide(
     world: &VoxelWorld,
     opts: &SlideOptions,
 ) -> Result<Slide, BoxCastError> {
-    if !displacement.is_finite() {
+    if displacement.is_nan() {
+        return Err(crate::ray::RayError::NanDirection.into());
+    } else if !displacement.is_finite() {
         return Err(crate::ray::RayError::InfiniteDirection.into());
     }
     // Checks the box; the centre's normalised form; subnormal half extents as 0 (rule 1).
