@@ -1284,7 +1284,8 @@ fn cast_sensors(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
     let r = rig[k];
     let dir = sensor_dir(rotation_matrix(pose.rotation_lo, pose.rotation_hi), r.xyz);
     let ray = made_ray(pose.voxel, pose.sub, dir, r.w);
-    let h = finished(ray, cast_ray(ray));
+    // A word needs the status and distance alone: the id and UV only with details.
+    let h = finished_if(ray, cast_ray(ray), params.details != 0u);
     if (params.details != 0u) {
         let o = pack_hit(h, pose.voxel);
         sensed[5u * i] = o.w0;
