@@ -335,11 +335,16 @@ fn pack_rotation(rotation: Quat) -> Result<[u32; 2], RayError> {
     if !q.is_finite() || (len2 - 1.0).abs() > 1e-3 {
         return Err(RayError::BadRotation);
     }
-    let q: DQuat = q / len2.sqrt();
+    // One division, then products: the components' 20 bits do not see the difference.
+    let q: DQuat = q * len2.sqrt().recip();
     let c = q.to_array();
-    let largest = (0..4)
-        .max_by(|&a, &b| c[a].abs().total_cmp(&c[b].abs()))
-        .unwrap_or(3);
+    // The last of the largest magnitudes (as `max_by` picks it); they are finite here.
+    let mut largest = 0;
+    for i in 1..4 {
+        if c[i].abs() >= c[largest].abs() {
+            largest = i;
+        }
+    }
     let sign = if c[largest] < 0.0 { -1.0 } else { 1.0 };
     let limit = (1i64 << (COMPONENT_BITS - 1)) - 1;
     let mut bits = largest as u64;
@@ -349,7 +354,7 @@ fn pack_rotation(rotation: Quat) -> Result<[u32; 2], RayError> {
             continue;
         }
         // Rounded half away from zero (without a libm call on targets without SSE4.1).
-        let scaled = sign * v / f64::from(ROTATION_STEP);
+        let scaled = sign * v * f64::from(ROTATION_STEP.recip());
         let fixed = (scaled + 0.5f64.copysign(scaled)) as i64;
         let fixed = fixed.clamp(-limit, limit);
         bits |= (fixed as u64 & ((1 << COMPONENT_BITS) - 1)) << shift;
@@ -434,19 +439,16 @@ pub struct SensorReadings {
 }
 
 impl SensorReadings {
-    /// Makes these the readings of `agents` agents with `rays_per_agent` rays each, every one
-    /// a miss, with room for outcomes where `hits`, reusing the allocations.
+    /// Makes these the readings of `agents` agents with `rays_per_agent` rays each, with room
+    /// for outcomes where `hits`, reusing the allocations. Values kept from earlier readings
+    /// are not cleared: every caller writes every ray (an answer, or its agent's error).
     pub(crate) fn reset(&mut self, agents: usize, rays_per_agent: usize, hits: bool) {
         let n = agents * rays_per_agent;
         self.agents = agents;
         self.rays_per_agent = rays_per_agent;
-        self.distances.clear();
         self.distances.resize(n, f32::INFINITY);
         match (&mut self.outcomes, hits) {
-            (Some(o), true) => {
-                o.clear();
-                o.resize(n, RaycastOutcome::Miss);
-            }
+            (Some(o), true) => o.resize(n, RaycastOutcome::Miss),
             (o, true) => *o = Some(vec![RaycastOutcome::Miss; n]),
             (o, false) => *o = None,
         }

@@ -12,7 +12,7 @@ use voxcast::glam::{Quat, Vec3};
 use voxcast::gpu::GpuError;
 use voxcast::{
     ChunkPos, RayError, RaycastOptions, SensorPose, SensorReading, SensorRig, VoxelId, WorldPos,
-    sense,
+    raycast_batch, sense,
 };
 
 #[test]
@@ -259,4 +259,59 @@ fn submitted_sensors_and_a_rig_of_another_raycaster() {
         gpu.sense(&foreign, &poses, &gw, &opts, false).err(),
         Some(GpuError::WorldFromAnotherDevice)
     );
+}
+
+/// Calls that alternate between two worlds, two rigs and two sets of agents on one raycaster,
+/// with worlds dropped and uploaded between them: each answer is its own world's (the
+/// raycaster reuses what a call binds, so a call must never see an earlier call's buffers).
+#[test]
+fn calls_alternating_worlds_and_rigs_answer_from_their_own() {
+    let Some(gpu) = own_gpu() else { return };
+    let (t, tw) = terrain();
+    // The terrain with its top layer of the agents' surroundings cleared: other answers.
+    let mut cleared = tw.clone();
+    let poses = terrain_poses(t, 40, 17);
+    for p in &poses {
+        let c = p.position;
+        for dx in -3..=3 {
+            for dz in -3..=3 {
+                for dy in -1..=2 {
+                    cleared.set_voxel(WorldPos::new(c.x + dx, c.y + dy, c.z + dz), VoxelId::AIR);
+                }
+            }
+        }
+    }
+    let opts = RaycastOptions::default();
+    let rigs = [
+        SensorRig::cone(64, 30.0, 32.0).expect("a cone"),
+        SensorRig::whiskers(8, 120.0, 6.0).expect("whiskers"),
+    ];
+    let gpu_rigs = rigs.each_ref().map(|r| gpu.upload_rig(r).expect("rig"));
+    let rays = t.reach_rays(3_000, 21);
+    let mut gw = [
+        gpu.upload_world(tw).expect("upload"),
+        gpu.upload_world(&cleared).expect("upload"),
+    ];
+    let worlds = [tw, &cleared];
+    // The worlds answer differently: a call bound to the other world's buffers would show.
+    for rig in &rigs {
+        let [a, b] = worlds.map(|w| sense(rig, &poses, w, &opts, false));
+        assert!(!a.matches(&b), "the clearing changes what the sensors read");
+    }
+    for round in 0..6 {
+        let w = round % 2;
+        let r = (round / 2) % 2;
+        let what = format!("round {round}: world {w}, rig {r}");
+        let got = gpu
+            .sense(&gpu_rigs[r], &poses, &gw[w], &opts, round % 3 == 0)
+            .expect("sense");
+        let cpu = sense(&rigs[r], &poses, worlds[w], &opts, round % 3 == 0);
+        check_sensors(&what, &rigs[r], &poses, &got, &cpu);
+        let hits = gpu.raycast(&rays, &gw[w], &opts).expect("raycast");
+        assert_parity(&what, &rays, &hits, &raycast_batch(&rays, worlds[w], &opts));
+        if round == 3 {
+            // A world dropped and uploaded again: new buffers where the old ones were.
+            gw[0] = gpu.upload_world(tw).expect("upload");
+        }
+    }
 }

@@ -38,6 +38,13 @@ pub struct GpuAgents {
     window: (ChunkPos, [u32; 3]),
 }
 
+impl Drop for GpuAgents {
+    fn drop(&mut self) {
+        // Cached bind groups would keep the buffer alive.
+        self.device.bind_groups.forget(&[&self.buffer]);
+    }
+}
+
 impl GpuAgents {
     /// The eyes of `agents`, uploaded for batches on `world`.
     pub(super) fn new(
@@ -110,6 +117,7 @@ impl GpuAgents {
         let device = &self.device.wgpu;
         let scope = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         if self.buffer.size() < bytes {
+            self.device.bind_groups.forget(&[&self.buffer]);
             self.buffer = device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("agents"),
                 size: bytes.next_power_of_two(),

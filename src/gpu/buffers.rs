@@ -2,6 +2,7 @@
 //! out, with the mapped buffers that stage them on the host, kept in a pool between batches.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, TryRecvError};
 
 use crate::gpu::device::Device;
@@ -20,6 +21,8 @@ pub(super) const FILTER_BYTES: u64 = 2048 * 4;
 /// back. Sized in bytes; a batch takes a set at least as large as its dispatch needs.
 #[derive(Debug)]
 pub(super) struct DispatchBuffers {
+    /// The set's number, unique in the process (bind groups are cached by it).
+    pub(super) id: u64,
     pub(super) params: wgpu::Buffer,
     pub(super) filter: wgpu::Buffer,
     pub(super) input: wgpu::Buffer,
@@ -89,7 +92,9 @@ impl DispatchBuffers {
                 buf("readback", output.size(), U::MAP_READ | U::COPY_DST, false),
             )
         };
+        static NEXT_ID: AtomicU64 = AtomicU64::new(0);
         Self {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             params: buf(
                 "params",
                 size_of::<GpuParams>() as u64,

@@ -79,6 +79,83 @@ pub(super) struct Device {
     module: wgpu::ShaderModule,
     /// The pipelines made so far, by entry point and option flags.
     pipelines: Mutex<FxHashMap<(Entry, u32), wgpu::ComputePipeline>>,
+    /// Bind groups of recent dispatches, reused by later ones that bind the same buffers.
+    pub(super) bind_groups: BindGroupCache,
+}
+
+/// The bind groups of the last few dispatches, each with what it binds: a dispatch binding
+/// the same layout, set of dispatch buffers and buffers of world, rig or agents takes it again
+/// instead of making one (tens of microseconds each). A bind group keeps its buffers alive, so
+/// whoever drops or replaces a buffer that may be bound calls [`BindGroupCache::forget`].
+#[derive(Debug, Default)]
+pub(super) struct BindGroupCache {
+    groups: Mutex<Vec<CachedBindGroup>>,
+}
+
+/// One cached bind group: the dispatch set it binds (by its number), its layout and the other
+/// buffers it binds.
+#[derive(Debug)]
+struct CachedBindGroup {
+    set: u64,
+    layout: wgpu::BindGroupLayout,
+    buffers: Vec<wgpu::Buffer>,
+    group: wgpu::BindGroup,
+}
+
+/// Bind groups kept: a few per dispatch set in use (two in flight, a few entry points).
+const CACHED_BIND_GROUPS: usize = 8;
+
+impl BindGroupCache {
+    /// The bind group of set `set` with `layout` and `buffers`: the cached one, or the one
+    /// `make` makes, cached (the oldest dropped beyond [`CACHED_BIND_GROUPS`]).
+    pub(super) fn get_or_make(
+        &self,
+        set: u64,
+        layout: &wgpu::BindGroupLayout,
+        buffers: &[&wgpu::Buffer],
+        make: impl FnOnce() -> wgpu::BindGroup,
+    ) -> wgpu::BindGroup {
+        let mut groups = self
+            .groups
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let same = |c: &CachedBindGroup| {
+            c.set == set
+                && c.layout == *layout
+                && c.buffers.len() == buffers.len()
+                && c.buffers.iter().zip(buffers).all(|(a, b)| a == *b)
+        };
+        if let Some(c) = groups.iter().find(|c| same(c)) {
+            return c.group.clone();
+        }
+        let group = make();
+        if groups.len() >= CACHED_BIND_GROUPS {
+            groups.remove(0);
+        }
+        groups.push(CachedBindGroup {
+            set,
+            layout: layout.clone(),
+            buffers: buffers.iter().map(|&b| b.clone()).collect(),
+            group: group.clone(),
+        });
+        group
+    }
+
+    /// Drops the bind groups that bind any of `buffers`, so that their memory can go.
+    pub(super) fn forget(&self, buffers: &[&wgpu::Buffer]) {
+        self.groups
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .retain(|c| !c.buffers.iter().any(|b| buffers.contains(&b)));
+    }
+
+    /// Drops every bind group.
+    pub(super) fn clear(&self) {
+        self.groups
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
+    }
 }
 
 impl Device {
@@ -253,6 +330,7 @@ impl Device {
             layouts: [rays, pairs, sensors, boxes],
             module,
             pipelines: Mutex::new(pipelines),
+            bind_groups: BindGroupCache::default(),
         })
     }
 

@@ -29,6 +29,14 @@ pub(super) struct Batches {
     pub(super) stats: Mutex<BatchStats>,
 }
 
+impl Drop for Batches {
+    fn drop(&mut self) {
+        // The dispatch sets go: so do the bind groups that keep their buffers alive (the device
+        // lives on while a world uploaded on it does).
+        self.device.bind_groups.clear();
+    }
+}
+
 impl Batches {
     /// Nothing kept yet.
     pub(super) fn new(device: Arc<Device>) -> Self {
@@ -73,6 +81,7 @@ impl Batches {
     /// Frees what is kept between batches.
     pub(super) fn release(&self) {
         self.buffers.clear();
+        self.device.bind_groups.clear();
         replace_locked(&self.staging, Vec::new());
     }
 
@@ -544,42 +553,47 @@ impl Flight {
                 entry(binding, &set.input)
             }
         };
-        let mut entries = vec![
-            entry(0, &set.params),
-            entry(1, table),
-            entry(2, occupancy),
-            entry(3, bricks),
-            entry(4, ids),
-            entry(5, &set.filter),
-        ];
-        match &self.items {
-            Items::Rays(..) | Items::Camera(_) => {
-                entries.push(input(6));
-                entries.push(entry(7, &set.output));
+        // The buffers bound besides the set's own: the world's, and the agents' or the rig.
+        let extra = match &self.items {
+            Items::Pairs { agents, .. } => Some(agents),
+            Items::Sensors { rig, .. } => Some(rig),
+            _ => None,
+        };
+        let mut bound = vec![table, occupancy, bricks, ids];
+        bound.extend(extra);
+        let make = || {
+            let mut entries = vec![
+                entry(0, &set.params),
+                entry(1, table),
+                entry(2, occupancy),
+                entry(3, bricks),
+                entry(4, ids),
+                entry(5, &set.filter),
+            ];
+            let (first, output) = match &self.items {
+                Items::Rays(..) | Items::Camera(_) => (6, 7),
+                Items::Pairs { .. } => (8, 10),
+                Items::Sensors { .. } => (11, 13),
+                Items::Boxes(_) => (14, 15),
+            };
+            entries.push(input(first));
+            if let Some(b) = extra {
+                entries.push(entry(first + 1, b));
             }
-            Items::Pairs { agents, .. } => {
-                entries.push(input(8));
-                entries.push(entry(9, agents));
-                entries.push(entry(10, &set.output));
-            }
-            Items::Sensors { rig, .. } => {
-                entries.push(input(11));
-                entries.push(entry(12, rig));
-                entries.push(entry(13, &set.output));
-            }
-            Items::Boxes(_) => {
-                entries.push(input(14));
-                entries.push(entry(15, &set.output));
-            }
-        }
+            entries.push(entry(output, &set.output));
+            self.batches
+                .device
+                .wgpu
+                .create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some("voxcast batch"),
+                    layout: &self.binding.layout,
+                    entries: &entries,
+                })
+        };
         self.batches
             .device
-            .wgpu
-            .create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some("voxcast batch"),
-                layout: &self.binding.layout,
-                entries: &entries,
-            })
+            .bind_groups
+            .get_or_make(set.id, &self.binding.layout, &bound, make)
     }
 
     /// Reads back every dispatch that has finished (waiting for the oldest first with `wait`),

@@ -29,6 +29,13 @@ pub struct GpuSensorRig {
     device: Arc<Device>,
 }
 
+impl Drop for GpuSensorRig {
+    fn drop(&mut self) {
+        // Cached bind groups would keep the buffer alive.
+        self.device.bind_groups.forget(&[&self.buffer]);
+    }
+}
+
 impl GpuSensorRig {
     /// `rig` uploaded on `device`.
     pub(super) fn new(device: &Arc<Device>, rig: &SensorRig) -> Result<Self, GpuError> {
@@ -121,15 +128,20 @@ impl Collector<SensorReadings> for SensorAnswers {
             return Ok(());
         }
         let all = self.readings.words_mut();
+        // Copied and checked in one pass (a NaN: a walk past the step limit).
+        let mut nan = false;
         for (j, &a) in poses.iter().enumerate() {
-            let got = &words[j * n..(j + 1) * n];
-            if got.iter().any(|w| f32::from_bits(*w).is_nan()) {
-                return Err(GpuError::Internal(
-                    "a sensor ray ran past the step limit".into(),
-                ));
-            }
             let a = a as usize;
-            all[a * n..(a + 1) * n].copy_from_slice(bytemuck::cast_slice(got));
+            let got = &words[j * n..(j + 1) * n];
+            for (to, &w) in all[a * n..(a + 1) * n].iter_mut().zip(got) {
+                *to = f32::from_bits(w);
+                nan |= (w & 0x7FFF_FFFF) > 0x7F80_0000;
+            }
+        }
+        if nan {
+            return Err(GpuError::Internal(
+                "a sensor ray ran past the step limit".into(),
+            ));
         }
         Ok(())
     }

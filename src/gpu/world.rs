@@ -55,6 +55,14 @@ pub struct GpuWorld {
     uploaded: u64,
 }
 
+impl Drop for GpuWorld {
+    fn drop(&mut self) {
+        // Cached bind groups would keep the world's buffers alive.
+        let buffers = self.buffers();
+        self.device.bind_groups.forget(&buffers.each_ref());
+    }
+}
+
 impl std::fmt::Debug for GpuWorld {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GpuWorld")
@@ -381,7 +389,13 @@ impl GpuWorld {
     ) -> Result<(u64, u64), GpuError> {
         let stored: rustc_hash::FxHashSet<ChunkPos> =
             changes.store.iter().map(|(p, _, _)| *p).collect();
+        let before = self.buffers();
         let chunk_bytes = self.store.apply(changes, upload)?;
+        let after = self.buffers();
+        let replaced: Vec<&wgpu::Buffer> = before.iter().filter(|b| !after.contains(b)).collect();
+        if !replaced.is_empty() {
+            self.device.bind_groups.forget(&replaced);
+        }
         let mut changed = Vec::new();
         for (pos, entry) in entries {
             let entry = if stored.contains(&pos) {
