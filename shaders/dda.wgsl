@@ -230,11 +230,12 @@ struct Hit {
 @group(0) @binding(8) var<storage, read> pairs: array<vec2<u32>>;
 @group(0) @binding(9) var<storage, read> agents: array<GpuAgent>;
 @group(0) @binding(10) var<storage, read_write> pair_out: array<atomic<u32>>;
-// cast_sensors: the dispatch's agents' poses, the rig (unit direction xyz in the agent's frame,
-// max distance w), and per ray its word (sense_word), or with Params.details its answer (5
-// words).
+// cast_sensors: the dispatch's agents' poses, the rig, and per ray its word (sense_word), or
+// with Params.details its answer (5 words). The rig (src/gpu/sensors.rs, GpuSensorRig::new):
+// its rays in a coherent order (the bits of a unit direction xyz in the agent's frame, max
+// distance w), then each one's index in the rig, four to an element.
 @group(0) @binding(11) var<storage, read> poses: array<GpuPose>;
-@group(0) @binding(12) var<storage, read> rig: array<vec4<f32>>;
+@group(0) @binding(12) var<storage, read> rig: array<vec4<u32>>;
 @group(0) @binding(13) var<storage, read_write> sensed: array<u32>;
 
 // cast_boxes: the dispatch's box casts and their answers.
@@ -1275,26 +1276,33 @@ fn cast_sensors(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
     if (i >= params.ray_count || params.sensor_rays == 0u) {
         return;
     }
-    let a = i / params.sensor_rays;
-    let k = i % params.sensor_rays;
-    if (a >= arrayLength(&poses) || k >= arrayLength(&rig)) {
+    let n = params.sensor_rays;
+    let a = i / n;
+    let k = i % n;
+    if (a >= arrayLength(&poses) || n + k / 4u >= arrayLength(&rig)) {
         return;
     }
+    // The rig's ray k in its coherent order, answered at its place in the rig.
+    let index = rig[n + k / 4u][k % 4u];
+    if (index >= n) {
+        return;
+    }
+    let out = a * n + index;
     let pose = poses[a];
-    let r = rig[k];
+    let r = bitcast<vec4<f32>>(rig[k]);
     let dir = sensor_dir(rotation_matrix(pose.rotation_lo, pose.rotation_hi), r.xyz);
     let ray = made_ray(pose.voxel, pose.sub, dir, r.w);
     // A word needs the status and distance alone: the id and UV only with details.
     let h = finished_if(ray, cast_ray(ray), params.details != 0u);
     if (params.details != 0u) {
         let o = pack_hit(h, pose.voxel);
-        sensed[5u * i] = o.w0;
-        sensed[5u * i + 1u] = o.w1;
-        sensed[5u * i + 2u] = o.w2;
-        sensed[5u * i + 3u] = o.distance;
-        sensed[5u * i + 4u] = o.uv;
+        sensed[5u * out] = o.w0;
+        sensed[5u * out + 1u] = o.w1;
+        sensed[5u * out + 2u] = o.w2;
+        sensed[5u * out + 3u] = o.distance;
+        sensed[5u * out + 4u] = o.uv;
     } else {
-        sensed[i] = sense_word(h);
+        sensed[out] = sense_word(h);
     }
 }
 

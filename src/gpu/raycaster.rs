@@ -296,7 +296,7 @@ impl GpuRaycaster {
     }
 
     /// Uploads `rig` for the sensor calls ([`GpuRaycaster::sense`]) on any world of this
-    /// raycaster: 16 bytes a ray, once.
+    /// raycaster: 20 bytes a ray, once.
     ///
     /// # Errors
     /// [`GpuError::Device`] when the upload fails.

@@ -18,7 +18,7 @@ use crate::gpu::world::GpuWorld;
 use crate::ray::{RaycastOptions, RaycastOutcome, VoxelRay};
 use crate::sensors::{SensorPose, SensorReadings, SensorRig};
 
-/// A [`SensorRig`] in GPU memory (16 bytes a ray, uploaded once by
+/// A [`SensorRig`] in GPU memory (20 bytes a ray, uploaded once by
 /// [`GpuRaycaster::upload_rig`](crate::gpu::GpuRaycaster::upload_rig)), for the sensor calls
 /// of the raycaster that uploaded it, on any of its worlds.
 #[derive(Debug)]
@@ -37,10 +37,18 @@ impl Drop for GpuSensorRig {
 }
 
 impl GpuSensorRig {
-    /// `rig` uploaded on `device`.
+    /// `rig` uploaded on `device`: its rays in the order [`coherent_order`] gives (`[x, y, z,
+    /// max]`, 16 bytes each), then each one's index in the rig (4 bytes each), so that
+    /// neighbouring invocations of an agent walk in neighbouring directions.
     pub(super) fn new(device: &Arc<Device>, rig: &SensorRig) -> Result<Self, GpuError> {
-        let words = rig.words();
-        let bytes = size_of_val(words).max(16) as u64;
+        let rays = rig.words();
+        let order = coherent_order(rays);
+        let mut words: Vec<u32> = order
+            .iter()
+            .flat_map(|&k| rays[k as usize].map(f32::to_bits))
+            .collect();
+        words.extend(&order);
+        let bytes = size_of_val(&words[..]).next_multiple_of(16).max(16) as u64;
         let wgpu_device = &device.wgpu;
         let scope = wgpu_device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let buffer = wgpu_device.create_buffer(&wgpu::BufferDescriptor {
@@ -53,10 +61,11 @@ impl GpuSensorRig {
             return Err(device_error(e));
         }
         if !words.is_empty() {
+            words.resize(bytes as usize / 4, 0);
             // Through the courier: before the next batch.
             device
                 .courier
-                .write(&buffer, 0, bytemuck::cast_slice(words).to_vec())?;
+                .write(&buffer, 0, bytemuck::cast_slice(&words).to_vec())?;
         }
         Ok(Self {
             buffer,
@@ -82,6 +91,24 @@ impl GpuSensorRig {
     pub fn rig(&self) -> &SensorRig {
         &self.rig
     }
+}
+
+/// The rig's ray indices in an order where neighbours point in neighbouring directions: by
+/// the Morton code of their directions on a grid of 1024 steps a component (ties in rig order).
+/// A SIMD group of invocations then steps alike, where the rig's own order (a cone's spiral)
+/// may send neighbours far apart.
+fn coherent_order(rays: &[[f32; 4]]) -> Vec<u32> {
+    // The component's bits spread to every third place.
+    fn spread(c: f32) -> u64 {
+        let q = ((c.clamp(-1.0, 1.0) + 1.0) * 511.5) as u64;
+        (0..10).fold(0, |out, b| out | ((q >> b) & 1) << (3 * b))
+    }
+    let mut order: Vec<u32> = (0..rays.len() as u32).collect();
+    order.sort_by_key(|&k| {
+        let [x, y, z, _] = rays[k as usize];
+        spread(x) | spread(y) << 1 | spread(z) << 2
+    });
+    order
 }
 
 /// The answers of a sensor batch: one flight casts the poses the shader takes (`gpu[j]` is the
