@@ -105,7 +105,7 @@ pub(crate) fn split_sub(origin: i128, sub: f32) -> Result<(i128, f32), RayError>
     if (0.0..1.0).contains(&sub) {
         return Ok((origin, flush_denormal(sub)));
     }
-    let whole = sub.floor();
+    let whole = floor(sub);
     let mut frac = sub - whole;
     let mut origin = add_whole(origin, f64::from(whole)).ok_or(RayError::OriginOutOfRange)?;
     if frac >= 1.0 {
@@ -116,13 +116,34 @@ pub(crate) fn split_sub(origin: i128, sub: f32) -> Result<(i128, f32), RayError>
     Ok((origin, flush_denormal(frac)))
 }
 
+/// `x.floor()` for a finite `x`, without the library call that `floor` is on x86-64 without
+/// SSE4.1: below `2^23` in magnitude through an integer, above it `x` is whole already.
+fn floor(x: f32) -> f32 {
+    if x.abs() < 8_388_608.0 {
+        let t = x as i32 as f32;
+        if t == x {
+            x
+        } else if t > x {
+            t - 1.0
+        } else {
+            t
+        }
+    } else {
+        x
+    }
+}
+
 /// `origin + whole` exactly, for a whole-numbered `whole`; `None` when the sum leaves i128 or
 /// `whole` is not finite. `whole as i128` alone saturates from `2^127` on, and a finite f32
 /// reaches `2^128`: such a `whole` is added in two exact halves.
 pub(crate) fn add_whole(origin: i128, whole: f64) -> Option<i128> {
     const TWO_127: f64 = 1.7014118346046923e38;
+    const TWO_63: f64 = 9.223372036854775808e18;
     if !whole.is_finite() {
         None
+    } else if whole.abs() < TWO_63 {
+        // One conversion instruction, where `as i128` calls a library routine.
+        origin.checked_add(i128::from(whole as i64))
     } else if whole.abs() < TWO_127 {
         origin.checked_add(whole as i128)
     } else if whole.abs() < 2.0 * TWO_127 {
@@ -564,6 +585,48 @@ mod tests {
     use super::*;
     use crate::world::VoxelId;
     use glam::{IVec3, Vec2};
+
+    /// The integer floor equals `f32::floor` across the range where it converts, at its
+    /// edges and beyond; `add_whole`'s one-instruction path equals the wide conversion.
+    #[test]
+    fn floor_and_add_whole_equal_the_library() {
+        let mut xs = vec![
+            -0.0f32,
+            0.0,
+            0.5,
+            -0.5,
+            1.0,
+            -1.0,
+            1.5,
+            -1.5,
+            8_388_607.5,
+            -8_388_607.5,
+            8_388_608.0,
+            -8_388_608.0,
+            1e30,
+            -1e30,
+            f32::MAX,
+            f32::MIN,
+            1e-40,
+            -1e-40,
+        ];
+        let mut rng = voxcast_testkit::SplitMix64::new(3);
+        for _ in 0..100_000 {
+            xs.push(f32::from_bits(rng.next_u64() as u32));
+        }
+        for x in xs.into_iter().filter(|x| x.is_finite()) {
+            assert_eq!(floor(x).to_bits(), x.floor().to_bits(), "floor({x:e})");
+            let w = f64::from(x.floor());
+            let wide = if w.abs() < 1.7e38 {
+                5i128.checked_add(w as i128)
+            } else {
+                None
+            };
+            if w.abs() < 1.7e38 {
+                assert_eq!(add_whole(5, w), wide, "add_whole(5, {w:e})");
+            }
+        }
+    }
 
     /// `segment`'s direction is unit to well within the `1e-5` that `VoxelRay::new` keeps as
     /// given, so a segment's ray has `segment`'s bits (what the GPU computes): over difference
