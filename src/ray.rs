@@ -138,7 +138,7 @@ fn floor(x: f32) -> f32 {
 /// reaches `2^128`: such a `whole` is added in two exact halves.
 pub(crate) fn add_whole(origin: i128, whole: f64) -> Option<i128> {
     const TWO_127: f64 = 1.7014118346046923e38;
-    const TWO_63: f64 = 9.223372036854775808e18;
+    const TWO_63: f64 = (1u64 << 63) as f64;
     if !whole.is_finite() {
         None
     } else if whole.abs() < TWO_63 {
