@@ -87,9 +87,12 @@ pub(super) struct Device {
 /// the same layout, set of dispatch buffers and buffers of world, rig or agents takes it again
 /// instead of making one (tens of microseconds each). A bind group keeps its buffers alive, so
 /// whoever drops or replaces a buffer that may be bound calls [`BindGroupCache::forget`].
+/// A batch still in flight may bind such a buffer after that: only batches begun since the
+/// last `forget` ([`BindGroupCache::epoch`]) add to the cache.
 #[derive(Debug, Default)]
 pub(super) struct BindGroupCache {
-    groups: Mutex<Vec<CachedBindGroup>>,
+    /// The groups, and how many times buffers were forgotten.
+    groups: Mutex<(Vec<CachedBindGroup>, u64)>,
 }
 
 /// One cached bind group: the dispatch set it binds (by its number), its layout and the other
@@ -106,19 +109,30 @@ struct CachedBindGroup {
 const CACHED_BIND_GROUPS: usize = 8;
 
 impl BindGroupCache {
+    fn lock(&self) -> std::sync::MutexGuard<'_, (Vec<CachedBindGroup>, u64)> {
+        self.groups
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// How many times buffers were forgotten: a batch records it when it takes its buffers.
+    pub(super) fn epoch(&self) -> u64 {
+        self.lock().1
+    }
+
     /// The bind group of set `set` with `layout` and `buffers`: the cached one, or the one
-    /// `make` makes, cached (the oldest dropped beyond [`CACHED_BIND_GROUPS`]).
+    /// `make` makes, cached (the oldest dropped beyond [`CACHED_BIND_GROUPS`]) where no buffer
+    /// was forgotten since `epoch` (one of `buffers` may be gone since).
     pub(super) fn get_or_make(
         &self,
+        epoch: u64,
         set: u64,
         layout: &wgpu::BindGroupLayout,
         buffers: &[&wgpu::Buffer],
         make: impl FnOnce() -> wgpu::BindGroup,
     ) -> wgpu::BindGroup {
-        let mut groups = self
-            .groups
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut guard = self.lock();
+        let (groups, forgotten) = &mut *guard;
         let same = |c: &CachedBindGroup| {
             c.set == set
                 && c.layout == *layout
@@ -129,6 +143,9 @@ impl BindGroupCache {
             return c.group.clone();
         }
         let group = make();
+        if *forgotten != epoch {
+            return group;
+        }
         if groups.len() >= CACHED_BIND_GROUPS {
             groups.remove(0);
         }
@@ -143,18 +160,23 @@ impl BindGroupCache {
 
     /// Drops the bind groups that bind any of `buffers`, so that their memory can go.
     pub(super) fn forget(&self, buffers: &[&wgpu::Buffer]) {
-        self.groups
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        let mut guard = self.lock();
+        guard
+            .0
             .retain(|c| !c.buffers.iter().any(|b| buffers.contains(&b)));
+        guard.1 += 1;
+    }
+
+    /// Drops the bind groups of dispatch set `set` (one may have failed to be made).
+    pub(super) fn forget_set(&self, set: u64) {
+        self.lock().0.retain(|c| c.set != set);
     }
 
     /// Drops every bind group.
     pub(super) fn clear(&self) {
-        self.groups
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clear();
+        let mut guard = self.lock();
+        guard.0.clear();
+        guard.1 += 1;
     }
 }
 

@@ -271,6 +271,8 @@ pub(super) struct Binding {
     /// The material filter's words, or `None` where the shader does not read it (every
     /// non-air voxel stops: `FLAG_EVERY_NON_AIR`).
     filter: Option<Vec<u32>>,
+    /// The bind group cache's epoch when the batch took its buffers.
+    epoch: u64,
 }
 
 impl Binding {
@@ -292,6 +294,7 @@ impl Binding {
             version: world.sync.version(),
             params,
             filter: (!opts.blocks.is_every_non_air()).then(|| opts.blocks.words().to_vec()),
+            epoch: device.bind_groups.epoch(),
         })
     }
 }
@@ -507,6 +510,8 @@ impl Flight {
             None => batches.device.courier.submit(job),
         };
         if let Err(e) = sent {
+            // Its bind group may be the failure.
+            batches.device.bind_groups.forget_set(set.id);
             set.remap(&batches.device.courier);
             batches.buffers.give_back(set);
             return Err(e);
@@ -590,10 +595,13 @@ impl Flight {
                     entries: &entries,
                 })
         };
-        self.batches
-            .device
-            .bind_groups
-            .get_or_make(set.id, &self.binding.layout, &bound, make)
+        self.batches.device.bind_groups.get_or_make(
+            self.binding.epoch,
+            set.id,
+            &self.binding.layout,
+            &bound,
+            make,
+        )
     }
 
     /// Reads back every dispatch that has finished (waiting for the oldest first with `wait`),

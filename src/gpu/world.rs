@@ -390,12 +390,14 @@ impl GpuWorld {
         let stored: rustc_hash::FxHashSet<ChunkPos> =
             changes.store.iter().map(|(p, _, _)| *p).collect();
         let before = self.buffers();
-        let chunk_bytes = self.store.apply(changes, upload)?;
+        // Buffers may be replaced even where the update then fails.
+        let applied = self.store.apply(changes, upload);
         let after = self.buffers();
         let replaced: Vec<&wgpu::Buffer> = before.iter().filter(|b| !after.contains(b)).collect();
         if !replaced.is_empty() {
             self.device.bind_groups.forget(&replaced);
         }
+        let chunk_bytes = applied?;
         let mut changed = Vec::new();
         for (pos, entry) in entries {
             let entry = if stored.contains(&pos) {
