@@ -1422,9 +1422,11 @@ fn axis_mask(a: u32) -> vec3<bool> {
 // every loop of a shader once its loops have run 65535 iterations in all for the group of (at
 // most 8) invocations it runs together (LP_MAX_TGSI_LOOP_ITERATIONS), which would leave a
 // walk half done. A group's count is at most the sum of its invocations' own, each kept below
-// an eighth with room to spare; a cast that needs more ends as STATUS_RUNAWAY, which the host
-// reports as GpuError::BoxCastTooLong.
-const BOX_LOOP_BUDGET: u32 = 7680u;
+// an eighth (8191): the count with a step's voxel loops added is checked before they run, and
+// what runs before the next check (that loop's own 16 and the trailing faces' few) stays
+// within the margin. A cast that needs more ends as STATUS_RUNAWAY, which the host reports as
+// GpuError::BoxCastTooLong.
+const BOX_LOOP_BUDGET: u32 = 8064u;
 
 // The walk of one box cast. It counts every loop iteration it runs (`iterations`), and spends
 // one per voxel it looks at and a few per crossing. It ends without a step limit: every
@@ -1432,6 +1434,7 @@ const BOX_LOOP_BUDGET: u32 = 7680u;
 fn cast_box(b: GpuBox) -> Hit {
     let report = (OPTIONS & FLAG_ORIGIN_MASK) == ORIGIN_REPORT;
     let partial = (OPTIONS & FLAG_PARTIAL) != 0u;
+    let ranks = vec3<u32>(box_rank(b, 0u), box_rank(b, 1u), box_rank(b, 2u));
     var lo = b.trail;
     var hi = b.lead;
     var lead = b.lead;
@@ -1452,16 +1455,18 @@ fn cast_box(b: GpuBox) -> Hit {
             t_lead = select(t_lead, vec3<f32>(select(box_lead_t(b, a, 0u), 0.0, on_plane)), m);
         }
     }
-    // Rule 4: the voxels touched at the start.
+    // Rule 4: the voxels touched at the start, where they can end the cast: a stopping voxel
+    // under Report, an unloaded one under Stop or outside a following window's box.
     var iterations = 0u;
-    if (all(lo <= hi)) {
+    let stop_unloaded = (OPTIONS & FLAG_STOP_UNLOADED) != 0u;
+    if ((report || stop_unloaded || partial) && all(lo <= hi)) {
         var s_found = false;
         var s_voxel = vec3<i32>(0);
         var s_id = 0u;
         var u_found = false;
         var u_voxel = vec3<i32>(0);
         for (var z = lo.z; z <= hi.z; z++) {
-            iterations++;
+            iterations += 2u;
             for (var y = lo.y; y <= hi.y; y++) {
                 iterations += 2u;
                 for (var x = lo.x; x <= hi.x; x++) {
@@ -1541,7 +1546,21 @@ fn cast_box(b: GpuBox) -> Hit {
                 hi = select(hi, vec3<i32>(s.y), m);
             }
         }
+        // The iterations the new layers' voxel loops will count (as they count them below).
+        var layers = 0u;
+        for (var a = 0u; a < 3u; a++) {
+            if (((entered >> a) & 1u) != 0u) {
+                let span = select(hi, lead, axis_mask(a)) - select(lo, lead, axis_mask(a)) + 1;
+                let d = vec3<u32>(max(span, vec3<i32>(0)));
+                layers += d.z * 2u + d.z * d.y * 2u + d.z * d.y * d.x;
+            }
+        }
+        if ((OPTIONS & FLAG_LOOP_BUDGET) != 0u && iterations + layers > BOX_LOOP_BUDGET) {
+            result = make_hit(STATUS_RUNAWAY, vec3<i32>(0), 0.0, 0u, AXIS_NONE, false, vec3<u32>(0u));
+            break;
+        }
         // Rules 5 and 6: the voxels of the new layers.
+        let in_layer = ((vec3<u32>(entered) >> vec3<u32>(0u, 1u, 2u)) & vec3<u32>(1u)) != vec3<u32>(0u);
         var s_found = false;
         var s_key = vec2<u32>(0u);
         var s_voxel = vec3<i32>(0);
@@ -1555,20 +1574,18 @@ fn cast_box(b: GpuBox) -> Hit {
             let slo = select(lo, lead, axis_mask(a));
             let shi = select(hi, lead, axis_mask(a));
             for (var z = slo.z; z <= shi.z; z++) {
-                iterations++;
+                iterations += 2u;
                 for (var y = slo.y; y <= shi.y; y++) {
                     iterations += 2u;
                     for (var x = slo.x; x <= shi.x; x++) {
                         iterations++;
                         let v = vec3<i32>(x, y, z);
                         // The axes whose new layer holds v; v was seen with an earlier one's.
-                        let in_layer = (vec3<u32>(entered) >> vec3<u32>(0u, 1u, 2u)) & vec3<u32>(1u);
-                        let mine = (in_layer != vec3<u32>(0u)) & (v == lead);
+                        let mine = in_layer & (v == lead);
                         let earlier = any(mine & (vec3<u32>(0u, 1u, 2u) < vec3<u32>(a)));
                         let kind = u32(mine.x) + u32(mine.y) + u32(mine.z);
                         // The axis of lowest rank among those whose layer holds v (written out:
                         // every loop iteration counts against llvmpipe's budget, see cast_box).
-                        let ranks = vec3<u32>(box_rank(b, 0u), box_rank(b, 1u), box_rank(b, 2u));
                         let r = select(vec3<u32>(3u), ranks, mine);
                         var axis = 0u;
                         if (r.y < r[axis]) {

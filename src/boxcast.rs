@@ -518,8 +518,11 @@ pub(crate) fn walk(
         axis,
         left_bounds: false,
     };
-    // Rule 4: the voxels touched at the start.
-    if lo.iter().zip(&hi).all(|(l, h)| l <= h) {
+    // Rule 4: the voxels touched at the start, where they can end the cast (a stopping voxel
+    // under Report, an unloaded one under Stop).
+    let start_matters =
+        opts.origin == OriginPolicy::Report || opts.unloaded == UnloadedPolicy::Stop;
+    if start_matters && lo.iter().zip(&hi).all(|(l, h)| l <= h) {
         let mut best = Best::default();
         for_each_in(lo, hi, |v| {
             let id = voxels.get(v);

@@ -19,7 +19,7 @@ use crate::gpu::layout::{
 };
 use crate::gpu::window::Window;
 use crate::gpu::world::GpuWorld;
-use crate::ray::{RaycastOptions, RaycastOutcome, UnloadedPolicy};
+use crate::ray::{RaycastOptions, RaycastOutcome, UnloadedPolicy, flush_denormal};
 
 /// How far outside its window a box may start and still be cast by the shader, in voxels: its
 /// window-relative voxels, plus the max distance, stay far inside i32.
@@ -36,7 +36,9 @@ fn gpu_box(p: &Prepared, w: &Window) -> Option<GpuBox> {
     };
     let ranks = p.ranks();
     let mut b = GpuBox {
-        max_distance: p.max_distance,
+        // No value the shader reads may be subnormal; crossings are 0 or at least 2^-64, so
+        // a subnormal max distance and 0 end the same casts.
+        max_distance: flush_denormal(p.max_distance),
         ..GpuBox::default()
     };
     for (a, ax) in p.axes.iter().enumerate() {
@@ -89,13 +91,11 @@ fn far_answer(p: &Prepared, w: &Window, opts: &RaycastOptions) -> BoxCastOutcome
 }
 
 /// The answers of a box batch: `out` in the caller's order (the host's answers already in),
-/// `gpu[j]` the caller's index of upload `j`, `leads[j]` its `lead` (what the shader's voxels
-/// are relative to).
+/// `gpu[j]` the caller's index of upload `j`.
 #[derive(Debug)]
 pub(super) struct BoxAnswers {
     out: Vec<BoxCastOutcome>,
     gpu: Vec<u32>,
-    leads: Vec<[i32; 3]>,
     window: Window,
 }
 
@@ -103,18 +103,19 @@ impl Collector<Vec<BoxCastOutcome>> for BoxAnswers {
     fn collect(
         &mut self,
         _flight: usize,
-        _items: &Items,
+        items: &Items,
         base: u64,
         count: u64,
         bytes: &[u8],
     ) -> Result<(), GpuError> {
+        let Items::Boxes(boxes) = items else {
+            return Err(GpuError::Internal("box answers of another batch".into()));
+        };
         let hits: &[GpuHit] = bytemuck::cast_slice(bytes);
         let range = base as usize..(base + count) as usize;
-        for ((h, &i), &lead) in hits
-            .iter()
-            .zip(&self.gpu[range.clone()])
-            .zip(&self.leads[range])
-        {
+        // Each answer's voxels are relative to its cast's `lead`.
+        for ((h, &i), b) in hits.iter().zip(&self.gpu[range.clone()]).zip(&boxes[range]) {
+            let lead = b.lead;
             if (h.w1 >> 20) & 15 == STATUS_RUNAWAY {
                 return Err(GpuError::BoxCastTooLong);
             }
@@ -172,12 +173,11 @@ pub(super) fn box_flight(
     let mut out = Vec::new();
     out.try_reserve(casts.len())
         .map_err(|_| GpuError::OutputTooLarge(casts.len() as u64))?;
-    let (mut boxes, mut gpu, mut leads) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut boxes, mut gpu) = (Vec::new(), Vec::new());
     for (i, p) in prepared.into_iter().enumerate() {
         match p {
             Ok(b) => {
                 out.push(BoxCastOutcome::Miss);
-                leads.push(b.lead);
                 boxes.push(b);
                 gpu.push(i as u32);
             }
@@ -188,7 +188,6 @@ pub(super) fn box_flight(
     let answers = BoxAnswers {
         out,
         gpu,
-        leads,
         window: w,
     };
     if boxes.is_empty() {

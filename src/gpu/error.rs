@@ -157,7 +157,9 @@ pub enum GpuError {
     /// may look at about 8,000 voxels (its start box, then every layer it enters) before the
     /// batch fails with this error instead of answering wrongly.
     #[error(
-        "a box cast looks at more voxels than this software GPU lets a shader loop over (Mesa's          llvmpipe: 65535 loop iterations per group of invocations): cast long sweeps of large          boxes on the CPU (box_cast_batch), or on a hardware GPU"
+        "a box cast looks at more voxels than this software GPU lets a shader loop over \
+         (Mesa's llvmpipe: 65535 loop iterations per group of invocations): cast long sweeps \
+         of large boxes on the CPU (box_cast_batch), or on a hardware GPU"
     )]
     BoxCastTooLong,
     /// The GPU returned a result the host cannot decode (a bug: please report it).
