@@ -201,7 +201,9 @@ fn split_point(p: DVec3) -> Result<(WorldPos, Vec3), RayError> {
     ))
 }
 
-fn check_direction(d: Vec3) -> Result<(), RayError> {
+/// `d`'s components are finite: [`RayError::NanDirection`] or [`RayError::InfiniteDirection`]
+/// otherwise.
+pub(crate) fn check_direction(d: Vec3) -> Result<(), RayError> {
     if d.is_nan() {
         Err(RayError::NanDirection)
     } else if !d.is_finite() {

@@ -7,8 +7,7 @@
 
 use voxcast::glam::Vec3;
 use voxcast::{
-    BoxCast, BoxCastError, BoxCastOutcome, ChunkPos, RaycastOptions, UnloadedPolicy, WorldPos,
-    box_cast_batch,
+    BoxCast, BoxCastError, BoxCastOutcome, ChunkPos, RaycastOptions, WorldPos, box_cast_batch,
 };
 use voxcast_testkit::gpu::*;
 
@@ -83,15 +82,8 @@ fn boxes_on_a_following_window() {
     let mut left = 0;
     for opts in every_option() {
         let g = gpu.box_cast(&casts, &gw, &opts).expect("box casts");
-        let stop = RaycastOptions {
-            unloaded: UnloadedPolicy::Stop,
-            ..opts.clone()
-        };
-        let on_held = if opts.unloaded == UnloadedPolicy::Air {
-            box_cast_batch(&casts, &held, &stop)
-        } else {
-            box_cast_batch(&casts, &seen_world(&gw, tw), &opts)
-        };
+        let (world, cpu_opts) = window_cpu(&gw, &held, tw, true, &opts);
+        let on_held = box_cast_batch(&casts, &world, &cpu_opts);
         for (i, (g, c)) in g.iter().zip(&on_held).enumerate() {
             assert!(
                 same_box_answer(g, c),

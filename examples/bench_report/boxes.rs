@@ -1,7 +1,7 @@
 //! `--boxes` (and every full run): W8, player-sized boxes moving on the standard terrain
 //! (`voxcast_testkit::peers::w8_casts`), through voxcast's `box_cast` on one thread,
-//! `box_cast_batch` on all, `GpuRaycaster::box_cast` (where a GPU is at hand; its answers must
-//! equal the CPU's), and parry3d's `cast_shapes` of a `Cuboid` against its `Voxels` on one
+//! `box_cast_batch` on all, `GpuRaycaster::box_cast` (where a GPU is at hand; the report counts
+//! its answers equal to the CPU's), and parry3d's `cast_shapes` of a `Cuboid` against its `Voxels` on one
 //! thread. Agreement with parry is on the distance (within 1e-3 voxels, or both no
 //! contact); every disagreement is judged against the brute-force oracle
 //! (`voxcast_testkit::boxes`), and the report says how many of them voxcast's answer is the
@@ -25,15 +25,6 @@ fn best<T>(repeats: usize, mut f: impl FnMut() -> Vec<T>) -> (Vec<T>, f64) {
         best = best.min(t.elapsed().as_secs_f64());
     }
     (out, best)
-}
-
-/// voxcast's distance to compare with parry's time of impact: the contact's distance (0 when
-/// the box starts inside), `None` for a miss.
-fn distance(o: &BoxCastOutcome) -> Option<f32> {
-    match o {
-        BoxCastOutcome::Miss => None,
-        o => o.distance(),
-    }
 }
 
 /// Runs W8 with `n` casts (parry on `n / 5`) and prints its table; prints up to `show` casts
@@ -81,7 +72,7 @@ pub(crate) fn print_boxes(
     let (mut agree, mut ours_exact, mut ties) = (0, 0, 0);
     for (k, (c, p)) in sample.iter().zip(&parry_toi).enumerate() {
         let ours = &one[k * 5];
-        let same = match (distance(ours), p) {
+        let same = match (ours.distance(), p) {
             (None, None) => true,
             (Some(a), Some(b)) => (a - b).abs() <= 1e-3,
             _ => false,

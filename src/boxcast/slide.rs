@@ -78,11 +78,7 @@ pub fn collide_and_slide(
     world: &VoxelWorld,
     opts: &SlideOptions,
 ) -> Result<Slide, BoxCastError> {
-    if displacement.is_nan() {
-        return Err(crate::ray::RayError::NanDirection.into());
-    } else if !displacement.is_finite() {
-        return Err(crate::ray::RayError::InfiniteDirection.into());
-    }
+    crate::ray::check_direction(displacement)?;
     // Checks the box; the centre's normalised form; subnormal half extents as 0 (rule 1).
     let probe = BoxCast::new(center, center_offset, half_extents, Vec3::X, 0.0)?;
     let half_extents = half_extents.map(flush_denormal);

@@ -378,11 +378,11 @@ fn a_player_box_falls_lands_and_slides_along_the_wall() {
     for _ in 0..20 {
         app.update();
     }
-    let (y, back, x) = feet(&app);
+    let (y, front, x) = feet(&app);
     assert!((y - 1.0).abs() < 1e-6, "still on the floor: {y}");
     assert!(
-        (back - (-5.0)).abs() < 1e-5,
-        "the box's back face on the wall's plane: {back}"
+        (front - (-5.0)).abs() < 1e-5,
+        "the box's front (-z) face on the wall's plane: {front}"
     );
     assert!(x > 2.0, "slid along the wall to x = {x}");
 }

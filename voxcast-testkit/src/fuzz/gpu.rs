@@ -424,12 +424,8 @@ fn boxes(
     let g = gpu
         .box_cast(&casts, gw, opts)
         .map_err(|e| format!("box_cast: {e}"))?;
-    let held = if windowed {
-        crate::gpu::held_world(gw, world)
-    } else {
-        world.clone()
-    };
-    let (w, o) = window_cpu(gw, &held, world, windowed, opts);
+    let held = windowed.then(|| crate::gpu::held_world(gw, world));
+    let (w, o) = window_cpu(gw, held.as_ref().unwrap_or(world), world, windowed, opts);
     let c = voxcast::box_cast_batch(&casts, &w, &o);
     match (0..casts.len()).find(|&i| !crate::gpu::same_box_answer(&g[i], &c[i])) {
         Some(i) => Err(format!(
