@@ -110,7 +110,8 @@ WGPU_BACKEND=gl cargo test -p voxcast --profile checked \
     --test gpu_parity --test gpu_sight --test gpu_agents --test gpu_sensors --test gpu_boxes -- \
     parity_every_option parity_camera_rays_made_in_the_shader parity_line_of_sight_both_modes \
     parity_of_sight agent_visibility_equals_the_cpu_under_every_option \
-    sensors_match_the_cpu_on_terrain sensors_under_every_option gpu_box_casts_equal_the_cpu
+    sensors_match_the_cpu_on_terrain sensors_under_every_option gpu_box_casts_equal_the_cpu \
+    parity_of_rays_given_relative_to_the_window
 WGPU_BACKEND=gl cargo run -p voxcast --profile checked --example depth_image -- \
     --width 320 --height 180 --out-dir "$(mktemp -d)"
 

@@ -34,6 +34,7 @@ mod agents;
 mod answers;
 mod boxes;
 mod buffers;
+mod decode;
 mod device;
 mod error;
 mod flight;

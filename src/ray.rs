@@ -7,11 +7,13 @@ use crate::coords::WorldPos;
 
 mod options;
 mod outcome;
+mod window;
 
 pub use options::{
     LineOfSightOptions, MaterialFilter, OriginPolicy, RaycastOptions, UnloadedPolicy,
 };
 pub use outcome::{LineOfSight, RaycastOutcome, UV_TOLERANCE, VoxelRaycastHit};
+pub use window::{WindowHit, WindowOutcome, WindowRay};
 
 /// Largest accepted [`VoxelRay::max_distance`], in voxels, and what "no limit" means: a max
 /// distance of `f32::INFINITY` or `f32::MAX` (the usual "unbounded" values) searches this far on

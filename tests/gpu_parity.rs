@@ -361,3 +361,9 @@ fn both_walks_through_empty_bricks_agree_with_the_cpu() {
         &RaycastOptions::default(),
     );
 }
+
+#[test]
+fn parity_of_rays_given_relative_to_the_window() {
+    let Some(gpu) = gpu() else { return };
+    window_ray_parity(gpu);
+}

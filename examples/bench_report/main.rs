@@ -573,6 +573,9 @@ fn run_workload(id: WorkloadId, cfg: &Config, gpu: Option<&GpuEngine>) -> Worklo
                 let extra = match w.id {
                     WorkloadId::W5 => gpu_agent_rows(g, &scene, &w, cfg, &judge)?,
                     WorkloadId::W6 => gpu_sensor_rows(g, &scene, &w, cfg, &judge)?,
+                    WorkloadId::W1 | WorkloadId::W2 | WorkloadId::W4 => {
+                        vec![gpu_window_row(g, &scene, &w, cfg, &judge)?]
+                    }
                     _ => Vec::new(),
                 };
                 Ok((answers, best, stats, extra))
@@ -791,6 +794,43 @@ fn best_call(
         }
     }
     Ok(best)
+}
+
+/// The plain batch with the workload's rays given relative to the window (`WindowRay`,
+/// converted once before timing, as a caller that keeps positions that way has them) and
+/// answered relative to it.
+fn gpu_window_row(
+    g: &GpuEngine,
+    scene: &GpuScene,
+    w: &Workload,
+    cfg: &Config,
+    judge: &Judge<'_>,
+) -> Result<Row, String> {
+    let n = w.rays.len();
+    let rays = g.window_rays(scene, &w.rays);
+    let mut answers = Vec::new();
+    let (d, _, stats) = best_call(g, cfg.repeats, &mut || {
+        answers = g.run_window(scene, w, &rays)?;
+        Ok(0.0)
+    })?;
+    let rps = n as f64 / secs(d);
+    let engine = "voxcast gpu window rays";
+    Ok(Row {
+        engine: engine.into(),
+        rays_timed: n,
+        rays_per_s: Some(rps),
+        steps_per_s: Some(rps * judge.mean_steps),
+        ratio: Some(rps / judge.base),
+        agreement: Some(agreement(
+            judge.reference,
+            &judge.sampled.pick(&answers),
+            &judge.sampled.rays,
+            engine,
+            cfg.show,
+        )),
+        note: format!("all {n} rays relative to the window: WindowRay in, WindowOutcome out"),
+        gpu_call: Some(GpuCall::of(n, stats, 0.0, 0)),
+    })
 }
 
 /// W6's GPU rows besides the plain batch of the workload's prebuilt rays: the sensor call (the

@@ -4,10 +4,11 @@
 use glam::IVec3;
 use rayon::iter::{IndexedParallelIterator, IntoParallelRefIterator, ParallelIterator};
 
+use crate::coords::WorldPos;
 use crate::cpu_ref::cast_ray;
 use crate::ray::{
-    LineOfSight, LineOfSightOptions, PreparedRay, RaycastOptions, RaycastOutcome, VoxelRay,
-    VoxelRaycastHit,
+    LineOfSight, LineOfSightOptions, PreparedRay, RayError, RaycastOptions, RaycastOutcome,
+    VoxelRay, VoxelRaycastHit, WindowOutcome, WindowRay,
 };
 use crate::world::VoxelWorld;
 
@@ -185,5 +186,56 @@ pub fn line_of_sight_batch_into(
     rays.par_iter()
         .with_min_len(256)
         .map(|r| line_of_sight(r, world, opts))
+        .collect_into_vec(out);
+}
+
+/// [`raycast_batch_into`] for rays given relative to origin voxel `origin` ([`WindowRay`]),
+/// answered relative to it ([`WindowOutcome::from_outcome`]), on all threads, in input order.
+/// The CPU twin of
+/// [`GpuRaycaster::raycast_window_into`](crate::gpu::GpuRaycaster::raycast_window_into) with
+/// `origin` the world's [`window_origin`](crate::gpu::GpuWorld::window_origin). A ray whose
+/// voxel plus `origin` leaves the i128 world is [`WindowOutcome::Invalid`] with
+/// [`RayError::OriginOutOfRange`].
+pub fn raycast_window_batch_into(
+    rays: &[WindowRay],
+    origin: WorldPos,
+    world: &VoxelWorld,
+    opts: &RaycastOptions,
+    out: &mut Vec<WindowOutcome>,
+) {
+    rays.par_iter()
+        .with_min_len(256)
+        .map(|r| {
+            let o = r
+                .to_voxel_ray(origin)
+                .map_or(RaycastOutcome::Invalid(RayError::OriginOutOfRange), |r| {
+                    voxel_raycast_with(&r, world, opts)
+                });
+            WindowOutcome::from_outcome(&o, origin)
+        })
+        .collect_into_vec(out);
+}
+
+/// [`line_of_sight_batch_into`] for segments given relative to origin voxel `origin`, as
+/// [`raycast_window_batch_into`] takes rays: [`WindowOutcome::Miss`] for
+/// [`LineOfSight::Clear`], [`WindowOutcome::Hit`] for [`LineOfSight::Blocked`],
+/// [`WindowOutcome::Unloaded`] for [`LineOfSight::Unknown`].
+pub fn line_of_sight_window_batch_into(
+    rays: &[WindowRay],
+    origin: WorldPos,
+    world: &VoxelWorld,
+    opts: &LineOfSightOptions,
+    out: &mut Vec<WindowOutcome>,
+) {
+    rays.par_iter()
+        .with_min_len(256)
+        .map(|r| {
+            let o = r
+                .to_voxel_ray(origin)
+                .map_or(RaycastOutcome::Invalid(RayError::OriginOutOfRange), |r| {
+                    line_of_sight(&r, world, opts).into()
+                });
+            WindowOutcome::from_outcome(&o, origin)
+        })
         .collect_into_vec(out);
 }

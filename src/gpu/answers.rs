@@ -3,24 +3,19 @@
 //! answers in the caller's order (decoding the wire format back into i128 outcomes); and the
 //! start of a batch of rays, prepared and in flight.
 
-use glam::{IVec3, Vec2};
 use rayon::iter::{IndexedParallelIterator, ParallelIterator};
 use rayon::slice::{ParallelSlice, ParallelSliceMut};
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::cpu_ref::AXIS_NONE;
+use crate::gpu::decode::{HostAnswer, decode};
 use crate::gpu::error::GpuError;
 use crate::gpu::flight::{BatchStats, Batches, Binding, Flight, Items};
-use crate::gpu::layout::{
-    Entry, GpuHit, STATUS_HIT, STATUS_MISS, STATUS_TOO_LONG, STATUS_UNLOADED, STATUS_ZERO_LENGTH,
-    option_flags,
-};
-use crate::gpu::prepare::prepare_rays;
+use crate::gpu::layout::{Entry, GpuHit, option_flags};
+use crate::gpu::prepare::{HostRay, prepare_rays};
 use crate::gpu::window::Window;
 use crate::gpu::world::GpuWorld;
-use crate::ray::{RayError, RaycastOptions, RaycastOutcome, VoxelRay, VoxelRaycastHit};
-use crate::world::VoxelId;
+use crate::ray::{RaycastOptions, RaycastOutcome};
 
 /// A batch submitted to the GPU whose answers (a `T`: the outcomes in the caller's order, or agent
 /// visibility) have not been taken yet (see
@@ -221,7 +216,7 @@ pub(super) struct RayAnswers<T> {
     pub(super) window: Window,
 }
 
-impl<T: From<RaycastOutcome> + Send + std::fmt::Debug> Collector<Vec<T>> for RayAnswers<T> {
+impl<T: HostAnswer + std::fmt::Debug> Collector<Vec<T>> for RayAnswers<T> {
     fn collect(
         &mut self,
         _flight: usize,
@@ -254,7 +249,7 @@ impl<T: From<RaycastOutcome> + Send + std::fmt::Debug> Collector<Vec<T>> for Ray
                 }
                 for (((o, &j), ray), h) in out.iter_mut().zip(positions).zip(rays).zip(&block) {
                     if (first..end).contains(&j) {
-                        *o = T::from(decode(&window, h, ray.voxel)?);
+                        *o = T::decoded(&window, h, ray.voxel)?;
                     }
                 }
                 Ok(())
@@ -299,11 +294,11 @@ impl Collector<Vec<RaycastOutcome>> for CameraAnswers {
 /// the window (`None` when none does: the answers are all in the collector already), on
 /// `world`, dispatched `per_dispatch` at a time. Returns the rays' collector and how many
 /// went to the GPU.
-pub(super) fn ray_flight<T: From<RaycastOutcome> + Clone + Send>(
+pub(super) fn ray_flight<R: HostRay, T: HostAnswer + Clone>(
     batches: &Arc<Batches>,
     world: &GpuWorld,
     per_dispatch: u32,
-    rays: &[VoxelRay],
+    rays: &[R],
     opts: &RaycastOptions,
     conservative: bool,
     mut out: Vec<T>,
@@ -314,7 +309,7 @@ pub(super) fn ray_flight<T: From<RaycastOutcome> + Clone + Send>(
         out.clear();
         out.try_reserve(rays.len())
             .map_err(|_| GpuError::OutputTooLarge(rays.len() as u64))?;
-        out.resize(rays.len(), T::from(RaycastOutcome::Miss));
+        out.resize(rays.len(), T::answered(RaycastOutcome::Miss, &world.window));
     }
     let (staging, long) = prepare_rays(
         batches.take_staging(),
@@ -359,55 +354,4 @@ pub(super) fn push_flight(flights: &mut Vec<Flight>, f: Option<Flight>) -> usize
         flights.push(f);
         flights.len() - 1
     })
-}
-
-/// UV in the shader's hits: `[0, 1]` in 23-bit fixed point.
-const UV_STEPS: f32 = 8_388_607.0;
-
-/// The outcome `h` stands for, for a ray whose uploaded start voxel is `start`
-/// (window-relative): the shader gives the voxel as an 18-bit offset from it.
-pub(super) fn decode(w: &Window, h: &GpuHit, start: [i32; 3]) -> Result<RaycastOutcome, GpuError> {
-    let status_word = h.w1 >> 20;
-    let status = status_word & 15;
-    match status {
-        STATUS_MISS => return Ok(RaycastOutcome::Miss),
-        STATUS_ZERO_LENGTH => return Ok(RaycastOutcome::Invalid(RayError::ZeroDirection)),
-        STATUS_TOO_LONG => return Ok(RaycastOutcome::Invalid(RayError::MaxDistanceTooLarge)),
-        _ => {}
-    }
-    let offset = |w: u32| ((w << 14) as i32) >> 14;
-    let voxel = [
-        start[0].wrapping_add(offset(h.w0)),
-        start[1].wrapping_add(offset(h.w1)),
-        start[2].wrapping_add(offset(h.w2)),
-    ];
-    // The shader ends a ray that steps beyond the i128 world as a miss (`beyond_world`).
-    let at = w
-        .absolute(voxel)
-        .ok_or_else(|| GpuError::Internal(format!("a result beyond the i128 world ({voxel:?})")))?;
-    let distance = f32::from_bits(h.distance);
-    match status {
-        STATUS_UNLOADED => Ok(RaycastOutcome::Unloaded { at, distance }),
-        STATUS_HIT => {
-            let axis = (status_word >> 4) & 3;
-            let mut face_normal = IVec3::ZERO;
-            if axis != AXIS_NONE {
-                face_normal[axis as usize] = if status_word & 64 != 0 { 1 } else { -1 };
-            }
-            let id = (h.w0 >> 18) | (h.w1 >> 18 & 3) << 14;
-            // 23-bit fixed point: within 2e-7 of the shader's UV.
-            let v = (h.uv >> 23) | (h.w2 >> 18) << 9;
-            let unit = |q: u32| q as f32 * (1.0 / UV_STEPS);
-            Ok(RaycastOutcome::Hit(VoxelRaycastHit {
-                voxel_pos: at,
-                face_normal,
-                distance,
-                voxel_type: VoxelId(id as u16),
-                hit_uv: Vec2::new(unit(h.uv & 0x7F_FFFF), unit(v)),
-            }))
-        }
-        s => Err(GpuError::Internal(format!(
-            "ray ran past the step limit (status {s})"
-        ))),
-    }
 }

@@ -9,7 +9,8 @@ use rayon::prelude::*;
 
 use crate::boxcast::{BoxCast, BoxCastOutcome, BoxHit, Prepared};
 use crate::coords::WorldPos;
-use crate::gpu::answers::{Collector, decode};
+use crate::gpu::answers::Collector;
+use crate::gpu::decode::decode;
 use crate::gpu::error::GpuError;
 use crate::gpu::flight::{Batches, Binding, Flight, Items};
 use crate::gpu::layout::{

@@ -94,7 +94,7 @@ pub(super) struct GpuRay {
 }
 
 /// One answer as the shader writes it (`GpuHit` in `shaders/dda.wgsl`): 20 bytes, the voxel
-/// relative to the ray's start voxel (decoded by `answers::decode`).
+/// relative to the ray's start voxel (decoded by `decode::decode_window`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
 pub(super) struct GpuHit {

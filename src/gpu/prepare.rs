@@ -12,6 +12,7 @@ use rayon::slice::{ParallelSlice, ParallelSliceMut};
 use crate::camera::Camera;
 use crate::coords::CHUNK_SHIFT;
 use crate::cpu_ref::{AXIS_NONE, Dda, LONG_RAY, unloaded_tie_extra};
+use crate::gpu::decode::HostAnswer;
 use crate::gpu::error::GpuError;
 use crate::gpu::layout::{
     COUNT_MAX, GpuParams, GpuRay, RAY_CLIPPED, RAY_COUNTS_SHIFT, RAY_ENTRY_SHIFT,
@@ -19,8 +20,8 @@ use crate::gpu::layout::{
 };
 use crate::gpu::window::Window;
 use crate::ray::{
-    MAX_DISTANCE_CAP, OriginPolicy, PreparedRay, RaycastOptions, RaycastOutcome, UnloadedPolicy,
-    VoxelRay, first_crossing, first_voxel, flush_denormal,
+    MAX_DISTANCE_CAP, OriginPolicy, PreparedRay, RayError, RaycastOptions, RaycastOutcome,
+    UnloadedPolicy, VoxelRay, WindowRay, first_crossing, first_voxel, flush_denormal,
 };
 
 /// How a prepared ray goes to the GPU: as the state the shader starts from, or answered here.
@@ -37,11 +38,11 @@ pub(super) enum Prepared {
 /// from the same chunks going the same way, so they walk the same chunks and branch
 /// alike). Returns the staging and
 /// whether every uploaded ray is at least [`LONG_RAY`] long (for the choice of walk).
-pub(super) fn prepare_rays<T: From<RaycastOutcome> + Send>(
+pub(super) fn prepare_rays<R: HostRay, T: HostAnswer>(
     mut staging: HostStaging,
     window: &Window,
     per_dispatch: u32,
-    rays: &[VoxelRay],
+    rays: &[R],
     opts: &RaycastOptions,
     conservative: bool,
     out: &mut [T],
@@ -55,6 +56,8 @@ pub(super) fn prepare_rays<T: From<RaycastOutcome> + Send>(
     staging.keys.resize(n, NOT_UPLOADED);
     // Part by part, so that each ray's part is known without a division.
     let mut short = 0;
+    // The last window-relative voxel: windows are far smaller than i32 voxels.
+    let last = window.relative(window.bounds.max).unwrap_or([-1; 3]);
     let rays_of = staging.rays[..n].chunks_mut(buckets.part_rays);
     let keys_of = staging.keys.chunks_mut(buckets.part_rays);
     let parts = out
@@ -67,11 +70,12 @@ pub(super) fn prepare_rays<T: From<RaycastOutcome> + Send>(
             .zip(staged.par_iter_mut().zip(keys.par_iter_mut()))
             .with_min_len(4096)
             .map(|((o, ray), (g, key))| {
-                let prepared = match window_ray(ray, window) {
+                let prepared = match ray.fast(window, last) {
                     Some(r) => Ok(Some(Prepared::Gpu(r))),
-                    None => ray
-                        .prepare()
-                        .map(|p| p.map(|p| encode(window, &p, opts, conservative))),
+                    None => ray.voxel_ray(window).and_then(|ray| {
+                        ray.prepare()
+                            .map(|p| p.map(|p| encode(window, &p, opts, conservative)))
+                    }),
                 };
                 match prepared {
                     Ok(Some(Prepared::Gpu(r))) => {
@@ -80,15 +84,15 @@ pub(super) fn prepare_rays<T: From<RaycastOutcome> + Send>(
                         usize::from(r.max_distance < LONG_RAY)
                     }
                     Ok(Some(Prepared::Answered(a))) => {
-                        *o = T::from(a);
+                        *o = T::answered(a, window);
                         0
                     }
                     Ok(None) => {
-                        *o = T::from(RaycastOutcome::Miss);
+                        *o = T::answered(RaycastOutcome::Miss, window);
                         0
                     }
                     Err(e) => {
-                        *o = T::from(RaycastOutcome::Invalid(e));
+                        *o = T::answered(RaycastOutcome::Invalid(e), window);
                         0
                     }
                 }
@@ -100,18 +104,75 @@ pub(super) fn prepare_rays<T: From<RaycastOutcome> + Send>(
     (staging, long)
 }
 
-/// The GPU's state of `ray` where it is valid as given (a max distance within the cap, a
-/// finite direction of squared length within `1e-5` of 1, an offset in `[0, 1)`: nothing to
-/// normalise) and its start voxel lies in the window: exactly what [`VoxelRay::prepare`] and
-/// [`encode`] make of such a ray, without their general paths. `None` for every other ray.
+/// A ray as a batch takes it: a [`VoxelRay`], or a [`WindowRay`] relative to the window's
+/// first voxel.
+pub(super) trait HostRay: Sync {
+    /// The GPU's state of the ray where it is valid as given (a max distance within the cap,
+    /// a finite direction of squared length within `1e-5` of 1, an offset in `[0, 1)`:
+    /// nothing to normalise) and its start voxel lies in window `w`, whose last voxel is
+    /// `last` (window-relative): exactly what [`VoxelRay::prepare`] and [`encode`] make of
+    /// such a ray, without their general paths. `None` for every other ray.
+    fn fast(&self, w: &Window, last: [i32; 3]) -> Option<GpuRay>;
+    /// The [`VoxelRay`] it stands for; an error where that is beyond the i128 world.
+    fn voxel_ray(&self, w: &Window) -> Result<VoxelRay, RayError>;
+}
+
+impl HostRay for VoxelRay {
+    #[inline]
+    fn fast(&self, w: &Window, _: [i32; 3]) -> Option<GpuRay> {
+        let start = |a: usize, sub: f32, d: f32| {
+            let start = first_voxel(self.origin.axis(a), sub, d)?;
+            let rel = start.checked_sub(w.bounds.min.axis(a))?;
+            if start > w.bounds.max.axis(a) || rel < 0 {
+                return None;
+            }
+            i32::try_from(rel).ok()
+        };
+        fast_ray(self.sub_offset, self.direction, self.max_distance, start)
+    }
+
+    #[inline]
+    fn voxel_ray(&self, _: &Window) -> Result<VoxelRay, RayError> {
+        Ok(*self)
+    }
+}
+
+impl HostRay for WindowRay {
+    #[inline]
+    fn fast(&self, _: &Window, last: [i32; 3]) -> Option<GpuRay> {
+        let start = |a: usize, sub: f32, d: f32| {
+            let v = self.voxel[a];
+            let start = if d < 0.0 && sub == 0.0 {
+                v.checked_sub(1)?
+            } else {
+                v
+            };
+            (0..=last[a]).contains(&start).then_some(start)
+        };
+        fast_ray(self.sub_offset, self.direction, self.max_distance, start)
+    }
+
+    #[inline]
+    fn voxel_ray(&self, w: &Window) -> Result<VoxelRay, RayError> {
+        self.to_voxel_ray(w.bounds.min)
+            .ok_or(RayError::OriginOutOfRange)
+    }
+}
+
+/// [`HostRay::fast`] for a ray of offset `sub`, direction `d` and max distance `max` whose
+/// window-relative start voxel on axis `a` is `start(a, sub, d)` (`None` outside the window),
+/// given the offset and direction as they are cast.
 #[inline]
-fn window_ray(ray: &VoxelRay, w: &Window) -> Option<GpuRay> {
-    let max = ray.max_distance;
+fn fast_ray(
+    sub: glam::Vec3,
+    d: glam::Vec3,
+    max: f32,
+    start: impl Fn(usize, f32, f32) -> Option<i32>,
+) -> Option<GpuRay> {
     if !(0.0..=MAX_DISTANCE_CAP).contains(&max) {
         return None;
     }
     // As `VoxelRay::new` keeps a unit direction: as given, denormals flushed.
-    let d = ray.direction;
     if !d.is_finite() || (d.length_squared() - 1.0).abs() > 1e-5 {
         return None;
     }
@@ -122,17 +183,12 @@ fn window_ray(ray: &VoxelRay, w: &Window) -> Option<GpuRay> {
         ..GpuRay::zeroed()
     };
     for a in 0..3 {
-        let sub = ray.sub_offset[a];
+        let sub = sub[a];
         if !(0.0..1.0).contains(&sub) {
             return None;
         }
         let (sub, d) = (flush_denormal(sub), d[a]);
-        let start = first_voxel(ray.origin.axis(a), sub, d)?;
-        let rel = start.checked_sub(w.bounds.min.axis(a))?;
-        if start > w.bounds.max.axis(a) || rel < 0 {
-            return None;
-        }
-        out.voxel[a] = i32::try_from(rel).ok()?;
+        out.voxel[a] = start(a, sub, d)?;
         out.b[a] = first_crossing(sub, d);
         let inv = 1.0 / d.abs();
         let enabled = d != 0.0 && inv.is_finite() && out.b[a] * inv <= out.max_distance;
@@ -685,7 +741,8 @@ mod tests {
     /// The fast path for rays that start in the window gives exactly the state the general
     /// path (`VoxelRay::prepare`, then `encode`) gives, bit for bit, and refuses every ray the
     /// general path would change, reject or clip: rays at the window's faces and the i128
-    /// edge, signed zeros, denormals, directions not quite unit, every kind of max distance.
+    /// edge, signed zeros, denormals, directions not quite unit, every kind of max distance;
+    /// and the same ray given relative to the window ([`WindowRay`]) gets the same state.
     #[test]
     fn window_ray_is_prepare_then_encode() {
         use crate::coords::ChunkPos;
@@ -698,7 +755,7 @@ mod tests {
             ),
         ];
         let mut rng = voxcast_testkit::SplitMix64::new(41);
-        let (mut fast, mut checked) = (0, 0);
+        let (mut fast, mut checked, mut local_checked) = (0, 0, 0);
         for w in &windows {
             for _ in 0..200_000 {
                 let corner = if rng.below(2) == 0 {
@@ -757,7 +814,17 @@ mod tests {
                     },
                     _ => None,
                 };
-                match window_ray(&ray, w) {
+                let last = w.relative(w.bounds.max).unwrap();
+                let got = ray.fast(w, last);
+                // The same ray relative to the window takes the same path to the same state.
+                if let Some(local) = WindowRay::from_voxel_ray(&ray, w.bounds.min) {
+                    let bytes = |g: Option<GpuRay>| g.map(|g| bytemuck::bytes_of(&g).to_vec());
+                    assert_eq!(bytes(local.fast(w, last)), bytes(got), "{ray:?}");
+                    let twin = local.voxel_ray(w).map(|r| format!("{r:?}"));
+                    assert_eq!(twin, Ok(format!("{ray:?}")));
+                    local_checked += 1;
+                }
+                match got {
                     Some(g) => {
                         fast += 1;
                         let general = general.unwrap_or_else(|| panic!("{ray:?} in {w:?}"));
@@ -776,8 +843,8 @@ mod tests {
         }
         // Both kinds occur often: the comparison above is not vacuous.
         assert!(
-            fast > 20_000 && checked > 20_000,
-            "{fast} fast, {checked} refused"
+            fast > 20_000 && checked > 20_000 && local_checked > 200_000,
+            "{fast} fast, {checked} refused, {local_checked} relative to the window"
         );
     }
 

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use crate::cpu_ref::LONG_RAY;
-use crate::gpu::answers::{Collector, RayAnswers, decode, push_flight, ray_flight};
+use crate::gpu::answers::{Collector, RayAnswers, push_flight, ray_flight};
+use crate::gpu::decode::decode;
 use crate::gpu::device::Device;
 use crate::gpu::error::{GpuError, device_error};
 use crate::gpu::flight::{Batches, Binding, Flight, Items};

@@ -589,6 +589,16 @@ impl GpuWorld {
         self.window.anchor
     }
 
+    /// The window's first voxel (the low corner of its [`GpuWorld::anchor`] chunk): the origin
+    /// that [`WindowRay`](crate::WindowRay)s and [`WindowOutcome`](crate::WindowOutcome)s on
+    /// this world are relative to. It moves with the window
+    /// ([`GpuWorld::recenter`]): a batch takes its rays relative to the origin when it is
+    /// submitted.
+    #[must_use]
+    pub fn window_origin(&self) -> WorldPos {
+        self.window.bounds.min
+    }
+
     /// The window's size in chunks (x, y, z), its margin included.
     #[must_use]
     pub fn dims(&self) -> [u32; 3] {

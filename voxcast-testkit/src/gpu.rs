@@ -1079,3 +1079,114 @@ pub fn box_parity(gpu: &GpuRaycaster) {
         check_boxes(gpu, &what, &w, &gw, &casts, &opts);
     }
 }
+
+/// Rays given relative to the window ([`voxcast::WindowRay`]) against the CPU twin
+/// ([`voxcast::raycast_window_batch_into`]) ray by ray, under every option, blocking and
+/// submitted, and line of sight in both modes: terrain rays, rays through edges and corners,
+/// rays from outside the window (clipped on the host), directions not quite unit, bad values
+/// and voxels at the ends of i32. Rays that start in the window are answered by the shader.
+pub fn window_ray_parity(gpu: &GpuRaycaster) {
+    use voxcast::{
+        WindowOutcome, WindowRay, line_of_sight_window_batch_into, raycast_window_batch_into,
+    };
+    let (t, tw) = terrain();
+    let gw = gpu.upload_world(tw).expect("upload terrain");
+    let origin = gw.window_origin();
+    let local = |rays: Vec<VoxelRay>| -> Vec<WindowRay> {
+        rays.iter()
+            .map(|r| WindowRay::from_voxel_ray(r, origin).expect("near the window"))
+            .collect()
+    };
+    let mut inside = local(t.reach_rays(20_000, 30));
+    inside.extend(local(adversarial_rays(
+        WorldPos::new(100, 40, 90),
+        10_000,
+        31,
+    )));
+    let mut rays = inside.clone();
+    rays.extend(local(adversarial_rays(
+        WorldPos::new(-40, 120, -40),
+        3_000,
+        32,
+    )));
+    let mut rng = SplitMix64::new(33);
+    for _ in 0..300 {
+        let u = rng.unit_vector();
+        let big = [i32::MIN, i32::MAX, i32::MIN + 1, i32::MAX - 1];
+        rays.push(WindowRay {
+            voxel: voxcast::glam::IVec3::from_array(std::array::from_fn(|_| {
+                big[rng.below(4) as usize]
+            })),
+            sub_offset: Vec3::new(
+                rng.next_f32(),
+                0.0,
+                [0.5, f32::NAN][usize::from(rng.below(8) == 0)],
+            ),
+            direction: u * [1.0, 2.0][rng.below(2) as usize],
+            max_distance: 40.0,
+        });
+    }
+    let seg_rays = local(t.sight_segments(10_000, 64.0, 34));
+    let what_of = |i: usize, r: &[WindowRay], g: &[WindowOutcome], c: &[WindowOutcome]| {
+        format!("ray #{i}: {:?}\n  gpu: {:?}\n  cpu: {:?}", r[i], g[i], c[i])
+    };
+    let compare = |what: &str, r: &[WindowRay], g: &[WindowOutcome], c: &[WindowOutcome]| {
+        assert_eq!(g.len(), c.len(), "{what}");
+        let bad: Vec<usize> = (0..g.len()).filter(|&i| !g[i].matches(&c[i])).collect();
+        assert!(
+            bad.is_empty(),
+            "{what}: {} of {} differ, first {}",
+            bad.len(),
+            g.len(),
+            what_of(bad[0], r, g, c)
+        );
+    };
+    let (mut g, mut c) = (Vec::new(), Vec::new());
+    for opts in every_option() {
+        let what = format!("window rays {opts:?}");
+        gpu.raycast_window_into(&inside, &gw, &opts, &mut g)
+            .expect("gpu window rays");
+        assert_eq!(
+            gpu.last_batch_stats().gpu_rays,
+            inside.len() as u64,
+            "{what}"
+        );
+        gpu.raycast_window_into(&rays, &gw, &opts, &mut g)
+            .expect("gpu window rays");
+        raycast_window_batch_into(&rays, origin, tw, &opts, &mut c);
+        compare(&what, &rays, &g, &c);
+        // The same rays in i128, through the plain call, answer the same.
+        let plain: Vec<VoxelRay> = rays.iter().filter_map(|r| r.to_voxel_ray(origin)).collect();
+        assert_eq!(plain.len(), rays.len());
+        let p = gpu.raycast(&plain, &gw, &opts).expect("gpu rays");
+        let p: Vec<WindowOutcome> = p
+            .iter()
+            .map(|o| WindowOutcome::from_outcome(o, origin))
+            .collect();
+        compare(&format!("{what}, plain call"), &rays, &g, &p);
+    }
+    let opts = RaycastOptions::default();
+    let pending = gpu
+        .submit_raycast_window_into(&rays, &gw, &opts, std::mem::take(&mut g))
+        .expect("submit");
+    let g = pending.wait().expect("wait");
+    raycast_window_batch_into(&rays, origin, tw, &opts, &mut c);
+    compare("window rays submitted", &rays, &g, &c);
+    for conservative in [false, true] {
+        let sight = LineOfSightOptions {
+            conservative,
+            raycast: RaycastOptions::default(),
+        };
+        let what = format!("window segments conservative={conservative}");
+        let mut g = Vec::new();
+        gpu.line_of_sight_window_into(&seg_rays, &gw, &sight, &mut g)
+            .expect("gpu window sight");
+        line_of_sight_window_batch_into(&seg_rays, origin, tw, &sight, &mut c);
+        compare(&what, &seg_rays, &g, &c);
+        let clear = g.iter().filter(|o| **o == WindowOutcome::Miss).count();
+        assert!(
+            clear > 100 && clear < g.len() - 100,
+            "{what}: {clear} clear"
+        );
+    }
+}

@@ -776,6 +776,7 @@ pub mod gpu {
     use voxcast::gpu::{GpuAgents, GpuRaycaster, GpuSensorRig, GpuWorld};
     use voxcast::{
         LineOfSight, LineOfSightOptions, RaycastOptions, RaycastOutcome, SensorReadings, VoxelRay,
+        WindowOutcome, WindowRay,
     };
 
     /// A GPU device shared by every workload, with output buffers kept from one batch to the
@@ -784,6 +785,7 @@ pub mod gpu {
         gpu: GpuRaycaster,
         outcomes: RefCell<Vec<RaycastOutcome>>,
         sights: RefCell<Vec<LineOfSight>>,
+        windowed: RefCell<Vec<WindowOutcome>>,
         /// W5's agents on the GPU, updated on every call as a game does every frame.
         agents: RefCell<Option<GpuAgents>>,
         /// W6's rig on the GPU, uploaded once.
@@ -815,6 +817,7 @@ pub mod gpu {
                     gpu,
                     outcomes: RefCell::default(),
                     sights: RefCell::default(),
+                    windowed: RefCell::default(),
                     agents: RefCell::default(),
                     rig: RefCell::default(),
                     readings: RefCell::default(),
@@ -964,6 +967,51 @@ pub mod gpu {
                 )
                 .map_err(err)?;
             Ok((visible, upload))
+        }
+
+        /// `rays` relative to the scene's window, as a caller that keeps positions that way
+        /// has them (for [`GpuEngine::run_window`]).
+        pub fn window_rays(&self, scene: &GpuScene, rays: &[VoxelRay]) -> Vec<WindowRay> {
+            let origin = scene.world.window_origin();
+            rays.iter()
+                .map(|r| WindowRay::from_voxel_ray(r, origin).expect("rays near the window"))
+                .collect()
+        }
+
+        /// [`GpuEngine::run`] with rays given relative to the window (`raycast_window_into`,
+        /// `line_of_sight_window_into`), answered relative to it.
+        pub fn run_window(
+            &self,
+            scene: &GpuScene,
+            w: &Workload,
+            rays: &[WindowRay],
+        ) -> Result<Vec<Answer>, String> {
+            let err = |e: voxcast::gpu::GpuError| e.to_string();
+            let world = &scene.world;
+            let mut out = self.windowed.borrow_mut();
+            match w.query {
+                Query::LineOfSight => self.gpu.line_of_sight_window_into(
+                    rays,
+                    world,
+                    &LineOfSightOptions::default(),
+                    &mut out,
+                ),
+                Query::Raycast => {
+                    self.gpu
+                        .raycast_window_into(rays, world, &RaycastOptions::default(), &mut out)
+                }
+            }
+            .map_err(err)?;
+            let origin = world.window_origin();
+            Ok(out
+                .iter()
+                .map(|o| {
+                    o.hit().map(|h| {
+                        let at = |a: usize| origin.axis(a) + i128::from(h.voxel[a]);
+                        super::voxel_i32(voxcast::WorldPos::new(at(0), at(1), at(2)))
+                    })
+                })
+                .collect())
         }
 
         /// Uploads a workload's world.
