@@ -8,7 +8,7 @@ use rayon::slice::{ParallelSlice, ParallelSliceMut};
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::gpu::decode::{HostAnswer, decode};
+use crate::gpu::decode::{HostAnswer, decode, undecodable};
 use crate::gpu::error::GpuError;
 use crate::gpu::flight::{BatchStats, Batches, Binding, Flight, Items};
 use crate::gpu::layout::{Entry, GpuHit, option_flags};
@@ -249,7 +249,8 @@ impl<T: HostAnswer + std::fmt::Debug> Collector<Vec<T>> for RayAnswers<T> {
                 }
                 for (((o, &j), ray), h) in out.iter_mut().zip(positions).zip(rays).zip(&block) {
                     if (first..end).contains(&j) {
-                        *o = T::decoded(&window, h, ray.voxel)?;
+                        *o = T::decoded(&window, h, ray.voxel)
+                            .ok_or_else(|| undecodable(h, ray.voxel))?;
                     }
                 }
                 Ok(())

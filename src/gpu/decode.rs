@@ -17,15 +17,16 @@ use crate::world::VoxelId;
 const UV_STEPS: f32 = 8_388_607.0;
 
 /// The outcome `h` stands for, window-relative, for a ray whose uploaded start voxel is
-/// `start` (window-relative): the shader gives the voxel as an 18-bit offset from it.
+/// `start` (window-relative): the shader gives the voxel as an 18-bit offset from it. `None`
+/// for a ray that ran past the step limit (see [`undecodable`]).
 #[inline]
-pub(super) fn decode_window(h: &GpuHit, start: [i32; 3]) -> Result<WindowOutcome, GpuError> {
+pub(super) fn decode_window(h: &GpuHit, start: [i32; 3]) -> Option<WindowOutcome> {
     let status_word = h.w1 >> 20;
     let status = status_word & 15;
     match status {
-        STATUS_MISS => return Ok(WindowOutcome::Miss),
-        STATUS_ZERO_LENGTH => return Ok(WindowOutcome::Invalid(RayError::ZeroDirection)),
-        STATUS_TOO_LONG => return Ok(WindowOutcome::Invalid(RayError::MaxDistanceTooLarge)),
+        STATUS_MISS => return Some(WindowOutcome::Miss),
+        STATUS_ZERO_LENGTH => return Some(WindowOutcome::Invalid(RayError::ZeroDirection)),
+        STATUS_TOO_LONG => return Some(WindowOutcome::Invalid(RayError::MaxDistanceTooLarge)),
         _ => {}
     }
     let offset = |w: u32| ((w << 14) as i32) >> 14;
@@ -36,7 +37,7 @@ pub(super) fn decode_window(h: &GpuHit, start: [i32; 3]) -> Result<WindowOutcome
     );
     let distance = f32::from_bits(h.distance);
     match status {
-        STATUS_UNLOADED => Ok(WindowOutcome::Unloaded { voxel, distance }),
+        STATUS_UNLOADED => Some(WindowOutcome::Unloaded { voxel, distance }),
         STATUS_HIT => {
             let axis = (status_word >> 4) & 3;
             let mut face_normal = IVec3::ZERO;
@@ -47,7 +48,7 @@ pub(super) fn decode_window(h: &GpuHit, start: [i32; 3]) -> Result<WindowOutcome
             // 23-bit fixed point: within 2e-7 of the shader's UV.
             let v = (h.uv >> 23) | (h.w2 >> 18) << 9;
             let unit = |q: u32| q as f32 * (1.0 / UV_STEPS);
-            Ok(WindowOutcome::Hit(WindowHit {
+            Some(WindowOutcome::Hit(WindowHit {
                 voxel,
                 face_normal,
                 distance,
@@ -55,18 +56,33 @@ pub(super) fn decode_window(h: &GpuHit, start: [i32; 3]) -> Result<WindowOutcome
                 hit_uv: Vec2::new(unit(h.uv & 0x7F_FFFF), unit(v)),
             }))
         }
-        s => Err(GpuError::Internal(format!(
-            "ray ran past the step limit (status {s})"
-        ))),
+        _ => None,
     }
 }
 
-/// The i128 outcome `h` stands for on window `w` ([`decode_window`]).
-pub(super) fn decode(w: &Window, h: &GpuHit, start: [i32; 3]) -> Result<RaycastOutcome, GpuError> {
-    let o = decode_window(h, start)?;
+/// The i128 outcome `h` stands for on window `w` ([`decode_window`]); `None` where it has
+/// none (see [`undecodable`]).
+#[inline]
+fn decode_absolute(w: &Window, h: &GpuHit, start: [i32; 3]) -> Option<RaycastOutcome> {
     // The shader ends a ray that steps beyond the i128 world as a miss (`beyond_world`).
-    o.to_outcome(w.bounds.min)
-        .ok_or_else(|| GpuError::Internal(format!("a result beyond the i128 world ({o:?})")))
+    decode_window(h, start)?.to_outcome(w.bounds.min)
+}
+
+/// The i128 outcome `h` stands for on window `w` ([`decode_window`]).
+#[inline]
+pub(super) fn decode(w: &Window, h: &GpuHit, start: [i32; 3]) -> Result<RaycastOutcome, GpuError> {
+    decode_absolute(w, h, start).ok_or_else(|| undecodable(h, start))
+}
+
+/// Why hit `h` of a ray uploaded at `start` has no answer: the ray ran past the step limit,
+/// or the answer lies beyond the i128 world (neither happens to a shader that follows the
+/// CPU reference).
+#[cold]
+pub(super) fn undecodable(h: &GpuHit, start: [i32; 3]) -> GpuError {
+    GpuError::Internal(format!(
+        "a result the host cannot read (status {}, start {start:?})",
+        (h.w1 >> 20) & 15
+    ))
 }
 
 /// An answer of a batch of rays: made from the hit the GPU wrote, or from the outcome the
@@ -74,8 +90,9 @@ pub(super) fn decode(w: &Window, h: &GpuHit, start: [i32; 3]) -> Result<RaycastO
 pub(super) trait HostAnswer: Send + Sized {
     /// The answer for `o`, found on the host, on window `w`.
     fn answered(o: RaycastOutcome, w: &Window) -> Self;
-    /// The answer for hit `h` of a ray uploaded at window-relative `start` on `w`.
-    fn decoded(w: &Window, h: &GpuHit, start: [i32; 3]) -> Result<Self, GpuError>;
+    /// The answer for hit `h` of a ray uploaded at window-relative `start` on `w`; `None`
+    /// where it has none ([`undecodable`] says why).
+    fn decoded(w: &Window, h: &GpuHit, start: [i32; 3]) -> Option<Self>;
 }
 
 impl<T: From<RaycastOutcome> + Send> HostAnswer for T {
@@ -85,8 +102,8 @@ impl<T: From<RaycastOutcome> + Send> HostAnswer for T {
     }
 
     #[inline]
-    fn decoded(w: &Window, h: &GpuHit, start: [i32; 3]) -> Result<Self, GpuError> {
-        decode(w, h, start).map(T::from)
+    fn decoded(w: &Window, h: &GpuHit, start: [i32; 3]) -> Option<Self> {
+        decode_absolute(w, h, start).map(T::from)
     }
 }
 
@@ -97,7 +114,7 @@ impl HostAnswer for WindowOutcome {
     }
 
     #[inline]
-    fn decoded(_: &Window, h: &GpuHit, start: [i32; 3]) -> Result<Self, GpuError> {
+    fn decoded(_: &Window, h: &GpuHit, start: [i32; 3]) -> Option<Self> {
         decode_window(h, start)
     }
 }

@@ -70,38 +70,49 @@ pub(super) fn prepare_rays<R: HostRay, T: HostAnswer>(
             .zip(staged.par_iter_mut().zip(keys.par_iter_mut()))
             .with_min_len(4096)
             .map(|((o, ray), (g, key))| {
-                let prepared = match ray.fast(window, last) {
-                    Some(r) => Ok(Some(Prepared::Gpu(r))),
-                    None => ray.voxel_ray(window).and_then(|ray| {
-                        ray.prepare()
-                            .map(|p| p.map(|p| encode(window, &p, opts, conservative)))
-                    }),
+                let r = match ray.fast(window, last) {
+                    Some(r) => r,
+                    None => match general(ray, window, opts, conservative) {
+                        Ok(r) => r,
+                        Err(answer) => {
+                            *o = answer;
+                            return 0;
+                        }
+                    },
                 };
-                match prepared {
-                    Ok(Some(Prepared::Gpu(r))) => {
-                        *g = r;
-                        *key = buckets.key(part as u32, &r);
-                        usize::from(r.max_distance < LONG_RAY)
-                    }
-                    Ok(Some(Prepared::Answered(a))) => {
-                        *o = T::answered(a, window);
-                        0
-                    }
-                    Ok(None) => {
-                        *o = T::answered(RaycastOutcome::Miss, window);
-                        0
-                    }
-                    Err(e) => {
-                        *o = T::answered(RaycastOutcome::Invalid(e), window);
-                        0
-                    }
-                }
+                *g = r;
+                *key = buckets.key(part as u32, &r);
+                usize::from(r.max_distance < LONG_RAY)
             })
             .sum::<usize>();
     }
     staging.counting_sort(&buckets);
     let long = short == 0;
     (staging, long)
+}
+
+/// The general path of a ray the fast path ([`HostRay::fast`]) refuses: its state for the
+/// GPU, or its answer when it is invalid or never reaches the window. Out of line: the fast
+/// path's loop stays small.
+#[cold]
+#[inline(never)]
+fn general<R: HostRay, T: HostAnswer>(
+    ray: &R,
+    window: &Window,
+    opts: &RaycastOptions,
+    conservative: bool,
+) -> Result<GpuRay, T> {
+    let prepared = ray
+        .voxel_ray(window)
+        .and_then(|ray| ray.prepare())
+        .map(|p| p.map(|p| encode(window, &p, opts, conservative)));
+    let outcome = match prepared {
+        Ok(Some(Prepared::Gpu(r))) => return Ok(r),
+        Ok(Some(Prepared::Answered(a))) => a,
+        Ok(None) => RaycastOutcome::Miss,
+        Err(e) => RaycastOutcome::Invalid(e),
+    };
+    Err(T::answered(outcome, window))
 }
 
 /// A ray as a batch takes it: a [`VoxelRay`], or a [`WindowRay`] relative to the window's

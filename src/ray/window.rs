@@ -102,6 +102,7 @@ pub enum WindowOutcome {
 impl WindowOutcome {
     /// `outcome` relative to origin voxel `origin`; [`WindowOutcome::Invalid`] with
     /// [`RayError::OriginOutOfRange`] where its voxel lies more than `i32` voxels away.
+    #[inline]
     #[must_use]
     pub fn from_outcome(outcome: &RaycastOutcome, origin: WorldPos) -> Self {
         let rel = |p: WorldPos| {
@@ -133,6 +134,7 @@ impl WindowOutcome {
 
     /// The [`RaycastOutcome`] this stands for, its voxels added to `origin`; `None` where one
     /// lies beyond the i128 world.
+    #[inline]
     #[must_use]
     pub fn to_outcome(&self, origin: WorldPos) -> Option<RaycastOutcome> {
         let abs = |v: IVec3| origin.checked_add(v.to_array().map(i128::from));
