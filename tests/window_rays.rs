@@ -2,7 +2,7 @@
 //! for in i128, the CPU twins against the plain batches ray by ray, and the edges where a
 //! voxel is out of reach of i32 or of the i128 world.
 
-use voxcast::glam::{IVec3, Vec2, Vec3};
+use voxcast::glam::{DVec3, IVec3, Vec2, Vec3};
 use voxcast::{
     LineOfSightOptions, RayError, RaycastOptions, RaycastOutcome, UnloadedPolicy, VoxelId,
     VoxelRay, VoxelRaycastHit, WindowHit, WindowOutcome, WindowRay, WorldPos, line_of_sight_batch,
@@ -153,4 +153,37 @@ fn cpu_twins_equal_the_plain_batches() {
             "{out} refused, {past} past the edge"
         );
     }
+}
+
+/// Rays from f64 points relative to the origin are the `VoxelRay`s of the same points at the
+/// world's origin, moved: cast from any origin they answer what those rays answer there.
+#[test]
+fn rays_from_points_relative_to_the_origin() {
+    let origin = WorldPos::new(1 << 80, -7, -(1 << 100));
+    let eye = DVec3::new(12.25, 40.6, -3.75);
+    let dir = Vec3::new(0.3, -0.9, 0.1);
+    let w = WindowRay::from_point(eye, dir, 8.0).expect("valid");
+    let at_zero = VoxelRay::from_point(eye, dir, 8.0).expect("valid");
+    assert_eq!(w.voxel, IVec3::new(12, 40, -4));
+    assert_eq!(w.sub_offset, at_zero.sub_offset);
+    assert_eq!(w.direction, at_zero.direction);
+    let moved = w.to_voxel_ray(origin).expect("in the world");
+    assert_eq!(
+        moved.origin,
+        origin.checked_add([12, 40, -4]).expect("in the world")
+    );
+    let seg = WindowRay::between_points(eye, DVec3::new(30.5, 38.0, 2.0)).expect("valid");
+    let seg0 = VoxelRay::between_points(eye, DVec3::new(30.5, 38.0, 2.0)).expect("valid");
+    assert_eq!(
+        (seg.direction, seg.max_distance),
+        (seg0.direction, seg0.max_distance)
+    );
+    assert_eq!(
+        WindowRay::from_point(DVec3::new(3e9, 0.0, 0.0), dir, 8.0),
+        Err(RayError::OriginOutOfRange)
+    );
+    assert_eq!(
+        WindowRay::from_point(DVec3::new(f64::NAN, 0.0, 0.0), dir, 8.0),
+        Err(RayError::NonFinitePoint)
+    );
 }

@@ -1,7 +1,7 @@
 //! Rays and answers in coordinates relative to an origin voxel: the compact form for callers
 //! that keep positions near a point of their own (a GPU world's window, a player's region).
 
-use glam::{IVec3, Vec2, Vec3};
+use glam::{DVec3, IVec3, Vec2, Vec3};
 
 use crate::coords::WorldPos;
 use crate::ray::outcome::{LineOfSight, RaycastOutcome, VoxelRaycastHit};
@@ -17,6 +17,23 @@ use crate::world::VoxelId;
 /// are read as [`VoxelRay`]'s: a direction within `1e-5` of unit length is used as given, a
 /// `sub_offset` outside `[0, 1)` moves whole voxels into `voxel`, and bad values make the ray
 /// [`WindowOutcome::Invalid`].
+///
+/// # Example
+/// ```
+/// use voxcast::glam::{DVec3, IVec3, Vec3};
+/// use voxcast::{RaycastOptions, VoxelId, VoxelWorld, WindowRay, WorldPos};
+/// let origin = WorldPos::new(1 << 100, 0, 0);
+/// let mut world = VoxelWorld::new();
+/// world.set_voxel(origin.checked_add([5, 0, 0]).unwrap(), VoxelId(1));
+/// // A position kept relative to `origin`, in f64 voxels.
+/// let ray = WindowRay::from_point(DVec3::new(0.5, 0.5, 0.5), Vec3::X, 10.0)?;
+/// let mut out = Vec::new();
+/// let opts = RaycastOptions::default();
+/// voxcast::raycast_window_batch_into(&[ray], origin, &world, &opts, &mut out);
+/// let hit = out[0].hit().expect("hit");
+/// assert_eq!((hit.voxel, hit.distance), (IVec3::new(5, 0, 0), 4.5));
+/// # Ok::<(), voxcast::RayError>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct WindowRay {
     /// The voxel holding the start point, relative to `O`.
@@ -46,6 +63,29 @@ impl WindowRay {
             direction: ray.direction,
             max_distance: ray.max_distance,
         })
+    }
+
+    /// [`VoxelRay::from_point`] for a point in f64 voxel coordinates relative to the origin
+    /// voxel (for a GPU world, a position kept relative to its window's origin): the same
+    /// ray, relative to the origin.
+    ///
+    /// # Errors
+    /// Those of [`VoxelRay::from_point`]; [`RayError::OriginOutOfRange`] for a point more than
+    /// `i32` voxels from the origin.
+    pub fn from_point(point: DVec3, direction: Vec3, max_distance: f32) -> Result<Self, RayError> {
+        let ray = VoxelRay::from_point(point, direction, max_distance)?;
+        Self::from_voxel_ray(&ray, WorldPos::ZERO).ok_or(RayError::OriginOutOfRange)
+    }
+
+    /// [`VoxelRay::between_points`] for two points relative to the origin voxel (see
+    /// [`WindowRay::from_point`]): the segment a line-of-sight test checks.
+    ///
+    /// # Errors
+    /// Those of [`VoxelRay::between_points`]; [`RayError::OriginOutOfRange`] for a start more
+    /// than `i32` voxels from the origin.
+    pub fn between_points(from: DVec3, to: DVec3) -> Result<Self, RayError> {
+        let ray = VoxelRay::between_points(from, to)?;
+        Self::from_voxel_ray(&ray, WorldPos::ZERO).ok_or(RayError::OriginOutOfRange)
     }
 
     /// The [`VoxelRay`] this ray stands for: its voxel added to `origin`, the other fields
