@@ -136,6 +136,7 @@ fn cpu_twins_equal_the_plain_batches() {
             };
             line_of_sight_window_batch_into(&rays, origin, &world, &sight, &mut got);
             let want = line_of_sight_batch(&plain, &world, &sight);
+            assert_eq!(got.len(), want.len());
             for (i, (g, w)) in got.iter().zip(&want).enumerate() {
                 let w = WindowOutcome::from_outcome(&RaycastOutcome::from(*w), origin);
                 assert_eq!(*g, w, "segment {i}");
@@ -156,7 +157,7 @@ fn cpu_twins_equal_the_plain_batches() {
 }
 
 /// Rays from f64 points relative to the origin are the `VoxelRay`s of the same points at the
-/// world's origin, moved: cast from any origin they answer what those rays answer there.
+/// world's origin, moved to the origin given: the same voxel, offset, direction and length.
 #[test]
 fn rays_from_points_relative_to_the_origin() {
     let origin = WorldPos::new(1 << 80, -7, -(1 << 100));
@@ -175,9 +176,15 @@ fn rays_from_points_relative_to_the_origin() {
     let seg = WindowRay::between_points(eye, DVec3::new(30.5, 38.0, 2.0)).expect("valid");
     let seg0 = VoxelRay::between_points(eye, DVec3::new(30.5, 38.0, 2.0)).expect("valid");
     assert_eq!(
-        (seg.direction, seg.max_distance),
-        (seg0.direction, seg0.max_distance)
+        (seg.voxel, seg.sub_offset, seg.direction, seg.max_distance),
+        (
+            IVec3::new(12, 40, -4),
+            seg0.sub_offset,
+            seg0.direction,
+            seg0.max_distance
+        )
     );
+    assert_eq!(seg0.origin, WorldPos::new(12, 40, -4));
     assert_eq!(
         WindowRay::from_point(DVec3::new(3e9, 0.0, 0.0), dir, 8.0),
         Err(RayError::OriginOutOfRange)
@@ -186,4 +193,13 @@ fn rays_from_points_relative_to_the_origin() {
         WindowRay::from_point(DVec3::new(f64::NAN, 0.0, 0.0), dir, 8.0),
         Err(RayError::NonFinitePoint)
     );
+}
+
+/// The sizes the docs state: what a ray costs to hand over and an answer to take back.
+#[test]
+fn window_rays_and_answers_are_compact() {
+    assert_eq!(std::mem::size_of::<WindowRay>(), 40);
+    assert_eq!(std::mem::size_of::<WindowOutcome>(), 44);
+    assert_eq!(std::mem::size_of::<VoxelRay>(), 80);
+    assert_eq!(std::mem::size_of::<RaycastOutcome>(), 96);
 }

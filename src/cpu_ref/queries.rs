@@ -203,17 +203,7 @@ pub fn raycast_window_batch_into(
     opts: &RaycastOptions,
     out: &mut Vec<WindowOutcome>,
 ) {
-    rays.par_iter()
-        .with_min_len(256)
-        .map(|r| {
-            let o = r
-                .to_voxel_ray(origin)
-                .map_or(RaycastOutcome::Invalid(RayError::OriginOutOfRange), |r| {
-                    voxel_raycast_with(&r, world, opts)
-                });
-            WindowOutcome::from_outcome(&o, origin)
-        })
-        .collect_into_vec(out);
+    window_batch_into(rays, origin, out, |r| voxel_raycast_with(r, world, opts));
 }
 
 /// [`line_of_sight_batch_into`] for segments given relative to origin voxel `origin`, as
@@ -227,13 +217,24 @@ pub fn line_of_sight_window_batch_into(
     opts: &LineOfSightOptions,
     out: &mut Vec<WindowOutcome>,
 ) {
+    window_batch_into(rays, origin, out, |r| line_of_sight(r, world, opts).into());
+}
+
+/// `cast` of each ray's [`WindowRay::to_voxel_ray`] on all threads, in input order, relative
+/// to `origin`.
+fn window_batch_into(
+    rays: &[WindowRay],
+    origin: WorldPos,
+    out: &mut Vec<WindowOutcome>,
+    cast: impl Fn(&VoxelRay) -> RaycastOutcome + Sync,
+) {
     rays.par_iter()
         .with_min_len(256)
         .map(|r| {
             let o = r
                 .to_voxel_ray(origin)
                 .map_or(RaycastOutcome::Invalid(RayError::OriginOutOfRange), |r| {
-                    line_of_sight(&r, world, opts).into()
+                    cast(&r)
                 });
             WindowOutcome::from_outcome(&o, origin)
         })

@@ -74,15 +74,16 @@ pub(super) fn decode(w: &Window, h: &GpuHit, start: [i32; 3]) -> Result<RaycastO
     decode_absolute(w, h, start).ok_or_else(|| undecodable(h, start))
 }
 
-/// Why hit `h` of a ray uploaded at `start` has no answer: the ray ran past the step limit,
-/// or the answer lies beyond the i128 world (neither happens to a shader that follows the
-/// CPU reference).
+/// Why hit `h` of a ray uploaded at `start` has no answer: the walk ran past its step limit
+/// (a box cast past its loop budget), or the answer lies beyond the i128 world (neither
+/// happens to a shader that follows the CPU reference).
 #[cold]
 pub(super) fn undecodable(h: &GpuHit, start: [i32; 3]) -> GpuError {
-    GpuError::Internal(format!(
-        "a result the host cannot read (status {}, start {start:?})",
-        (h.w1 >> 20) & 15
-    ))
+    let status = (h.w1 >> 20) & 15;
+    GpuError::Internal(match decode_window(h, start) {
+        None => format!("a ray ran past the step limit (status {status})"),
+        Some(o) => format!("a result beyond the i128 world ({o:?}, start {start:?})"),
+    })
 }
 
 /// An answer of a batch of rays: made from the hit the GPU wrote, or from the outcome the
@@ -114,7 +115,14 @@ impl HostAnswer for WindowOutcome {
     }
 
     #[inline]
-    fn decoded(_: &Window, h: &GpuHit, start: [i32; 3]) -> Option<Self> {
-        decode_window(h, start)
+    fn decoded(w: &Window, h: &GpuHit, start: [i32; 3]) -> Option<Self> {
+        let o = decode_window(h, start)?;
+        // What the i128 form checks, in builds that check (a shader that follows the CPU
+        // reference never answers beyond the i128 world).
+        debug_assert!(
+            o.to_outcome(w.bounds.min).is_some(),
+            "{o:?} beyond the world"
+        );
+        Some(o)
     }
 }

@@ -56,8 +56,10 @@ pub(super) fn prepare_rays<R: HostRay, T: HostAnswer>(
     staging.keys.resize(n, NOT_UPLOADED);
     // Part by part, so that each ray's part is known without a division.
     let mut short = 0;
-    // The last window-relative voxel: windows are far smaller than i32 voxels.
+    // The last window-relative voxel: a window spans fewer than 2^31 voxels a side
+    // (`MAX_WINDOW_CHUNKS`); were it not so, the fast path would refuse every window ray.
     let last = window.relative(window.bounds.max).unwrap_or([-1; 3]);
+    debug_assert!(window.relative(window.bounds.max).is_some());
     let rays_of = staging.rays[..n].chunks_mut(buckets.part_rays);
     let keys_of = staging.keys.chunks_mut(buckets.part_rays);
     let parts = out

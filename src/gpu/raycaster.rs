@@ -502,6 +502,12 @@ impl GpuRaycaster {
     /// ([`raycast_window_batch_into`](crate::raycast_window_batch_into) on the CPU); a ray
     /// whose voxel plus the window's origin leaves the i128 world is
     /// [`WindowOutcome::Invalid`] with [`RayError::OriginOutOfRange`](crate::RayError::OriginOutOfRange).
+    /// Rays and answers are relative to the origin the window has when the batch is
+    /// submitted: after [`GpuWorld::recenter`], read the answers of a batch submitted before it
+    /// with the origin it had then. On a window that follows a centre, a ray that leaves it is
+    /// `Unloaded` where it leaves, as [`GpuRaycaster::raycast`] answers: to complete such
+    /// answers on the CPU, convert them with [`WindowOutcome::to_outcome`] and use
+    /// [`GpuWorld::left_window`] and [`GpuWorld::complete_raycasts`].
     ///
     /// # Errors
     /// As [`GpuRaycaster::raycast`]; `out`'s contents are then unspecified.

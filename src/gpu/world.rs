@@ -592,8 +592,8 @@ impl GpuWorld {
     /// The window's first voxel (the low corner of its [`GpuWorld::anchor`] chunk): the origin
     /// that [`WindowRay`](crate::WindowRay)s and [`WindowOutcome`](crate::WindowOutcome)s on
     /// this world are relative to. It moves with the window
-    /// ([`GpuWorld::recenter`]): a batch takes its rays relative to the origin when it is
-    /// submitted.
+    /// ([`GpuWorld::recenter`]): a batch takes its rays, and gives its answers, relative to
+    /// the origin the window had when the batch was submitted.
     #[must_use]
     pub fn window_origin(&self) -> WorldPos {
         self.window.bounds.min

@@ -13,7 +13,9 @@ use crate::world::VoxelId;
 /// 40 bytes instead of [`VoxelRay`]'s 80, with no i128 arithmetic to prepare it.
 ///
 /// It stands for the [`VoxelRay`] [`WindowRay::to_voxel_ray`]`(O)` and every cast answers
-/// exactly what that ray answers, as a [`WindowOutcome`] relative to the same `O`. Its fields
+/// exactly what that ray answers, as a [`WindowOutcome`] relative to the same `O`
+/// ([`WindowOutcome::from_outcome`]: an answer more than `i32` voxels from `O` cannot be
+/// given that way and is [`WindowOutcome::Invalid`]). Its fields
 /// are read as [`VoxelRay`]'s: a direction within `1e-5` of unit length is used as given, a
 /// `sub_offset` outside `[0, 1)` moves whole voxels into `voxel`, and bad values make the ray
 /// [`WindowOutcome::Invalid`].
@@ -133,9 +135,11 @@ pub enum WindowOutcome {
         /// Distance to the point where the ray entered it, in voxels.
         distance: f32,
     },
-    /// As [`RaycastOutcome::Invalid`]. A ray whose start (its voxel, moved by whole units of
-    /// its `sub_offset`) or an answer's voxel lies more than `i32` voxels from the origin
-    /// voxel is [`RayError::OriginOutOfRange`].
+    /// As [`RaycastOutcome::Invalid`]. Also [`RayError::OriginOutOfRange`] where the ray's
+    /// voxel plus the origin leaves the i128 world ([`WindowRay::to_voxel_ray`]) or where the
+    /// answer's voxel lies more than `i32` voxels from the origin (a far hit or unloaded voxel
+    /// then reads as this error: keep rays within `i32` voxels of the origin, or cast
+    /// [`VoxelRay`]s).
     Invalid(RayError),
 }
 

@@ -1156,8 +1156,10 @@ pub fn window_ray_parity(gpu: &GpuRaycaster) {
         raycast_window_batch_into(&rays, origin, tw, &opts, &mut c);
         compare(&what, &rays, &g, &c);
         // The same rays in i128, through the plain call, answer the same.
-        let plain: Vec<VoxelRay> = rays.iter().filter_map(|r| r.to_voxel_ray(origin)).collect();
-        assert_eq!(plain.len(), rays.len());
+        let plain: Vec<VoxelRay> = rays
+            .iter()
+            .map(|r| r.to_voxel_ray(origin).expect("near the window"))
+            .collect();
         let p = gpu.raycast(&plain, &gw, &opts).expect("gpu rays");
         let p: Vec<WindowOutcome> = p
             .iter()
@@ -1172,21 +1174,80 @@ pub fn window_ray_parity(gpu: &GpuRaycaster) {
     let g = pending.wait().expect("wait");
     raycast_window_batch_into(&rays, origin, tw, &opts, &mut c);
     compare("window rays submitted", &rays, &g, &c);
-    for conservative in [false, true] {
-        let sight = LineOfSightOptions {
-            conservative,
-            raycast: RaycastOptions::default(),
-        };
-        let what = format!("window segments conservative={conservative}");
+    // Segments from inside and from outside the window, under every origin and unloaded
+    // policy, plain and conservative, blocking and submitted.
+    let mut segs = seg_rays.clone();
+    segs.extend(local(adversarial_rays(
+        WorldPos::new(-40, 120, -40),
+        2_000,
+        35,
+    )));
+    for origin_policy in common::ORIGIN_POLICIES {
+        for unloaded in [UnloadedPolicy::Air, UnloadedPolicy::Stop] {
+            for conservative in [false, true] {
+                let sight = LineOfSightOptions {
+                    conservative,
+                    raycast: RaycastOptions {
+                        origin: origin_policy,
+                        unloaded,
+                        ..Default::default()
+                    },
+                };
+                let what = format!("window segments {sight:?}");
+                let mut g = Vec::new();
+                gpu.line_of_sight_window_into(&segs, &gw, &sight, &mut g)
+                    .expect("gpu window sight");
+                line_of_sight_window_batch_into(&segs, origin, tw, &sight, &mut c);
+                compare(&what, &segs, &g, &c);
+                let clear = g.iter().filter(|o| **o == WindowOutcome::Miss).count();
+                assert!(
+                    clear > 100 && clear < g.len() - 100,
+                    "{what}: {clear} clear"
+                );
+                let g = gpu
+                    .submit_line_of_sight_window_into(&segs, &gw, &sight, g)
+                    .expect("submit")
+                    .wait()
+                    .expect("wait");
+                compare(&format!("{what}, submitted"), &segs, &g, &c);
+            }
+        }
+    }
+    // A window that follows a centre, moved between batches: each batch's rays and answers
+    // are relative to the origin it had, and equal the plain call's (itself checked against
+    // the CPU by the window tests) ray by ray.
+    let mut follow = gpu
+        .upload_window(tw, ChunkPos::new(3, 1, 3), [2, 1, 2])
+        .expect("window");
+    for centre in [ChunkPos::new(3, 1, 3), ChunkPos::new(4, 1, 2)] {
+        follow.recenter(tw, centre).expect("recenter");
+        let origin = follow.window_origin();
+        let plain: Vec<VoxelRay> = t
+            .reach_rays(5_000, 36)
+            .into_iter()
+            .chain(t.sight_segments(5_000, 64.0, 37))
+            .collect();
+        let rays: Vec<WindowRay> = plain
+            .iter()
+            .map(|r| WindowRay::from_voxel_ray(r, origin).expect("near the window"))
+            .collect();
+        let opts = RaycastOptions::default();
         let mut g = Vec::new();
-        gpu.line_of_sight_window_into(&seg_rays, &gw, &sight, &mut g)
-            .expect("gpu window sight");
-        line_of_sight_window_batch_into(&seg_rays, origin, tw, &sight, &mut c);
-        compare(&what, &seg_rays, &g, &c);
-        let clear = g.iter().filter(|o| **o == WindowOutcome::Miss).count();
+        gpu.raycast_window_into(&rays, &follow, &opts, &mut g)
+            .expect("gpu window rays");
+        let p = gpu.raycast(&plain, &follow, &opts).expect("gpu rays");
+        let p: Vec<WindowOutcome> = p
+            .iter()
+            .map(|o| WindowOutcome::from_outcome(o, origin))
+            .collect();
+        compare(&format!("following window at {centre:?}"), &rays, &g, &p);
+        let left = p
+            .iter()
+            .filter(|o| matches!(o, WindowOutcome::Unloaded { .. }))
+            .count();
         assert!(
-            clear > 100 && clear < g.len() - 100,
-            "{what}: {clear} clear"
+            left > 100,
+            "{left} rays leave the window: the edge is exercised"
         );
     }
 }

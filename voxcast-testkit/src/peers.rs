@@ -1006,10 +1006,9 @@ pub mod gpu {
             Ok(out
                 .iter()
                 .map(|o| {
-                    o.hit().map(|h| {
-                        let at = |a: usize| origin.axis(a) + i128::from(h.voxel[a]);
-                        super::voxel_i32(voxcast::WorldPos::new(at(0), at(1), at(2)))
-                    })
+                    o.to_outcome(origin)
+                        .as_ref()
+                        .and_then(super::answer_of_outcome)
                 })
                 .collect())
         }
