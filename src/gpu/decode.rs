@@ -117,7 +117,7 @@ impl HostAnswer for WindowOutcome {
     #[inline]
     fn decoded(w: &Window, h: &GpuHit, start: [i32; 3]) -> Option<Self> {
         let o = decode_window(h, start)?;
-        // What the i128 form checks, in builds that check (a shader that follows the CPU
+        // What the i128 form checks, with debug assertions (a shader that follows the CPU
         // reference never answers beyond the i128 world).
         debug_assert!(
             o.to_outcome(w.bounds.min).is_some(),
