@@ -126,3 +126,89 @@ impl HostAnswer for WindowOutcome {
         Some(o)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::coords::ChunkPos;
+    use crate::gpu::layout::STATUS_RUNAWAY;
+
+    /// A hit as the shader packs it: the voxel as 18-bit offsets from the start, the id in 16
+    /// bits, the status word, UV in 23-bit fixed point.
+    fn packed(offset: [i32; 3], id: u16, status_word: u32, t: f32, uv: [u32; 2]) -> GpuHit {
+        let o = offset.map(|o| (o as u32) & 0x3_FFFF);
+        let id = u32::from(id);
+        GpuHit {
+            w0: o[0] | (id & 0x3FFF) << 18,
+            w1: o[1] | (id >> 14) << 18 | status_word << 20,
+            w2: o[2] | (uv[1] >> 9) << 18,
+            distance: t.to_bits(),
+            uv: uv[0] | (uv[1] & 0x1FF) << 23,
+        }
+    }
+
+    /// Every status decodes to its outcome, relative to the window and in i128 alike, and the
+    /// two agree for both kinds of batch answer; a walk past the step limit and an answer
+    /// beyond the i128 world are errors that say which.
+    #[test]
+    fn hits_decode_alike_relative_and_absolute() {
+        let w = Window::around((ChunkPos::new(-3, 0, 2), ChunkPos::new(1, 2, 4))).unwrap();
+        let start = [40, 17, 3];
+        let hit = packed(
+            [-5, 131_071, -131_072],
+            0xBEEF,
+            STATUS_HIT | 2 << 4 | 64,
+            7.25,
+            [0, 8_388_607],
+        );
+        let Some(WindowOutcome::Hit(h)) = decode_window(&hit, start) else {
+            panic!("a hit");
+        };
+        assert_eq!(h.voxel, IVec3::new(35, 17 + 131_071, 3 - 131_072));
+        assert_eq!((h.face_normal, h.voxel_type), (IVec3::Z, VoxelId(0xBEEF)));
+        assert_eq!((h.distance, h.hit_uv), (7.25, Vec2::new(0.0, 1.0)));
+        let below = packed([0; 3], 1, STATUS_HIT | AXIS_NONE << 4, 0.0, [0, 0]);
+        let Some(WindowOutcome::Hit(o)) = decode_window(&below, start) else {
+            panic!("a hit");
+        };
+        assert_eq!(o.face_normal, IVec3::ZERO);
+        let cases = [
+            (hit, "hit"),
+            (below, "origin hit"),
+            (
+                packed([1, 2, 3], 0, STATUS_UNLOADED, 2.5, [0, 0]),
+                "unloaded",
+            ),
+            (packed([0; 3], 0, STATUS_MISS, 0.0, [0, 0]), "miss"),
+            (packed([0; 3], 0, STATUS_ZERO_LENGTH, 0.0, [0, 0]), "zero"),
+            (packed([0; 3], 0, STATUS_TOO_LONG, 0.0, [0, 0]), "too long"),
+        ];
+        for (h, what) in cases {
+            let rel = decode_window(&h, start).expect(what);
+            let abs = decode(&w, &h, start).expect(what);
+            assert_eq!(rel.to_outcome(w.bounds.min), Some(abs), "{what}");
+            assert_eq!(WindowOutcome::decoded(&w, &h, start), Some(rel), "{what}");
+            assert_eq!(RaycastOutcome::decoded(&w, &h, start), Some(abs), "{what}");
+            assert_eq!(WindowOutcome::answered(abs, &w), rel, "{what}");
+        }
+        assert!(matches!(
+            decode_window(&packed([0; 3], 0, STATUS_UNLOADED, 1.0, [0, 0]), [0; 3]),
+            Some(WindowOutcome::Unloaded { .. })
+        ));
+        let runaway = packed([0; 3], 0, STATUS_RUNAWAY, 0.0, [0, 0]);
+        assert_eq!(decode_window(&runaway, start), None);
+        let e = decode(&w, &runaway, start).unwrap_err().to_string();
+        assert!(e.contains("step limit"), "{e}");
+        // A window at the i128 edge: an answer past it has no i128 form.
+        let edge = Window::around((
+            ChunkPos::new(ChunkPos::MAX_INDEX - 1, 0, 0),
+            ChunkPos::new(ChunkPos::MAX_INDEX, 0, 0),
+        ))
+        .unwrap();
+        let last = edge.relative(edge.bounds.max).unwrap();
+        let past = packed([1, 0, 0], 0, STATUS_UNLOADED, 1.0, [0, 0]);
+        assert_eq!(edge.absolute(last).map(|p| p.x), Some(i128::MAX));
+        let e = decode(&edge, &past, last).unwrap_err().to_string();
+        assert!(e.contains("beyond the i128 world"), "{e}");
+    }
+}
