@@ -685,7 +685,6 @@ impl Judge<'_> {
         note: String,
         call: GpuCall,
     ) -> Row {
-        let rps = n as f64 / secs(d);
         let same = self
             .sampled
             .idx
@@ -693,16 +692,32 @@ impl Judge<'_> {
             .zip(self.reference)
             .filter(|&(&i, r)| visible(i) == r.is_none())
             .count();
+        let agreement = (
+            same as f64 / self.reference.len().max(1) as f64,
+            self.reference.len(),
+        );
+        self.row_agreeing(engine, n, d, agreement, note, call)
+    }
+
+    /// [`Judge::row`] with its agreement given (the share of the sample that agrees, and the
+    /// sample's size).
+    fn row_agreeing(
+        &self,
+        engine: &str,
+        n: usize,
+        d: Duration,
+        agreement: (f64, usize),
+        note: String,
+        call: GpuCall,
+    ) -> Row {
+        let rps = n as f64 / secs(d);
         Row {
             engine: engine.into(),
             rays_timed: n,
             rays_per_s: Some(rps),
             steps_per_s: Some(rps * self.mean_steps),
             ratio: Some(rps / self.base),
-            agreement: Some((
-                same as f64 / self.reference.len().max(1) as f64,
-                self.reference.len(),
-            )),
+            agreement: Some(agreement),
             note,
             gpu_call: Some(call),
         }
@@ -813,24 +828,22 @@ fn gpu_window_row(
         answers = g.run_window(scene, w, &rays)?;
         Ok(0.0)
     })?;
-    let rps = n as f64 / secs(d);
     let engine = "voxcast gpu window rays";
-    Ok(Row {
-        engine: engine.into(),
-        rays_timed: n,
-        rays_per_s: Some(rps),
-        steps_per_s: Some(rps * judge.mean_steps),
-        ratio: Some(rps / judge.base),
-        agreement: Some(agreement(
-            judge.reference,
-            &judge.sampled.pick(&answers),
-            &judge.sampled.rays,
-            engine,
-            cfg.show,
-        )),
-        note: format!("all {n} rays relative to the window: WindowRay in, WindowOutcome out"),
-        gpu_call: Some(GpuCall::of(n, stats, 0.0, 0)),
-    })
+    let agreement = agreement(
+        judge.reference,
+        &judge.sampled.pick(&answers),
+        &judge.sampled.rays,
+        engine,
+        cfg.show,
+    );
+    Ok(judge.row_agreeing(
+        engine,
+        n,
+        d,
+        agreement,
+        format!("all {n} rays relative to the window: WindowRay in, WindowOutcome out"),
+        GpuCall::of(n, stats, 0.0, 0),
+    ))
 }
 
 /// W6's GPU rows besides the plain batch of the workload's prebuilt rays: the sensor call (the

@@ -58,8 +58,9 @@ pub(super) fn prepare_rays<R: HostRay, T: HostAnswer>(
     let mut short = 0;
     // The last window-relative voxel: a window spans fewer than 2^31 voxels a side
     // (`MAX_WINDOW_CHUNKS`); were it not so, the fast path would refuse every window ray.
-    let last = window.relative(window.bounds.max).unwrap_or([-1; 3]);
-    debug_assert!(window.relative(window.bounds.max).is_some());
+    let last = window.relative(window.bounds.max);
+    debug_assert!(last.is_some());
+    let last = last.unwrap_or([-1; 3]);
     let rays_of = staging.rays[..n].chunks_mut(buckets.part_rays);
     let keys_of = staging.keys.chunks_mut(buckets.part_rays);
     let parts = out
@@ -154,13 +155,10 @@ impl HostRay for WindowRay {
     #[inline]
     fn fast(&self, _: &Window, last: [i32; 3]) -> Option<GpuRay> {
         let start = |a: usize, sub: f32, d: f32| {
-            let v = self.voxel[a];
-            let start = if d < 0.0 && sub == 0.0 {
-                v.checked_sub(1)?
-            } else {
-                v
-            };
-            (0..=last[a]).contains(&start).then_some(start)
+            let start = first_voxel(i128::from(self.voxel[a]), sub, d)?;
+            i32::try_from(start)
+                .ok()
+                .filter(|s| (0..=last[a]).contains(s))
         };
         fast_ray(self.sub_offset, self.direction, self.max_distance, start)
     }

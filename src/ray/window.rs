@@ -53,14 +53,8 @@ impl WindowRay {
     /// origin lies more than `i32` voxels from `origin` on an axis.
     #[must_use]
     pub fn from_voxel_ray(ray: &VoxelRay, origin: WorldPos) -> Option<Self> {
-        let rel = |a: usize| {
-            ray.origin
-                .axis(a)
-                .checked_sub(origin.axis(a))
-                .and_then(|d| i32::try_from(d).ok())
-        };
         Some(Self {
-            voxel: IVec3::new(rel(0)?, rel(1)?, rel(2)?),
+            voxel: relative(ray.origin, origin)?,
             sub_offset: ray.sub_offset,
             direction: ray.direction,
             max_distance: ray.max_distance,
@@ -96,7 +90,7 @@ impl WindowRay {
     #[must_use]
     pub fn to_voxel_ray(&self, origin: WorldPos) -> Option<VoxelRay> {
         Some(VoxelRay {
-            origin: origin.checked_add(self.voxel.to_array().map(i128::from))?,
+            origin: origin.checked_offset(self.voxel)?,
             sub_offset: self.sub_offset,
             direction: self.direction,
             max_distance: self.max_distance,
@@ -149,14 +143,7 @@ impl WindowOutcome {
     #[inline]
     #[must_use]
     pub fn from_outcome(outcome: &RaycastOutcome, origin: WorldPos) -> Self {
-        let rel = |p: WorldPos| {
-            let d = |a: usize| {
-                p.axis(a)
-                    .checked_sub(origin.axis(a))
-                    .and_then(|d| i32::try_from(d).ok())
-            };
-            Some(IVec3::new(d(0)?, d(1)?, d(2)?))
-        };
+        let rel = |p: WorldPos| relative(p, origin);
         let far = Self::Invalid(RayError::OriginOutOfRange);
         match *outcome {
             RaycastOutcome::Hit(h) => rel(h.voxel_pos).map_or(far, |voxel| {
@@ -181,7 +168,7 @@ impl WindowOutcome {
     #[inline]
     #[must_use]
     pub fn to_outcome(&self, origin: WorldPos) -> Option<RaycastOutcome> {
-        let abs = |v: IVec3| origin.checked_add(v.to_array().map(i128::from));
+        let abs = |v: IVec3| origin.checked_offset(v);
         Some(match *self {
             Self::Hit(h) => RaycastOutcome::Hit(VoxelRaycastHit {
                 voxel_pos: abs(h.voxel)?,
@@ -223,4 +210,10 @@ impl WindowOutcome {
             _ => None,
         }
     }
+}
+
+/// `p` relative to `origin`; `None` more than `i32` voxels away on an axis.
+fn relative(p: WorldPos, origin: WorldPos) -> Option<IVec3> {
+    let d = p.checked_sub(origin)?.map(i32::try_from);
+    Some(IVec3::new(d[0].ok()?, d[1].ok()?, d[2].ok()?))
 }
