@@ -6,7 +6,8 @@
 # Every log goes to LOGDIR: machine.txt (GPU, cores, system), summary.txt (each step's exit
 # status and time), demo.log (depth_image, whose every pixel is checked against the CPU, and
 # npc_line_of_sight), tests.log (parity, spec-variant, sensor, agent and other GPU tests, the
-# fuzz corpus replay, the exit test), bench.log (bench_report: the full run, then 4 M rays) and
+# fuzz corpus replay, the exit test), bench.log (bench_report: the full run, W1 and W2 with rays
+# set up on the host, then 4 M rays) and
 # shaded.png. Each step has a time limit, and no step starts after DEADLINE seconds (480).
 # GPU tests fail, rather than skip, without an adapter (VOXCAST_REQUIRE_GPU=1).
 set -u
@@ -52,6 +53,8 @@ img=$(mktemp -d)
 cp "$img/shaded.png" "$logs/shaded.png" 2>/dev/null
 { for t in $(ls $B | grep -E '^(gpu_parity|gpu_device|gpu_sensors|spec)'); do step $t 90 $B/$t --test-threads 8; done; } > "$logs/tests.log" 2>&1
 { step bench_full 150 $B/bench_report; } > "$logs/bench.log" 2>&1
+# The full run sets uploaded rays up in the shader on a GPU (RaySetup::Auto); the other way here.
+{ step bench_setup_host 60 $B/bench_report --workload w1,w2 --ray-setup host; } >> "$logs/bench.log" 2>&1
 # The exit tests run child processes of themselves and take no test-harness arguments.
 { for t in $(ls $B | grep -E '^(gpu|bevy_|fuzz)' | grep -vE '^(gpu_parity|gpu_device|gpu_sensors|(bevy_)?exit.*)$'); do
     step $t 60 $B/$t --test-threads 8; done

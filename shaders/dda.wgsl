@@ -88,6 +88,11 @@ const RAY_ENTRY_SHIFT: u32 = 6u;       // bits 6..7: entry axis of the start sta
 const RAY_CLIPPED: u32 = 256u;         // the start state is past the origin voxel
 const RAY_PLANE_SHIFT: u32 = 9u;       // bits 9..11: the ray lies in a face plane on the axis (PreparedRay::plane_axes)
 const RAY_FLAG_BITS: u32 = 0xFFFu;
+// GpuRay.counts_hi of a ray uploaded as given (RaySetup::Shader in src/gpu/device.rs): the
+// voxel before the start-voxel rule, the offset in b, the direction in inv; made_ray sets it up.
+const RAY_SET_UP_IN_SHADER: u32 = 0x80000000u;
+// GpuRay.counts_hi of a slot whose ray the host has answered: skipped.
+const RAY_ANSWERED: u32 = 0xFFFFFFFFu;
 // A count of crossings (at most MAX_DISTANCE_CAP + 1) fits in 17 bits: three pack into 51.
 const COUNT_BITS: u32 = 0x1FFFFu;
 
@@ -1057,8 +1062,18 @@ fn cast_rays(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgro
     if (i >= params.ray_count || i >= arrayLength(&rays)) {
         return;
     }
-    let ray = unpack_ray(rays[i]);
-    hits[i] = pack_hit(cast_segment(ray, true), ray.voxel);
+    let r = rays[i];
+    if (r.counts_hi == RAY_ANSWERED) {
+        return;
+    }
+    var ray: Ray;
+    if (r.counts_hi == RAY_SET_UP_IN_SHADER) {
+        ray = made_ray(r.voxel, r.b, r.inv, r.max_distance);
+    } else {
+        ray = unpack_ray(r);
+    }
+    // Relative to the voxel uploaded, which the host decodes against.
+    hits[i] = pack_hit(cast_segment(ray, true), r.voxel);
 }
 
 // The unit direction through the centre of pixel (px, py); twin of `Camera::pixel_dir` in

@@ -55,7 +55,7 @@ pub use wgpu;
 
 pub use agents::{GpuAgents, Visibility};
 pub use answers::PendingBatch;
-pub use device::{DispatchMemory, GpuConfig, SelfCheck};
+pub use device::{DispatchMemory, GpuConfig, RaySetup, SelfCheck};
 pub use error::GpuError;
 pub use flight::{BatchStats, KeptMemory};
 pub use follow::WindowMove;

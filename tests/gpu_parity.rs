@@ -367,3 +367,59 @@ fn parity_of_rays_given_relative_to_the_window() {
     let Some(gpu) = gpu() else { return };
     window_ray_parity(gpu);
 }
+
+/// Rays set up the other way from the shared raycaster's ([`voxcast::gpu::RaySetup`]: in the
+/// shader where it sets them up on the host, as on lavapipe, and the other way round) give the
+/// CPU reference's answers too: every option with rays clipped into the window, line of sight
+/// through ties and clipping, rays relative to the window, rays near the i128 edges, and a
+/// batch over several dispatches with rays the host answers among those that go up.
+#[test]
+fn parity_with_rays_set_up_the_other_way() {
+    let Some(mut gpu) = other_setup_gpu() else {
+        return;
+    };
+    every_option_with_clipped_rays(&gpu);
+    sight_through_ties_and_clipping(&gpu);
+    window_ray_parity(&gpu);
+    let (t, tw) = terrain();
+    let gw = gpu.upload_world(tw).expect("upload terrain");
+    gpu.set_max_dispatch_rays(3000);
+    let mut rays = t.reach_rays(8_000, 50);
+    rays.extend(adversarial_rays(WorldPos::new(-40, 120, -40), 2_000, 51));
+    rays.extend(adversarial_rays(WorldPos::new(100, 40, 90), 2_000, 52));
+    let mut rng = SplitMix64::new(53);
+    for i in (0..rays.len()).step_by(7) {
+        if rng.below(2) == 0 {
+            rays[i].max_distance = f32::NAN;
+        }
+    }
+    check(
+        &gpu,
+        "several dispatches",
+        tw,
+        &gw,
+        &rays,
+        &RaycastOptions::default(),
+    );
+    assert!(gpu.last_batch_stats().dispatches >= 4);
+    let base = WorldPos::new(i128::MAX - 200, i128::MIN + 100, 0);
+    let mut world = VoxelWorld::new();
+    for _ in 0..3000 {
+        let p = WorldPos::new(
+            base.x.saturating_add(rng.below(96) as i128 - 48),
+            base.y.saturating_add(rng.below(96) as i128 - 48),
+            base.z + rng.below(96) as i128 - 48,
+        );
+        world.set_voxel(p, VoxelId(1 + rng.below(3) as u16));
+    }
+    let edge = gpu.upload_world(&world).expect("upload");
+    let rays = adversarial_rays(base, 20_000, 54);
+    check(
+        &gpu,
+        "i128 edges",
+        &world,
+        &edge,
+        &rays,
+        &RaycastOptions::default(),
+    );
+}

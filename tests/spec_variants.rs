@@ -9,7 +9,7 @@
 
 use voxcast_testkit::gpu::*;
 
-use voxcast::gpu::{GpuConfig, GpuRaycaster, SHADER_SOURCE, SelfCheck, wgpu};
+use voxcast::gpu::{GpuConfig, GpuRaycaster, RaySetup, SHADER_SOURCE, SelfCheck, wgpu};
 use voxcast::spec_variants::{Freedom, variant};
 use voxcast::{RaycastOptions, WorldPos, raycast_camera};
 use voxcast_testkit::scene::SplitMix64;
@@ -28,8 +28,8 @@ fn variant_gpu(shader: &str, freedom: Freedom, config: GpuConfig) -> Option<GpuR
 /// terrain and the sparse world, every option with rays clipped into the window, line of sight
 /// through edges and corners, camera images (made by `Camera::new`, `with_up` and by hand),
 /// agent visibility (segments made in the shader), sensor rigs (rays turned in the shader),
-/// box casts, and raycasts and both kinds of line of sight under every option. The self-check at creation
-/// must pass too.
+/// box casts, and raycasts and both kinds of line of sight under every option, with rays set
+/// up on the host and in the shader ([`RaySetup`]). The self-check at creation must pass too.
 fn battery(freedom: Freedom) {
     let Some(gpu) = variant_gpu(SHADER_SOURCE, freedom, GpuConfig::default()) else {
         return;
@@ -48,6 +48,23 @@ fn battery(freedom: Freedom) {
     rays.extend(adversarial_rays(WorldPos::new(100, 40, 90), 1_000, 41));
     rays.extend(adversarial_rays(WorldPos::new(-40, 120, -40), 500, 42));
     check_every_option(&gpu, &format!("{freedom}"), tw, &gw, &rays);
+    // The same rays set up the other way (in the shader where the default sets them up on
+    // the host, as on lavapipe, and the other way round).
+    let ray_setup = if gpu.sets_up_rays_in_shader() {
+        RaySetup::Host
+    } else {
+        RaySetup::Shader
+    };
+    let config = GpuConfig {
+        ray_setup,
+        ..GpuConfig::default()
+    };
+    let Some(other) = variant_gpu(SHADER_SOURCE, freedom, config) else {
+        return;
+    };
+    let og = other.upload_world(tw).expect("upload terrain");
+    let what = format!("{freedom}, rays set up the other way");
+    check_every_option(&other, &what, tw, &og, &rays);
 }
 
 #[test]

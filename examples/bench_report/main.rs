@@ -73,6 +73,10 @@ struct Args {
     /// Print JSON instead of a table (progress still goes to stderr).
     #[arg(long)]
     json: bool,
+    /// Where the GPU calls' uploaded rays are set up: auto (the device's default), host
+    /// (set up and sorted on the host) or shader (uploaded as given, in the caller's order).
+    #[arg(long, default_value = "auto", value_parser = ["auto", "host", "shader"])]
+    ray_setup: String,
     /// Reduced run: 1/20 of the rays, a 480x270 camera, smaller samples (about 7 s on 2 cores).
     #[arg(long)]
     quick: bool,
@@ -973,7 +977,12 @@ fn main() {
         workloads = WorkloadId::ALL.to_vec();
     }
 
-    let gpu = match GpuEngine::new() {
+    let ray_setup = match args.ray_setup.as_str() {
+        "host" => voxcast::gpu::RaySetup::Host,
+        "shader" => voxcast::gpu::RaySetup::Shader,
+        _ => voxcast::gpu::RaySetup::Auto,
+    };
+    let gpu = match GpuEngine::with_ray_setup(ray_setup) {
         Ok(g) => Ok(g),
         Err(e) => {
             progress(&format!("gpu: {e}"));

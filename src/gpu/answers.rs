@@ -11,7 +11,7 @@ use std::time::Instant;
 use crate::gpu::decode::{HostAnswer, decode, undecodable};
 use crate::gpu::error::GpuError;
 use crate::gpu::flight::{BatchStats, Batches, Binding, Flight, Items};
-use crate::gpu::layout::{Entry, GpuHit, option_flags};
+use crate::gpu::layout::{Entry, GpuHit, RAY_ANSWERED, option_flags};
 use crate::gpu::prepare::{HostRay, prepare_rays};
 use crate::gpu::window::Window;
 use crate::gpu::world::GpuWorld;
@@ -229,8 +229,25 @@ impl<T: HostAnswer + std::fmt::Debug> Collector<Vec<T>> for RayAnswers<T> {
             return Err(GpuError::Internal("ray answers of another batch".into()));
         };
         let hits: &[GpuHit] = bytemuck::cast_slice(bytes);
-        let (first, end) = (base as u32, (base + count) as u32);
         let window = self.window;
+        if staging.caller_order {
+            // Upload position i is ray i: decoded in order, the host's answers skipped.
+            let range = base as usize..(base + count) as usize;
+            return self.out[range.clone()]
+                .par_chunks_mut(DECODE_BLOCK)
+                .zip(staging.rays[range].par_chunks(DECODE_BLOCK))
+                .zip(hits[..count as usize].par_chunks(DECODE_BLOCK))
+                .try_for_each(|((out, rays), hits)| {
+                    for ((o, ray), h) in out.iter_mut().zip(rays).zip(hits) {
+                        if ray.counts_hi != RAY_ANSWERED {
+                            *o = T::decoded(&window, h, ray.voxel)
+                                .ok_or_else(|| undecodable(h, ray.voxel))?;
+                        }
+                    }
+                    Ok(())
+                });
+        }
+        let (first, end) = (base as u32, (base + count) as u32);
         // The dispatch's rays are those of one part of the caller's order. Decoded in that
         // order, on all threads, a block of rays at a time: first the block's hits gathered
         // from their upload positions (a loop of independent loads, which the processor
@@ -312,16 +329,15 @@ pub(super) fn ray_flight<R: HostRay, T: HostAnswer + Clone>(
             .map_err(|_| GpuError::OutputTooLarge(rays.len() as u64))?;
         out.resize(rays.len(), T::answered(RaycastOutcome::Miss, &world.window));
     }
-    let (staging, long) = prepare_rays(
+    let (staging, long, uploaded) = prepare_rays(
         batches.take_staging(),
         &world.window,
-        per_dispatch,
+        (per_dispatch, batches.device.rays_set_up_in_shader),
         rays,
         opts,
         conservative,
         &mut out,
     );
-    let uploaded = staging.order.len();
     let collector = RayAnswers {
         out,
         window: world.window,
@@ -339,12 +355,13 @@ pub(super) fn ray_flight<R: HostRay, T: HostAnswer + Clone>(
         world.params(),
         opts,
     )?;
-    let flight = Flight::start(
-        batches,
-        binding,
-        Items::Rays(staging, uploaded),
-        per_dispatch,
-    )?;
+    // Staged in the caller's order, every slot goes up (the host's answers skipped there).
+    let slots = if staging.caller_order {
+        rays.len()
+    } else {
+        uploaded
+    };
+    let flight = Flight::start(batches, binding, Items::Rays(staging, slots), per_dispatch)?;
     Ok((Some(flight), collector, uploaded as u64))
 }
 

@@ -34,6 +34,31 @@ pub struct GpuConfig {
     pub self_check: SelfCheck,
     /// Where batches stage their rays and answers.
     pub dispatch_memory: DispatchMemory,
+    /// Where uploaded rays are set up for the walk, and in which order they go up.
+    pub ray_setup: RaySetup,
+}
+
+/// Where the rays of `raycast`, `line_of_sight` and their window forms are set up for the
+/// walk (each axis's first crossing and inverse direction), and in which order they go up.
+/// Either gives the same answers, bit for bit: the shader's division is the exact one of
+/// `shaders/exact.wgsl`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RaySetup {
+    /// [`RaySetup::Host`] on a device that is the CPU itself (lavapipe, llvmpipe, WARP,
+    /// SwiftShader), where the shader's work and the host's share the same cores;
+    /// [`RaySetup::Shader`] on every other device, where the host's work per ray is what
+    /// bounds a batch.
+    #[default]
+    Auto,
+    /// Set up on the host (three divisions a ray) and sorted into a coherent order
+    /// (neighbouring invocations then walk the same chunks the same way): the least work
+    /// for the shader, the most for the host.
+    Host,
+    /// Uploaded as given, in the caller's order, and set up by the shader (the exact
+    /// division): the least work for the host. Rays that start outside the window are still
+    /// stepped to it on the host.
+    Shader,
 }
 
 /// Where a batch's rays and answers live on their way to and from the shader.
@@ -68,6 +93,8 @@ pub(super) struct Device {
     pub(super) period_ns: f64,
     /// Whether dispatch buffers are shared with the host (see [`DispatchMemory::Auto`]).
     pub(super) host_shared: bool,
+    /// Whether uploaded rays are set up by the shader (see [`RaySetup`]).
+    pub(super) rays_set_up_in_shader: bool,
     /// Whether the device is a software rasteriser (`DeviceType::Cpu`), whose shaders may run
     /// their loops a limited number of times (see [`GpuError::BoxCastTooLong`]).
     pub(super) loop_budget: bool,
@@ -347,6 +374,11 @@ impl Device {
             limits,
             timestamps,
             host_shared,
+            rays_set_up_in_shader: match config.ray_setup {
+                RaySetup::Auto => !loop_budget,
+                RaySetup::Host => false,
+                RaySetup::Shader => true,
+            },
             loop_budget,
             lost,
             layouts: [rays, pairs, sensors, boxes],

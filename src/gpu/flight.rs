@@ -146,7 +146,7 @@ fn replace_locked<T>(m: &Mutex<T>, value: T) {
 #[derive(Debug)]
 pub(super) enum Items {
     /// Rays prepared on the host (`staging`, gathered in upload order as they go up) and
-    /// how many go up.
+    /// how many slots go up.
     Rays(HostStaging, usize),
     /// Pixels of a camera, made in the shader.
     Camera(u32),

@@ -60,6 +60,13 @@ pub(super) const RAY_NEGATIVE_SHIFT: u32 = 3;
 pub(super) const RAY_ENTRY_SHIFT: u32 = 6;
 pub(super) const RAY_CLIPPED: u32 = 256;
 pub(super) const RAY_PLANE_SHIFT: u32 = 9;
+/// `GpuRay::counts_hi` of a ray uploaded as given (`RaySetup::Shader`): its voxel before the
+/// start-voxel rule, its offset in `b`, its direction in `inv`, its flags 0; the shader sets
+/// it up as `VoxelRay::prepare` would. No packed count reaches this bit (51 bits in all).
+pub(super) const RAY_SET_UP_IN_SHADER: u32 = 1 << 31;
+/// `GpuRay::counts_hi` of a slot whose ray the host has answered (a batch staged in the
+/// caller's order): the shader skips it and the host does not read its answer.
+pub(super) const RAY_ANSWERED: u32 = u32::MAX;
 /// Where the packed crossing counts start in `GpuRay::flags`.
 pub(super) const RAY_COUNTS_SHIFT: u32 = 12;
 /// The largest crossing count a ray can reach: one past [`crate::ray::MAX_DISTANCE_CAP`], in
@@ -294,6 +301,8 @@ mod tests {
             ("RAY_CLIPPED", U(RAY_CLIPPED)),
             ("RAY_PLANE_SHIFT", U(RAY_PLANE_SHIFT)),
             ("RAY_FLAG_BITS", U((1 << RAY_COUNTS_SHIFT) - 1)),
+            ("RAY_SET_UP_IN_SHADER", U(RAY_SET_UP_IN_SHADER)),
+            ("RAY_ANSWERED", U(RAY_ANSWERED)),
             ("COUNT_BITS", U(COUNT_MAX)),
             ("STATUS_MISS", U(STATUS_MISS)),
             ("STATUS_HIT", U(STATUS_HIT)),

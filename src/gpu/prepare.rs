@@ -15,8 +15,8 @@ use crate::cpu_ref::{AXIS_NONE, Dda, LONG_RAY, unloaded_tie_extra};
 use crate::gpu::decode::HostAnswer;
 use crate::gpu::error::GpuError;
 use crate::gpu::layout::{
-    COUNT_MAX, GpuParams, GpuRay, RAY_CLIPPED, RAY_COUNTS_SHIFT, RAY_ENTRY_SHIFT,
-    RAY_NEGATIVE_SHIFT, RAY_PLANE_SHIFT,
+    COUNT_MAX, GpuParams, GpuRay, RAY_ANSWERED, RAY_CLIPPED, RAY_COUNTS_SHIFT, RAY_ENTRY_SHIFT,
+    RAY_NEGATIVE_SHIFT, RAY_PLANE_SHIFT, RAY_SET_UP_IN_SHADER,
 };
 use crate::gpu::window::Window;
 use crate::ray::{
@@ -36,31 +36,31 @@ pub(super) enum Prepared {
 /// a dispatch's worth of rays in the caller's order, see [`Buckets::new`]) one after
 /// another, and within a part by coherence bucket (neighbouring invocations then get rays
 /// from the same chunks going the same way, so they walk the same chunks and branch
-/// alike). Returns the staging and
-/// whether every uploaded ray is at least [`LONG_RAY`] long (for the choice of walk).
+/// alike). With `in_shader` the batch is staged as [`stage_as_given`] stages it instead.
+/// Returns the staging, whether every uploaded ray is at least [`LONG_RAY`] long (for the
+/// choice of walk) and how many rays go to the GPU.
 pub(super) fn prepare_rays<R: HostRay, T: HostAnswer>(
     mut staging: HostStaging,
     window: &Window,
-    per_dispatch: u32,
+    (per_dispatch, in_shader): (u32, bool),
     rays: &[R],
     opts: &RaycastOptions,
     conservative: bool,
     out: &mut [T],
-) -> (HostStaging, bool) {
+) -> (HostStaging, bool, usize) {
     let n = rays.len();
-    let buckets = Buckets::new(n, per_dispatch as usize, window.dims);
     if staging.rays.len() < n {
         staging.rays.resize(n, GpuRay::zeroed());
     }
+    let last = last_voxel(window);
+    if in_shader {
+        return stage_as_given(staging, window, last, rays, opts, conservative, out);
+    }
+    let buckets = Buckets::new(n, per_dispatch as usize, window.dims);
     staging.keys.clear();
     staging.keys.resize(n, NOT_UPLOADED);
     // Part by part, so that each ray's part is known without a division.
     let mut short = 0;
-    // The last window-relative voxel: a window spans fewer than 2^31 voxels a side
-    // (`MAX_WINDOW_CHUNKS`); were it not so, the fast path would refuse every window ray.
-    let last = window.relative(window.bounds.max);
-    debug_assert!(last.is_some());
-    let last = last.unwrap_or([-1; 3]);
     let rays_of = staging.rays[..n].chunks_mut(buckets.part_rays);
     let keys_of = staging.keys.chunks_mut(buckets.part_rays);
     let parts = out
@@ -73,7 +73,7 @@ pub(super) fn prepare_rays<R: HostRay, T: HostAnswer>(
             .zip(staged.par_iter_mut().zip(keys.par_iter_mut()))
             .with_min_len(4096)
             .map(|((o, ray), (g, key))| {
-                let r = match ray.fast(window, last) {
+                let r = match ray.fast(window, last, false) {
                     Some(r) => r,
                     None => match general(ray, window, opts, conservative) {
                         Ok(r) => r,
@@ -90,8 +90,66 @@ pub(super) fn prepare_rays<R: HostRay, T: HostAnswer>(
             .sum::<usize>();
     }
     staging.counting_sort(&buckets);
-    let long = short == 0;
-    (staging, long)
+    let uploaded = staging.order.len();
+    (staging, short == 0, uploaded)
+}
+
+/// The host's share of a batch whose rays the shader sets up
+/// ([`RaySetup::Shader`](crate::gpu::RaySetup::Shader)), on all threads: each ray staged at its
+/// index in the caller's order, as given where it starts in the window (marked
+/// [`RAY_SET_UP_IN_SHADER`]), with its state where the host steps it to the window, and marked
+/// [`RAY_ANSWERED`] where the host answers it (the answer goes to `out`). Nothing is sorted:
+/// each dispatch takes a run of the caller's order and its rays go up as they are staged.
+fn stage_as_given<R: HostRay, T: HostAnswer>(
+    mut staging: HostStaging,
+    window: &Window,
+    last: [i32; 3],
+    rays: &[R],
+    opts: &RaycastOptions,
+    conservative: bool,
+    out: &mut [T],
+) -> (HostStaging, bool, usize) {
+    let n = rays.len();
+    let (uploaded, short) = out
+        .par_iter_mut()
+        .zip(rays.par_iter())
+        .zip(staging.rays[..n].par_iter_mut())
+        .with_min_len(4096)
+        .map(|((o, ray), g)| {
+            *g = match ray.fast(window, last, true) {
+                Some(r) => r,
+                None => match general(ray, window, opts, conservative) {
+                    Ok(r) => r,
+                    Err(answer) => {
+                        *o = answer;
+                        *g = ANSWERED;
+                        return (0, 0);
+                    }
+                },
+            };
+            (1, usize::from(g.max_distance < LONG_RAY))
+        })
+        .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+    staging.in_caller_order(n);
+    (staging, short == 0, uploaded)
+}
+
+/// A slot of a batch staged in the caller's order whose ray the host has answered.
+const ANSWERED: GpuRay = GpuRay {
+    voxel: [0; 3],
+    flags: 0,
+    b: [0.0; 3],
+    max_distance: 0.0,
+    inv: [0.0; 3],
+    counts_hi: RAY_ANSWERED,
+};
+
+/// The last window-relative voxel of `window`. A window spans fewer than 2^31 voxels a side
+/// (`MAX_WINDOW_CHUNKS`); were it not so, the fast path would refuse every window ray.
+fn last_voxel(window: &Window) -> [i32; 3] {
+    let last = window.relative(window.bounds.max);
+    debug_assert!(last.is_some());
+    last.unwrap_or([-1; 3])
 }
 
 /// The general path of a ray the fast path ([`HostRay::fast`]) refuses: its state for the
@@ -125,15 +183,16 @@ pub(super) trait HostRay: Sync {
     /// a finite direction of squared length within `1e-5` of 1, an offset in `[0, 1)`:
     /// nothing to normalise) and its start voxel lies in window `w`, whose last voxel is
     /// `last` (window-relative): exactly what [`VoxelRay::prepare`] and [`encode`] make of
-    /// such a ray, without their general paths. `None` for every other ray.
-    fn fast(&self, w: &Window, last: [i32; 3]) -> Option<GpuRay>;
+    /// such a ray, without their general paths, or with `in_shader` the ray as the shader
+    /// sets it up ([`RAY_SET_UP_IN_SHADER`]). `None` for every other ray.
+    fn fast(&self, w: &Window, last: [i32; 3], in_shader: bool) -> Option<GpuRay>;
     /// The [`VoxelRay`] it stands for; an error where that is beyond the i128 world.
     fn voxel_ray(&self, w: &Window) -> Result<VoxelRay, RayError>;
 }
 
 impl HostRay for VoxelRay {
     #[inline]
-    fn fast(&self, w: &Window, _: [i32; 3]) -> Option<GpuRay> {
+    fn fast(&self, w: &Window, _: [i32; 3], in_shader: bool) -> Option<GpuRay> {
         let start = |a: usize, sub: f32, d: f32| {
             let start = first_voxel(self.origin.axis(a), sub, d)?;
             let rel = start.checked_sub(w.bounds.min.axis(a))?;
@@ -142,7 +201,13 @@ impl HostRay for VoxelRay {
             }
             i32::try_from(rel).ok()
         };
-        fast_ray(self.sub_offset, self.direction, self.max_distance, start)
+        fast_ray(
+            self.sub_offset,
+            self.direction,
+            self.max_distance,
+            start,
+            in_shader,
+        )
     }
 
     #[inline]
@@ -153,14 +218,20 @@ impl HostRay for VoxelRay {
 
 impl HostRay for WindowRay {
     #[inline]
-    fn fast(&self, _: &Window, last: [i32; 3]) -> Option<GpuRay> {
+    fn fast(&self, _: &Window, last: [i32; 3], in_shader: bool) -> Option<GpuRay> {
         let start = |a: usize, sub: f32, d: f32| {
             let start = first_voxel(i128::from(self.voxel[a]), sub, d)?;
             i32::try_from(start)
                 .ok()
                 .filter(|s| (0..=last[a]).contains(s))
         };
-        fast_ray(self.sub_offset, self.direction, self.max_distance, start)
+        fast_ray(
+            self.sub_offset,
+            self.direction,
+            self.max_distance,
+            start,
+            in_shader,
+        )
     }
 
     #[inline]
@@ -172,13 +243,16 @@ impl HostRay for WindowRay {
 
 /// [`HostRay::fast`] for a ray of offset `sub`, direction `d` and max distance `max` whose
 /// window-relative start voxel on axis `a` is `start(a, sub, d)` (`None` outside the window),
-/// given the offset and direction as they are cast.
+/// given the offset and direction as they are cast; with `in_shader` the ray as the shader
+/// sets it up: its voxel before the start-voxel rule (the shader applies it), the offset and
+/// direction as they are cast, marked [`RAY_SET_UP_IN_SHADER`].
 #[inline]
 fn fast_ray(
     sub: glam::Vec3,
     d: glam::Vec3,
     max: f32,
     start: impl Fn(usize, f32, f32) -> Option<i32>,
+    in_shader: bool,
 ) -> Option<GpuRay> {
     if !(0.0..=MAX_DISTANCE_CAP).contains(&max) {
         return None;
@@ -200,6 +274,12 @@ fn fast_ray(
         }
         let (sub, d) = (flush_denormal(sub), d[a]);
         out.voxel[a] = start(a, sub, d)?;
+        if in_shader {
+            // The start voxel is at most the window's last, so one past it fits.
+            out.voxel[a] += i32::from(d < 0.0 && sub == 0.0);
+            (out.b[a], out.inv[a]) = (sub, d);
+            continue;
+        }
         out.b[a] = first_crossing(sub, d);
         let inv = 1.0 / d.abs();
         let enabled = d != 0.0 && inv.is_finite() && out.b[a] * inv <= out.max_distance;
@@ -207,6 +287,10 @@ fn fast_ray(
         out.flags |= u32::from(enabled) << a
             | u32::from(d < 0.0) << (RAY_NEGATIVE_SHIFT + a as u32)
             | u32::from(d == 0.0 && sub == 0.0) << (RAY_PLANE_SHIFT + a as u32);
+    }
+    if in_shader {
+        out.flags = 0;
+        out.counts_hi = RAY_SET_UP_IN_SHADER;
     }
     Some(out)
 }
@@ -368,6 +452,7 @@ impl HostStaging {
             }
         }
         self.part_rays = buckets.part_rays;
+        self.caller_order = false;
         self.position.clear();
         self.position.resize(n, NOT_UPLOADED_AT);
         self.counts
@@ -412,15 +497,28 @@ impl HostStaging {
         let share = count
             .div_ceil(4 * rayon::current_num_threads())
             .max(SORT_TASK_RAYS);
+        let view_of = |s: usize, rays: usize| {
+            let start = at + (s * share) as u64 * RAY;
+            buffer
+                .slice(start..start + rays as u64 * RAY)
+                .get_mapped_range_mut()
+        };
+        if self.caller_order {
+            // Staged in upload order already: copied as they are.
+            return self.rays[base..base + count]
+                .par_chunks(share)
+                .enumerate()
+                .try_for_each(|(s, rays)| {
+                    view_of(s, rays.len())?.copy_from_slice(bytemuck::cast_slice(rays));
+                    Ok(())
+                });
+        }
         let order = &self.order[base..base + count];
         order
             .par_chunks(share)
             .enumerate()
             .try_for_each(|(s, order)| {
-                let start = at + (s * share) as u64 * RAY;
-                let mut view = buffer
-                    .slice(start..start + order.len() as u64 * RAY)
-                    .get_mapped_range_mut()?;
+                let mut view = view_of(s, order.len())?;
                 let mut block = [GpuRay::zeroed(); BLOCK];
                 for (k, order) in order.chunks(BLOCK).enumerate() {
                     for (b, &i) in block.iter_mut().zip(order) {
@@ -639,6 +737,9 @@ pub(super) struct HostStaging {
     /// rays end in the upload order: a dispatch never takes rays of two parts.
     pub(super) part_rays: usize,
     pub(super) part_ends: Vec<u64>,
+    /// Whether the batch is staged in the caller's order, a slot a ray ([`stage_as_given`]):
+    /// upload position `i` is ray `i`, and `keys`, `position` and `order` are unused.
+    pub(super) caller_order: bool,
 }
 
 impl HostStaging {
@@ -649,6 +750,18 @@ impl HostStaging {
             + self.position.capacity() * size_of::<u32>()
             + self.order.capacity() * size_of::<u32>()
             + self.part_ends.capacity() * size_of::<u64>()) as u64
+    }
+
+    /// Marks the staging as a batch of `n` rays in the caller's order ([`stage_as_given`]),
+    /// one part: every slot goes up, the host's answers marked [`RAY_ANSWERED`].
+    fn in_caller_order(&mut self, n: usize) {
+        self.caller_order = true;
+        self.keys.clear();
+        self.position.clear();
+        self.order.clear();
+        self.part_rays = n;
+        self.part_ends.clear();
+        self.part_ends.push(n as u64);
     }
 
     /// The caller's rays of the part whose upload range holds position `base`, and where that
@@ -826,11 +939,29 @@ mod tests {
                     _ => None,
                 };
                 let last = w.relative(w.bounds.max).unwrap();
-                let got = ray.fast(w, last);
+                let got = ray.fast(w, last, false);
+                // Set up in the shader: the same rays go up, as given, each with its voxel
+                // before the start-voxel rule (the shader applies it).
+                let as_given = ray.fast(w, last, true);
+                assert_eq!(as_given.is_some(), got.is_some(), "{ray:?}");
+                if let (Some(s), Some(g)) = (as_given, got) {
+                    let d = ray.direction.to_array().map(flush_denormal);
+                    let sub = ray.sub_offset.to_array().map(flush_denormal);
+                    for a in 0..3 {
+                        let moved = i32::from(d[a] < 0.0 && sub[a] == 0.0);
+                        assert_eq!(s.voxel[a] - moved, g.voxel[a], "{ray:?}");
+                        assert_eq!(s.b[a].to_bits(), sub[a].to_bits(), "{ray:?}");
+                        assert_eq!(s.inv[a].to_bits(), d[a].to_bits(), "{ray:?}");
+                    }
+                    let marks = (s.flags, s.counts_hi, s.max_distance.to_bits());
+                    let want = (0, RAY_SET_UP_IN_SHADER, g.max_distance.to_bits());
+                    assert_eq!(marks, want, "{ray:?}");
+                }
                 // The same ray relative to the window takes the same path to the same state.
                 if let Some(local) = WindowRay::from_voxel_ray(&ray, w.bounds.min) {
                     let bytes = |g: Option<GpuRay>| g.map(|g| bytemuck::bytes_of(&g).to_vec());
-                    assert_eq!(bytes(local.fast(w, last)), bytes(got), "{ray:?}");
+                    assert_eq!(bytes(local.fast(w, last, false)), bytes(got), "{ray:?}");
+                    assert_eq!(bytes(local.fast(w, last, true)), bytes(as_given), "{ray:?}");
                     let twin = local.voxel_ray(w).map(|r| format!("{r:?}"));
                     assert_eq!(twin, Ok(format!("{ray:?}")));
                     local_checked += 1;

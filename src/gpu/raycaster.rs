@@ -239,6 +239,14 @@ impl GpuRaycaster {
         self.batches.device.host_shared
     }
 
+    /// Whether uploaded rays are set up by the shader and go up in the caller's order
+    /// ([`RaySetup::Shader`](crate::gpu::RaySetup::Shader), the default on a device that is not
+    /// the CPU), rather than set up and sorted on the host.
+    #[must_use]
+    pub fn sets_up_rays_in_shader(&self) -> bool {
+        self.batches.device.rays_set_up_in_shader
+    }
+
     /// Uploads every loaded chunk of `world`; the window is the loaded bounds grown by one
     /// unloaded chunk on every side that is not the edge of the i128 world (room for
     /// conservative line of sight, which tests voxels beside the ray). Later edits may load,

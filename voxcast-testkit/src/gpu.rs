@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use crate::common;
 use crate::scene::{Sparse, SplitMix64, Terrain, WATER};
 use voxcast::glam::Quat;
-use voxcast::gpu::{GpuError, GpuRaycaster, GpuWorld, Visibility, wgpu};
+use voxcast::gpu::{GpuConfig, GpuError, GpuRaycaster, GpuWorld, RaySetup, Visibility, wgpu};
 use voxcast::{BoxCast, BoxCastOutcome, box_cast_batch};
 use voxcast::{
     Camera, ChunkPos, LineOfSight, LineOfSightOptions, MaterialFilter, RaycastOptions,
@@ -71,6 +71,26 @@ pub fn application_device(limits: wgpu::Limits) -> (wgpu::Device, wgpu::Queue) {
 pub fn own_gpu() -> Option<GpuRaycaster> {
     gpu()?;
     Some(GpuRaycaster::new_blocking().expect("a second raycaster on the same adapter"))
+}
+
+/// A raycaster of the test's own that sets up uploaded rays the other way from [`gpu`]
+/// ([`RaySetup`]): on the host where the shared one leaves it to the shader, and the other way
+/// round, so that both paths meet the CPU reference on every device. `None` where [`gpu`]
+/// skips.
+pub fn other_setup_gpu() -> Option<GpuRaycaster> {
+    let shared = gpu()?;
+    let ray_setup = if shared.sets_up_rays_in_shader() {
+        RaySetup::Host
+    } else {
+        RaySetup::Shader
+    };
+    let g = GpuRaycaster::new_blocking_with(GpuConfig {
+        ray_setup,
+        ..GpuConfig::default()
+    })
+    .expect("a raycaster with the other ray setup");
+    assert_ne!(g.sets_up_rays_in_shader(), shared.sets_up_rays_in_shader());
+    Some(g)
 }
 
 /// Compares outcomes ray by ray: the parity contract. Prints the first mismatches with the ray

@@ -812,17 +812,25 @@ pub mod gpu {
         /// Opens the adapter chosen by the environment (`WGPU_BACKEND`, `WGPU_ADAPTER_NAME`).
         /// The error says why there is none.
         pub fn new() -> Result<Self, String> {
-            GpuRaycaster::new_blocking()
-                .map(|gpu| Self {
-                    gpu,
-                    outcomes: RefCell::default(),
-                    sights: RefCell::default(),
-                    windowed: RefCell::default(),
-                    agents: RefCell::default(),
-                    rig: RefCell::default(),
-                    readings: RefCell::default(),
-                })
-                .map_err(|e| format!("no adapter: {e}"))
+            Self::with_ray_setup(voxcast::gpu::RaySetup::Auto)
+        }
+
+        /// [`GpuEngine::new`] with uploaded rays set up where `ray_setup` says.
+        pub fn with_ray_setup(ray_setup: voxcast::gpu::RaySetup) -> Result<Self, String> {
+            GpuRaycaster::new_blocking_with(voxcast::gpu::GpuConfig {
+                ray_setup,
+                ..Default::default()
+            })
+            .map(|gpu| Self {
+                gpu,
+                outcomes: RefCell::default(),
+                sights: RefCell::default(),
+                windowed: RefCell::default(),
+                agents: RefCell::default(),
+                rig: RefCell::default(),
+                readings: RefCell::default(),
+            })
+            .map_err(|e| format!("no adapter: {e}"))
         }
 
         /// The raycaster itself.
@@ -833,7 +841,16 @@ pub mod gpu {
         /// The adapter, for the report.
         pub fn adapter(&self) -> String {
             let info = self.gpu.adapter_info();
-            format!("{} [{:?}]", self.gpu.adapter_summary(), info.device_type)
+            let setup = if self.gpu.sets_up_rays_in_shader() {
+                "in the shader"
+            } else {
+                "on the host"
+            };
+            format!(
+                "{} [{:?}], uploaded rays set up {setup}",
+                self.gpu.adapter_summary(),
+                info.device_type
+            )
         }
 
         /// What the last batch cost (kernel time, host time, bytes each way).
