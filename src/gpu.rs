@@ -13,7 +13,8 @@
 //! A call of [`GpuRaycaster`] (`raycaster.rs`, every public call) checks its input; `prepare`
 //! validates each ray, splits it into the window's i32 voxel, steps it to the window where it
 //! starts outside, encodes it in the wire format (`layout`) and orders the uploaded rays for
-//! coherence; `flight` cuts the batch into dispatches, stages each into a set of `buffers`,
+//! coherence, or on a GPU leaves rays that start in the window for the shader to set up, in
+//! the caller's order ([`RaySetup`]); `flight` cuts the batch into dispatches, stages each into a set of `buffers`,
 //! records it with the world's buffers (`world`, over `window` and `store`) and hands it to the
 //! courier thread (`queue`), which submits it to the `device` and polls until its answers are
 //! mapped; `answers` reads each dispatch back as it finishes and decodes its hits into i128
