@@ -435,11 +435,21 @@ fn batch_stats_describe_the_last_call() {
 
 /// A finished batch leaves its buffers for the next (a set per dispatch: 48 bytes of ray and
 /// 20 of answer per ray, each on the device and mapped (once where they are shared), rounded
-/// up to powers of two; 60 host bytes per ray and the coherence sort's counters),
-/// `release_buffers` frees them, and batches after it allocate again and still match the CPU.
+/// up to powers of two; 60 host bytes per ray and the coherence sort's counters, or 48 where
+/// the shader sets rays up), `release_buffers` frees them, and batches after it allocate again
+/// and still match the CPU; with rays set up either way.
 #[test]
 fn release_buffers_frees_kept_memory() {
-    let Some(gpu) = &own_gpu() else { return };
+    let Some(gpu) = own_gpu() else { return };
+    let Some(other) = other_setup_gpu() else {
+        return;
+    };
+    for gpu in [&gpu, &other] {
+        kept_memory_is_freed(gpu);
+    }
+}
+
+fn kept_memory_is_freed(gpu: &GpuRaycaster) {
     let (t, world) = terrain();
     let gw = gpu.upload_world(world).expect("upload");
     let opts = RaycastOptions::default();
@@ -455,10 +465,17 @@ fn release_buffers_frees_kept_memory() {
     // the upload buffer (the same again) and timestamps.
     let fixed = grown.gpu_bytes - set(20_000);
     assert!(fixed < 20 << 10, "{grown:?}");
-    // The sort's counters (4 bytes for each of at most 2^15 buckets, one thread at this size)
-    // and the part ends (8 bytes a part, one part here).
-    let counters = (4 << 15) + 8;
-    let sorted = |rays: u64, host: u64| (60 * rays..=60 * rays + counters).contains(&host);
+    // Set up on the host: 60 bytes a ray, the sort's counters (4 bytes for each of at most
+    // 2^15 buckets, one thread at this size) and the part ends (8 bytes a part, one part
+    // here). Set up in the shader, every ray going up: 48 bytes a ray and the part ends'
+    // vector (a few words).
+    let (per_ray, counters) = if gpu.sets_up_rays_in_shader() {
+        (48, 64)
+    } else {
+        (60, (4 << 15) + 8)
+    };
+    let sorted =
+        |rays: u64, host: u64| (per_ray * rays..=per_ray * rays + counters).contains(&host);
     assert!(sorted(20_000, grown.host_bytes), "{grown:?}");
     gpu.release_buffers();
     assert_eq!(gpu.kept_memory(), voxcast::gpu::KeptMemory::default());

@@ -208,8 +208,8 @@ impl<T> PendingBatch<T> {
 /// cache while it is decoded.
 const DECODE_BLOCK: usize = 1024;
 
-/// The answers of rays prepared on the host: each result belongs to the ray at its place in
-/// the upload order, relative to that ray's start voxel.
+/// The answers of uploaded rays: each result belongs to the ray at its place in the upload
+/// order, relative to the voxel uploaded with it.
 #[derive(Debug)]
 pub(super) struct RayAnswers<T> {
     pub(super) out: Vec<T>,

@@ -16,8 +16,9 @@ use crate::world::VoxelId;
 /// UV in the shader's hits: `[0, 1]` in 23-bit fixed point.
 const UV_STEPS: f32 = 8_388_607.0;
 
-/// The outcome `h` stands for, window-relative, for a ray whose uploaded start voxel is
-/// `start` (window-relative): the shader gives the voxel as an 18-bit offset from it. `None`
+/// The outcome `h` stands for, window-relative, for a ray uploaded with voxel `start`
+/// (window-relative: its start voxel, or where the shader sets it up the voxel before the
+/// start-voxel rule): the shader gives the voxel as an 18-bit offset from it. `None`
 /// for a ray that ran past the step limit (see [`undecodable`]).
 #[inline]
 pub(super) fn decode_window(h: &GpuHit, start: [i32; 3]) -> Option<WindowOutcome> {

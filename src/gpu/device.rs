@@ -38,26 +38,29 @@ pub struct GpuConfig {
     pub ray_setup: RaySetup,
 }
 
-/// Where the rays of `raycast`, `line_of_sight` and their window forms are set up for the
-/// walk (each axis's first crossing and inverse direction), and in which order they go up.
-/// Either gives the same answers, bit for bit: the shader's division is the exact one of
+/// Where uploaded rays are set up for the walk (each axis's first crossing and inverse
+/// direction), and in which order they go up: the rays of `raycast`, `line_of_sight`, their
+/// window forms, and the segments and sensor rays that agent and sensor calls cast from the
+/// host. Either gives the same answers, bit for bit: the shader's division is the exact one of
 /// `shaders/exact.wgsl`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum RaySetup {
     /// [`RaySetup::Host`] on a device that is the CPU itself (lavapipe, llvmpipe, WARP,
     /// SwiftShader), where the shader's work and the host's share the same cores;
-    /// [`RaySetup::Shader`] on every other device, where the host's work per ray is what
-    /// bounds a batch.
+    /// [`RaySetup::Shader`] on every other device, where the kernel runs beside the host and
+    /// the host's work per ray is expected to bound a batch (measured on lavapipe only so
+    /// far; `BENCHMARKS.md`, "Rays set up in the shader").
     #[default]
     Auto,
     /// Set up on the host (three divisions a ray) and sorted into a coherent order
     /// (neighbouring invocations then walk the same chunks the same way): the least work
     /// for the shader, the most for the host.
     Host,
-    /// Uploaded as given, in the caller's order, and set up by the shader (the exact
-    /// division): the least work for the host. Rays that start outside the window are still
-    /// stepped to it on the host.
+    /// Uploaded in the caller's order, and set up by the shader (the exact division) where
+    /// they are valid as given and start in the window: the least work for the host. Others
+    /// are set up on the host (rays that start outside the window are stepped to it there),
+    /// and rays the host answers take no slot.
     Shader,
 }
 

@@ -130,8 +130,11 @@ pub struct KeptMemory {
     /// parameters and material filter.
     pub gpu_bytes: u64,
     /// Host working buffers of finished ray batches: 60 bytes per ray of the largest batch
-    /// (at most two such sets, each at most 2^20 rays for blocking calls), plus each set's
-    /// coherence sort counters and part ends (at most 128 KiB per thread and 256 KiB).
+    /// (48 where the shader sets rays up and every ray goes up, [`RaySetup`]) (at most two such
+    /// sets, each at most 2^20 rays for blocking calls), plus each set's coherence sort
+    /// counters and part ends (at most 128 KiB per thread and 256 KiB).
+    ///
+    /// [`RaySetup`]: crate::gpu::RaySetup
     pub host_bytes: u64,
 }
 

@@ -54,7 +54,16 @@ pub(super) fn prepare_rays<R: HostRay, T: HostAnswer>(
     }
     let last = last_voxel(window);
     if in_shader {
-        return stage_as_given(staging, window, last, rays, opts, conservative, out);
+        let per_dispatch = per_dispatch as usize;
+        return stage_as_given(
+            staging,
+            window,
+            (last, per_dispatch),
+            rays,
+            opts,
+            conservative,
+            out,
+        );
     }
     let buckets = Buckets::new(n, per_dispatch as usize, window.dims);
     staging.keys.clear();
@@ -100,10 +109,12 @@ pub(super) fn prepare_rays<R: HostRay, T: HostAnswer>(
 /// [`RAY_SET_UP_IN_SHADER`]), with its state where the host steps it to the window, and marked
 /// [`RAY_ANSWERED`] where the host answers it (the answer goes to `out`). Nothing is sorted:
 /// each dispatch takes a run of the caller's order and its rays go up as they are staged.
+/// Where the host answers some rays, the others are put in upload order without them (the
+/// counting sort, one bucket a part), so that no slot goes up for nothing.
 fn stage_as_given<R: HostRay, T: HostAnswer>(
     mut staging: HostStaging,
     window: &Window,
-    last: [i32; 3],
+    (last, per_dispatch): ([i32; 3], usize),
     rays: &[R],
     opts: &RaycastOptions,
     conservative: bool,
@@ -130,7 +141,25 @@ fn stage_as_given<R: HostRay, T: HostAnswer>(
             (1, usize::from(g.max_distance < LONG_RAY))
         })
         .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
-    staging.in_caller_order(n);
+    if uploaded == n {
+        staging.in_caller_order(n);
+    } else {
+        let buckets = Buckets::unsorted(n, per_dispatch);
+        staging.keys.clear();
+        staging.keys.resize(n, NOT_UPLOADED);
+        let keys_of = staging.keys.chunks_mut(buckets.part_rays);
+        for (part, (keys, staged)) in keys_of
+            .zip(staging.rays[..n].chunks(buckets.part_rays))
+            .enumerate()
+        {
+            for (key, g) in keys.iter_mut().zip(staged) {
+                if g.counts_hi != RAY_ANSWERED {
+                    *key = buckets.key(part as u32, g);
+                }
+            }
+        }
+        staging.counting_sort(&buckets);
+    }
     (staging, short == 0, uploaded)
 }
 
@@ -552,8 +581,9 @@ impl Buckets {
     /// `per_dispatch` rays, or more where the batch has over `MAX_BUCKETS` of those; parts too
     /// many for eight octants each (tiny dispatches) are not sorted within.
     fn new(n: usize, per_dispatch: usize, dims: [u32; 3]) -> Self {
-        let part_rays = per_dispatch.max(n.div_ceil(MAX_BUCKETS)).max(1);
-        let parts = n.div_ceil(part_rays).max(1);
+        let Self {
+            part_rays, parts, ..
+        } = Self::unsorted(n, per_dispatch);
         let budget = MAX_BUCKETS / parts / 8;
         let cells_at = |shift: u32| dims.map(|d| d.div_ceil(1 << shift));
         let product = |c: [u32; 3]| c.iter().map(|&c| c as usize).product::<usize>();
@@ -569,6 +599,19 @@ impl Buckets {
             per_part: if sort { 8 * product(cells) as u32 } else { 1 },
             cells,
             shift,
+        }
+    }
+
+    /// The grouping of a batch of `n` rays that is not sorted: parts as [`Buckets::new`] cuts
+    /// them, one bucket each.
+    fn unsorted(n: usize, per_dispatch: usize) -> Self {
+        let part_rays = per_dispatch.max(n.div_ceil(MAX_BUCKETS)).max(1);
+        Self {
+            part_rays,
+            parts: n.div_ceil(part_rays).max(1),
+            per_part: 1,
+            cells: [1; 3],
+            shift: 0,
         }
     }
 
@@ -699,7 +742,7 @@ fn no_subnormal_steps(c: &Camera) -> bool {
 }
 
 /// Rays (or host-built camera pixels) a blocking call prepares at a time: larger batches are
-/// cast in bands of this many, so that the host's working buffers (60 bytes a ray,
+/// cast in bands of this many, so that the host's working buffers (at most 60 bytes a ray,
 /// `HostStaging`, for two bands at once) stay near 130 MB however large the batch.
 pub(super) const HOST_BAND: usize = 1 << 20;
 
@@ -862,6 +905,45 @@ mod tests {
         assert_eq!(Buckets::new(SORT_MIN_RAYS - 1, 100, dims).per_part, 1);
     }
 
+    /// A twin of `made_ray` and `prepare_axis` in `shaders/dda.wgsl` (on a GPU that rounds as
+    /// IEEE 754 does, as the exact division of `shaders/exact.wgsl` makes every GPU do): the
+    /// state the shader makes of a slot uploaded as given.
+    fn shader_set_up(s: &GpuRay) -> GpuRay {
+        let mut made = GpuRay {
+            flags: AXIS_NONE << RAY_ENTRY_SHIFT,
+            max_distance: s.max_distance,
+            voxel: s.voxel,
+            ..GpuRay::zeroed()
+        };
+        for a in 0..3 {
+            let (d, sub) = (flush_denormal(s.inv[a]), s.b[a]);
+            let bit = |shift: u32| 1 << (shift + a as u32);
+            if d == 0.0 && sub == 0.0 {
+                made.flags |= bit(RAY_PLANE_SHIFT);
+            }
+            if d < 0.0 {
+                made.flags |= bit(RAY_NEGATIVE_SHIFT);
+                if sub == 0.0 {
+                    made.voxel[a] -= 1;
+                    made.b[a] = 1.0;
+                } else {
+                    made.b[a] = sub;
+                }
+            } else {
+                made.b[a] = 1.0 - sub;
+            }
+            made.inv[a] = d.abs();
+            if d != 0.0 {
+                let inv = 1.0 / d.abs();
+                if made.b[a] * inv <= made.max_distance {
+                    made.flags |= bit(0);
+                    made.inv[a] = inv;
+                }
+            }
+        }
+        made
+    }
+
     /// The fast path for rays that start in the window gives exactly the state the general
     /// path (`VoxelRay::prepare`, then `encode`) gives, bit for bit, and refuses every ray the
     /// general path would change, reject or clip: rays at the window's faces and the i128
@@ -956,6 +1038,8 @@ mod tests {
                     let marks = (s.flags, s.counts_hi, s.max_distance.to_bits());
                     let want = (0, RAY_SET_UP_IN_SHADER, g.max_distance.to_bits());
                     assert_eq!(marks, want, "{ray:?}");
+                    let made = shader_set_up(&s);
+                    assert_eq!(bytemuck::bytes_of(&made), bytemuck::bytes_of(&g), "{ray:?}");
                 }
                 // The same ray relative to the window takes the same path to the same state.
                 if let Some(local) = WindowRay::from_voxel_ray(&ray, w.bounds.min) {
