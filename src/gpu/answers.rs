@@ -11,7 +11,7 @@ use std::time::Instant;
 use crate::gpu::decode::{HostAnswer, decode, undecodable};
 use crate::gpu::error::GpuError;
 use crate::gpu::flight::{BatchStats, Batches, Binding, Flight, Items};
-use crate::gpu::layout::{Entry, GpuHit, RAY_ANSWERED, option_flags};
+use crate::gpu::layout::{Entry, FLAG_RAYS_AS_GIVEN, GpuHit, RAY_ANSWERED, option_flags};
 use crate::gpu::prepare::{HostRay, prepare_rays};
 use crate::gpu::window::Window;
 use crate::gpu::world::GpuWorld;
@@ -346,7 +346,12 @@ pub(super) fn ray_flight<R: HostRay, T: HostAnswer + Clone>(
         batches.return_staging(staging);
         return Ok((None, collector, 0));
     }
-    let flags = option_flags(opts, conservative) | world.walk_flags(long);
+    let as_given = if batches.device.rays_set_up_in_shader {
+        FLAG_RAYS_AS_GIVEN
+    } else {
+        0
+    };
+    let flags = option_flags(opts, conservative) | world.walk_flags(long) | as_given;
     let binding = Binding::new(
         &batches.device,
         world,

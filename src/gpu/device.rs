@@ -7,7 +7,9 @@ use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 
 use crate::gpu::error::GpuError;
-use crate::gpu::layout::{Entry, FLAG_STEP_EMPTY_BRICKS, GpuRay, WORKGROUP_SIZE, option_flags};
+use crate::gpu::layout::{
+    Entry, FLAG_RAYS_AS_GIVEN, FLAG_STEP_EMPTY_BRICKS, GpuRay, WORKGROUP_SIZE, option_flags,
+};
 use crate::gpu::queue::Courier;
 use crate::ray::RaycastOptions;
 
@@ -361,9 +363,20 @@ impl Device {
         // The pipelines for the default options, with either walk, now: the shader's errors
         // show here, and a first batch with those options does not wait for a compilation.
         let default_flags = option_flags(&RaycastOptions::default(), false);
+        let rays_set_up_in_shader = match config.ray_setup {
+            RaySetup::Auto => !loop_budget,
+            RaySetup::Host => false,
+            RaySetup::Shader => true,
+        };
         let mut pipelines = FxHashMap::default();
         for entry in [Entry::Rays, Entry::Camera] {
+            let setup = if entry == Entry::Rays && rays_set_up_in_shader {
+                FLAG_RAYS_AS_GIVEN
+            } else {
+                0
+            };
             for flags in [default_flags, default_flags | FLAG_STEP_EMPTY_BRICKS] {
+                let flags = flags | setup;
                 let p = make_pipeline(&device, &module, &rays.1, entry, flags)?;
                 pipelines.insert((entry, flags), p);
             }
@@ -377,11 +390,7 @@ impl Device {
             limits,
             timestamps,
             host_shared,
-            rays_set_up_in_shader: match config.ray_setup {
-                RaySetup::Auto => !loop_budget,
-                RaySetup::Host => false,
-                RaySetup::Shader => true,
-            },
+            rays_set_up_in_shader,
             loop_budget,
             lost,
             layouts: [rays, pairs, sensors, boxes],

@@ -54,6 +54,10 @@ pub(super) const FLAG_PARTIAL: u32 = 256;
 /// The device is a software rasteriser whose loops a shader may run a limited number of times
 /// in all (llvmpipe): box casts that would need more end as `STATUS_RUNAWAY`.
 pub(super) const FLAG_LOOP_BUDGET: u32 = 512;
+/// The batch's ray slots may be rays uploaded as given ([`RAY_SET_UP_IN_SHADER`]) or slots the
+/// host answered ([`RAY_ANSWERED`]), `RaySetup::Shader`: without it `cast_rays` has no code
+/// for either.
+pub(super) const FLAG_RAYS_AS_GIVEN: u32 = 1024;
 
 // A ray's flags (`GpuRay::flags`).
 pub(super) const RAY_NEGATIVE_SHIFT: u32 = 3;
@@ -296,6 +300,7 @@ mod tests {
             ("FLAG_TOROIDAL", U(FLAG_TOROIDAL)),
             ("FLAG_PARTIAL", U(FLAG_PARTIAL)),
             ("FLAG_LOOP_BUDGET", U(FLAG_LOOP_BUDGET)),
+            ("FLAG_RAYS_AS_GIVEN", U(FLAG_RAYS_AS_GIVEN)),
             ("RAY_NEGATIVE_SHIFT", U(RAY_NEGATIVE_SHIFT)),
             ("RAY_ENTRY_SHIFT", U(RAY_ENTRY_SHIFT)),
             ("RAY_CLIPPED", U(RAY_CLIPPED)),

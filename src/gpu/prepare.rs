@@ -75,22 +75,16 @@ pub(super) fn prepare_rays<R: HostRay, T: HostAnswer>(
     let parts = out
         .chunks_mut(buckets.part_rays)
         .zip(rays.chunks(buckets.part_rays));
-    for (part, ((out, rays), (staged, keys))) in parts.zip(rays_of.zip(keys_of)).enumerate() {
+    for (part, ((out, rays), (slots, keys))) in parts.zip(rays_of.zip(keys_of)).enumerate() {
         short += out
             .par_iter_mut()
             .zip(rays.par_iter())
-            .zip(staged.par_iter_mut().zip(keys.par_iter_mut()))
+            .zip(slots.par_iter_mut().zip(keys.par_iter_mut()))
             .with_min_len(4096)
             .map(|((o, ray), (g, key))| {
-                let r = match ray.fast(window, last, false) {
-                    Some(r) => r,
-                    None => match general(ray, window, opts, conservative) {
-                        Ok(r) => r,
-                        Err(answer) => {
-                            *o = answer;
-                            return 0;
-                        }
-                    },
+                let Some(r) = staged::<false, _, _>(ray, window, last, (opts, conservative), o)
+                else {
+                    return 0;
                 };
                 *g = r;
                 *key = buckets.key(part as u32, &r);
@@ -127,17 +121,11 @@ fn stage_as_given<R: HostRay, T: HostAnswer>(
         .zip(staging.rays[..n].par_iter_mut())
         .with_min_len(4096)
         .map(|((o, ray), g)| {
-            *g = match ray.fast(window, last, true) {
-                Some(r) => r,
-                None => match general(ray, window, opts, conservative) {
-                    Ok(r) => r,
-                    Err(answer) => {
-                        *o = answer;
-                        *g = ANSWERED;
-                        return (0, 0);
-                    }
-                },
+            let Some(r) = staged::<true, _, _>(ray, window, last, (opts, conservative), o) else {
+                *g = ANSWERED;
+                return (0, 0);
             };
+            *g = r;
             (1, usize::from(g.max_distance < LONG_RAY))
         })
         .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
@@ -148,11 +136,11 @@ fn stage_as_given<R: HostRay, T: HostAnswer>(
         staging.keys.clear();
         staging.keys.resize(n, NOT_UPLOADED);
         let keys_of = staging.keys.chunks_mut(buckets.part_rays);
-        for (part, (keys, staged)) in keys_of
+        for (part, (keys, slots)) in keys_of
             .zip(staging.rays[..n].chunks(buckets.part_rays))
             .enumerate()
         {
-            for (key, g) in keys.iter_mut().zip(staged) {
+            for (key, g) in keys.iter_mut().zip(slots) {
                 if g.counts_hi != RAY_ANSWERED {
                     *key = buckets.key(part as u32, g);
                 }
@@ -179,6 +167,25 @@ fn last_voxel(window: &Window) -> [i32; 3] {
     let last = window.relative(window.bounds.max);
     debug_assert!(last.is_some());
     last.unwrap_or([-1; 3])
+}
+
+/// What goes up for `ray`: its fast path's slot ([`HostRay::fast`], in the shader's form
+/// with `IN_SHADER`) or its general path's state; `None` where the host answers it (the answer
+/// written to `o`).
+#[inline(always)]
+fn staged<const IN_SHADER: bool, R: HostRay, T: HostAnswer>(
+    ray: &R,
+    window: &Window,
+    last: [i32; 3],
+    (opts, conservative): (&RaycastOptions, bool),
+    o: &mut T,
+) -> Option<GpuRay> {
+    if let Some(r) = ray.fast::<IN_SHADER>(window, last) {
+        return Some(r);
+    }
+    general(ray, window, opts, conservative)
+        .map_err(|answer| *o = answer)
+        .ok()
 }
 
 /// The general path of a ray the fast path ([`HostRay::fast`]) refuses: its state for the
@@ -212,16 +219,16 @@ pub(super) trait HostRay: Sync {
     /// a finite direction of squared length within `1e-5` of 1, an offset in `[0, 1)`:
     /// nothing to normalise) and its start voxel lies in window `w`, whose last voxel is
     /// `last` (window-relative): exactly what [`VoxelRay::prepare`] and [`encode`] make of
-    /// such a ray, without their general paths, or with `in_shader` the ray as the shader
+    /// such a ray, without their general paths, or with `IN_SHADER` the ray as the shader
     /// sets it up ([`RAY_SET_UP_IN_SHADER`]). `None` for every other ray.
-    fn fast(&self, w: &Window, last: [i32; 3], in_shader: bool) -> Option<GpuRay>;
+    fn fast<const IN_SHADER: bool>(&self, w: &Window, last: [i32; 3]) -> Option<GpuRay>;
     /// The [`VoxelRay`] it stands for; an error where that is beyond the i128 world.
     fn voxel_ray(&self, w: &Window) -> Result<VoxelRay, RayError>;
 }
 
 impl HostRay for VoxelRay {
     #[inline]
-    fn fast(&self, w: &Window, _: [i32; 3], in_shader: bool) -> Option<GpuRay> {
+    fn fast<const IN_SHADER: bool>(&self, w: &Window, _: [i32; 3]) -> Option<GpuRay> {
         let start = |a: usize, sub: f32, d: f32| {
             let start = first_voxel(self.origin.axis(a), sub, d)?;
             let rel = start.checked_sub(w.bounds.min.axis(a))?;
@@ -230,13 +237,7 @@ impl HostRay for VoxelRay {
             }
             i32::try_from(rel).ok()
         };
-        fast_ray(
-            self.sub_offset,
-            self.direction,
-            self.max_distance,
-            start,
-            in_shader,
-        )
+        fast_ray::<IN_SHADER>(self.sub_offset, self.direction, self.max_distance, start)
     }
 
     #[inline]
@@ -247,20 +248,14 @@ impl HostRay for VoxelRay {
 
 impl HostRay for WindowRay {
     #[inline]
-    fn fast(&self, _: &Window, last: [i32; 3], in_shader: bool) -> Option<GpuRay> {
+    fn fast<const IN_SHADER: bool>(&self, _: &Window, last: [i32; 3]) -> Option<GpuRay> {
         let start = |a: usize, sub: f32, d: f32| {
             let start = first_voxel(i128::from(self.voxel[a]), sub, d)?;
             i32::try_from(start)
                 .ok()
                 .filter(|s| (0..=last[a]).contains(s))
         };
-        fast_ray(
-            self.sub_offset,
-            self.direction,
-            self.max_distance,
-            start,
-            in_shader,
-        )
+        fast_ray::<IN_SHADER>(self.sub_offset, self.direction, self.max_distance, start)
     }
 
     #[inline]
@@ -272,16 +267,15 @@ impl HostRay for WindowRay {
 
 /// [`HostRay::fast`] for a ray of offset `sub`, direction `d` and max distance `max` whose
 /// window-relative start voxel on axis `a` is `start(a, sub, d)` (`None` outside the window),
-/// given the offset and direction as they are cast; with `in_shader` the ray as the shader
+/// given the offset and direction as they are cast; with `IN_SHADER` the ray as the shader
 /// sets it up: its voxel before the start-voxel rule (the shader applies it), the offset and
 /// direction as they are cast, marked [`RAY_SET_UP_IN_SHADER`].
 #[inline]
-fn fast_ray(
+fn fast_ray<const IN_SHADER: bool>(
     sub: glam::Vec3,
     d: glam::Vec3,
     max: f32,
     start: impl Fn(usize, f32, f32) -> Option<i32>,
-    in_shader: bool,
 ) -> Option<GpuRay> {
     if !(0.0..=MAX_DISTANCE_CAP).contains(&max) {
         return None;
@@ -303,7 +297,7 @@ fn fast_ray(
         }
         let (sub, d) = (flush_denormal(sub), d[a]);
         out.voxel[a] = start(a, sub, d)?;
-        if in_shader {
+        if IN_SHADER {
             // The start voxel is at most the window's last, so one past it fits.
             out.voxel[a] += i32::from(d < 0.0 && sub == 0.0);
             (out.b[a], out.inv[a]) = (sub, d);
@@ -317,7 +311,7 @@ fn fast_ray(
             | u32::from(d < 0.0) << (RAY_NEGATIVE_SHIFT + a as u32)
             | u32::from(d == 0.0 && sub == 0.0) << (RAY_PLANE_SHIFT + a as u32);
     }
-    if in_shader {
+    if IN_SHADER {
         out.flags = 0;
         out.counts_hi = RAY_SET_UP_IN_SHADER;
     }
@@ -1021,10 +1015,10 @@ mod tests {
                     _ => None,
                 };
                 let last = w.relative(w.bounds.max).unwrap();
-                let got = ray.fast(w, last, false);
+                let got = ray.fast::<false>(w, last);
                 // Set up in the shader: the same rays go up, as given, each with its voxel
                 // before the start-voxel rule (the shader applies it).
-                let as_given = ray.fast(w, last, true);
+                let as_given = ray.fast::<true>(w, last);
                 assert_eq!(as_given.is_some(), got.is_some(), "{ray:?}");
                 if let (Some(s), Some(g)) = (as_given, got) {
                     let d = ray.direction.to_array().map(flush_denormal);
@@ -1044,8 +1038,12 @@ mod tests {
                 // The same ray relative to the window takes the same path to the same state.
                 if let Some(local) = WindowRay::from_voxel_ray(&ray, w.bounds.min) {
                     let bytes = |g: Option<GpuRay>| g.map(|g| bytemuck::bytes_of(&g).to_vec());
-                    assert_eq!(bytes(local.fast(w, last, false)), bytes(got), "{ray:?}");
-                    assert_eq!(bytes(local.fast(w, last, true)), bytes(as_given), "{ray:?}");
+                    assert_eq!(bytes(local.fast::<false>(w, last)), bytes(got), "{ray:?}");
+                    assert_eq!(
+                        bytes(local.fast::<true>(w, last)),
+                        bytes(as_given),
+                        "{ray:?}"
+                    );
                     let twin = local.voxel_ray(w).map(|r| format!("{r:?}"));
                     assert_eq!(twin, Ok(format!("{ray:?}")));
                     local_checked += 1;
