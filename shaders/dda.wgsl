@@ -80,7 +80,7 @@ const FLAG_STEP_EMPTY_BRICKS: u32 = 64u; // walk_dense steps through empty brick
 const FLAG_TOROIDAL: u32 = 128u;       // the table is addressed toroidally (a window that follows a centre)
 const FLAG_PARTIAL: u32 = 256u;        // the world may hold chunks outside the window's box: leaving it is unknown
 const FLAG_LOOP_BUDGET: u32 = 512u;    // a software rasteriser (llvmpipe) that limits loop iterations: see cast_box
-const FLAG_RAYS_AS_GIVEN: u32 = 1024u; // cast_rays: slots may be rays uploaded as given or answered on the host
+const FLAG_RAYS_AS_GIVEN: u32 = 1024u; // cast_rays: rays may be uploaded as given (RAY_SET_UP_IN_SHADER)
 
 // Ray.flags (GpuRay.flags bits 0..11)
 const RAY_ENABLED_SHIFT: u32 = 0u;     // bits 0..2: axis crosses within max distance
@@ -92,8 +92,6 @@ const RAY_FLAG_BITS: u32 = 0xFFFu;
 // GpuRay.counts_hi of a ray uploaded as given (RaySetup::Shader in src/gpu/device.rs): the
 // voxel before the start-voxel rule, the offset in b, the direction in inv; made_ray sets it up.
 const RAY_SET_UP_IN_SHADER: u32 = 0x80000000u;
-// GpuRay.counts_hi of a slot whose ray the host has answered: skipped.
-const RAY_ANSWERED: u32 = 0xFFFFFFFFu;
 // A count of crossings (at most MAX_DISTANCE_CAP + 1) fits in 17 bits: three pack into 51.
 const COUNT_BITS: u32 = 0x1FFFFu;
 
@@ -1064,12 +1062,8 @@ fn cast_rays(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgro
         return;
     }
     let r = rays[i];
-    let as_given = (OPTIONS & FLAG_RAYS_AS_GIVEN) != 0u;
-    if (as_given && r.counts_hi == RAY_ANSWERED) {
-        return;
-    }
     var ray: Ray;
-    if (as_given && r.counts_hi == RAY_SET_UP_IN_SHADER) {
+    if ((OPTIONS & FLAG_RAYS_AS_GIVEN) != 0u && r.counts_hi == RAY_SET_UP_IN_SHADER) {
         ray = made_ray(r.voxel, r.b, r.inv, r.max_distance);
     } else {
         ray = unpack_ray(r);

@@ -435,7 +435,7 @@ fn batch_stats_describe_the_last_call() {
 
 /// A finished batch leaves its buffers for the next (a set per dispatch: 48 bytes of ray and
 /// 20 of answer per ray, each on the device and mapped (once where they are shared), rounded
-/// up to powers of two; 60 host bytes per ray and the coherence sort's counters, or 48 where
+/// up to powers of two; 60 host bytes per ray and the coherence sort's counters, or 52 where
 /// the shader sets rays up), `release_buffers` frees them, and batches after it allocate again
 /// and still match the CPU; with rays set up either way.
 #[test]
@@ -467,10 +467,10 @@ fn kept_memory_is_freed(gpu: &GpuRaycaster) {
     assert!(fixed < 20 << 10, "{grown:?}");
     // Set up on the host: 60 bytes a ray, the sort's counters (4 bytes for each of at most
     // 2^15 buckets, one thread at this size) and the part ends (8 bytes a part, one part
-    // here). Set up in the shader, every ray going up: 48 bytes a ray and the part ends'
-    // vector (a few words).
+    // here). Set up in the shader, every ray going up: 52 bytes a ray (the ray and its part)
+    // and the part ends' vector (a few words).
     let (per_ray, counters) = if gpu.sets_up_rays_in_shader() {
-        (48, 64)
+        (52, 64)
     } else {
         (60, (4 << 15) + 8)
     };

@@ -405,6 +405,7 @@ fn parity_with_rays_set_up_the_other_way() {
     let stats = gpu.last_batch_stats();
     assert_eq!(stats.gpu_rays, inside.len() as u64, "{stats:?}");
     assert_eq!(u64::from(stats.dispatches), stats.gpu_rays.div_ceil(3000));
+    assert_eq!(stats.bytes_down, 20 * stats.gpu_rays, "{stats:?}");
     // Rays the host answers among them: those go up without them.
     let mut rays = t.reach_rays(8_000, 50);
     rays.extend(adversarial_rays(WorldPos::new(-40, 120, -40), 2_000, 51));
@@ -418,6 +419,7 @@ fn parity_with_rays_set_up_the_other_way() {
     check(&gpu, "several dispatches", tw, &gw, &rays, &opts);
     let stats = gpu.last_batch_stats();
     assert!(stats.gpu_rays < rays.len() as u64, "{stats:?}");
-    assert_eq!(u64::from(stats.dispatches), stats.gpu_rays.div_ceil(3000));
+    // Only the rays that go up are read back: 20 bytes an answer.
+    assert_eq!(stats.bytes_down, 20 * stats.gpu_rays, "{stats:?}");
     near_i128_edges(&gpu);
 }

@@ -11,7 +11,7 @@ use std::time::Instant;
 use crate::gpu::decode::{HostAnswer, decode, undecodable};
 use crate::gpu::error::GpuError;
 use crate::gpu::flight::{BatchStats, Batches, Binding, Flight, Items};
-use crate::gpu::layout::{Entry, FLAG_RAYS_AS_GIVEN, GpuHit, RAY_ANSWERED, option_flags};
+use crate::gpu::layout::{Entry, FLAG_RAYS_AS_GIVEN, GpuHit, option_flags};
 use crate::gpu::prepare::{HostRay, prepare_rays};
 use crate::gpu::window::Window;
 use crate::gpu::world::GpuWorld;
@@ -231,7 +231,7 @@ impl<T: HostAnswer + std::fmt::Debug> Collector<Vec<T>> for RayAnswers<T> {
         let hits: &[GpuHit] = bytemuck::cast_slice(bytes);
         let window = self.window;
         if staging.caller_order {
-            // Upload position i is ray i: decoded in order, the host's answers skipped.
+            // Upload position i is ray i: decoded in order.
             let range = base as usize..(base + count) as usize;
             return self.out[range.clone()]
                 .par_chunks_mut(DECODE_BLOCK)
@@ -239,10 +239,8 @@ impl<T: HostAnswer + std::fmt::Debug> Collector<Vec<T>> for RayAnswers<T> {
                 .zip(hits[..count as usize].par_chunks(DECODE_BLOCK))
                 .try_for_each(|((out, rays), hits)| {
                     for ((o, ray), h) in out.iter_mut().zip(rays).zip(hits) {
-                        if ray.counts_hi != RAY_ANSWERED {
-                            *o = T::decoded(&window, h, ray.voxel)
-                                .ok_or_else(|| undecodable(h, ray.voxel))?;
-                        }
+                        *o = T::decoded(&window, h, ray.voxel)
+                            .ok_or_else(|| undecodable(h, ray.voxel))?;
                     }
                     Ok(())
                 });
@@ -360,13 +358,12 @@ pub(super) fn ray_flight<R: HostRay, T: HostAnswer + Clone>(
         world.params(),
         opts,
     )?;
-    // Staged in the caller's order, every slot goes up (the host's answers skipped there).
-    let slots = if staging.caller_order {
-        rays.len()
-    } else {
-        uploaded
-    };
-    let flight = Flight::start(batches, binding, Items::Rays(staging, slots), per_dispatch)?;
+    let flight = Flight::start(
+        batches,
+        binding,
+        Items::Rays(staging, uploaded),
+        per_dispatch,
+    )?;
     Ok((Some(flight), collector, uploaded as u64))
 }
 

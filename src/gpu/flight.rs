@@ -130,7 +130,7 @@ pub struct KeptMemory {
     /// parameters and material filter.
     pub gpu_bytes: u64,
     /// Host working buffers of finished ray batches: 60 bytes per ray of the largest batch
-    /// (48 where the shader sets rays up and every ray goes up, [`RaySetup`]) (at most two such
+    /// (52 where the shader sets rays up and every ray so far went up, [`RaySetup`]) (at most two such
     /// sets, each at most 2^20 rays for blocking calls), plus each set's coherence sort
     /// counters and part ends (at most 128 KiB per thread and 256 KiB).
     ///
@@ -149,7 +149,7 @@ fn replace_locked<T>(m: &Mutex<T>, value: T) {
 #[derive(Debug)]
 pub(super) enum Items {
     /// Rays prepared on the host (`staging`, gathered in upload order as they go up) and
-    /// how many slots go up.
+    /// how many go up.
     Rays(HostStaging, usize),
     /// Pixels of a camera, made in the shader.
     Camera(u32),

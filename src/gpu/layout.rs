@@ -54,9 +54,8 @@ pub(super) const FLAG_PARTIAL: u32 = 256;
 /// The device is a software rasteriser whose loops a shader may run a limited number of times
 /// in all (llvmpipe): box casts that would need more end as `STATUS_RUNAWAY`.
 pub(super) const FLAG_LOOP_BUDGET: u32 = 512;
-/// The batch's ray slots may be rays uploaded as given ([`RAY_SET_UP_IN_SHADER`]) or slots the
-/// host answered ([`RAY_ANSWERED`]), `RaySetup::Shader`: without it `cast_rays` has no code
-/// for either.
+/// The batch's rays may be uploaded as given ([`RAY_SET_UP_IN_SHADER`], `RaySetup::Shader`):
+/// without it `cast_rays` has no code for them.
 pub(super) const FLAG_RAYS_AS_GIVEN: u32 = 1024;
 
 // A ray's flags (`GpuRay::flags`).
@@ -68,9 +67,6 @@ pub(super) const RAY_PLANE_SHIFT: u32 = 9;
 /// start-voxel rule, its offset in `b`, its direction in `inv`, its flags 0; the shader sets
 /// it up as `VoxelRay::prepare` would. No packed count reaches this bit (51 bits in all).
 pub(super) const RAY_SET_UP_IN_SHADER: u32 = 1 << 31;
-/// `GpuRay::counts_hi` of a slot whose ray the host has answered (a batch staged in the
-/// caller's order): the shader skips it and the host does not read its answer.
-pub(super) const RAY_ANSWERED: u32 = u32::MAX;
 /// Where the packed crossing counts start in `GpuRay::flags`.
 pub(super) const RAY_COUNTS_SHIFT: u32 = 12;
 /// The largest crossing count a ray can reach: one past [`crate::ray::MAX_DISTANCE_CAP`], in
@@ -307,7 +303,6 @@ mod tests {
             ("RAY_PLANE_SHIFT", U(RAY_PLANE_SHIFT)),
             ("RAY_FLAG_BITS", U((1 << RAY_COUNTS_SHIFT) - 1)),
             ("RAY_SET_UP_IN_SHADER", U(RAY_SET_UP_IN_SHADER)),
-            ("RAY_ANSWERED", U(RAY_ANSWERED)),
             ("COUNT_BITS", U(COUNT_MAX)),
             ("STATUS_MISS", U(STATUS_MISS)),
             ("STATUS_HIT", U(STATUS_HIT)),

@@ -15,7 +15,7 @@ use crate::cpu_ref::{AXIS_NONE, Dda, LONG_RAY, unloaded_tie_extra};
 use crate::gpu::decode::HostAnswer;
 use crate::gpu::error::GpuError;
 use crate::gpu::layout::{
-    COUNT_MAX, GpuParams, GpuRay, RAY_ANSWERED, RAY_CLIPPED, RAY_COUNTS_SHIFT, RAY_ENTRY_SHIFT,
+    COUNT_MAX, GpuParams, GpuRay, RAY_CLIPPED, RAY_COUNTS_SHIFT, RAY_ENTRY_SHIFT,
     RAY_NEGATIVE_SHIFT, RAY_PLANE_SHIFT, RAY_SET_UP_IN_SHADER,
 };
 use crate::gpu::window::Window;
@@ -36,11 +36,14 @@ pub(super) enum Prepared {
 /// a dispatch's worth of rays in the caller's order, see [`Buckets::new`]) one after
 /// another, and within a part by coherence bucket (neighbouring invocations then get rays
 /// from the same chunks going the same way, so they walk the same chunks and branch
-/// alike). With `in_shader` the batch is staged as [`stage_as_given`] stages it instead.
-/// Returns the staging, whether every uploaded ray is at least [`LONG_RAY`] long (for the
-/// choice of walk) and how many rays go to the GPU.
+/// alike). With `in_shader` ([`RaySetup::Shader`](crate::gpu::RaySetup::Shader)) rays that
+/// start in the window are staged as given for the shader to set up
+/// ([`RAY_SET_UP_IN_SHADER`]) and nothing is sorted: where every ray goes up, upload position
+/// `i` is ray `i` ([`HostStaging::in_caller_order`]); where the host answers some, the others
+/// keep the caller's order without them. Returns the staging, whether every uploaded ray is at
+/// least [`LONG_RAY`] long (for the choice of walk) and how many rays go to the GPU.
 pub(super) fn prepare_rays<R: HostRay, T: HostAnswer>(
-    mut staging: HostStaging,
+    staging: HostStaging,
     window: &Window,
     (per_dispatch, in_shader): (u32, bool),
     rays: &[R],
@@ -48,118 +51,65 @@ pub(super) fn prepare_rays<R: HostRay, T: HostAnswer>(
     conservative: bool,
     out: &mut [T],
 ) -> (HostStaging, bool, usize) {
+    let job = (window, per_dispatch as usize, (opts, conservative));
+    if in_shader {
+        prepare::<true, _, _>(staging, job, rays, out)
+    } else {
+        prepare::<false, _, _>(staging, job, rays, out)
+    }
+}
+
+/// [`prepare_rays`] with the setup a constant, so that the per-ray loop does not branch on it.
+fn prepare<const IN_SHADER: bool, R: HostRay, T: HostAnswer>(
+    mut staging: HostStaging,
+    (window, per_dispatch, options): (&Window, usize, (&RaycastOptions, bool)),
+    rays: &[R],
+    out: &mut [T],
+) -> (HostStaging, bool, usize) {
     let n = rays.len();
     if staging.rays.len() < n {
         staging.rays.resize(n, GpuRay::zeroed());
     }
     let last = last_voxel(window);
-    if in_shader {
-        let per_dispatch = per_dispatch as usize;
-        return stage_as_given(
-            staging,
-            window,
-            (last, per_dispatch),
-            rays,
-            opts,
-            conservative,
-            out,
-        );
-    }
-    let buckets = Buckets::new(n, per_dispatch as usize, window.dims);
+    let buckets = if IN_SHADER {
+        Buckets::unsorted(n, per_dispatch)
+    } else {
+        Buckets::new(n, per_dispatch, window.dims)
+    };
     staging.keys.clear();
     staging.keys.resize(n, NOT_UPLOADED);
     // Part by part, so that each ray's part is known without a division.
-    let mut short = 0;
+    let (mut uploaded, mut short) = (0, 0);
     let rays_of = staging.rays[..n].chunks_mut(buckets.part_rays);
     let keys_of = staging.keys.chunks_mut(buckets.part_rays);
     let parts = out
         .chunks_mut(buckets.part_rays)
         .zip(rays.chunks(buckets.part_rays));
     for (part, ((out, rays), (slots, keys))) in parts.zip(rays_of.zip(keys_of)).enumerate() {
-        short += out
+        let (u, s) = out
             .par_iter_mut()
             .zip(rays.par_iter())
             .zip(slots.par_iter_mut().zip(keys.par_iter_mut()))
             .with_min_len(4096)
             .map(|((o, ray), (g, key))| {
-                let Some(r) = staged::<false, _, _>(ray, window, last, (opts, conservative), o)
-                else {
-                    return 0;
+                let Some(r) = staged::<IN_SHADER, _, _>(ray, window, last, options, o) else {
+                    return (0, 0);
                 };
                 *g = r;
                 *key = buckets.key(part as u32, &r);
-                usize::from(r.max_distance < LONG_RAY)
+                (1, usize::from(r.max_distance < LONG_RAY))
             })
-            .sum::<usize>();
+            .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+        uploaded += u;
+        short += s;
     }
-    staging.counting_sort(&buckets);
-    let uploaded = staging.order.len();
-    (staging, short == 0, uploaded)
-}
-
-/// The host's share of a batch whose rays the shader sets up
-/// ([`RaySetup::Shader`](crate::gpu::RaySetup::Shader)), on all threads: each ray staged at its
-/// index in the caller's order, as given where it starts in the window (marked
-/// [`RAY_SET_UP_IN_SHADER`]), with its state where the host steps it to the window, and marked
-/// [`RAY_ANSWERED`] where the host answers it (the answer goes to `out`). Nothing is sorted:
-/// each dispatch takes a run of the caller's order and its rays go up as they are staged.
-/// Where the host answers some rays, the others are put in upload order without them (the
-/// counting sort, one bucket a part), so that no slot goes up for nothing.
-fn stage_as_given<R: HostRay, T: HostAnswer>(
-    mut staging: HostStaging,
-    window: &Window,
-    (last, per_dispatch): ([i32; 3], usize),
-    rays: &[R],
-    opts: &RaycastOptions,
-    conservative: bool,
-    out: &mut [T],
-) -> (HostStaging, bool, usize) {
-    let n = rays.len();
-    let (uploaded, short) = out
-        .par_iter_mut()
-        .zip(rays.par_iter())
-        .zip(staging.rays[..n].par_iter_mut())
-        .with_min_len(4096)
-        .map(|((o, ray), g)| {
-            let Some(r) = staged::<true, _, _>(ray, window, last, (opts, conservative), o) else {
-                *g = ANSWERED;
-                return (0, 0);
-            };
-            *g = r;
-            (1, usize::from(g.max_distance < LONG_RAY))
-        })
-        .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
-    if uploaded == n {
+    if IN_SHADER && uploaded == n {
         staging.in_caller_order(n);
     } else {
-        let buckets = Buckets::unsorted(n, per_dispatch);
-        staging.keys.clear();
-        staging.keys.resize(n, NOT_UPLOADED);
-        let keys_of = staging.keys.chunks_mut(buckets.part_rays);
-        for (part, (keys, slots)) in keys_of
-            .zip(staging.rays[..n].chunks(buckets.part_rays))
-            .enumerate()
-        {
-            for (key, g) in keys.iter_mut().zip(slots) {
-                if g.counts_hi != RAY_ANSWERED {
-                    *key = buckets.key(part as u32, g);
-                }
-            }
-        }
         staging.counting_sort(&buckets);
     }
     (staging, short == 0, uploaded)
 }
-
-/// A slot of a batch staged in the caller's order whose ray the host has answered.
-const ANSWERED: GpuRay = GpuRay {
-    voxel: [0; 3],
-    flags: 0,
-    b: [0.0; 3],
-    max_distance: 0.0,
-    inv: [0.0; 3],
-    counts_hi: RAY_ANSWERED,
-};
 
 /// The last window-relative voxel of `window`. A window spans fewer than 2^31 voxels a side
 /// (`MAX_WINDOW_CHUNKS`); were it not so, the fast path would refuse every window ray.
@@ -774,7 +724,7 @@ pub(super) struct HostStaging {
     /// rays end in the upload order: a dispatch never takes rays of two parts.
     pub(super) part_rays: usize,
     pub(super) part_ends: Vec<u64>,
-    /// Whether the batch is staged in the caller's order, a slot a ray ([`stage_as_given`]):
+    /// Whether the batch is staged in the caller's order, every ray going up ([`prepare_rays`]):
     /// upload position `i` is ray `i`, and `keys`, `position` and `order` are unused.
     pub(super) caller_order: bool,
 }
@@ -789,8 +739,8 @@ impl HostStaging {
             + self.part_ends.capacity() * size_of::<u64>()) as u64
     }
 
-    /// Marks the staging as a batch of `n` rays in the caller's order ([`stage_as_given`]),
-    /// one part: every slot goes up, the host's answers marked [`RAY_ANSWERED`].
+    /// Marks the staging as a batch of `n` rays that all go up in the caller's order
+    /// ([`prepare_rays`]), one part.
     fn in_caller_order(&mut self, n: usize) {
         self.caller_order = true;
         self.keys.clear();
@@ -897,6 +847,54 @@ mod tests {
         assert!(wide.total() <= MAX_BUCKETS);
         // Small batches are not sorted: one bucket a part.
         assert_eq!(Buckets::new(SORT_MIN_RAYS - 1, 100, dims).per_part, 1);
+    }
+
+    /// Set up in the shader, a batch whose rays all go up is staged in the caller's order,
+    /// slot `i` ray `i`; one with rays the host answers keeps the caller's order without them,
+    /// each part (a dispatch's run of the caller's order) ending where its rays end.
+    #[test]
+    fn rays_set_up_in_the_shader_keep_the_callers_order() {
+        use crate::coords::ChunkPos;
+        let w = Window::around((ChunkPos::new(-2, -1, -3), ChunkPos::new(3, 2, 1))).unwrap();
+        let mut rng = voxcast_testkit::SplitMix64::new(43);
+        let mut rays: Vec<VoxelRay> = (0..10_000)
+            .map(|_| VoxelRay {
+                origin: WorldPos::new(
+                    rng.below(64) as i128 - 32,
+                    rng.below(32) as i128 - 16,
+                    rng.below(64) as i128 - 64,
+                ),
+                sub_offset: glam::Vec3::splat(0.5),
+                direction: rng.unit_vector(),
+                max_distance: 20.0,
+            })
+            .collect();
+        let opts = RaycastOptions::default();
+        let mut out = vec![RaycastOutcome::Miss; rays.len()];
+        let job = (3000, true);
+        let staging = HostStaging::default();
+        let (staging, _, uploaded) = prepare_rays(staging, &w, job, &rays, &opts, false, &mut out);
+        assert_eq!(uploaded, rays.len());
+        assert!(staging.caller_order);
+        let slots = &staging.rays[..rays.len()];
+        assert!(slots.iter().all(|g| g.counts_hi == RAY_SET_UP_IN_SHADER));
+        for r in rays.iter_mut().step_by(7) {
+            r.max_distance = f32::NAN;
+        }
+        let (staging, _, uploaded) = prepare_rays(staging, &w, job, &rays, &opts, false, &mut out);
+        let kept: Vec<u32> = (0..rays.len() as u32).filter(|i| i % 7 != 0).collect();
+        assert_eq!(uploaded, kept.len());
+        assert!(!staging.caller_order);
+        assert_eq!(staging.order, kept);
+        for (p, &i) in kept.iter().enumerate() {
+            assert_eq!(staging.position[i as usize], p as u32);
+        }
+        let ends: Vec<u64> = (1..=4)
+            .map(|k| kept.iter().filter(|&&i| (i as usize) < 3000 * k).count() as u64)
+            .collect();
+        assert_eq!(staging.part_ends, ends);
+        let invalid = |o: &RaycastOutcome| matches!(o, RaycastOutcome::Invalid(_));
+        assert!(out.iter().step_by(7).all(invalid));
     }
 
     /// A twin of `made_ray` and `prepare_axis` in `shaders/dda.wgsl` (on a GPU that rounds as

@@ -364,7 +364,7 @@ impl GpuRaycaster {
     /// with [`PendingBatch::try_take`], or [`PendingBatch::wait`]). The host's share
     /// (validation, the i128 split, rays that cannot reach the window) is done before this
     /// returns. Several batches may be in flight at once. The batch keeps about 60 bytes
-    /// per ray of host memory (48 where the shader sets rays up) until its answers are taken.
+    /// per ray of host memory (52 where the shader sets rays up) until its answers are taken.
     ///
     /// # Errors
     /// As [`GpuRaycaster::raycast`].
