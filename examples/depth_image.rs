@@ -19,6 +19,7 @@
 //! threads. Exit status: 0 when every pixel matches the CPU reference (distance bit for bit,
 //! UV within 1e-5), 1 when any differs or a file cannot be written, 2 for bad arguments.
 
+use voxcast::gpu::CameraImage;
 use voxcast_testkit::demo::{self as common, secs};
 use voxcast_testkit::shading::{shade, write_png};
 
@@ -338,7 +339,7 @@ fn render_gpu(
 ) -> Option<Vec<RaycastOutcome>> {
     let (gpu, gpu_world) = common::gpu_setup(world, freedom)?;
     let started = Instant::now();
-    match gpu.raycast_camera(camera, &gpu_world, opts) {
+    match gpu.cast(CameraImage(camera), &gpu_world, opts) {
         Ok(image) => {
             let took = started.elapsed();
             println!(

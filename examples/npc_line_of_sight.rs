@@ -23,6 +23,7 @@
 //! ```
 
 use common::secs;
+use voxcast::gpu::{PairsWithin, SensorSweep};
 use voxcast_testkit::demo as common;
 
 use std::f32::consts::{FRAC_PI_2, TAU};
@@ -251,14 +252,25 @@ fn run_on_gpu(
             };
             let batches = agents
                 .update(&asked.agents, gw)
-                .and_then(|()| gpu.submit_visible_pairs_within(&agents, SIGHT_RANGE, gw, opts))
+                .and_then(|()| {
+                    gpu.submit(
+                        PairsWithin {
+                            agents: &agents,
+                            radius: SIGHT_RANGE,
+                        },
+                        gw,
+                        opts,
+                    )
+                })
                 .and_then(|pairs| {
-                    let fans = gpu.submit_sense(
-                        &gpu_rig,
-                        &asked.poses,
+                    let fans = gpu.submit(
+                        SensorSweep {
+                            rig: &gpu_rig,
+                            poses: &asked.poses,
+                            outcomes: false,
+                        },
                         gw,
                         &RaycastOptions::default(),
-                        false,
                     )?;
                     Ok((pairs, fans))
                 });

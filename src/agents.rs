@@ -1,5 +1,5 @@
 //! Agents that see: their eyes, line of sight between pairs of them on the CPU (the reference
-//! of the GPU's agent visibility, `GpuRaycaster::agent_visibility`), and the pairs within a
+//! of the GPU's agent visibility, `gpu::AgentPairs`), and the pairs within a
 //! radius.
 
 use glam::{DVec3, Vec3};

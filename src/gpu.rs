@@ -9,43 +9,80 @@
 //! `Unloaded` at their start (the GPU knows nothing there), and a ray that leaves such a window
 //! is answered `Unloaded` where it leaves it ([`GpuRaycaster::upload_window`]).
 //!
+//! # Casting
+//! One [`GpuRaycaster`] casts every kind of query ([`Query`]): [`Rays`], [`Sightlines`],
+//! [`CameraImage`], [`AgentPairs`], [`PairsWithin`], [`SensorSweep`] and [`BoxCasts`], each
+//! the twin of a CPU call. [`GpuRaycaster::submit`] returns a [`PendingBatch`], a
+//! [`Future`](std::future::Future) that any executor can await, and that a frame loop can also
+//! take without blocking ([`PendingBatch::try_take`]) or wait for ([`PendingBatch::wait`]);
+//! [`GpuRaycaster::cast`] submits and waits. The `_into` forms reuse the answers' allocations,
+//! and each batch reports its own cost ([`BatchStats`]).
+//!
+//! ```no_run
+//! use voxcast::gpu::{GpuConfig, GpuRaycaster, Rays, Sightlines};
+//! use voxcast::{LineOfSightOptions, RaycastOptions, VoxelRay, VoxelWorld};
+//!
+//! # async fn frame(world: &VoxelWorld, rays: &[VoxelRay]) -> Result<(), voxcast::gpu::GpuError> {
+//! let gpu = GpuRaycaster::new(GpuConfig::default()).await?;
+//! let on_gpu = gpu.upload_world(world)?;
+//! // Awaited: the library never blocks the executor's thread.
+//! let hits = gpu.submit(Rays(rays), &on_gpu, &RaycastOptions::default())?.await?;
+//! // Blocking, reusing last frame's answers.
+//! let mut sight = Vec::new();
+//! let stats = gpu.cast_into(Sightlines(rays), &on_gpu, &LineOfSightOptions::default(), &mut sight)?;
+//! println!("{} rays, {} on the GPU, {:.2} ms", hits.len(), stats.gpu_rays, stats.total_seconds * 1e3);
+//! # Ok(()) }
+//! ```
+//!
 //! # The path of a batch
-//! A call of [`GpuRaycaster`] (`raycaster.rs`, every public call) checks its input; `prepare`
-//! validates each ray, splits it into the window's i32 voxel, steps it to the window where it
-//! starts outside, encodes it in the wire format (`layout`) and orders the uploaded rays for
-//! coherence, or on a GPU leaves rays that start in the window for the shader to set up, in
-//! the caller's order ([`RaySetup`]); `flight` cuts the batch into dispatches, stages each into a set of `buffers`,
-//! records it with the world's buffers (`world`, over `window` and `store`) and hands it to the
-//! courier thread (`queue`), which submits it to the `device` and polls until its answers are
-//! mapped; `answers` reads each dispatch back as it finishes and decodes its hits into i128
-//! outcomes in the caller's order, which the [`PendingBatch`] returns. Camera pixels skip the
-//! ray upload (the shader makes them); agent pairs (`agents`) upload two indices a pair, and
-//! sensor rigs (`sensors`) a pose of 32 bytes an agent; box casts (`boxes`) go up prepared,
-//! 80 bytes a cast. The
-//! plumbing follows wgpu's `hello_compute`: buffers (input `STORAGE`, output `STORAGE |
-//! COPY_SRC`, readback `MAP_READ | COPY_DST`), pipeline, bind group, dispatch, copy, map, read;
-//! on a device that is the CPU the copies are left out ([`DispatchMemory`]).
+//! [`GpuRaycaster::submit`] checks that the world is its own and hands the query a `Launch`
+//! (`pending`); the query's file (`rays`, `sightlines`, `camera`, `agents`, `pairs_within`,
+//! `sensors`, `boxes`) checks and prepares its items on the host: rays are validated, split
+//! into the window's i32 voxel, stepped to the window where they start outside and encoded in
+//! the wire format (`prepare`, `layout`), or on a GPU left for the shader to set up in the
+//! caller's order ([`RaySetup`]); camera pixels and sensor rays are made in the shader; agent
+//! pairs go up as two indices, box casts as 80 bytes. Each kind starts a `Flight` of its upload
+//! (`flight`), which cuts it into dispatches, stages each into a set of `buffers`, records it
+//! with the world's buffers (`world`, over `window` and `store`) and hands it to the courier
+//! thread (`queue`), which submits it to the `device` and polls until its answers are mapped,
+//! then wakes the batch. The batch (`pending`) reads each dispatch back as it finishes, through
+//! the kind's collector, which decodes the answers (`decode`) into i128 outcomes in the
+//! caller's order. The plumbing follows wgpu's `hello_compute`: buffers (input `STORAGE`,
+//! output `STORAGE | COPY_SRC`, readback `MAP_READ | COPY_DST`), pipeline, bind group,
+//! dispatch, copy, map, read; on a device that is the CPU the copies are left out
+//! ([`DispatchMemory`]).
+//!
+//! Nothing blocks inside a call except those whose job is to wait ([`PendingBatch::wait`],
+//! [`GpuRaycaster::cast`], [`GpuRaycaster::new_blocking`]): error scopes are popped without
+//! waiting (a scope whose answer is still to come is read with the batch), and the courier
+//! thread is the one place that waits on the device. (Adding a query kind: `src/gpu/query.rs`.)
 //!
 //! The modules, each importing only those before it: `layout` and `error`; `queue`
 //! (submissions and world writes, in order); `device`; `window`, `store`, `follow` and `world`
-//! (the GPU worlds); `prepare`; `buffers` and `flight`; `answers`; `agents`, `sensors` and `boxes`;
+//! (the GPU worlds); `prepare` and `decode`; `buffers` and `flight`; `pending`; `query`; the
+//! kinds (`rays`, `sightlines`, `camera`, `agents`, `pairs_within`, `sensors`, `boxes`);
 //! `probe` (the self-check at creation); `raycaster`.
 
 mod agents;
-mod answers;
 mod boxes;
 mod buffers;
+mod camera;
 mod decode;
 mod device;
 mod error;
 mod flight;
 mod follow;
 mod layout;
+mod pairs_within;
+mod pending;
 mod prepare;
 mod probe;
+mod query;
 mod queue;
 mod raycaster;
+mod rays;
 mod sensors;
+mod sightlines;
 mod store;
 mod window;
 mod world;
@@ -54,14 +91,20 @@ mod world;
 /// this same version of wgpu.
 pub use wgpu;
 
-pub use agents::{GpuAgents, Visibility};
-pub use answers::PendingBatch;
+pub use agents::{AgentPairs, GpuAgents, Visibility};
+pub use boxes::BoxCasts;
+pub use camera::CameraImage;
 pub use device::{DispatchMemory, GpuConfig, RaySetup, SelfCheck};
 pub use error::GpuError;
 pub use flight::{BatchStats, KeptMemory};
 pub use follow::WindowMove;
 pub use layout::{MAX_DISPATCH_RAYS, SHADER_SOURCE};
+pub use pairs_within::PairsWithin;
+pub use pending::PendingBatch;
 pub use probe::SelfCheckReport;
-pub use raycaster::GpuRaycaster;
-pub use sensors::GpuSensorRig;
+pub use query::Query;
+pub use raycaster::{BatchSetup, GpuRaycaster};
+pub use rays::Rays;
+pub use sensors::{GpuSensorRig, SensorSweep};
+pub use sightlines::Sightlines;
 pub use world::GpuWorld;

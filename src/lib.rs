@@ -99,7 +99,7 @@
 //! ## Parity contract
 //! For every valid ray the GPU gives the CPU reference's outcome, voxel, face normal and id,
 //! and the same distance bit for bit; UV may differ by `1e-5`. The same holds for every valid
-//! box cast (`gpu::GpuRaycaster::box_cast` against [`box_cast_batch`]).
+//! box cast (`gpu::BoxCasts` against [`box_cast_batch`]).
 //!
 //! On a window that follows a centre (`gpu::GpuRaycaster::upload_window`), which holds a box of
 //! the world's chunks, this holds for every ray that stays in the box. A ray that leaves the
@@ -107,8 +107,8 @@
 //! the box, at the distance where it enters that voxel (the CPU's distance to that voxel, bit
 //! for bit), under either unloaded policy; a ray that starts outside the box, `Unloaded` at its
 //! start voxel, distance 0. `gpu::GpuWorld::left_window` tells these answers from the others,
-//! and the completing forms (`gpu::GpuRaycaster::raycast_completed`,
-//! `gpu::GpuWorld::complete_raycasts`) replace them with the CPU's answers on the whole world.
+//! and the completing forms (`gpu::Rays::complete`,
+//! `gpu::Sightlines::complete`) replace them with the CPU's answers on the whole world.
 //!
 //! This holds on every GPU that follows the WGSL spec and rounds f32 `+ - *` to nearest even
 //! (every current desktop and mobile GPU does). Nothing else is assumed: the spec lets a GPU
@@ -144,11 +144,16 @@
 //! Every item has one path: the CPU side at the crate root, the GPU side in `voxcast::gpu`.
 //! Every query takes its arguments in one order, the query, then the world, then the options,
 //! as [`voxel_raycast`]`(ray, world)` does: [`raycast_batch`]`(rays, world, opts)` on the CPU,
-//! `gpu.raycast(rays, gpu_world, opts)` on the GPU, and the same names on both sides
-//! ([`raycast_camera`], [`line_of_sight`], [`agent_visibility`], [`visible_pairs_within`]).
-//! Sensors cast a [`SensorRig`]'s rays (directions in an agent's frame) from a
-//! [`SensorPose`] per agent: [`sense`]`(rig, poses, world, opts, hits)` on the CPU, and
-//! `gpu.sense(gpu_rig, poses, gpu_world, opts, hits)` with the rays made in the shader.
+//! `gpu.cast(Rays(rays), gpu_world, opts)` on the GPU. Each GPU query kind is the twin of a
+//! CPU call and says so in its name's documentation (`gpu::Rays` of [`raycast_batch`],
+//! `gpu::Sightlines` of [`line_of_sight_batch`], `gpu::CameraImage` of [`raycast_camera`],
+//! `gpu::AgentPairs` of [`agent_visibility`], `gpu::PairsWithin` of [`visible_pairs_within`],
+//! `gpu::SensorSweep` of [`sense`], `gpu::BoxCasts` of [`box_cast_batch`]); a name without
+//! `batch` ([`line_of_sight`], [`box_cast`]) answers one query. Sensors cast a
+//! [`SensorRig`]'s rays (directions in an agent's frame) from a [`SensorPose`] per agent:
+//! [`sense`]`(rig, poses, world, opts, outcomes)` on the CPU, and
+//! `gpu.cast(SensorSweep { rig, poses, outcomes }, gpu_world, opts)` with the rays made in the
+//! shader.
 //!
 //! ## Cargo features
 //! - `gpu` (default): the `gpu` module, the batch raycaster on wgpu. Without it

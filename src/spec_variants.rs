@@ -9,7 +9,7 @@
 //! module makes them testable on lavapipe:
 //!
 //! - [`variant`] rewrites the shader (through naga's IR) into one that takes a [`Freedom`]
-//!   everywhere the spec allows it, for [`crate::gpu::GpuRaycaster::new_blocking_with_shader`].
+//!   everywhere the spec allows it, for `GpuRaycaster::with_shader_blocking` (a test hook of the `test-hooks` feature).
 //!   The parity suite must pass against every variant (`tests/spec_variants.rs`).
 //! - [`check_exact`] proves the shader leaves those freedoms nothing to change: no f32 division
 //!   or root, and no product feeding a sum, sum feeding a sum or product feeding a product

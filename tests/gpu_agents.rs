@@ -1,4 +1,4 @@
-//! Agent visibility on the GPU (`GpuRaycaster::agent_visibility`, `visible_pairs_within`)
+//! Agent visibility on the GPU (`AgentPairs`, `PairsWithin`)
 //! against the CPU reference (`agent_visibility`), pair by pair: every option, conservative line
 //! of sight too, bits alone or with each pair's answer; bad agents and bad indices answered with
 //! their errors while the rest are answered; agents outside the window; the pairs within a
@@ -8,6 +8,7 @@
 
 use voxcast::glam::Vec3;
 use voxcast::gpu::GpuRaycaster;
+use voxcast::gpu::{AgentPairs, PairsWithin};
 use voxcast::{
     Agent, Chunk, ChunkPos, LineOfSight, LineOfSightOptions, RayError, UnloadedPolicy, VoxelId,
     VoxelWorld, WorldPos, agent_visibility, pairs_within,
@@ -52,11 +53,27 @@ fn agent_visibility_equals_the_cpu_under_every_option() {
             let cpu = agent_visibility(&agents, &pairs, tw, &opts);
             let what = format!("{opts:?}");
             let full = gpu
-                .agent_visibility(&on_gpu, &pairs, &gw, &opts, true)
+                .cast(
+                    AgentPairs {
+                        agents: &on_gpu,
+                        pairs: &pairs,
+                        outcomes: true,
+                    },
+                    &gw,
+                    &opts,
+                )
                 .expect("visibility");
             check_visibility(&what, &full, &cpu, &pairs);
             let bits = gpu
-                .agent_visibility(&on_gpu, &pairs, &gw, &opts, false)
+                .cast(
+                    AgentPairs {
+                        agents: &on_gpu,
+                        pairs: &pairs,
+                        outcomes: false,
+                    },
+                    &gw,
+                    &opts,
+                )
                 .expect("visibility");
             assert!(bits.answers().is_none());
             check_visibility(&format!("{what} (bits)"), &bits, &cpu, &pairs);
@@ -110,7 +127,15 @@ fn bad_agents_get_their_error_and_the_rest_are_answered() {
     let opts = LineOfSightOptions::default();
     let cpu = agent_visibility(&agents, &pairs, &world, &opts);
     let gpu_answers = gpu
-        .agent_visibility(&on_gpu, &pairs, &gw, &opts, true)
+        .cast(
+            AgentPairs {
+                agents: &on_gpu,
+                pairs: &pairs,
+                outcomes: true,
+            },
+            &gw,
+            &opts,
+        )
         .expect("visibility");
     check_visibility("bad agents", &gpu_answers, &cpu, &pairs);
     let answer = |p: [u32; 2]| {
@@ -159,7 +184,15 @@ fn agents_outside_the_window_are_answered_from_host_segments() {
         };
         let cpu = agent_visibility(&agents, &pairs, tw, &opts);
         let got = gpu
-            .agent_visibility(&on_gpu, &pairs, &gw, &opts, true)
+            .cast(
+                AgentPairs {
+                    agents: &on_gpu,
+                    pairs: &pairs,
+                    outcomes: true,
+                },
+                &gw,
+                &opts,
+            )
             .expect("visibility");
         check_visibility(&format!("outside, {unloaded:?}"), &got, &cpu, &pairs);
     }
@@ -190,7 +223,14 @@ fn visible_pairs_within_a_radius_equal_the_cpus() {
             .map(|(p, _)| *p)
             .collect();
         let got = gpu
-            .visible_pairs_within(&on_gpu, radius, &gw, &opts)
+            .cast(
+                PairsWithin {
+                    agents: &on_gpu,
+                    radius: radius,
+                },
+                &gw,
+                &opts,
+            )
             .expect("visible pairs");
         assert_eq!(got, want, "radius {radius}");
         if radius == 64.0 {
@@ -204,7 +244,15 @@ fn visible_pairs_within_a_radius_equal_the_cpus() {
     let near = pairs_within(&moved, 64.0);
     let cpu = agent_visibility(&moved, &near, tw, &opts);
     let got = gpu
-        .agent_visibility(&on_gpu, &near, &gw, &opts, false)
+        .cast(
+            AgentPairs {
+                agents: &on_gpu,
+                pairs: &near,
+                outcomes: false,
+            },
+            &gw,
+            &opts,
+        )
         .expect("visibility");
     check_visibility("moved agents", &got, &cpu, &near);
 }
@@ -221,15 +269,23 @@ fn pairs_in_the_window_are_cast_in_the_shader() {
     let pairs = pairs(100, 500, 13, false);
     let opts = LineOfSightOptions::default();
     let batch = gpu
-        .submit_agent_visibility(&on_gpu, &pairs, &gw, &opts, false)
+        .submit(
+            AgentPairs {
+                agents: &on_gpu,
+                pairs: &pairs,
+                outcomes: false,
+            },
+            &gw,
+            &opts,
+        )
         .expect("submit");
-    let got = batch.wait().expect("visibility");
+    let (got, stats) = batch.wait_with_stats().expect("visibility");
     check_visibility(
         "in the shader",
         &got,
         &agent_visibility(&agents, &pairs, tw, &opts),
         &pairs,
     );
-    assert_eq!(gpu.last_batch_stats().gpu_rays, pairs.len() as u64);
+    assert_eq!(stats.gpu_rays, pairs.len() as u64);
     let _: &GpuRaycaster = &gpu;
 }

@@ -5,6 +5,7 @@
 
 #![cfg(feature = "gpu")]
 
+use voxcast::gpu::{AgentPairs, CameraImage, Rays, SensorSweep, Sightlines};
 use voxcast_testkit::common;
 
 use voxcast_testkit::gpu::*;
@@ -25,12 +26,12 @@ fn into_forms_refill_kept_buffers() {
     let cpu = raycast_batch(&rays, tw, &opts);
     // A kept buffer longer than the batch, then shorter: the batch's outcomes and nothing else.
     let mut kept = vec![RaycastOutcome::Invalid(voxcast::RayError::ZeroDirection); 30_000];
-    gpu.raycast_into(&rays, &gw, &opts, &mut kept)
+    gpu.cast_into(Rays(&rays), &gw, &opts, &mut kept)
         .expect("raycast_into");
     assert_parity("raycast_into, longer buffer", &rays, &kept, &cpu);
     let cam = t.camera(64, 48);
     let cam_rays = cam.rays().expect("camera rays");
-    gpu.raycast_camera_into(&cam, &gw, &opts, &mut kept)
+    gpu.cast_into(CameraImage(&cam), &gw, &opts, &mut kept)
         .expect("raycast_camera_into");
     let cam_cpu = raycast_batch(&cam_rays, tw, &opts);
     assert_parity(
@@ -42,7 +43,7 @@ fn into_forms_refill_kept_buffers() {
     let los_opts = LineOfSightOptions::default();
     let segs = t.sight_segments(5_000, 64.0, 41);
     let mut kept_los = vec![LineOfSight::Clear; 3];
-    gpu.line_of_sight_into(&segs, &gw, &los_opts, &mut kept_los)
+    gpu.cast_into(Sightlines(&segs), &gw, &los_opts, &mut kept_los)
         .expect("line_of_sight_into");
     assert_sight_parity(
         "line_of_sight_into, kept buffer",
@@ -74,7 +75,7 @@ fn bad_rays_in_a_batch_get_their_own_error() {
     };
     let rays = [good, bad, good, worse];
     let g = gpu
-        .raycast(&rays, &gw, &RaycastOptions::default())
+        .cast(Rays(&rays), &gw, &RaycastOptions::default())
         .expect("batch");
     assert!(
         matches!(
@@ -130,7 +131,7 @@ fn many_small_dispatches_in_flight() {
     let sg = gpu.upload_world(sw).expect("upload sparse");
     let tg = gpu.upload_world(tw).expect("upload terrain");
     let rays = s.rays(10_500, 70);
-    check(
+    let stats = check(
         &gpu,
         "1000-ray dispatches",
         sw,
@@ -138,7 +139,6 @@ fn many_small_dispatches_in_flight() {
         &rays,
         &RaycastOptions::default(),
     );
-    let stats = gpu.last_batch_stats();
     assert_eq!(
         u64::from(stats.dispatches),
         stats.gpu_rays.div_ceil(1000),
@@ -155,16 +155,17 @@ fn many_small_dispatches_in_flight() {
         &RaycastOptions::default(),
     );
     let cam = t.camera(160, 90);
-    let g = gpu
-        .raycast_camera(&cam, &tg, &RaycastOptions::default())
+    let mut g = Vec::new();
+    let stats = gpu
+        .cast_into(CameraImage(&cam), &tg, &RaycastOptions::default(), &mut g)
         .expect("render");
     let cam_rays = cam.rays().expect("camera rays");
     let c = raycast_batch(&cam_rays, tw, &RaycastOptions::default());
     assert_parity("1000-pixel camera dispatches", &cam_rays, &g, &c);
-    assert_eq!(gpu.last_batch_stats().dispatches, 15);
+    assert_eq!(stats.dispatches, 15);
     // Back to one dispatch: the buffers grow again.
     gpu.set_max_dispatch_rays(u32::MAX);
-    check(
+    let stats = check(
         &gpu,
         "one dispatch again",
         sw,
@@ -172,7 +173,7 @@ fn many_small_dispatches_in_flight() {
         &rays,
         &RaycastOptions::default(),
     );
-    assert_eq!(gpu.last_batch_stats().dispatches, 1);
+    assert_eq!(stats.dispatches, 1);
 }
 
 /// On a CPU device batches share their buffers with the host (CI's lavapipe tests that path);
@@ -182,19 +183,19 @@ fn many_small_dispatches_in_flight() {
 fn staged_and_shared_dispatch_memory_give_the_same_answers() {
     let Some(gpu) = gpu() else { return };
     if gpu.adapter_info().device_type == wgpu::DeviceType::Cpu {
-        assert!(gpu.shares_host_memory(), "{}", gpu.adapter_summary());
+        assert!(gpu.setup().shares_host_memory, "{}", gpu.adapter_summary());
     }
-    let mut staged = GpuRaycaster::new_blocking_with(GpuConfig {
+    let mut staged = GpuRaycaster::new_blocking(GpuConfig {
         dispatch_memory: DispatchMemory::Staged,
         ..GpuConfig::default()
     })
     .expect("a staged raycaster");
-    assert!(!staged.shares_host_memory());
+    assert!(!staged.setup().shares_host_memory);
     staged.set_max_dispatch_rays(3000);
     let (t, tw) = terrain();
     let tg = staged.upload_world(tw).expect("upload");
     let opts = RaycastOptions::default();
-    check(
+    let stats = check(
         &staged,
         "staged rays",
         tw,
@@ -202,11 +203,11 @@ fn staged_and_shared_dispatch_memory_give_the_same_answers() {
         &t.reach_rays(10_000, 81),
         &opts,
     );
-    assert_eq!(staged.last_batch_stats().dispatches, 4);
+    assert_eq!(stats.dispatches, 4);
     let segments = t.sight_segments(5_000, 64.0, 82);
     sight_parity_with(&staged, &tg, tw, &segments, "staged sight", &opts);
     let cam = t.camera(64, 36);
-    let g = staged.raycast_camera(&cam, &tg, &opts).expect("render");
+    let g = staged.cast(CameraImage(&cam), &tg, &opts).expect("render");
     let cam_rays = cam.rays().expect("camera rays");
     assert_parity(
         "staged camera",
@@ -220,7 +221,15 @@ fn staged_and_shared_dispatch_memory_give_the_same_answers() {
     let los = LineOfSightOptions::default();
     let cpu = voxcast::agent_visibility(&agents, &pairs, tw, &los);
     let v = staged
-        .agent_visibility(&on_gpu, &pairs, &tg, &los, true)
+        .cast(
+            AgentPairs {
+                agents: &on_gpu,
+                pairs: &pairs,
+                outcomes: true,
+            },
+            &tg,
+            &los,
+        )
         .expect("visibility");
     assert!(v.answers().is_some());
     check_visibility("staged pairs", &v, &cpu, &pairs);
@@ -237,7 +246,7 @@ fn a_world_from_another_raycaster_is_an_error() {
     let ray = common::ray(WorldPos::new(0, 5, 5), Vec3::splat(0.5), Vec3::X, 40.0);
     let opts = RaycastOptions::default();
     assert_eq!(
-        other.raycast(&[ray], &gw, &opts),
+        other.cast(Rays(&[ray]), &gw, &opts),
         Err(GpuError::WorldFromAnotherDevice)
     );
     // A rebuild stays with the raycaster that uploaded the world.
@@ -248,7 +257,7 @@ fn a_world_from_another_raycaster_is_an_error() {
         Ok(true)
     );
     assert_eq!(
-        other.raycast(&[ray], &gw, &opts),
+        other.cast(Rays(&[ray]), &gw, &opts),
         Err(GpuError::WorldFromAnotherDevice)
     );
     check(gpu, "own device, rebuilt", &grown, &gw, &[ray], &opts);
@@ -263,7 +272,7 @@ fn a_world_from_another_raycaster_is_an_error() {
     )
     .expect("camera");
     assert_eq!(
-        other.raycast_camera(&cam, &gw, &opts).err(),
+        other.cast(CameraImage(&cam), &gw, &opts).err(),
         Some(GpuError::WorldFromAnotherDevice)
     );
     check(gpu, "own device", &world, &gw, &[ray], &opts);
@@ -332,8 +341,9 @@ fn hand_edited_cameras_give_each_pixel_its_rays_outcome() {
                 Err(e) => RaycastOutcome::Invalid(e),
             })
             .collect();
-        let got = gpu
-            .raycast_camera(&cam, &gw, &opts)
+        let mut got = Vec::new();
+        let stats = gpu
+            .cast_into(CameraImage(&cam), &gw, &opts, &mut got)
             .unwrap_or_else(|e| panic!("{what}: {e}"));
         let rays = vec![common::ray(WorldPos::ZERO, Vec3::ZERO, Vec3::X, 0.0); got.len()];
         assert_parity(
@@ -344,7 +354,7 @@ fn hand_edited_cameras_give_each_pixel_its_rays_outcome() {
         );
         if what == "as made" {
             assert_eq!(
-                gpu.last_batch_stats().gpu_rays,
+                stats.gpu_rays,
                 u64::from(cam.width * cam.height),
                 "a camera made by Camera::new is rendered by the shader"
             );
@@ -358,11 +368,11 @@ fn hand_edited_cameras_give_each_pixel_its_rays_outcome() {
             ..good
         };
         assert_eq!(
-            gpu.raycast_camera(&empty, &gw, &opts),
+            gpu.cast(CameraImage(&empty), &gw, &opts),
             Err(GpuError::Camera(CameraError::EmptyImage))
         );
     }
-    assert!(gpu.raycast_camera(&good, &gw, &opts).is_ok());
+    assert!(gpu.cast(CameraImage(&good), &gw, &opts).is_ok());
 }
 
 /// A camera whose outcomes cannot be allocated is an error, not an aborted process. Only run
@@ -398,22 +408,27 @@ fn a_camera_too_large_for_host_memory_is_an_error() {
     )
     .expect("camera");
     assert_eq!(
-        gpu.raycast_camera(&cam, &gw, &RaycastOptions::default())
+        gpu.cast(CameraImage(&cam), &gw, &RaycastOptions::default())
             .err(),
         Some(GpuError::OutputTooLarge(u64::from(w) * u64::from(h)))
     );
 }
 
-/// `last_batch_stats` describes the last call, also one answered on the host alone.
+/// A batch's stats describe that batch, also one answered on the host alone.
 #[test]
-fn batch_stats_describe_the_last_call() {
+fn batch_stats_describe_their_batch() {
     let Some(gpu) = &own_gpu() else { return };
     let world = common::world_with(&[(WorldPos::new(5, 5, 5), VoxelId(1))]);
     let gw = gpu.upload_world(&world).expect("upload");
     let near = vec![common::ray(WorldPos::new(0, 5, 5), Vec3::splat(0.5), Vec3::X, 40.0); 100];
-    gpu.raycast(&near, &gw, &RaycastOptions::default())
+    let stats = gpu
+        .cast_into(
+            Rays(&near),
+            &gw,
+            &RaycastOptions::default(),
+            &mut Vec::new(),
+        )
         .expect("cast");
-    let stats = gpu.last_batch_stats();
     assert_eq!((stats.gpu_rays, stats.dispatches), (100, 1));
     let far = vec![
         common::ray(
@@ -424,13 +439,19 @@ fn batch_stats_describe_the_last_call() {
         );
         10
     ];
-    gpu.raycast(&far, &gw, &RaycastOptions::default())
+    let stats = gpu
+        .cast_into(Rays(&far), &gw, &RaycastOptions::default(), &mut Vec::new())
         .expect("cast");
-    let stats = gpu.last_batch_stats();
     assert_eq!((stats.gpu_rays, stats.dispatches), (0, 0));
-    gpu.raycast(&[], &gw, &RaycastOptions::default())
+    let stats = gpu
+        .cast_into(
+            Rays::<VoxelRay>(&[]),
+            &gw,
+            &RaycastOptions::default(),
+            &mut Vec::new(),
+        )
         .expect("cast");
-    assert_eq!(gpu.last_batch_stats().gpu_rays, 0);
+    assert_eq!(stats.gpu_rays, 0);
 }
 
 /// A finished batch leaves its buffers for the next (a set per dispatch: 48 bytes of ray and
@@ -455,7 +476,7 @@ fn kept_memory_is_freed(gpu: &GpuRaycaster) {
     let opts = RaycastOptions::default();
     // A new raycaster keeps nothing.
     assert_eq!(gpu.kept_memory(), voxcast::gpu::KeptMemory::default());
-    let copies = if gpu.shares_host_memory() { 1 } else { 2 };
+    let copies = if gpu.setup().shares_host_memory { 1 } else { 2 };
     let set =
         |rays: u64| copies * ((rays * 48).next_power_of_two() + (rays * 20).next_power_of_two());
     let rays = t.reach_rays(20_000, 0x4B45_5054);
@@ -469,7 +490,7 @@ fn kept_memory_is_freed(gpu: &GpuRaycaster) {
     // 2^15 buckets, one thread at this size) and the part ends (8 bytes a part, one part
     // here). Set up in the shader, every ray going up: 52 bytes a ray (the ray and its part)
     // and the part ends' vector (a few words).
-    let (per_ray, counters) = if gpu.sets_up_rays_in_shader() {
+    let (per_ray, counters) = if gpu.setup().rays_set_up_in_shader {
         (52, 64)
     } else {
         (60, (4 << 15) + 8)
@@ -520,7 +541,7 @@ fn batches_larger_than_a_host_band() {
     let gw = gpu.upload_world(tw).expect("upload");
     let n = (1 << 20) + 40_000;
     let rays = t.reach_rays(n, 80);
-    check(
+    let stats = check(
         gpu,
         "reach rays over two bands",
         tw,
@@ -528,7 +549,7 @@ fn batches_larger_than_a_host_band() {
         &rays,
         &RaycastOptions::default(),
     );
-    assert!(gpu.last_batch_stats().gpu_rays > 1 << 20);
+    assert!(stats.gpu_rays > 1 << 20);
     sight_parity(gpu, &gw, tw, &rays, "reach segments over two bands");
     // The eye above the window: every pixel's ray is clipped to the window on the host.
     let cam = Camera::look_at(
@@ -542,13 +563,13 @@ fn batches_larger_than_a_host_band() {
         260.0,
     )
     .expect("camera");
-    let g = gpu
-        .raycast_camera(&cam, &gw, &RaycastOptions::default())
+    let mut g = Vec::new();
+    let stats = gpu
+        .cast_into(CameraImage(&cam), &gw, &RaycastOptions::default(), &mut g)
         .expect("render");
     let cam_rays = cam.rays().expect("camera rays");
     let c = raycast_batch(&cam_rays, tw, &RaycastOptions::default());
     assert_parity("camera from host rays over two bands", &cam_rays, &g, &c);
-    let stats = gpu.last_batch_stats();
     assert!(stats.gpu_rays > 0 && stats.total_seconds > 0.0, "{stats:?}");
 }
 
@@ -614,7 +635,7 @@ fn no_limit_means_the_cap_on_every_call() {
         assert_eq!(hit.voxel_pos, WorldPos::new(40_000, 0, 0), "ray {i}");
         assert_eq!(hit.distance, 39_999.5, "ray {i}");
     }
-    let on_gpu = gpu.raycast(&rays, &gw, &opts).expect("raycast");
+    let on_gpu = gpu.cast(Rays(&rays), &gw, &opts).expect("raycast");
     assert_parity("unbounded rays", &rays, &on_gpu, &cpu);
 
     let cam = Camera::new(
@@ -629,7 +650,7 @@ fn no_limit_means_the_cap_on_every_call() {
     .expect("camera");
     assert_eq!(cam.max_distance, MAX_DISTANCE_CAP);
     let cam_rays = cam.rays().expect("camera rays");
-    let cam_gpu = gpu.raycast_camera(&cam, &gw, &opts).expect("camera");
+    let cam_gpu = gpu.cast(CameraImage(&cam), &gw, &opts).expect("camera");
     assert_parity(
         "unbounded camera",
         &cam_rays,
@@ -650,7 +671,15 @@ fn no_limit_means_the_cap_on_every_call() {
     let cpu_s = sense(&rig, &poses, &world, &opts, true);
     let gpu_rig = gpu.upload_rig(&rig).expect("rig upload");
     let gpu_s = gpu
-        .sense(&gpu_rig, &poses, &gw, &opts, true)
+        .cast(
+            SensorSweep {
+                rig: &gpu_rig,
+                poses: &poses,
+                outcomes: true,
+            },
+            &gw,
+            &opts,
+        )
         .expect("sense");
     assert!(gpu_s.matches(&cpu_s), "{gpu_s:?} against {cpu_s:?}");
     // The rotation of the pose leaves the direction a few ulps off +X.

@@ -6,6 +6,7 @@
 
 #![cfg(feature = "gpu")]
 
+use voxcast::gpu::{CameraImage, Rays, Sightlines};
 use voxcast_testkit::common;
 
 use std::collections::VecDeque;
@@ -55,15 +56,25 @@ fn a_frame_loop_takes_each_batch_two_frames_later() {
         let mut cam = t.camera(64, 36);
         cam.forward = voxcast::glam::Vec3::new(0.1 * frame as f32, -0.3, 1.0).normalize();
         let batch = gpu
-            .submit_raycast_into(&rays, &gw, &opts, std::mem::take(&mut spare_casts))
+            .submit_into(Rays(&rays), &gw, &opts, std::mem::take(&mut spare_casts))
             .expect("submit raycast");
         casts.push_back((rays, batch));
         let batch = gpu
-            .submit_line_of_sight_into(&segs, &gw, &sight, std::mem::take(&mut spare_sights))
+            .submit_into(
+                Sightlines(&segs),
+                &gw,
+                &sight,
+                std::mem::take(&mut spare_sights),
+            )
             .expect("submit sight");
         sights.push_back((segs, batch));
         let batch = gpu
-            .submit_raycast_camera_into(&cam, &gw, &opts, std::mem::take(&mut spare_pixels))
+            .submit_into(
+                CameraImage(&cam),
+                &gw,
+                &opts,
+                std::mem::take(&mut spare_pixels),
+            )
             .expect("submit camera");
         cameras.push_back((cam, batch));
         if casts.len() > 2 {
@@ -121,7 +132,7 @@ fn batches_in_flight_are_taken_in_any_order() {
     let mut batches: Vec<(usize, PendingBatch<Vec<RaycastOutcome>>)> = sets
         .iter()
         .enumerate()
-        .map(|(i, rays)| (i, gpu.submit_raycast(rays, &gw, &opts).expect("submit")))
+        .map(|(i, rays)| (i, gpu.submit(Rays(rays), &gw, &opts).expect("submit")))
         .collect();
     // One dropped before it was read: its buffers go back to the raycaster.
     drop(batches.remove(2));
@@ -145,7 +156,7 @@ fn batches_in_flight_are_taken_in_any_order() {
             .expect("a ray")
         })
         .collect();
-    let mut host_only = gpu.submit_raycast(&far, &gw, &opts).expect("submit");
+    let mut host_only = gpu.submit(Rays(&far), &gw, &opts).expect("submit");
     assert!(host_only.is_ready());
     let answers = host_only.try_take().expect("ready").expect("no error");
     assert_eq!(answers, vec![RaycastOutcome::Miss; far.len()]);
@@ -169,12 +180,13 @@ fn batches_in_flight_are_taken_in_any_order() {
 fn the_applications_polling_completes_a_batch() {
     let Some(gpu) = gpu() else { return };
     let (device, queue) = gpu.device();
-    let app = GpuRaycaster::from_device(device, queue).expect("raycaster on the device");
+    let app = GpuRaycaster::from_device(device, queue, voxcast::gpu::GpuConfig::default())
+        .expect("raycaster on the device");
     let (t, tw) = terrain();
     let gw = app.upload_world(tw).expect("upload");
     let opts = RaycastOptions::default();
     let rays = t.reach_rays(30_000, 70);
-    let mut batch = app.submit_raycast(&rays, &gw, &opts).expect("submit");
+    let mut batch = app.submit(Rays(&rays), &gw, &opts).expect("submit");
     let mut frames = 0;
     while !batch.is_ready() {
         // The application's frame: it waits for its own work, which includes voxcast's once

@@ -6,6 +6,7 @@
 #![cfg(feature = "gpu")]
 
 use voxcast::glam::Vec3;
+use voxcast::gpu::BoxCasts;
 use voxcast::{
     BoxCast, BoxCastError, BoxCastOutcome, ChunkPos, RaycastOptions, WorldPos, box_cast_batch,
 };
@@ -41,7 +42,7 @@ fn bad_and_far_casts_are_answered_alone() {
     casts[3].center = WorldPos::new(1 << 40, 80, 20);
     casts[4].center = WorldPos::new(i128::MIN + 100, i128::MIN + 100, 0);
     for opts in every_option() {
-        let g = gpu.box_cast(&casts, &gw, &opts).expect("box casts");
+        let g = gpu.cast(BoxCasts(&casts), &gw, &opts).expect("box casts");
         let c = box_cast_batch(&casts, tw, &opts);
         for (i, (g, c)) in g.iter().zip(&c).enumerate() {
             assert!(
@@ -57,7 +58,7 @@ fn bad_and_far_casts_are_answered_alone() {
     }
     // The non-blocking form gives the same answers.
     let opts = RaycastOptions::default();
-    let pending = gpu.submit_box_cast(&casts, &gw, &opts).expect("submitted");
+    let pending = gpu.submit(BoxCasts(&casts), &gw, &opts).expect("submitted");
     let later = pending.wait().expect("answers");
     assert_eq!(later, box_cast_batch(&casts, tw, &opts));
     assert!(matches!(later[0], BoxCastOutcome::Hit(_)), "{:?}", later[0]);
@@ -81,7 +82,7 @@ fn boxes_on_a_following_window() {
     let casts = boxes_of(&rays, 82);
     let mut left = 0;
     for opts in every_option() {
-        let g = gpu.box_cast(&casts, &gw, &opts).expect("box casts");
+        let g = gpu.cast(BoxCasts(&casts), &gw, &opts).expect("box casts");
         let (world, cpu_opts) = window_cpu(&gw, &held, tw, true, &opts);
         let on_held = box_cast_batch(&casts, &world, &cpu_opts);
         for (i, (g, c)) in g.iter().zip(&on_held).enumerate() {
@@ -119,7 +120,7 @@ fn a_cast_too_long_for_llvmpipe_says_so() {
     )
     .expect("valid");
     let opts = RaycastOptions::default();
-    let got = gpu.box_cast(&[long], &gw, &opts);
+    let got = gpu.cast(BoxCasts(&[long]), &gw, &opts);
     if gpu.adapter_info().device_type == voxcast::gpu::wgpu::DeviceType::Cpu {
         assert!(
             matches!(got, Err(voxcast::gpu::GpuError::BoxCastTooLong)),

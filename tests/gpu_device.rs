@@ -3,6 +3,7 @@
 
 #![cfg(feature = "gpu")]
 
+use voxcast::gpu::{Rays, Sightlines};
 use voxcast_testkit::gpu::*;
 
 use voxcast::gpu::{GpuError, GpuRaycaster, GpuWorld, wgpu};
@@ -15,19 +16,21 @@ fn a_raycaster_on_the_applications_device() {
     }
     // A game's device: default limits, no timestamp queries.
     let (device, queue) = application_device(wgpu::Limits::default());
-    let shared = GpuRaycaster::from_device(&device, &queue).expect("a raycaster on that device");
+    let shared = GpuRaycaster::from_device(&device, &queue, voxcast::gpu::GpuConfig::default())
+        .expect("a raycaster on that device");
     assert!(shared.device().0 == &device && shared.device().1 == &queue);
     assert_eq!(shared.adapter_info().name, device.adapter_info().name);
 
     // It casts with the CPU reference's answers, on the terrain and the sparse world.
     let ((t, terrain_world), (s, sparse_world)) = (terrain(), sparse());
+    let mut last = voxcast::gpu::BatchStats::default();
     for (what, world, rays) in [
         ("terrain", terrain_world, t.reach_rays(20_000, 3)),
         ("sparse", sparse_world, s.rays(20_000, 4)),
     ] {
         let gw = shared.upload_world(world).expect("upload");
         let what = format!("{what} on the application's device");
-        check(
+        last = check(
             &shared,
             &what,
             world,
@@ -37,8 +40,8 @@ fn a_raycaster_on_the_applications_device() {
         );
     }
     // Without TIMESTAMP_QUERY on the device there is no kernel time, as documented.
-    assert_eq!(shared.last_batch_stats().kernel_seconds, None);
-    assert_eq!(shared.last_batch_stats().gpu_rays, 20_000);
+    assert_eq!(last.kernel_seconds, None);
+    assert_eq!(last.gpu_rays, 20_000);
 
     // The application's own work on the device still runs after voxcast's.
     let buffer = device.create_buffer(&wgpu::BufferDescriptor {
@@ -66,7 +69,7 @@ fn a_device_too_limited_for_the_shader_is_an_error() {
     }
     // WebGL2's limits: no storage buffers in compute shaders.
     let (device, queue) = application_device(wgpu::Limits::downlevel_webgl2_defaults());
-    match GpuRaycaster::from_device(&device, &queue) {
+    match GpuRaycaster::from_device(&device, &queue, voxcast::gpu::GpuConfig::default()) {
         Err(e @ GpuError::UnsuitableDevice(_)) => {
             let msg = e.to_string();
             assert!(
@@ -105,7 +108,7 @@ fn batches_from_several_threads_at_once() {
                     check(gpu, &what, world, gw, &rays, &RaycastOptions::default());
                     let segs = t.sight_segments(10_000, 64.0, seed * 10 + round);
                     let opts = voxcast::LineOfSightOptions::default();
-                    let g = gpu.line_of_sight(&segs, gw, &opts).expect("gpu los");
+                    let g = gpu.cast(Sightlines(&segs), gw, &opts).expect("gpu los");
                     let c = line_of_sight_batch(&segs, world, &opts);
                     assert_eq!(g.len(), c.len(), "{what}");
                     assert!(
@@ -126,7 +129,8 @@ fn a_destroyed_application_device_gives_errors_not_panics() {
         return;
     }
     let (device, queue) = application_device(wgpu::Limits::default());
-    let shared = GpuRaycaster::from_device(&device, &queue).expect("a raycaster on that device");
+    let shared = GpuRaycaster::from_device(&device, &queue, voxcast::gpu::GpuConfig::default())
+        .expect("a raycaster on that device");
     let (s, world) = sparse();
     let mut gw = shared.upload_world(world).expect("upload");
     let rays = s.rays(1_000, 5);
@@ -144,7 +148,7 @@ fn a_destroyed_application_device_gives_errors_not_panics() {
         "{updated:?}"
     );
     assert!(matches!(
-        shared.raycast(&rays, &gw, &RaycastOptions::default()),
+        shared.cast(Rays(&rays), &gw, &RaycastOptions::default()),
         Err(GpuError::Device(_))
     ));
     shared.release_buffers();

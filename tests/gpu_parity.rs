@@ -4,6 +4,7 @@
 
 #![cfg(feature = "gpu")]
 
+use voxcast::gpu::{CameraImage, Rays, Sightlines};
 use voxcast_testkit::common;
 
 use voxcast_testkit::gpu::*;
@@ -41,16 +42,19 @@ fn every_option_is_answered_by_the_shader() {
     rays.extend(adversarial_rays(WorldPos::new(100, 40, 90), 1_000, 15));
     let expected = rays.len() as u64;
     for opts in every_option() {
-        check(&gpu, &format!("{opts:?}"), tw, &gw, &rays, &opts);
-        assert_eq!(gpu.last_batch_stats().gpu_rays, expected, "{opts:?}");
+        let stats = check(&gpu, &format!("{opts:?}"), tw, &gw, &rays, &opts);
+        assert_eq!(stats.gpu_rays, expected, "{opts:?}");
         for conservative in [false, true] {
             let sight = voxcast::LineOfSightOptions {
                 conservative,
                 raycast: opts.clone(),
             };
             let what = format!("line of sight conservative={conservative} {opts:?}");
-            let g = gpu.line_of_sight(&rays, &gw, &sight).expect("gpu los");
-            assert_eq!(gpu.last_batch_stats().gpu_rays, expected, "{what}");
+            let mut g = Vec::new();
+            let stats = gpu
+                .cast_into(Sightlines(&rays), &gw, &sight, &mut g)
+                .expect("gpu los");
+            assert_eq!(stats.gpu_rays, expected, "{what}");
             let c = voxcast::line_of_sight_batch(&rays, tw, &sight);
             assert_sight_parity(&what, &rays, &g, &c);
         }
@@ -132,7 +136,7 @@ fn parity_camera_rays_made_in_the_shader() {
     .expect("camera");
     let pixels = w as usize * h as usize;
     assert_eq!(
-        gpu.raycast_camera(&huge, &gw, &RaycastOptions::default())
+        gpu.cast(CameraImage(&huge), &gw, &RaycastOptions::default())
             .err(),
         Some(GpuError::BatchTooLarge(pixels))
     );
@@ -148,7 +152,7 @@ fn parity_camera_rays_made_in_the_shader() {
     )
     .expect("camera");
     let g = gpu
-        .raycast_camera(&far, &gw, &RaycastOptions::default())
+        .cast(CameraImage(&far), &gw, &RaycastOptions::default())
         .expect("render");
     assert_parity(
         "camera outside window",
@@ -188,8 +192,8 @@ fn gpu_skipping_equals_per_voxel_stepping() {
     ];
     let mut total = 0;
     for (name, world, gw, rays) in &sets {
-        let fast = gpu.raycast(rays, gw, &skip).expect("skipping");
-        let slow = gpu.raycast(rays, gw, &walk).expect("per voxel");
+        let fast = gpu.cast(Rays(rays), gw, &skip).expect("skipping");
+        let slow = gpu.cast(Rays(rays), gw, &walk).expect("per voxel");
         assert_parity(
             &format!("{name}: GPU skipping vs GPU per-voxel"),
             rays,
@@ -300,7 +304,7 @@ fn both_walks_through_empty_bricks_agree_with_the_cpu() {
         .expect("camera");
         let opts = RaycastOptions::default();
         let g = gpu
-            .raycast_camera(&camera, &tg, &opts)
+            .cast(CameraImage(&camera), &tg, &opts)
             .expect("camera on the GPU");
         let rays: Vec<VoxelRay> = (0..90)
             .flat_map(|y| (0..160).map(move |x| (x, y)))
@@ -394,7 +398,7 @@ fn parity_with_rays_set_up_the_other_way() {
     let mut inside = t.reach_rays(8_000, 55);
     inside.extend(adversarial_rays(WorldPos::new(100, 40, 90), 2_000, 56));
     let opts = RaycastOptions::default();
-    check(
+    let stats = check(
         &gpu,
         "several dispatches, all uploaded",
         tw,
@@ -402,7 +406,6 @@ fn parity_with_rays_set_up_the_other_way() {
         &inside,
         &opts,
     );
-    let stats = gpu.last_batch_stats();
     assert_eq!(stats.gpu_rays, inside.len() as u64, "{stats:?}");
     assert_eq!(u64::from(stats.dispatches), stats.gpu_rays.div_ceil(3000));
     assert_eq!(stats.bytes_down, 20 * stats.gpu_rays, "{stats:?}");
@@ -416,8 +419,7 @@ fn parity_with_rays_set_up_the_other_way() {
             rays[i].max_distance = f32::NAN;
         }
     }
-    check(&gpu, "several dispatches", tw, &gw, &rays, &opts);
-    let stats = gpu.last_batch_stats();
+    let stats = check(&gpu, "several dispatches", tw, &gw, &rays, &opts);
     assert!(stats.gpu_rays < rays.len() as u64, "{stats:?}");
     // Only the rays that go up are read back: 20 bytes an answer.
     assert_eq!(stats.bytes_down, 20 * stats.gpu_rays, "{stats:?}");

@@ -1,4 +1,4 @@
-//! Sensor rigs on the GPU (`GpuRaycaster::sense`): every ray made in the shader from an agent's
+//! Sensor rigs on the GPU (`SensorSweep`): every ray made in the shader from an agent's
 //! pose, against the CPU reference (`voxcast::sense`) ray by ray, for the example rigs, every
 //! option, bad poses, poses outside the window (cast from host-built rays), dispatches split
 //! at whole agents, a window that follows a player and the non-blocking form. Runs on lavapipe
@@ -6,13 +6,14 @@
 
 #![cfg(feature = "gpu")]
 
+use voxcast::gpu::SensorSweep;
 use voxcast_testkit::gpu::*;
 
 use voxcast::glam::{Quat, Vec3};
 use voxcast::gpu::GpuError;
 use voxcast::{
-    ChunkPos, RayError, RaycastOptions, SensorPose, SensorReading, SensorRig, VoxelId, WorldPos,
-    sense,
+    ChunkPos, RayError, RaycastOptions, SensorPose, SensorReading, SensorReadings, SensorRig,
+    VoxelId, WorldPos, sense,
 };
 
 #[test]
@@ -41,7 +42,15 @@ fn sensors_under_every_option() {
     for opts in every_option() {
         let what = format!("{opts:?}");
         let g = gpu
-            .sense(&on_gpu, &poses, &gw, &opts, true)
+            .cast(
+                SensorSweep {
+                    rig: &on_gpu,
+                    poses: &poses,
+                    outcomes: true,
+                },
+                &gw,
+                &opts,
+            )
             .unwrap_or_else(|e| panic!("{what}: {e}"));
         check_sensors(
             &what,
@@ -95,7 +104,17 @@ fn bad_poses_and_poses_outside_the_window() {
     ];
     for hits in [false, true] {
         let opts = RaycastOptions::default();
-        let g = gpu.sense(&on_gpu, &poses, &gw, &opts, hits).expect("sense");
+        let g = gpu
+            .cast(
+                SensorSweep {
+                    rig: &on_gpu,
+                    poses: &poses,
+                    outcomes: hits,
+                },
+                &gw,
+                &opts,
+            )
+            .expect("sense");
         let c = sense(&rig, &poses, &world, &opts, hits);
         check_sensors(&format!("hits {hits}"), &rig, &poses, &g, &c);
         assert_eq!(
@@ -116,12 +135,28 @@ fn bad_poses_and_poses_outside_the_window() {
         );
     }
     // No agents, and an empty rig: empty readings.
-    let empty = gpu.sense(&on_gpu, &[], &gw, &RaycastOptions::default(), false);
+    let empty = gpu.cast(
+        SensorSweep {
+            rig: &on_gpu,
+            poses: &[],
+            outcomes: false,
+        },
+        &gw,
+        &RaycastOptions::default(),
+    );
     assert_eq!(empty.map(|r| r.agents()), Ok(0));
     let none = SensorRig::new(&[]).expect("an empty rig");
     let none_gpu = gpu.upload_rig(&none).expect("rig");
     let r = gpu
-        .sense(&none_gpu, &poses, &gw, &RaycastOptions::default(), false)
+        .cast(
+            SensorSweep {
+                rig: &none_gpu,
+                poses: &poses,
+                outcomes: false,
+            },
+            &gw,
+            &RaycastOptions::default(),
+        )
         .expect("sense");
     assert_eq!((r.agents(), r.rays_per_agent()), (poses.len(), 0));
     assert_eq!(r.errors().count(), 3);
@@ -140,11 +175,14 @@ fn dispatches_take_whole_agents() {
     let poses = terrain_poses(t, 2_000, 12);
     let opts = RaycastOptions::default();
     let cpu = sense(&rig, &poses, tw, &opts, false);
-    let g = gpu
-        .sense(&on_gpu, &poses, &gw, &opts, false)
-        .expect("sense");
+    let sweep = SensorSweep {
+        rig: &on_gpu,
+        poses: &poses,
+        outcomes: false,
+    };
+    let mut g = SensorReadings::default();
+    let stats = gpu.cast_into(sweep, &gw, &opts, &mut g).expect("sense");
     check_sensors("one dispatch", &rig, &poses, &g, &cpu);
-    let stats = gpu.last_batch_stats();
     assert_eq!(stats.gpu_rays, 2_000 * 64);
     assert!(
         stats.bytes_up <= 2_000 * 32 + 512 * u64::from(stats.dispatches),
@@ -153,9 +191,7 @@ fn dispatches_take_whole_agents() {
     assert_eq!(stats.bytes_down, 2_000 * 64 * 4, "{stats:?}");
     for per_dispatch in [1_000, 40] {
         gpu.set_max_dispatch_rays(per_dispatch);
-        let g = gpu
-            .sense(&on_gpu, &poses, &gw, &opts, false)
-            .expect("sense");
+        let stats = gpu.cast_into(sweep, &gw, &opts, &mut g).expect("sense");
         check_sensors(
             &format!("dispatches of {per_dispatch}"),
             &rig,
@@ -164,7 +200,7 @@ fn dispatches_take_whole_agents() {
             &cpu,
         );
         let expected = 2_000u32.div_ceil((per_dispatch / 64).max(1));
-        assert_eq!(gpu.last_batch_stats().dispatches, expected);
+        assert_eq!(stats.dispatches, expected);
     }
 }
 
@@ -199,7 +235,17 @@ fn sensors_in_a_window_that_follows() {
         gw.recenter(tw, centre).expect("move");
         for opts in every_option().into_iter().take(4) {
             let what = format!("centre {centre:?}, {opts:?}");
-            let g = gpu.sense(&on_gpu, &poses, &gw, &opts, true).expect("sense");
+            let g = gpu
+                .cast(
+                    SensorSweep {
+                        rig: &on_gpu,
+                        poses: &poses,
+                        outcomes: true,
+                    },
+                    &gw,
+                    &opts,
+                )
+                .expect("sense");
             let outcomes = g.outcomes().expect("asked for");
             left += check_window_edge(&what, &gw, tw, &rays, outcomes, |w, held| {
                 let (w, o) = window_cpu(&gw, w, tw, held, &opts);
@@ -239,7 +285,15 @@ fn submitted_sensors_and_a_rig_of_another_raycaster() {
     let poses = terrain_poses(t, 100, 3);
     let opts = RaycastOptions::default();
     let mut pending = gpu
-        .submit_sense(&on_gpu, &poses, &gw, &opts, false)
+        .submit(
+            SensorSweep {
+                rig: &on_gpu,
+                poses: &poses,
+                outcomes: false,
+            },
+            &gw,
+            &opts,
+        )
         .expect("submit");
     let got = loop {
         if let Some(r) = pending.try_take() {
@@ -256,7 +310,16 @@ fn submitted_sensors_and_a_rig_of_another_raycaster() {
     );
     let foreign = other.upload_rig(&rig).expect("rig");
     assert_eq!(
-        gpu.sense(&foreign, &poses, &gw, &opts, false).err(),
+        gpu.cast(
+            SensorSweep {
+                rig: &foreign,
+                poses: &poses,
+                outcomes: false
+            },
+            &gw,
+            &opts
+        )
+        .err(),
         Some(GpuError::WorldFromAnotherDevice)
     );
 }
@@ -303,7 +366,15 @@ fn calls_alternating_worlds_and_rigs_answer_from_their_own() {
         let r = (round / 2) % 2;
         let what = format!("round {round}: world {w}, rig {r}");
         let got = gpu
-            .sense(&gpu_rigs[r], &poses, &gw[w], &opts, round % 3 == 0)
+            .cast(
+                SensorSweep {
+                    rig: &gpu_rigs[r],
+                    poses: &poses,
+                    outcomes: round % 3 == 0,
+                },
+                &gw[w],
+                &opts,
+            )
             .expect("sense");
         let cpu = sense(&rigs[r], &poses, worlds[w], &opts, round % 3 == 0);
         check_sensors(&what, &rigs[r], &poses, &got, &cpu);

@@ -4,6 +4,7 @@
 
 #![cfg(feature = "gpu")]
 
+use voxcast::gpu::Sightlines;
 use voxcast_testkit::common;
 
 use voxcast_testkit::gpu::*;
@@ -187,7 +188,7 @@ fn blocked_by_one_voxel(
         ..LineOfSightOptions::default()
     };
     let got = gpu
-        .line_of_sight(segs, &gw, &conservative)
+        .cast(Sightlines(segs), &gw, &conservative)
         .expect("gpu los");
     for (seg, g) in segs.iter().zip(&got) {
         assert!(
@@ -232,7 +233,7 @@ fn parity_of_conservative_sight_ending_on_a_corner() {
     let walked = line_of_sight_batch(&segs, &world, &opts(true));
     for per_voxel in [false, true] {
         let g = gpu
-            .line_of_sight(&segs, &gw, &opts(per_voxel))
+            .cast(Sightlines(&segs), &gw, &opts(per_voxel))
             .expect("gpu los");
         assert_sight_parity(
             &format!("per_voxel {per_voxel} against the CPU walking voxel by voxel"),
@@ -285,7 +286,7 @@ fn conservative_sight_from_outside_the_window_tests_the_first_tie() {
             },
             conservative,
         };
-        let g = gpu.line_of_sight(&segs, &gw, &opts).expect("gpu los");
+        let g = gpu.cast(Sightlines(&segs), &gw, &opts).expect("gpu los");
         let c = line_of_sight_batch(&segs, &world, &opts);
         assert_sight_parity(&format!("conservative {conservative}"), &segs, &g, &c);
         // The first crossing ties x and z at 0.25 · √3: the x step leaves the i128 world, and

@@ -5,6 +5,7 @@
 
 #![cfg(feature = "gpu")]
 
+use voxcast::gpu::Rays;
 use voxcast_testkit::common;
 
 use voxcast_testkit::gpu::*;
@@ -111,7 +112,7 @@ fn parity_region_runs_and_their_updates() {
                     per_voxel: true,
                     ..Default::default()
                 };
-                let slow = gpu.raycast(&rays, gw, &walk).expect("per voxel");
+                let slow = gpu.cast(Rays(&rays), gw, &walk).expect("per voxel");
                 let fast = raycast_batch(
                     &rays,
                     world,

@@ -6,6 +6,7 @@
 
 #![cfg(feature = "gpu")]
 
+use voxcast::gpu::{AgentPairs, CameraImage, Rays};
 use voxcast_testkit::gpu::*;
 
 use voxcast::gpu::{GpuError, GpuWorld, WindowMove};
@@ -420,10 +421,10 @@ fn a_one_chunk_move_uploads_one_slab() {
         .expect("window");
     let rays = adversarial_rays(WorldPos::new(100, 40, 100), 600, 9);
     let g1 = gpu
-        .raycast(&rays, &gw, &RaycastOptions::default())
+        .cast(Rays(&rays), &gw, &RaycastOptions::default())
         .expect("moved");
     let g2 = gpu
-        .raycast(&rays, &fresh, &RaycastOptions::default())
+        .cast(Rays(&rays), &fresh, &RaycastOptions::default())
         .expect("fresh");
     assert_eq!(g1, g2, "a window moved back answers as one made there");
 }
@@ -484,13 +485,29 @@ fn bad_windows_get_clear_errors() {
     gw.recenter(&world, ChunkPos::new(1, 0, 0)).expect("move");
     let opts = voxcast::LineOfSightOptions::default();
     assert!(matches!(
-        gpu.agent_visibility(&eyes, &[[0, 1]], &gw, &opts, false),
+        gpu.cast(
+            AgentPairs {
+                agents: &eyes,
+                pairs: &[[0, 1]],
+                outcomes: false
+            },
+            &gw,
+            &opts
+        ),
         Err(GpuError::AgentsForAnotherWindow)
     ));
     eyes.update(&agents, &gw).expect("agents again");
     assert!(
-        gpu.agent_visibility(&eyes, &[[0, 1]], &gw, &opts, false)
-            .is_ok()
+        gpu.cast(
+            AgentPairs {
+                agents: &eyes,
+                pairs: &[[0, 1]],
+                outcomes: false
+            },
+            &gw,
+            &opts
+        )
+        .is_ok()
     );
 }
 
@@ -508,10 +525,10 @@ fn batches_in_flight_see_the_world_they_were_cast_on() {
     let rays = adversarial_rays(WorldPos::new(110, 50, 110), 500, 12);
     let opts = RaycastOptions::default();
     check_window_rays(&gpu, "before the move", &gw, terrain, &rays, &opts);
-    let before = gpu.raycast(&rays, &gw, &opts).expect("raycast");
-    let small = gpu.submit_raycast(&rays, &gw, &opts).expect("submit");
+    let before = gpu.cast(Rays(&rays), &gw, &opts).expect("raycast");
+    let small = gpu.submit(Rays(&rays), &gw, &opts).expect("submit");
     gpu.set_max_dispatch_rays(64);
-    let large = gpu.submit_raycast(&rays, &gw, &opts).expect("submit");
+    let large = gpu.submit(Rays(&rays), &gw, &opts).expect("submit");
     gw.recenter(terrain, ChunkPos::new(5, 1, 4)).expect("move");
     let answers = small.wait().expect("a batch of one dispatch");
     assert_parity("submitted before the move", &rays, &answers, &before);
@@ -532,7 +549,12 @@ fn a_full_id_heap_is_packed_and_an_overflow_refused() {
         ..voxcast::gpu::wgpu::Limits::default()
     };
     let (device, queue) = application_device(limits);
-    let small = voxcast::gpu::GpuRaycaster::from_device(&device, &queue).expect("a raycaster");
+    let small = voxcast::gpu::GpuRaycaster::from_device(
+        &device,
+        &queue,
+        voxcast::gpu::GpuConfig::default(),
+    )
+    .expect("a raycaster");
     let (_, terrain) = terrain();
     let mut rng = SplitMix64::new(21);
     let mut gw = small
@@ -574,7 +596,12 @@ fn eight_thousand_terrain_chunks_fit_the_default_limits() {
         return;
     }
     let (device, queue) = application_device(voxcast::gpu::wgpu::Limits::default());
-    let gpu = voxcast::gpu::GpuRaycaster::from_device(&device, &queue).expect("a raycaster");
+    let gpu = voxcast::gpu::GpuRaycaster::from_device(
+        &device,
+        &queue,
+        voxcast::gpu::GpuConfig::default(),
+    )
+    .expect("a raycaster");
     let (_, terrain) = terrain();
     let mut world = VoxelWorld::new();
     let mut stored = 0;
@@ -667,7 +694,7 @@ fn rays_that_leave_a_window_say_so() {
             )
             .expect("camera");
             let cam_rays = cam.rays().expect("camera rays");
-            let image = gpu.raycast_camera(&cam, &gw, &opts).expect("camera");
+            let image = gpu.cast(CameraImage(&cam), &gw, &opts).expect("camera");
             left += check_window_edge(
                 &format!("centre {centre:?}, camera, {unloaded:?}"),
                 &gw,
@@ -693,7 +720,15 @@ fn rays_that_leave_a_window_say_so() {
                 raycast: opts.clone(),
             };
             let vis = gpu
-                .agent_visibility(&on_gpu, &pairs, &gw, &sight, true)
+                .cast(
+                    AgentPairs {
+                        agents: &on_gpu,
+                        pairs: &pairs,
+                        outcomes: true,
+                    },
+                    &gw,
+                    &sight,
+                )
                 .expect("visibility");
             let answers: Vec<RaycastOutcome> = vis
                 .answers()

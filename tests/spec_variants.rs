@@ -7,6 +7,7 @@
 
 #![cfg(feature = "gpu")]
 
+use voxcast::gpu::CameraImage;
 use voxcast_testkit::gpu::*;
 
 use voxcast::gpu::{GpuConfig, GpuRaycaster, RaySetup, SHADER_SOURCE, SelfCheck, wgpu};
@@ -19,7 +20,7 @@ fn variant_gpu(shader: &str, freedom: Freedom, config: GpuConfig) -> Option<GpuR
     gpu()?;
     let v = variant(shader, freedom).unwrap_or_else(|e| panic!("{freedom}: {e}"));
     Some(
-        GpuRaycaster::new_blocking_with_shader(v.source, config)
+        GpuRaycaster::with_shader_blocking(v.source, config)
             .unwrap_or_else(|e| panic!("{freedom}: {e}")),
     )
 }
@@ -50,7 +51,7 @@ fn battery(freedom: Freedom) {
     check_every_option(&gpu, &format!("{freedom}"), tw, &gw, &rays);
     // The same rays set up the other way (in the shader where the default sets them up on
     // the host, as on lavapipe, and the other way round).
-    let ray_setup = if gpu.sets_up_rays_in_shader() {
+    let ray_setup = if gpu.setup().rays_set_up_in_shader {
         RaySetup::Host
     } else {
         RaySetup::Shader
@@ -119,7 +120,7 @@ fn camera_differences(gpu: &GpuRaycaster) -> usize {
     let gw = gpu.upload_world(tw).expect("upload");
     let cam = t.camera(320, 180);
     let opts = RaycastOptions::default();
-    let g = gpu.raycast_camera(&cam, &gw, &opts).expect("render");
+    let g = gpu.cast(CameraImage(&cam), &gw, &opts).expect("render");
     let c = raycast_camera(&cam, tw, &opts).expect("cpu camera");
     g.iter().zip(&c).filter(|(a, b)| !a.matches(b)).count()
 }
@@ -175,7 +176,7 @@ fn the_variants_and_the_self_check_catch_inexact_arithmetic() {
         );
         // Required (the default), the same device refuses to make a raycaster.
         let v = variant(&shader, freedom).expect("a variant");
-        let refused = GpuRaycaster::new_blocking_with_shader(v.source, GpuConfig::default());
+        let refused = GpuRaycaster::with_shader_blocking(v.source, GpuConfig::default());
         assert!(
             matches!(refused, Err(voxcast::gpu::GpuError::SelfCheckFailed(_))),
             "{what}: {:?}",

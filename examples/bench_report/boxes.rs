@@ -1,6 +1,6 @@
 //! `--boxes` (and every full run): W8, player-sized boxes moving on the standard terrain
 //! (`voxcast_testkit::peers::w8_casts`), through voxcast's `box_cast` on one thread,
-//! `box_cast_batch` on all, `GpuRaycaster::box_cast` (where a GPU is at hand; the report counts
+//! `box_cast_batch` on all, `gpu::BoxCasts` (where a GPU is at hand; the report counts
 //! its answers equal to the CPU's), and parry3d's `cast_shapes` of a `Cuboid` against its `Voxels` on one
 //! thread. Agreement with parry is on the distance (within 1e-3 voxels, or both no
 //! contact); every disagreement is judged against the brute-force oracle
@@ -8,6 +8,7 @@
 //! oracle's.
 
 use std::time::Instant;
+use voxcast::gpu::BoxCasts;
 
 use voxcast::gpu::GpuRaycaster;
 use voxcast::{BoxCast, BoxCastOutcome, RaycastOptions, box_cast, box_cast_batch};
@@ -53,10 +54,14 @@ pub(crate) fn print_boxes(
     // The GPU: best of the repeats, every answer the CPU's (bit for bit).
     let gpu_row = gpu.map(|g| {
         let gw = g.upload_world(&world).expect("W8's world uploads");
+        let mut stats = voxcast::gpu::BatchStats::default();
         let (answers, t) = best(repeats, || {
-            g.box_cast(&casts, &gw, &opts).expect("W8 on the GPU")
+            let mut answers = Vec::new();
+            stats = g
+                .cast_into(BoxCasts(&casts), &gw, &opts, &mut answers)
+                .expect("W8 on the GPU");
+            answers
         });
-        let stats = g.last_batch_stats();
         let equal = answers
             .iter()
             .zip(&one)
@@ -151,7 +156,7 @@ pub(crate) fn print_boxes(
     if let Some((t, equal, stats)) = gpu_row {
         let r = rate(casts.len(), t);
         println!(
-            "| voxcast GPU (`GpuRaycaster::box_cast`) | {r:.0} | {:.1}x | equal to the CPU's: {:.2}% ({} B up, {} B down a cast) |",
+            "| voxcast GPU (`BoxCasts`) | {r:.0} | {:.1}x | equal to the CPU's: {:.2}% ({} B up, {} B down a cast) |",
             r / r_parry,
             100.0 * equal as f64 / casts.len() as f64,
             stats.bytes_up / casts.len() as u64,

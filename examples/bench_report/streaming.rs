@@ -5,6 +5,7 @@
 //! jump that fills the window anew.
 
 use std::time::Instant;
+use voxcast::gpu::Rays;
 
 use voxcast::gpu::{GpuRaycaster, GpuWorld};
 use voxcast::{ChunkPos, RaycastOptions, VoxelRay, VoxelWorld, glam::Vec3};
@@ -54,14 +55,15 @@ fn with_default_limits(gpu: &GpuRaycaster) -> Result<GpuRaycaster, String> {
         ..Default::default()
     }))
     .map_err(|e| e.to_string())?;
-    GpuRaycaster::from_device(&device, &queue).map_err(|e| e.to_string())
+    GpuRaycaster::from_device(&device, &queue, voxcast::gpu::GpuConfig::default())
+        .map_err(|e| e.to_string())
 }
 
 /// Waits until everything sent to the device so far is done: one ray cast after it.
 fn settle(gpu: &GpuRaycaster, gw: &GpuWorld) {
     let centre = gw.centre().unwrap_or(ChunkPos::new(0, 0, 0)).origin();
     let ray = VoxelRay::new(centre, Vec3::splat(0.5), Vec3::NEG_Y, 8.0).expect("a valid ray");
-    let _ = gpu.raycast(&[ray], gw, &RaycastOptions::default());
+    let _ = gpu.cast(Rays(&[ray]), gw, &RaycastOptions::default());
 }
 
 fn kib(bytes: f64) -> String {

@@ -192,7 +192,7 @@ pub fn line_of_sight_batch_into(
 /// [`raycast_batch_into`] for rays given relative to origin voxel `origin` ([`WindowRay`]),
 /// answered relative to it ([`WindowOutcome::from_outcome`]), on all threads, in input order.
 /// The CPU twin of
-/// [`GpuRaycaster::raycast_window_into`](crate::gpu::GpuRaycaster::raycast_window_into) with
+/// [`Rays`](crate::gpu::Rays) of window rays with
 /// `origin` the world's [`window_origin`](crate::gpu::GpuWorld::window_origin). A ray whose
 /// voxel plus `origin` leaves the i128 world is [`WindowOutcome::Invalid`] with
 /// [`RayError::OriginOutOfRange`].

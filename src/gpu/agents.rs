@@ -9,18 +9,20 @@ use std::sync::Arc;
 use crate::agents::Agent;
 use crate::coords::{ChunkPos, WorldPos};
 use crate::cpu_ref::LONG_RAY;
-use crate::gpu::answers::{Collector, RayAnswers, push_flight, ray_flight};
 use crate::gpu::decode::decode;
 use crate::gpu::device::Device;
 use crate::gpu::error::{GpuError, device_error};
-use crate::gpu::flight::{Batches, Binding, Flight, Items, bit_words};
+use crate::gpu::flight::{Upload, write_bytes};
 use crate::gpu::layout::{Entry, GpuAgent, GpuHit, option_flags};
+use crate::gpu::pending::{Collect, Joined, Launch, Leg, PendingBatch};
+use crate::gpu::query::{Query, sealed::Sealed};
+use crate::gpu::rays::{RayAnswers, RayUpload, ray_leg};
 use crate::gpu::window::Window;
 use crate::gpu::world::GpuWorld;
 use crate::ray::{LineOfSight, LineOfSightOptions, RayError, VoxelRay};
 
 /// Agents' eyes in GPU memory, for
-/// [`GpuRaycaster::agent_visibility`](crate::gpu::GpuRaycaster::agent_visibility): made for one
+/// [`AgentPairs`]: made for one
 /// [`GpuWorld`] by
 /// [`GpuRaycaster::upload_agents`](crate::gpu::GpuRaycaster::upload_agents) (the eyes are
 /// stored relative to its window) and updated when the agents move ([`GpuAgents::update`],
@@ -132,7 +134,7 @@ impl GpuAgents {
                 .courier
                 .write(&self.buffer, 0, bytemuck::cast_slice(&records).to_vec())?;
         }
-        match pollster::block_on(scope.pop()) {
+        match crate::gpu::error::error_now(scope) {
             Some(e) => Err(device_error(e)),
             None => Ok(()),
         }
@@ -160,8 +162,7 @@ impl GpuAgents {
 }
 
 /// Line of sight between pairs of agents: one bit per pair, and on request each pair's whole
-/// answer (what blocks the blocked ones). What
-/// [`GpuRaycaster::agent_visibility`](crate::gpu::GpuRaycaster::agent_visibility) gives.
+/// answer (what blocks the blocked ones). What [`AgentPairs`] answers.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Visibility {
     /// Bit `i % 64` of word `i / 64`: pair `i` sees (line of sight `Clear`).
@@ -217,11 +218,18 @@ impl Visibility {
         self.bits[i / 64] |= 1 << (i % 64);
     }
 
-    fn with_len(len: usize, answers: bool) -> Self {
-        Self {
-            bits: vec![0; len.div_ceil(64)],
-            len,
-            answers: answers.then(|| vec![LineOfSight::Clear; len]),
+    /// No pair visible yet among `len`, with room for their answers where asked for: the
+    /// allocations kept.
+    fn reset(&mut self, len: usize, answers: bool) {
+        self.bits.clear();
+        self.bits.resize(len.div_ceil(64), 0);
+        self.len = len;
+        if answers {
+            let a = self.answers.get_or_insert_with(Vec::new);
+            a.clear();
+            a.resize(len, LineOfSight::Clear);
+        } else {
+            self.answers = None;
         }
     }
 
@@ -235,33 +243,82 @@ impl Visibility {
     }
 }
 
-/// The answers of a visibility batch: one flight casts the pairs the shader takes (`gpu[j]` is
-/// the caller's index of its pair `j`), flight `host_flight` segments built on the host for
-/// pairs with an agent outside the window (`host[j]` likewise).
+/// The pairs of a visibility batch that the shader takes (two u32 indices each) and the
+/// agents' buffer; `details`: whether each pair's full answer is written besides its bit.
+#[derive(Debug)]
+pub(super) struct PairUpload {
+    pairs: Vec<[u32; 2]>,
+    agents: wgpu::Buffer,
+    details: bool,
+}
+
+impl Upload for PairUpload {
+    const ENTRY: Entry = Entry::Pairs;
+
+    fn count(&self) -> u64 {
+        self.pairs.len() as u64
+    }
+
+    /// A pair's bit (a word per 32 pairs) first, then with details their answers.
+    fn bytes(&self, n: u64) -> (u64, u64) {
+        let answers = if self.details {
+            n * size_of::<GpuHit>() as u64
+        } else {
+            0
+        };
+        (n * 8, bit_words(n) * 4 + answers)
+    }
+
+    fn write_input(
+        &self,
+        base: u64,
+        count: u64,
+        buffer: &wgpu::Buffer,
+        at: u64,
+    ) -> Result<(), wgpu::MapRangeError> {
+        let pairs = &self.pairs[base as usize..(base + count) as usize];
+        write_bytes(bytemuck::cast_slice(pairs), buffer, at)
+    }
+
+    fn extra(&self) -> Option<&wgpu::Buffer> {
+        Some(&self.agents)
+    }
+
+    /// The bits are set with atomic ORs.
+    fn cleared_output(&self, count: u64) -> u64 {
+        bit_words(count) * 4
+    }
+}
+
+/// Words of visibility bits for `n` pairs: a pair dispatch's output starts with them, and its
+/// answers (with details) follow.
+fn bit_words(n: u64) -> u64 {
+    n.div_ceil(32)
+}
+
+/// The answers of a visibility batch's pairs that the shader takes (`gpu[j]` is the caller's
+/// index of its pair `j`); the pairs with an agent outside the window are cast from segments
+/// built on the host, and [`PairAnswers::join`] puts their answers in (`host[j]` likewise).
 #[derive(Debug)]
 pub(super) struct PairAnswers {
     visibility: Visibility,
     gpu: Vec<u32>,
     host: Vec<u32>,
-    host_flight: usize,
-    host_answers: RayAnswers<LineOfSight>,
     /// Per caller's pair: agent `a`'s eye relative to the window (the answers' start voxel).
     starts: Vec<[i32; 3]>,
     window: Window,
 }
 
-impl Collector<Visibility> for PairAnswers {
+impl Collect<PairUpload> for PairAnswers {
+    type Output = Self;
+
     fn collect(
         &mut self,
-        flight: usize,
-        items: &Items,
+        _items: &PairUpload,
         base: u64,
         count: u64,
         bytes: &[u8],
     ) -> Result<(), GpuError> {
-        if flight == self.host_flight {
-            return self.host_answers.collect(flight, items, base, count, bytes);
-        }
         let words: &[u32] = bytemuck::cast_slice(bytes);
         let bits = bit_words(count) as usize;
         let gpu = &self.gpu[base as usize..(base + count) as usize];
@@ -288,57 +345,84 @@ impl Collector<Visibility> for PairAnswers {
         Ok(())
     }
 
-    fn finish(&mut self) -> Visibility {
-        let host = self.host_answers.finish();
+    fn finish(self) -> Self {
+        self
+    }
+}
+
+impl PairAnswers {
+    /// The visibility of every pair: the shader's answers, with `host` (the answers of the
+    /// segments built on the host, in order) put in.
+    fn join(self, host: Vec<LineOfSight>) -> Visibility {
+        let mut visibility = self.visibility;
         for (&i, &answer) in self.host.iter().zip(&host) {
-            self.visibility.set(i as usize, answer);
+            visibility.set(i as usize, answer);
         }
-        std::mem::take(&mut self.visibility)
+        visibility
     }
 }
 
-/// The pairs of a visibility batch that see each other, as index pairs.
-#[derive(Debug)]
-pub(super) struct VisiblePairs {
-    pub(super) pairs: Vec<[u32; 2]>,
-    pub(super) inner: PairAnswers,
+/// Line of sight between the eyes of pairs of agents on the GPU, the twin of
+/// [`agent_visibility`](crate::agent_visibility): one bit a pair, and with `outcomes` each
+/// pair's [`LineOfSight`] too (what blocks it), bit for bit the CPU's answers. Each pair's
+/// segment, from agent `a`'s eye to agent `b`'s, is built in the shader exactly as
+/// [`VoxelRay::between`] builds it: 8 bytes up a pair (its two indices) and one bit down
+/// (20 bytes with `outcomes`). Every option of line of sight works, conservative too.
+///
+/// A pair with an invalid agent ([`GpuAgents::errors`]) or an index past the end gets
+/// `LineOfSight::Invalid` (and is not visible); a pair with an agent outside the window is
+/// cast from a segment built on the host, as a batch of rays. On a window that follows a
+/// centre, a pair whose segment leaves it is `LineOfSight::Unknown` where it leaves and not
+/// visible: ask for `outcomes` to tell those pairs ([`GpuWorld::left_window`]) and complete
+/// them on the CPU ([`Sightlines::complete`](crate::gpu::Sightlines::complete) with
+/// [`agent_segment`](crate::agent_segment)).
+///
+/// Submitting it fails with [`GpuError::WorldFromAnotherDevice`] also when `agents` were
+/// uploaded with another raycaster, and [`GpuError::AgentsForAnotherWindow`] when they were
+/// uploaded before the world moved.
+#[derive(Clone, Copy, Debug)]
+pub struct AgentPairs<'a> {
+    /// The agents' eyes ([`GpuRaycaster::upload_agents`](crate::gpu::GpuRaycaster::upload_agents)).
+    pub agents: &'a GpuAgents,
+    /// Pairs of indices into the agents.
+    pub pairs: &'a [[u32; 2]],
+    /// Whether each pair's whole answer comes back too ([`Visibility::answers`]).
+    pub outcomes: bool,
 }
 
-impl Collector<Vec<[u32; 2]>> for VisiblePairs {
-    fn collect(
-        &mut self,
-        flight: usize,
-        items: &Items,
-        base: u64,
-        count: u64,
-        bytes: &[u8],
-    ) -> Result<(), GpuError> {
-        self.inner.collect(flight, items, base, count, bytes)
-    }
+impl Sealed for AgentPairs<'_> {}
 
-    fn finish(&mut self) -> Vec<[u32; 2]> {
-        let v = self.inner.finish();
-        self.pairs
-            .iter()
-            .enumerate()
-            .filter(|&(i, _)| v.visible(i))
-            .map(|(_, &p)| p)
-            .collect()
+impl Query for AgentPairs<'_> {
+    type Answers = Visibility;
+    type Options = LineOfSightOptions;
+
+    fn start(
+        self,
+        launch: Launch<'_>,
+        opts: &LineOfSightOptions,
+        reuse: Visibility,
+    ) -> Result<PendingBatch<Visibility>, GpuError> {
+        let (job, uploaded) = pair_job(&launch, self, opts, reuse)?;
+        Ok(launch.pending(job, uploaded))
     }
 }
 
-/// The flights of a visibility batch on `world`, dispatched `per_dispatch` at a time, and
-/// what collects their answers: the pairs the shader takes, and segments built on the host
-/// for pairs with an agent outside the window. Also returns how many went to the GPU.
-pub(super) fn pair_flights(
-    batches: &Arc<Batches>,
-    world: &GpuWorld,
-    per_dispatch: u32,
-    agents: &GpuAgents,
-    pairs: &[[u32; 2]],
+/// The job of a visibility batch on the launch's world: the pairs the shader takes, and
+/// segments built on the host for pairs with an agent outside the window, their answers
+/// joined into `visibility` (reset first, its allocations kept). Also returns how many went to
+/// the GPU.
+pub(super) fn pair_job(
+    launch: &Launch<'_>,
+    query: AgentPairs<'_>,
     opts: &LineOfSightOptions,
-    answers: bool,
-) -> Result<(Vec<Flight>, PairAnswers, u64), GpuError> {
+    mut visibility: Visibility,
+) -> Result<(PairJob, u64), GpuError> {
+    let AgentPairs {
+        agents,
+        pairs,
+        outcomes: answers,
+    } = query;
+    let (batches, world) = (launch.batches, launch.world);
     let w = &world.window;
     if !Arc::ptr_eq(&agents.device, &batches.device) {
         return Err(GpuError::WorldFromAnotherDevice);
@@ -346,7 +430,7 @@ pub(super) fn pair_flights(
     if agents.window != (w.anchor, w.dims) {
         return Err(GpuError::AgentsForAnotherWindow);
     }
-    let mut visibility = Visibility::with_len(pairs.len(), answers);
+    visibility.reset(pairs.len(), answers);
     let start = |k: u32| agents.starts.get(k as usize).copied().flatten();
     // Each pair's octant of direction where the shader takes it (both eyes in the
     // window), else `HOST`; how many pairs each has; whether every such pair is a long
@@ -411,48 +495,49 @@ pub(super) fn pair_flights(
             Err(e) => visibility.set(i, LineOfSight::Invalid(e)),
         }
     }
-    let mut flights = Vec::new();
     let gpu_pairs = on_gpu.len() as u64;
-    if !on_gpu.is_empty() {
+    let flight = if on_gpu.is_empty() {
+        None
+    } else {
         let mut params = world.params();
         params.details = u32::from(answers);
-        let binding = Binding::new(
-            &batches.device,
-            world,
+        let binding = launch.binding(
             Entry::Pairs,
             option_flags(&opts.raycast, opts.conservative) | world.walk_flags(long),
             params,
             &opts.raycast,
         )?;
-        flights.push(Flight::start(
-            batches,
+        Some(launch.flight(
             binding,
-            Items::Pairs {
+            PairUpload {
                 pairs: on_gpu,
                 agents: agents.buffer.clone(),
                 details: answers,
             },
-            per_dispatch,
-        )?);
-    }
-    let (host_flight, host_answers, host_rays) = ray_flight(
-        batches,
-        world,
-        per_dispatch,
+        )?)
+    };
+    let (host_leg, host_rays) = ray_leg(
+        launch,
         &host_segments,
         &opts.raycast,
         opts.conservative,
         Vec::<LineOfSight>::new(),
     )?;
-    let host_flight = push_flight(&mut flights, host_flight);
     let collector = PairAnswers {
         visibility,
         gpu: gpu_index,
         host: host_index,
-        host_flight,
-        host_answers,
         starts,
         window: *w,
     };
-    Ok((flights, collector, gpu_pairs + host_rays))
+    let job = Joined {
+        a: Leg::new(flight, collector),
+        b: host_leg,
+        join: PairAnswers::join,
+    };
+    Ok((job, gpu_pairs + host_rays))
 }
+
+/// A visibility batch's job: the shader's pairs, and the host's segments.
+pub(super) type PairJob =
+    Joined<Leg<PairUpload, PairAnswers>, Leg<RayUpload, RayAnswers<LineOfSight>>, Visibility>;

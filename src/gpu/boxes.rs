@@ -3,23 +3,21 @@
 //! twin of `walk` in `src/boxcast.rs`), its answer read back as a ray's (20 bytes). Casts the
 //! shader cannot place (too far from the window for its i32 voxels) are answered on the host.
 
-use std::sync::Arc;
-
 use rayon::prelude::*;
 
 use crate::boxcast::{BoxCast, BoxCastOutcome, BoxHit, Prepared};
 use crate::coords::WorldPos;
-use crate::gpu::answers::Collector;
 use crate::gpu::decode::decode;
 use crate::gpu::error::GpuError;
-use crate::gpu::flight::{Batches, Binding, Flight, Items};
+use crate::gpu::flight::{Upload, write_bytes};
 use crate::gpu::layout::{
     BOX_LEAD_ON_SHIFT, BOX_MOVING_SHIFT, BOX_NEGATIVE_SHIFT, BOX_ON_PLANE_SHIFT, BOX_RANKS_SHIFT,
     BOX_TRAIL_ON_SHIFT, Entry, FLAG_LOOP_BUDGET, GpuBox, GpuHit, GpuRay, STATUS_RUNAWAY,
     option_flags,
 };
+use crate::gpu::pending::{Collect, Launch, Leg, PendingBatch};
+use crate::gpu::query::{Query, sealed::Sealed};
 use crate::gpu::window::Window;
-use crate::gpu::world::GpuWorld;
 use crate::ray::{RaycastOptions, RaycastOutcome, UnloadedPolicy, flush_denormal};
 
 /// How far outside its window a box may start and still be cast by the shader, in voxels: its
@@ -91,6 +89,65 @@ fn far_answer(p: &Prepared, w: &Window, opts: &RaycastOptions) -> BoxCastOutcome
     }
 }
 
+/// Boxes to cast on the GPU, the twin of [`box_cast_batch`](crate::box_cast_batch): each
+/// box's outcome (see [`box_cast`](crate::box_cast) and the box cast rules in the crate docs)
+/// in input order, exactly as the CPU gives it on the world uploaded: the same outcome, voxel,
+/// face and id, and the same distance bit for bit. A bad cast gets
+/// [`BoxCastOutcome::Invalid`] and the others are still answered. On a window that follows a
+/// centre, a box that touches a voxel outside the box of chunks the window holds is answered
+/// `Unloaded` there, under either unloaded policy (as rays that leave it are). 80 bytes go up
+/// a cast and 20 come down; casts the shader cannot place (too far from the window for its
+/// i32 voxels) are answered on the host.
+#[derive(Clone, Copy, Debug)]
+pub struct BoxCasts<'a>(pub &'a [BoxCast]);
+
+impl Sealed for BoxCasts<'_> {}
+
+impl Query for BoxCasts<'_> {
+    type Answers = Vec<BoxCastOutcome>;
+    type Options = RaycastOptions;
+
+    fn start(
+        self,
+        launch: Launch<'_>,
+        opts: &RaycastOptions,
+        reuse: Vec<BoxCastOutcome>,
+    ) -> Result<PendingBatch<Vec<BoxCastOutcome>>, GpuError> {
+        let (leg, uploaded) = box_leg(&launch, self.0, opts, reuse)?;
+        Ok(launch.pending(leg, uploaded))
+    }
+}
+
+/// Box casts prepared on the host.
+#[derive(Debug)]
+pub(super) struct BoxUpload(Vec<GpuBox>);
+
+impl Upload for BoxUpload {
+    const ENTRY: Entry = Entry::Boxes;
+
+    fn count(&self) -> u64 {
+        self.0.len() as u64
+    }
+
+    fn bytes(&self, n: u64) -> (u64, u64) {
+        (
+            n * size_of::<GpuBox>() as u64,
+            n * size_of::<GpuHit>() as u64,
+        )
+    }
+
+    fn write_input(
+        &self,
+        base: u64,
+        count: u64,
+        buffer: &wgpu::Buffer,
+        at: u64,
+    ) -> Result<(), wgpu::MapRangeError> {
+        let boxes = &self.0[base as usize..(base + count) as usize];
+        write_bytes(bytemuck::cast_slice(boxes), buffer, at)
+    }
+}
+
 /// The answers of a box batch: `out` in the caller's order (the host's answers already in),
 /// `gpu[j]` the caller's index of upload `j`.
 #[derive(Debug)]
@@ -100,18 +157,17 @@ pub(super) struct BoxAnswers {
     window: Window,
 }
 
-impl Collector<Vec<BoxCastOutcome>> for BoxAnswers {
+impl Collect<BoxUpload> for BoxAnswers {
+    type Output = Vec<BoxCastOutcome>;
+
     fn collect(
         &mut self,
-        _flight: usize,
-        items: &Items,
+        items: &BoxUpload,
         base: u64,
         count: u64,
         bytes: &[u8],
     ) -> Result<(), GpuError> {
-        let Items::Boxes(boxes) = items else {
-            return Err(GpuError::Internal("box answers of another batch".into()));
-        };
+        let boxes = &items.0;
         let hits: &[GpuHit] = bytemuck::cast_slice(bytes);
         let range = base as usize..(base + count) as usize;
         // Each answer's voxels are relative to its cast's `lead`.
@@ -146,21 +202,21 @@ impl Collector<Vec<BoxCastOutcome>> for BoxAnswers {
         Ok(())
     }
 
-    fn finish(&mut self) -> Vec<BoxCastOutcome> {
-        std::mem::take(&mut self.out)
+    fn finish(self) -> Vec<BoxCastOutcome> {
+        self.out
     }
 }
 
-/// The flight of a box batch on `world` (`None` when the host answered every cast), about
-/// `per_dispatch` rays' worth of bytes a dispatch, and what collects its answers; also how many
-/// casts went to the GPU.
-pub(super) fn box_flight(
-    batches: &Arc<Batches>,
-    world: &GpuWorld,
-    per_dispatch: u32,
+/// The leg of a box batch on the launch's world (no flight when the host answered every
+/// cast), about a dispatch's worth of rays' bytes a dispatch, its answers filling `out`
+/// (cleared first, its allocation kept); also how many casts went to the GPU.
+fn box_leg(
+    launch: &Launch<'_>,
     casts: &[BoxCast],
     opts: &RaycastOptions,
-) -> Result<(Option<Flight>, BoxAnswers, u64), GpuError> {
+    mut out: Vec<BoxCastOutcome>,
+) -> Result<(Leg<BoxUpload, BoxAnswers>, u64), GpuError> {
+    let (batches, world) = (launch.batches, launch.world);
     let w = world.window;
     let prepared: Vec<Result<GpuBox, BoxCastOutcome>> = casts
         .par_iter()
@@ -171,7 +227,7 @@ pub(super) fn box_flight(
             Ok(p) => gpu_box(&p, &w).ok_or_else(|| far_answer(&p, &w, opts)),
         })
         .collect();
-    let mut out = Vec::new();
+    out.clear();
     out.try_reserve(casts.len())
         .map_err(|_| GpuError::OutputTooLarge(casts.len() as u64))?;
     let (mut boxes, mut gpu) = (Vec::new(), Vec::new());
@@ -192,24 +248,23 @@ pub(super) fn box_flight(
         window: w,
     };
     if boxes.is_empty() {
-        return Ok((None, answers, 0));
+        return Ok((Leg::new(None, answers), 0));
     }
     // The batch buffers are sized in rays: as many bytes a dispatch of boxes.
-    let per = (u64::from(per_dispatch) * size_of::<GpuRay>() as u64 / size_of::<GpuBox>() as u64)
+    let per = (u64::from(launch.per_dispatch) * size_of::<GpuRay>() as u64
+        / size_of::<GpuBox>() as u64)
         .max(1) as u32;
     let budget = if batches.device.loop_budget {
         FLAG_LOOP_BUDGET
     } else {
         0
     };
-    let binding = Binding::new(
-        &batches.device,
-        world,
+    let binding = launch.binding(
         Entry::Boxes,
         option_flags(opts, false) | budget,
         world.params(),
         opts,
     )?;
-    let flight = Flight::start(batches, binding, Items::Boxes(boxes), per)?;
-    Ok((Some(flight), answers, uploaded))
+    let flight = launch.flight_of(binding, BoxUpload(boxes), per)?;
+    Ok((Leg::new(Some(flight), answers), uploaded))
 }

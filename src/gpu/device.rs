@@ -28,8 +28,8 @@ pub enum SelfCheck {
 }
 
 /// How a [`GpuRaycaster`](crate::gpu::GpuRaycaster) is created
-/// ([`GpuRaycaster::new_with`](crate::gpu::GpuRaycaster::new_with),
-/// [`GpuRaycaster::from_device_with`](crate::gpu::GpuRaycaster::from_device_with)).
+/// ([`GpuRaycaster::new`](crate::gpu::GpuRaycaster::new),
+/// [`GpuRaycaster::from_device`](crate::gpu::GpuRaycaster::from_device)).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct GpuConfig {
     /// What a failed self-check does.
@@ -357,7 +357,7 @@ impl Device {
             &[buffer(11, read), buffer(12, read), buffer(13, write)],
         );
         let boxes = make_layout("voxcast boxes", &[buffer(14, read), buffer(15, write)]);
-        if let Some(e) = pollster::block_on(scope.pop()) {
+        if let Some(e) = crate::gpu::error::error_now(scope) {
             return Err(GpuError::Device(format!("shader rejected: {e}")));
         }
         // The pipelines for the default options, with either walk, now: the shader's errors
@@ -538,7 +538,7 @@ fn make_pipeline(
         },
         cache: None,
     });
-    match pollster::block_on(scope.pop()) {
+    match crate::gpu::error::error_now(scope) {
         Some(e) => Err(GpuError::Device(format!("pipeline {entry} rejected: {e}"))),
         None => Ok(pipeline),
     }

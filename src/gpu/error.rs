@@ -180,3 +180,68 @@ fn needed_text(needed: u64) -> String {
 pub(super) fn device_error(e: impl std::fmt::Display) -> GpuError {
     GpuError::Device(e.to_string())
 }
+
+/// An error scope's outcome still to come (on the web a scope answers through the browser's
+/// event loop).
+pub(super) type ScopeFuture =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Option<wgpu::Error>> + Send>>;
+
+/// A popped error scope: its outcome where the device has it at once (every native backend),
+/// else the future that will tell.
+pub(super) enum Popped {
+    /// The scope's error, or `None` for none.
+    Now(Option<wgpu::Error>),
+    /// Not known yet.
+    Later(ScopeFuture),
+}
+
+/// Pops an error scope without blocking: its future polled once.
+pub(super) fn pop_now(scope: wgpu::ErrorScopeGuard) -> Popped {
+    let mut future: ScopeFuture = Box::pin(scope.pop());
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match future.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(e) => Popped::Now(e),
+        std::task::Poll::Pending => Popped::Later(future),
+    }
+}
+
+/// The first error of `scopes` known now; scopes whose outcome is still to come are kept in
+/// `later`.
+pub(super) fn first_error(
+    scopes: impl IntoIterator<Item = wgpu::ErrorScopeGuard>,
+    later: &mut Vec<ScopeFuture>,
+) -> Option<wgpu::Error> {
+    let mut first = None;
+    for scope in scopes {
+        match pop_now(scope) {
+            Popped::Now(e) => first = first.or(e),
+            Popped::Later(f) => later.push(f),
+        }
+    }
+    first
+}
+
+/// The first error among `later` that has come by now; those still to come stay.
+pub(super) fn settled_error(later: &mut Vec<ScopeFuture>) -> Option<wgpu::Error> {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    let mut first = None;
+    later.retain_mut(|f| match f.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(e) => {
+            first = first.take().or(e);
+            false
+        }
+        std::task::Poll::Pending => true,
+    });
+    first
+}
+
+/// A creation call's error scope, popped without blocking: its error where the device knows it
+/// at once (every native backend). Where it is still to come (the web), `None`: a buffer or
+/// pipeline that failed is invalid, and the first batch that binds it fails with the device's
+/// error, which that batch's own scopes catch.
+pub(super) fn error_now(scope: wgpu::ErrorScopeGuard) -> Option<wgpu::Error> {
+    match pop_now(scope) {
+        Popped::Now(e) => e,
+        Popped::Later(_) => None,
+    }
+}

@@ -9,15 +9,15 @@ use std::sync::{Arc, Mutex};
 
 use crate::gpu::buffers::{BufferPool, DispatchBuffers, FILTER_AT, FILTER_BYTES, INPUT_AT};
 use crate::gpu::device::Device;
-use crate::gpu::error::{GpuError, device_error};
-use crate::gpu::layout::{Entry, GpuBox, GpuHit, GpuParams, GpuPose, GpuRay, WORKGROUP_SIZE};
+use crate::gpu::error::{GpuError, ScopeFuture, device_error, first_error, settled_error};
+use crate::gpu::layout::{Entry, GpuParams, WORKGROUP_SIZE};
 use crate::gpu::prepare::HostStaging;
-use crate::gpu::queue::{Dispatch, WorldSync};
+use crate::gpu::queue::{Dispatch, Wake, WorldSync};
 use crate::gpu::world::GpuWorld;
 use crate::ray::RaycastOptions;
 
 /// What a raycaster shares with the batches it submits, which outlive the calls that made
-/// them: the device, the buffers kept between batches, and the last batch's statistics.
+/// them: the device and the buffers kept between batches.
 #[derive(Debug)]
 pub(super) struct Batches {
     pub(super) device: Arc<Device>,
@@ -25,8 +25,6 @@ pub(super) struct Batches {
     pub(super) buffers: BufferPool,
     /// Host working buffers for ray batches not in use.
     staging: Mutex<Vec<HostStaging>>,
-    /// What the last batch to finish cost.
-    pub(super) stats: Mutex<BatchStats>,
 }
 
 impl Drop for Batches {
@@ -44,7 +42,6 @@ impl Batches {
             device,
             buffers: BufferPool::default(),
             staging: Mutex::new(Vec::new()),
-            stats: Mutex::new(BatchStats::default()),
         }
     }
 
@@ -84,14 +81,10 @@ impl Batches {
         self.device.bind_groups.clear();
         replace_locked(&self.staging, Vec::new());
     }
-
-    /// Records `stats` as the last batch's.
-    pub(super) fn set_stats(&self, stats: BatchStats) {
-        replace_locked(&self.stats, stats);
-    }
 }
 
-/// What the last batch cost, for benchmarks.
+/// What one batch cost: its own, whatever else runs beside it
+/// ([`PendingBatch::stats`](crate::gpu::PendingBatch::stats)).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct BatchStats {
     /// Rays (or pixels) sent to the GPU; rays answered on the host are not counted.
@@ -116,13 +109,29 @@ pub struct BatchStats {
     pub bytes_down: u64,
 }
 
+impl BatchStats {
+    /// Adds `other`'s counts and times to these (the bands of one blocking call); kernel
+    /// times add where both have them.
+    pub(super) fn add(&mut self, other: &BatchStats) {
+        self.gpu_rays += other.gpu_rays;
+        self.dispatches += other.dispatches;
+        self.kernel_seconds = other
+            .kernel_seconds
+            .map(|k| k + self.kernel_seconds.unwrap_or(0.0));
+        self.total_seconds += other.total_seconds;
+        self.host_seconds += other.host_seconds;
+        self.bytes_up += other.bytes_up;
+        self.bytes_down += other.bytes_down;
+    }
+}
+
 /// What a [`GpuRaycaster`](crate::gpu::GpuRaycaster) keeps allocated between batches
 /// ([`GpuRaycaster::kept_memory`](crate::gpu::GpuRaycaster::kept_memory)).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct KeptMemory {
     /// GPU buffers of finished dispatches, kept for later ones: per ray of a dispatch 48 bytes of
     /// ray and 20 of answer, each twice (on the device, and mapped for upload and readback; once
-    /// where [`GpuRaycaster::shares_host_memory`](crate::gpu::GpuRaycaster::shares_host_memory)),
+    /// where [`BatchSetup::shares_host_memory`](crate::gpu::BatchSetup::shares_host_memory)),
     /// rounded up to a power of two of bytes, at most
     /// [`MAX_DISPATCH_RAYS`](crate::gpu::MAX_DISPATCH_RAYS) rays (or what
     /// [`GpuRaycaster::set_max_dispatch_rays`](crate::gpu::GpuRaycaster::set_max_dispatch_rays)
@@ -145,119 +154,68 @@ fn replace_locked<T>(m: &Mutex<T>, value: T) {
     m.clear_poison();
 }
 
-/// What a batch's dispatches cast: the items each invocation takes.
-#[derive(Debug)]
-pub(super) enum Items {
-    /// Rays prepared on the host (`staging`, gathered in upload order as they go up) and
-    /// how many go up.
-    Rays(HostStaging, usize),
-    /// Pixels of a camera, made in the shader.
-    Camera(u32),
-    /// Agent pairs (two u32 indices each) and the agent buffer; `details`: whether each
-    /// pair's full answer is written besides its visibility bit.
-    Pairs {
-        pairs: Vec<[u32; 2]>,
-        agents: wgpu::Buffer,
-        details: bool,
-    },
-    /// The rays of a sensor rig (the buffer `rig`, `rays` a pose) from agents' poses, pose
-    /// after pose; `details`: whether each ray's full answer is written instead of its word.
-    /// Dispatches take whole poses.
-    Sensors {
-        poses: Vec<GpuPose>,
-        rig: wgpu::Buffer,
-        rays: u32,
-        details: bool,
-    },
-    /// Box casts prepared on the host.
-    Boxes(Vec<GpuBox>),
-}
+/// What a query kind sends up: the items each invocation takes, how many bytes go up and come
+/// down for a run of them, and how they are written into a dispatch's mapped upload buffer.
+/// The shared stages (this file, `pending`) drive any `Upload` without knowing which kind it
+/// is; each kind's file implements it beside the collector that reads its answers.
+pub(super) trait Upload: Sized + Send + std::fmt::Debug + 'static {
+    /// The entry point that casts these items (and so the bindings it reads).
+    const ENTRY: Entry;
 
-impl Items {
-    fn count(&self) -> u64 {
-        match self {
-            Items::Rays(_, n) => *n as u64,
-            Items::Camera(n) => u64::from(*n),
-            Items::Pairs { pairs, .. } => pairs.len() as u64,
-            Items::Sensors { poses, rays, .. } => poses.len() as u64 * u64::from(*rays),
-            Items::Boxes(boxes) => boxes.len() as u64,
-        }
+    /// How many items (invocations) the batch has.
+    fn count(&self) -> u64;
+
+    /// Where the run of items that one dispatch may take from `at` on ends (the end of the
+    /// batch unless the kind groups its items).
+    fn run_end(&self, _at: u64) -> u64 {
+        self.count()
     }
 
-    /// Where the run of items that one dispatch may take from `at` on ends: a part of a
-    /// batch of rays ([`HostStaging::part_end`]), or the end.
-    fn run_end(&self, at: u64) -> u64 {
-        match self {
-            Items::Rays(staging, _) => staging.part_end(at),
-            _ => self.count(),
-        }
+    /// Most items one dispatch takes, given what the raycaster asks for (`asked`, at least 1).
+    fn per_dispatch(&self, asked: u32) -> u64 {
+        u64::from(asked.max(1))
     }
 
-    /// Input and output bytes of `n` items. Pairs write their visibility bits (a word per 32
-    /// pairs) first, then with details their answers.
-    fn bytes(&self, n: u64) -> (u64, u64) {
-        match self {
-            Items::Rays(..) => (
-                n * size_of::<GpuRay>() as u64,
-                n * size_of::<GpuHit>() as u64,
-            ),
-            Items::Camera(_) => (0, n * size_of::<GpuHit>() as u64),
-            Items::Pairs { details, .. } => {
-                let answers = if *details {
-                    n * size_of::<GpuHit>() as u64
-                } else {
-                    0
-                };
-                (n * 8, bit_words(n) * 4 + answers)
-            }
-            Items::Sensors { rays, details, .. } => {
-                let per_ray = if *details {
-                    size_of::<GpuHit>() as u64
-                } else {
-                    4
-                };
-                let poses = n / u64::from((*rays).max(1));
-                (poses * size_of::<GpuPose>() as u64, n * per_ray)
-            }
-            Items::Boxes(_) => (
-                n * size_of::<GpuBox>() as u64,
-                n * size_of::<GpuHit>() as u64,
-            ),
-        }
-    }
+    /// Input and output bytes of `n` items.
+    fn bytes(&self, n: u64) -> (u64, u64);
 
     /// Writes the input bytes of items `base..base + count` into the mapped `buffer` from
-    /// byte `at` on.
+    /// byte `at` on (nothing for a kind whose invocations need no input).
     fn write_input(
         &self,
         base: u64,
         count: u64,
         buffer: &wgpu::Buffer,
         at: u64,
-    ) -> Result<(), wgpu::MapRangeError> {
-        let range = base as usize..(base + count) as usize;
-        let bytes: &[u8] = match self {
-            Items::Rays(staging, _) => return staging.gather(range.start, range.len(), buffer, at),
-            Items::Camera(_) => return Ok(()),
-            Items::Pairs { pairs, .. } => bytemuck::cast_slice(&pairs[range]),
-            Items::Sensors { poses, rays, .. } => {
-                let r = u64::from((*rays).max(1));
-                bytemuck::cast_slice(&poses[(base / r) as usize..((base + count) / r) as usize])
-            }
-            Items::Boxes(boxes) => bytemuck::cast_slice(&boxes[range]),
-        };
-        let mut view = buffer
-            .slice(at..at + bytes.len() as u64)
-            .get_mapped_range_mut()?;
-        view.copy_from_slice(bytes);
-        Ok(())
+    ) -> Result<(), wgpu::MapRangeError>;
+
+    /// A buffer bound besides the world's and the dispatch's own (agents' eyes, a rig).
+    fn extra(&self) -> Option<&wgpu::Buffer> {
+        None
     }
+
+    /// Bytes at the start of the output cleared before a dispatch of `count` items (bits set
+    /// with atomic ORs).
+    fn cleared_output(&self, _count: u64) -> u64 {
+        0
+    }
+
+    /// Hands what the batch kept back to `batches` once it is done (host working buffers).
+    fn recycle(self, _batches: &Batches) {}
 }
 
-/// Words of visibility bits for `n` pairs: a pair dispatch's output starts with them, and its
-/// answers (with details) follow.
-pub(super) fn bit_words(n: u64) -> u64 {
-    n.div_ceil(32)
+/// Writes `bytes` into the mapped `buffer` from byte `at` on: the input of a kind whose items
+/// go up as they are.
+pub(super) fn write_bytes(
+    bytes: &[u8],
+    buffer: &wgpu::Buffer,
+    at: u64,
+) -> Result<(), wgpu::MapRangeError> {
+    let mut view = buffer
+        .slice(at..at + bytes.len() as u64)
+        .get_mapped_range_mut()?;
+    view.copy_from_slice(bytes);
+    Ok(())
 }
 
 /// The world's buffers and the pipeline a batch binds, kept so that later dispatches of the
@@ -303,7 +261,6 @@ impl Binding {
 }
 
 /// A dispatch submitted and not read yet.
-#[derive(Debug)]
 struct InFlight {
     set: DispatchBuffers,
     /// Index of its first item in the batch, and how many it has.
@@ -315,30 +272,50 @@ struct InFlight {
     timestamps_mapped: Option<Receiver<Result<(), wgpu::BufferAsyncError>>>,
     /// Set by the readback's mapping callback: the dispatch's results can be read.
     done: Arc<AtomicBool>,
+    /// Error scopes of its commands whose outcome was not known when it was submitted.
+    #[expect(
+        clippy::struct_field_names,
+        reason = "the scopes still to answer, as the other fields say what is in flight"
+    )]
+    later: Vec<ScopeFuture>,
 }
 
-/// Where a batch hands each dispatch's results: the items, the index of the dispatch's first
-/// item, the items' count and the output bytes (read from the mapped readback buffer).
-pub(super) type Sink<'a> = dyn FnMut(&Items, u64, u64, &[u8]) -> Result<(), GpuError> + 'a;
+impl std::fmt::Debug for InFlight {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InFlight")
+            .field("base", &self.base)
+            .field("count", &self.count)
+            .field("scopes_to_come", &self.later.len())
+            .finish_non_exhaustive()
+    }
+}
 
-/// A batch on its way through the GPU: split into dispatches of at most `per_dispatch` items,
-/// two in flight at once; each is read back (and its buffers returned to the pool) as it
-/// finishes, and the next submitted.
-#[derive(Debug)]
-pub(super) struct Flight {
-    batches: Arc<Batches>,
-    binding: Binding,
-    pub(super) items: Items,
-    per_dispatch: u64,
-    next: u64,
-    in_flight: VecDeque<InFlight>,
+/// What a batch's flights cost: added up as each finishes.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Totals {
     pub(super) kernel_ns: f64,
     pub(super) dispatches: u32,
-    /// Bytes written to the device (rays, pairs, parameters, filter) and read back.
+    /// Bytes written to the device (items, parameters, filter) and read back.
     pub(super) bytes_up: u64,
     pub(super) bytes_down: u64,
     /// Seconds spent waiting for the device (not host work).
     pub(super) waited: f64,
+}
+
+/// A batch's items of one kind on their way through the GPU: split into dispatches of at most
+/// `per_dispatch` items, two in flight at once; each is read back (and its buffers returned to
+/// the pool) as it finishes, and the next submitted. It knows its items only through
+/// [`Upload`].
+#[derive(Debug)]
+pub(super) struct Flight<U: Upload> {
+    batches: Arc<Batches>,
+    binding: Binding,
+    items: Option<U>,
+    per_dispatch: u64,
+    next: u64,
+    in_flight: VecDeque<InFlight>,
+    totals: Totals,
+    wake: Arc<Wake>,
     /// A dispatch was submitted after its world changed: the batch has no answers.
     stale: bool,
 }
@@ -347,52 +324,49 @@ pub(super) struct Flight {
 /// and stages the next.
 const IN_FLIGHT: usize = 2;
 
-impl Flight {
-    /// Starts a batch: submits its first dispatches.
+impl<U: Upload> Flight<U> {
+    /// Starts a batch: submits its first dispatches, at most `per_dispatch` items each; the
+    /// courier wakes `wake` as each finishes.
     pub(super) fn start(
         batches: &Arc<Batches>,
         binding: Binding,
-        items: Items,
+        items: U,
         per_dispatch: u32,
+        wake: &Arc<Wake>,
     ) -> Result<Self, GpuError> {
         batches.device.check_lost()?;
         binding.sync.check()?;
-        let per_dispatch = match &items {
-            // Whole poses: a multiple of the rig's rays, at least one pose.
-            Items::Sensors { rays, .. } => {
-                let (p, r) = (u64::from(per_dispatch), u64::from((*rays).max(1)));
-                (p - p % r).max(r)
-            }
-            _ => u64::from(per_dispatch.max(1)),
-        };
         let mut flight = Self {
             batches: Arc::clone(batches),
             binding,
-            items,
-            per_dispatch,
+            per_dispatch: items.per_dispatch(per_dispatch),
+            items: Some(items),
             next: 0,
             in_flight: VecDeque::new(),
-            kernel_ns: 0.0,
-            dispatches: 0,
-            bytes_up: 0,
-            bytes_down: 0,
-            waited: 0.0,
+            totals: Totals::default(),
+            wake: Arc::clone(wake),
             stale: false,
         };
         flight.submit_more()?;
         Ok(flight)
     }
 
+    fn items(&self) -> &U {
+        self.items
+            .as_ref()
+            .expect("a flight's items stay until it is dropped")
+    }
+
     /// Whether every dispatch has been read.
-    pub(super) fn finished(&self) -> bool {
-        self.in_flight.is_empty() && self.next >= self.items.count()
+    fn finished(&self) -> bool {
+        self.in_flight.is_empty() && self.next >= self.items().count()
     }
 
     /// Submits dispatches until two are in flight or none is left.
     fn submit_more(&mut self) -> Result<(), GpuError> {
-        let total = self.items.count();
+        let total = self.items().count();
         while self.in_flight.len() < IN_FLIGHT && self.next < total {
-            let count = (self.items.run_end(self.next) - self.next).min(self.per_dispatch);
+            let count = (self.items().run_end(self.next) - self.next).min(self.per_dispatch);
             let f = self.submit(self.next, count)?;
             self.next += count;
             self.in_flight.push_back(f);
@@ -405,7 +379,7 @@ impl Flight {
     fn submit(&mut self, base: u64, count: u64) -> Result<InFlight, GpuError> {
         let batches = Arc::clone(&self.batches);
         let device = &batches.device.wgpu;
-        let (input_bytes, output_bytes) = self.items.bytes(count);
+        let (input_bytes, output_bytes) = self.items().bytes(count);
         let mut set = batches
             .buffers
             .take(&batches.device, input_bytes, output_bytes);
@@ -431,7 +405,7 @@ impl Flight {
             }
         }
         if input_bytes > 0 {
-            self.items
+            self.items()
                 .write_input(base, count, &set.upload, INPUT_AT)
                 .map_err(device_error)?;
         }
@@ -457,9 +431,9 @@ impl Flight {
         if input_bytes > 0 && !set.host_shared {
             encoder.copy_buffer_to_buffer(&set.upload, INPUT_AT, &set.input, 0, input_bytes);
         }
-        if let Items::Pairs { .. } = self.items {
-            // The bits are set with atomic ORs.
-            encoder.clear_buffer(&set.output, 0, Some(bit_words(count) * 4));
+        let cleared = self.items().cleared_output(count);
+        if cleared > 0 {
+            encoder.clear_buffer(&set.output, 0, Some(cleared));
         }
         let bind_group = self.bind_group(&set);
         // Dispatch: a 2D grid of workgroups when one dimension is not enough.
@@ -490,10 +464,8 @@ impl Flight {
             encoder.copy_buffer_to_buffer(resolve, 0, readback, 0, 16);
         }
         let commands = encoder.finish();
-        let errors = [
-            pollster::block_on(scope_val.pop()),
-            pollster::block_on(scope_oom.pop()),
-        ];
+        let mut later = Vec::new();
+        let error = first_error([scope_val, scope_oom], &mut later);
         let done = Arc::new(AtomicBool::new(false));
         let (hits, hits_mapped) = channel();
         let (stamps, timestamps_mapped) = channel();
@@ -504,11 +476,12 @@ impl Flight {
             output_bytes,
             timestamps: set.timer.as_ref().map(|(_, _, readback)| readback.clone()),
             done: Arc::clone(&done),
+            wake: Arc::clone(&self.wake),
             hits,
             stamps,
             reply,
         };
-        let sent = match errors.into_iter().flatten().next() {
+        let sent = match error {
             Some(e) => Err(device_error(e)),
             None => batches.device.courier.submit(job),
         };
@@ -524,9 +497,9 @@ impl Flight {
         if self.binding.sync.version() != self.binding.version {
             self.stale = true;
         }
-        self.dispatches += 1;
-        self.bytes_up += bytes_up;
-        self.bytes_down += output_bytes;
+        self.totals.dispatches += 1;
+        self.totals.bytes_up += bytes_up;
+        self.totals.bytes_down += output_bytes;
         Ok(InFlight {
             timestamps_mapped: set.timer.is_some().then_some(timestamps_mapped),
             set,
@@ -535,6 +508,7 @@ impl Flight {
             submitted,
             hits_mapped,
             done,
+            later,
         })
     }
 
@@ -546,6 +520,7 @@ impl Flight {
                 resource: buffer.as_entire_binding(),
             }
         }
+        let slots = U::ENTRY.slots();
         // The input: in the upload buffer after the parameters and filter where it is shared.
         let input = |binding: u32| {
             if set.host_shared {
@@ -561,34 +536,24 @@ impl Flight {
                 entry(binding, &set.input)
             }
         };
-        // The buffers bound besides the set's own: the world's, and the agents' or the rig.
-        let extra = match &self.items {
-            Items::Pairs { agents, .. } => Some(agents),
-            Items::Sensors { rig, .. } => Some(rig),
-            _ => None,
-        };
+        // The buffers bound besides the set's own: the world's, and the kind's own.
+        let extra = self.items().extra();
         let mut bound = vec![table, occupancy, bricks, ids];
         bound.extend(extra);
         let make = || {
             let mut entries = vec![
-                entry(0, &set.params),
-                entry(1, table),
-                entry(2, occupancy),
-                entry(3, bricks),
-                entry(4, ids),
-                entry(5, &set.filter),
+                entry(slots.params, &set.params),
+                entry(slots.world[0], table),
+                entry(slots.world[1], occupancy),
+                entry(slots.world[2], bricks),
+                entry(slots.world[3], ids),
+                entry(slots.filter, &set.filter),
             ];
-            let (first, output) = match &self.items {
-                Items::Rays(..) | Items::Camera(_) => (6, 7),
-                Items::Pairs { .. } => (8, 10),
-                Items::Sensors { .. } => (11, 13),
-                Items::Boxes(_) => (14, 15),
-            };
-            entries.push(input(first));
-            if let Some(b) = extra {
-                entries.push(entry(first + 1, b));
+            entries.push(input(slots.input));
+            if let (Some(b), Some(at)) = (extra, slots.extra) {
+                entries.push(entry(at, b));
             }
-            entries.push(entry(output, &set.output));
+            entries.push(entry(slots.output, &set.output));
             self.batches
                 .device
                 .wgpu
@@ -608,10 +573,15 @@ impl Flight {
     }
 
     /// Reads back every dispatch that has finished (waiting for the oldest first with `wait`),
-    /// hands its results to `sink`, and submits the next dispatches. `Ok(true)` once the whole
-    /// batch has been read. Without `wait` it never waits: it only looks at what the courier's
-    /// polling has completed.
-    pub(super) fn advance(&mut self, wait: bool, sink: &mut Sink<'_>) -> Result<bool, GpuError> {
+    /// hands its results to `sink` (the items, the index of the dispatch's first item, the
+    /// items' count and the output bytes read back), and submits the next dispatches.
+    /// `Ok(true)` once the whole batch has been read. Without `wait` it never waits: it only
+    /// looks at what the courier's polling has completed.
+    pub(super) fn advance(
+        &mut self,
+        wait: bool,
+        sink: &mut impl FnMut(&U, u64, u64, &[u8]) -> Result<(), GpuError>,
+    ) -> Result<bool, GpuError> {
         loop {
             if self.stale {
                 return Err(GpuError::WorldChanged);
@@ -622,7 +592,7 @@ impl Flight {
             if !wait && !oldest.done.load(Ordering::Acquire) {
                 return Ok(false);
             }
-            let f = self.in_flight.pop_front().expect("checked above");
+            let mut f = self.in_flight.pop_front().expect("checked above");
             let t = std::time::Instant::now();
             // Waits (with `wait`) on the channel the courier's poll completes, not spinning.
             let mapped = f
@@ -631,19 +601,29 @@ impl Flight {
                 .map_err(|_| GpuError::Device("a readback was abandoned".into()))
                 .and_then(|r| r.map_err(device_error));
             let stamps = f.timestamps_mapped.as_ref().is_some_and(settled);
-            self.waited += t.elapsed().as_secs_f64();
+            self.totals.waited += t.elapsed().as_secs_f64();
             let hits = mapped.is_ok();
-            let read = mapped.and_then(|()| self.read(&f, stamps, sink));
+            let read = mapped
+                .and_then(|()| match settled_error(&mut f.later) {
+                    Some(e) => Err(device_error(e)),
+                    None => Ok(()),
+                })
+                .and_then(|()| self.read(&f, stamps, sink));
             self.release(f, Some((hits, stamps)));
-            self.kernel_ns += read?;
+            self.totals.kernel_ns += read?;
             self.submit_more()?;
         }
     }
 
     /// Hands a finished (and mapped) dispatch's results to `sink`; returns its kernel time in
     /// nanoseconds (0 without timestamps, or where they are not mapped: `stamps`).
-    fn read(&self, f: &InFlight, stamps: bool, sink: &mut Sink<'_>) -> Result<f64, GpuError> {
-        let (_, output_bytes) = self.items.bytes(f.count);
+    fn read(
+        &self,
+        f: &InFlight,
+        stamps: bool,
+        sink: &mut impl FnMut(&U, u64, u64, &[u8]) -> Result<(), GpuError>,
+    ) -> Result<f64, GpuError> {
+        let (_, output_bytes) = self.items().bytes(f.count);
         {
             let view = f
                 .set
@@ -651,7 +631,7 @@ impl Flight {
                 .slice(..output_bytes)
                 .get_mapped_range()
                 .map_err(device_error)?;
-            sink(&self.items, f.base, f.count, &view)?;
+            sink(self.items(), f.base, f.count, &view)?;
         }
         let mut kernel_ns = 0.0;
         if let Some((_, _, ts)) = &f.set.timer
@@ -690,19 +670,21 @@ impl Flight {
         self.batches.buffers.give_back(f.set);
     }
 
-    /// The items, taken out once the batch is done (their buffers go back to a pool).
-    pub(super) fn take_items(&mut self) -> Items {
-        std::mem::replace(&mut self.items, Items::Camera(0))
+    /// Once every dispatch has been read: what the flight cost, its items recycled.
+    pub(super) fn close(mut self) -> Totals {
+        if let Some(items) = self.items.take() {
+            items.recycle(&self.batches);
+        }
+        self.totals
     }
 
-    /// Every result: waits for the dispatches still in flight.
-    pub(super) fn finish(&mut self, sink: &mut Sink<'_>) -> Result<(), GpuError> {
-        self.advance(true, sink)?;
-        self.batches.device.check_lost()
+    /// Seconds waited for the device so far.
+    pub(super) fn waited(&self) -> f64 {
+        self.totals.waited
     }
 }
 
-impl Drop for Flight {
+impl<U: Upload> Drop for Flight<U> {
     fn drop(&mut self) {
         // A batch dropped before it was read: its buffers go back to the pool (its results,
         // if they come, are discarded).

@@ -193,6 +193,23 @@ pub(super) const BOX_ON_PLANE_SHIFT: u32 = 12;
 /// Each axis's rank for edges and corners (rule 6), two bits each.
 pub(super) const BOX_RANKS_SHIFT: u32 = 15;
 
+/// The binding numbers of one entry point's bind group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Slots {
+    /// The dispatch's parameters (uniform).
+    pub(super) params: u32,
+    /// The world's chunk table, occupancy, slot records and id heap.
+    pub(super) world: [u32; 4],
+    /// The material filter (uniform).
+    pub(super) filter: u32,
+    /// The items' input.
+    pub(super) input: u32,
+    /// A buffer of the kind's own (agents' eyes, a sensor rig), where it has one.
+    pub(super) extra: Option<u32>,
+    /// The answers.
+    pub(super) output: u32,
+}
+
 /// A compute entry point of the shader.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(super) enum Entry {
@@ -217,6 +234,24 @@ impl Entry {
             Entry::Pairs => "cast_pairs",
             Entry::Sensors => "cast_sensors",
             Entry::Boxes => "cast_boxes",
+        }
+    }
+
+    /// The bindings a dispatch of this entry point binds.
+    pub(super) const fn slots(self) -> Slots {
+        let (input, extra, output) = match self {
+            Entry::Rays | Entry::Camera => (6, None, 7),
+            Entry::Pairs => (8, Some(9), 10),
+            Entry::Sensors => (11, Some(12), 13),
+            Entry::Boxes => (14, None, 15),
+        };
+        Slots {
+            params: 0,
+            world: [1, 2, 3, 4],
+            filter: 5,
+            input,
+            extra,
+            output,
         }
     }
 }

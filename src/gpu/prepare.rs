@@ -9,14 +9,12 @@ use rayon::iter::{
 };
 use rayon::slice::{ParallelSlice, ParallelSliceMut};
 
-use crate::camera::Camera;
 use crate::coords::CHUNK_SHIFT;
 use crate::cpu_ref::{AXIS_NONE, Dda, LONG_RAY, unloaded_tie_extra};
 use crate::gpu::decode::HostAnswer;
-use crate::gpu::error::GpuError;
 use crate::gpu::layout::{
-    COUNT_MAX, GpuParams, GpuRay, RAY_CLIPPED, RAY_COUNTS_SHIFT, RAY_ENTRY_SHIFT,
-    RAY_NEGATIVE_SHIFT, RAY_PLANE_SHIFT, RAY_SET_UP_IN_SHADER,
+    COUNT_MAX, GpuRay, RAY_CLIPPED, RAY_COUNTS_SHIFT, RAY_ENTRY_SHIFT, RAY_NEGATIVE_SHIFT,
+    RAY_PLANE_SHIFT, RAY_SET_UP_IN_SHADER,
 };
 use crate::gpu::window::Window;
 use crate::ray::{
@@ -580,111 +578,6 @@ impl Buckets {
     }
 }
 
-/// `camera` as the shader gets it (the eye and max distance as [`VoxelRay::new`] stores them),
-/// when the shader's ray for every pixel (`cast_camera` in `shaders/dda.wgsl`) is exactly
-/// [`Camera::ray`] of that pixel on every conforming GPU: for every camera [`Camera::new`] makes
-/// with a field of view from about 0.0001° up to about 179.99° at 16:9 and no vector component
-/// below 2^-56 other than 0. `None` for others, and for a camera edited into one where that
-/// may fail: an eye offset outside `[0, 1)`, an invalid max distance, or vectors that could
-/// make a pixel direction zero, non-finite or not unit.
-fn shader_camera(c: &Camera) -> Option<Camera> {
-    let probe = VoxelRay::new(c.position, c.sub_offset, glam::Vec3::X, c.max_distance).ok()?;
-    if probe.origin != c.position || probe.sub_offset != c.sub_offset {
-        return None;
-    }
-    // A pixel's direction before normalising is `forward + right·sx + up·sy` with
-    // `|sx| < |scale_x|` and `|sy| < |scale_y|`, computed in f32 with four roundings per
-    // component, each off by at most 2^-24·(1 + spread): under 0.05 in all for a spread up to
-    // 1e5 (a field of view up to about 179.99° at 16:9). So the vector is finite, its squared
-    // length too, and at least 0.999 - 0.25 - 0.05 > 0.7 long along `forward`, and `pixel_dir`
-    // makes it unit to within a few ulps, which `VoxelRay::new` keeps as it is.
-    let finite = [c.forward, c.right, c.up].iter().all(|v| v.is_finite())
-        && c.scale_x.is_finite()
-        && c.scale_y.is_finite();
-    // In f64, where the squares of f32 values neither overflow nor underflow.
-    let [f, r, u] = [c.forward, c.right, c.up].map(|v| v.as_dvec3());
-    let [sx, sy] = [c.scale_x, c.scale_y].map(|s| f64::from(s).abs());
-    let off_axis = sx * f.dot(r).abs() + sy * f.dot(u).abs();
-    let spread = sx * r.length() + sy * u.length();
-    (finite
-        && no_subnormal_steps(c)
-        && (c.forward.length_squared() - 1.0).abs() <= 1e-3
-        && off_axis <= 0.25
-        && spread <= 1e5)
-        .then_some(Camera {
-            sub_offset: probe.sub_offset,
-            max_distance: probe.max_distance,
-            ..*c
-        })
-}
-
-/// `camera` as the shader gets it ([`shader_camera`]) with its eye relative to `window`, where
-/// the shader can make every pixel's ray exactly and the eye's start voxel (the one below on an
-/// axis where the eye lies on a voxel face) is in the window; `None` otherwise: its pixels'
-/// rays are then built on the host ([`camera_rays`]).
-pub(super) fn shader_camera_in(window: &Window, camera: &Camera) -> Option<(Camera, [i32; 3])> {
-    let c = shader_camera(camera)?;
-    let eye = window.start_of(c.position, c.sub_offset)?;
-    Some((c, eye))
-}
-
-/// The dispatch parameters of a camera made by [`shader_camera_in`] with its eye at `eye`:
-/// `params` (the window's) with the camera's fields set.
-pub(super) fn camera_params(mut params: GpuParams, camera: &Camera, eye: [i32; 3]) -> GpuParams {
-    params.cam_position = eye;
-    params.cam_width = camera.width;
-    params.cam_height = camera.height;
-    params.cam_sub = camera.sub_offset.to_array();
-    params.cam_forward = camera.forward.to_array();
-    params.cam_right = camera.right.to_array();
-    params.cam_up = camera.up.to_array();
-    params.cam_scale_x = camera.scale_x;
-    params.cam_scale_y = camera.scale_y;
-    params.cam_max_distance = camera.max_distance;
-    [params.cam_inv_w, params.cam_inv_h] = camera.pixel_steps();
-    params
-}
-
-/// Every pixel's ray of `camera`, row by row, as [`Camera::ray`] makes it but unchecked: a
-/// pixel whose ray is invalid keeps its fields, and the batch answers it with the error
-/// `Camera::ray` gives.
-pub(super) fn camera_rays(camera: &Camera) -> Result<Vec<VoxelRay>, GpuError> {
-    let pixels = u64::from(camera.width) * u64::from(camera.height);
-    let mut rays = Vec::new();
-    rays.try_reserve(pixels as usize)
-        .map_err(|_| GpuError::OutputTooLarge(pixels))?;
-    for py in 0..camera.height {
-        rays.extend((0..camera.width).map(|px| VoxelRay {
-            origin: camera.position,
-            sub_offset: camera.sub_offset,
-            direction: camera.pixel_dir(px, py),
-            max_distance: camera.max_distance,
-        }));
-    }
-    Ok(rays)
-}
-
-/// Whether no f32 value `camera_dir` computes can be subnormal (a GPU may flush those to
-/// zero, the CPU keeps them) except squares too small to change the squared length, and
-/// pixel indices convert to f32 exactly. With `px < 2^24`, `(px + 0.5) · 2/width - 1` is 0 or
-/// at least 2^-24 in size, so `sx` and `sy` are 0 or at least 2^-44 for scales of at least
-/// 2^-20; with every vector component 0 or at least 2^-56, each product is 0 or at least
-/// 2^-100 and every sum a multiple of 2^-123, so 0 or normal. A subnormal square is absorbed
-/// by the squared length (at least 0.49, `shader_camera`), and a subnormal unit component is
-/// flushed to 0 on both sides (`VoxelRay::new`, `prepare_axis`).
-fn no_subnormal_steps(c: &Camera) -> bool {
-    const MIN_COMPONENT: f32 = 1.0 / (1u64 << 56) as f32;
-    const SCALE: std::ops::RangeInclusive<f32> = 1.0 / (1 << 20) as f32..=(1 << 20) as f32;
-    let component_ok = |x: f32| x == 0.0 || x.abs() >= MIN_COMPONENT;
-    [c.forward, c.right, c.up]
-        .iter()
-        .all(|v| v.to_array().into_iter().all(component_ok))
-        && SCALE.contains(&c.scale_x.abs())
-        && SCALE.contains(&c.scale_y.abs())
-        && c.width <= 1 << 24
-        && c.height <= 1 << 24
-}
-
 /// Rays (or host-built camera pixels) a blocking call prepares at a time: larger batches are
 /// cast in bands of this many, so that the host's working buffers (at most 60 bytes a ray,
 /// `HostStaging`, for two bands at once) stay near 130 MB however large the batch.
@@ -1068,81 +961,5 @@ mod tests {
             fast > 20_000 && checked > 20_000 && local_checked > 200_000,
             "{fast} fast, {checked} refused, {local_checked} relative to the window"
         );
-    }
-
-    /// Cameras made by `Camera::new` and `Camera::with_up` go to the shader (`raycast_camera`
-    /// would otherwise build every pixel's ray on the host, with the same outcomes, so the
-    /// parity tests alone cannot tell); cameras edited into ones the shader may not reproduce
-    /// stay on the host.
-    #[test]
-    fn shader_camera_takes_made_cameras_and_refuses_edited_ones() {
-        let eye = WorldPos::new(-5, i128::MAX - 40, 1 << 100);
-        let mut made = Vec::new();
-        for fov in [0.01, 1.0, 60.0, 120.0, 179.0, 179.99] {
-            // What the docs promise: up to about 179.99° at 16:9; wider images at narrower
-            // fields of view.
-            let sizes: &[(u32, u32)] = if fov <= 120.0 {
-                &[(1, 1), (16, 9), (1920, 1080), (9, 16), (4000, 1)]
-            } else {
-                &[(1, 1), (16, 9), (1920, 1080), (9, 16)]
-            };
-            for &(w, h) in sizes {
-                for (forward, up) in [
-                    (glam::Vec3::new(0.15, -0.28, 1.0), glam::Vec3::Y),
-                    (glam::Vec3::NEG_Y, glam::Vec3::Z),
-                    (
-                        glam::Vec3::new(-3.0, 1e-3, 2.0),
-                        glam::Vec3::new(0.3, 1.0, -0.2),
-                    ),
-                ] {
-                    let sub = glam::Vec3::new(0.0, 0.999_999_9, 0.5);
-                    made.push(Camera::with_up(eye, sub, forward, up, fov, w, h, 1024.0));
-                }
-            }
-        }
-        made.push(Camera::new(
-            eye,
-            glam::Vec3::splat(7.25),
-            glam::Vec3::X,
-            60.0,
-            8,
-            8,
-            0.0,
-        ));
-        for cam in made {
-            let cam = cam.expect("a valid camera");
-            let shader = shader_camera(&cam);
-            assert_eq!(
-                shader,
-                Some(cam),
-                "fov scale {} x {}",
-                cam.scale_x,
-                cam.scale_y
-            );
-        }
-        let good = Camera::new(
-            eye,
-            glam::Vec3::splat(0.5),
-            glam::Vec3::Z,
-            60.0,
-            64,
-            36,
-            256.0,
-        )
-        .expect("a valid camera");
-        type Edit = (&'static str, fn(&mut Camera));
-        let edits: [Edit; 6] = [
-            ("eye offset outside [0, 1)", |c| c.sub_offset.x = 1.5),
-            ("negative max distance", |c| c.max_distance = -1.0),
-            ("NaN forward", |c| c.forward.y = f32::NAN),
-            ("forward not unit", |c| c.forward *= 2.0),
-            ("spread too wide", |c| c.scale_x = 1e6),
-            ("right along forward", |c| c.right = c.forward),
-        ];
-        for (what, edit) in edits {
-            let mut cam = good;
-            edit(&mut cam);
-            assert_eq!(shader_camera(&cam), None, "{what}");
-        }
     }
 }

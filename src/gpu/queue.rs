@@ -61,6 +61,30 @@ enum Job {
     World(WorldWrite, Option<Sender<Option<String>>>),
 }
 
+/// Where a batch's waker waits: the courier wakes it when a dispatch's answers are mapped,
+/// so that an executor awaiting the batch polls it again.
+#[derive(Debug, Default)]
+pub(super) struct Wake(Mutex<Option<std::task::Waker>>);
+
+impl Wake {
+    /// Remembers `waker` (the latest poll's).
+    pub(super) fn set(&self, waker: &std::task::Waker) {
+        if let Ok(mut w) = self.0.lock() {
+            match &mut *w {
+                Some(old) if old.will_wake(waker) => {}
+                slot => *slot = Some(waker.clone()),
+            }
+        }
+    }
+
+    /// Wakes the waker, if any.
+    pub(super) fn wake(&self) {
+        if let Some(w) = self.0.lock().ok().and_then(|mut w| w.take()) {
+            w.wake();
+        }
+    }
+}
+
 /// One dispatch for the courier to submit: its commands, the buffers to map for reading once
 /// they are submitted, and where to say so.
 #[derive(Debug)]
@@ -70,6 +94,8 @@ pub(super) struct Dispatch {
     pub(super) readback: wgpu::Buffer,
     pub(super) output_bytes: u64,
     pub(super) done: Arc<AtomicBool>,
+    /// Woken once `done` is set.
+    pub(super) wake: Arc<Wake>,
     pub(super) hits: Sender<Result<(), wgpu::BufferAsyncError>>,
     /// Mapped whole, its outcome sent on `stamps`.
     pub(super) timestamps: Option<wgpu::Buffer>,
@@ -190,8 +216,8 @@ impl WorldWrite {
         }
         queue.submit([encoder.finish()]);
         let errors = [
-            pollster::block_on(scope_val.pop()),
-            pollster::block_on(scope_oom.pop()),
+            crate::gpu::error::error_now(scope_val),
+            crate::gpu::error::error_now(scope_oom),
         ];
         let error = errors
             .into_iter()
@@ -312,6 +338,7 @@ fn courier(device: &wgpu::Device, queue: &wgpu::Queue, todo: &Receiver<Job>) {
                 readback,
                 output_bytes,
                 done,
+                wake,
                 hits,
                 timestamps,
                 stamps,
@@ -326,6 +353,7 @@ fn courier(device: &wgpu::Device, queue: &wgpu::Queue, todo: &Receiver<Job>) {
                     .map_async(wgpu::MapMode::Read, move |r| {
                         done.store(true, Ordering::Release);
                         let _ = hits.send(r);
+                        wake.wake();
                     });
                 if let Some(ts) = timestamps {
                     ts.slice(..).map_async(wgpu::MapMode::Read, move |r| {
@@ -333,8 +361,8 @@ fn courier(device: &wgpu::Device, queue: &wgpu::Queue, todo: &Receiver<Job>) {
                     });
                 }
                 let errors = [
-                    pollster::block_on(scope_val.pop()),
-                    pollster::block_on(scope_oom.pop()),
+                    crate::gpu::error::error_now(scope_val),
+                    crate::gpu::error::error_now(scope_oom),
                 ];
                 let answer = match errors.into_iter().flatten().next() {
                     Some(e) => Err(device_error(e)),

@@ -8,14 +8,15 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use crate::cpu_ref::LONG_RAY;
-use crate::gpu::answers::{Collector, RayAnswers, push_flight, ray_flight};
 use crate::gpu::decode::decode;
 use crate::gpu::device::Device;
 use crate::gpu::error::{GpuError, device_error};
-use crate::gpu::flight::{Batches, Binding, Flight, Items};
+use crate::gpu::flight::{Upload, write_bytes};
 use crate::gpu::layout::{Entry, GpuHit, GpuPose, option_flags};
+use crate::gpu::pending::{Collect, Joined, Launch, Leg, PendingBatch};
+use crate::gpu::query::{Query, sealed::Sealed};
+use crate::gpu::rays::{RayAnswers, RayUpload, ray_leg};
 use crate::gpu::window::Window;
-use crate::gpu::world::GpuWorld;
 use crate::ray::{RaycastOptions, RaycastOutcome, VoxelRay};
 use crate::sensors::{SensorPose, SensorReadings, SensorRig};
 
@@ -58,7 +59,7 @@ impl GpuSensorRig {
             usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        if let Some(e) = pollster::block_on(scope.pop()) {
+        if let Some(e) = crate::gpu::error::error_now(scope) {
             return Err(device_error(e));
         }
         if !words.is_empty() {
@@ -112,34 +113,81 @@ fn coherent_order(rays: &[[f32; 4]]) -> Vec<u32> {
     order
 }
 
-/// The answers of a sensor batch: one flight casts the poses the shader takes (`gpu[j]` is the
-/// caller's agent of its pose `j`, `starts[j]` the pose's voxel), flight `host_flight` the rays
-/// of the agents outside the window, built on the host (`host[j]` likewise, their rays in
-/// order).
+/// The poses of a sensor batch that the shader takes, and the rig's buffer (`rays` a pose);
+/// `details`: whether each ray's full answer is written instead of its word. Dispatches take
+/// whole poses.
+#[derive(Debug)]
+pub(super) struct PoseUpload {
+    poses: Vec<GpuPose>,
+    rig: wgpu::Buffer,
+    rays: u32,
+    details: bool,
+}
+
+impl Upload for PoseUpload {
+    const ENTRY: Entry = Entry::Sensors;
+
+    fn count(&self) -> u64 {
+        self.poses.len() as u64 * u64::from(self.rays)
+    }
+
+    /// Whole poses: a multiple of the rig's rays, at least one pose.
+    fn per_dispatch(&self, asked: u32) -> u64 {
+        let (p, r) = (u64::from(asked), u64::from(self.rays.max(1)));
+        (p - p % r).max(r)
+    }
+
+    fn bytes(&self, n: u64) -> (u64, u64) {
+        let per_ray = if self.details {
+            size_of::<GpuHit>() as u64
+        } else {
+            4
+        };
+        let poses = n / u64::from(self.rays.max(1));
+        (poses * size_of::<GpuPose>() as u64, n * per_ray)
+    }
+
+    fn write_input(
+        &self,
+        base: u64,
+        count: u64,
+        buffer: &wgpu::Buffer,
+        at: u64,
+    ) -> Result<(), wgpu::MapRangeError> {
+        let r = u64::from(self.rays.max(1));
+        let poses = &self.poses[(base / r) as usize..((base + count) / r) as usize];
+        write_bytes(bytemuck::cast_slice(poses), buffer, at)
+    }
+
+    fn extra(&self) -> Option<&wgpu::Buffer> {
+        Some(&self.rig)
+    }
+}
+
+/// The answers of a sensor batch's poses that the shader takes (`gpu[j]` is the caller's agent
+/// of its pose `j`, `starts[j]` the pose's voxel); the rays of agents outside the window are
+/// built on the host and [`SensorAnswers::join`] puts their answers in (`host[j]` likewise,
+/// their rays in order).
 #[derive(Debug)]
 pub(super) struct SensorAnswers {
     readings: SensorReadings,
     gpu: Vec<u32>,
     starts: Vec<[i32; 3]>,
     host: Vec<u32>,
-    host_flight: usize,
-    host_answers: RayAnswers<RaycastOutcome>,
     window: Window,
     details: bool,
 }
 
-impl Collector<SensorReadings> for SensorAnswers {
+impl Collect<PoseUpload> for SensorAnswers {
+    type Output = Self;
+
     fn collect(
         &mut self,
-        flight: usize,
-        items: &Items,
+        _items: &PoseUpload,
         base: u64,
         count: u64,
         bytes: &[u8],
     ) -> Result<(), GpuError> {
-        if flight == self.host_flight {
-            return self.host_answers.collect(flight, items, base, count, bytes);
-        }
         let n = self.readings.rays_per_agent();
         let words: &[u32] = bytemuck::cast_slice(bytes);
         let first = base as usize / n;
@@ -174,37 +222,83 @@ impl Collector<SensorReadings> for SensorAnswers {
         Ok(())
     }
 
-    fn finish(&mut self) -> SensorReadings {
-        let n = self.readings.rays_per_agent();
-        let host = self.host_answers.finish();
-        for (j, &a) in self.host.iter().enumerate() {
-            for (k, &outcome) in host[j * n..(j + 1) * n].iter().enumerate() {
-                self.readings.set(a as usize * n + k, outcome);
-            }
-        }
-        self.readings.sort_errors();
-        std::mem::take(&mut self.readings)
+    fn finish(self) -> Self {
+        self
     }
 }
 
-/// The flights of a sensor batch on `world`, dispatched about `per_dispatch` rays at a time
-/// (whole poses), and what collects their answers: the poses the shader takes, and rays built
-/// on the host for agents whose pose lies outside the window. Also returns how many rays went
-/// to the GPU.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "a batch's queries, where they go, and how"
-)]
-pub(super) fn sensor_flights(
-    batches: &Arc<Batches>,
-    world: &GpuWorld,
-    per_dispatch: u32,
-    rig: &GpuSensorRig,
-    poses: &[SensorPose],
+impl SensorAnswers {
+    /// Every agent's readings: the shader's, with `host` (the answers of the rays built on the
+    /// host, agent after agent) put in.
+    fn join(self, host: Vec<RaycastOutcome>) -> SensorReadings {
+        let mut readings = self.readings;
+        let n = readings.rays_per_agent();
+        for (j, &a) in self.host.iter().enumerate() {
+            for (k, &outcome) in host[j * n..(j + 1) * n].iter().enumerate() {
+                readings.set(a as usize * n + k, outcome);
+            }
+        }
+        readings.sort_errors();
+        readings
+    }
+}
+
+/// Every ray of a sensor rig from every agent's pose on the GPU, the twin of
+/// [`sense`](crate::sense): its readings bit for bit (on a window that follows a centre, a ray
+/// that leaves it reads as unloaded where it leaves, a negated distance, see
+/// [`GpuRaycaster::upload_window`](crate::gpu::GpuRaycaster::upload_window); with `outcomes`,
+/// its outcome tells it apart, [`GpuWorld::left_window`]). The shader makes each ray from the
+/// agent's pose (32 bytes up an agent, the rig uploaded once) exactly as [`SensorPose::ray`]
+/// makes it, and sends back one word a ray (4 bytes: the distance, see [`SensorReadings`]), or
+/// with `outcomes` each ray's whole answer (20 bytes: the hit voxel, face, id and UV too). An
+/// agent whose pose is bad gets its error on every ray and the others are answered; an agent
+/// whose pose lies outside the window is cast from rays built on the host.
+///
+/// Submitting it fails with [`GpuError::WorldFromAnotherDevice`] also for a rig uploaded with
+/// another raycaster.
+#[derive(Clone, Copy, Debug)]
+pub struct SensorSweep<'a> {
+    /// The rig ([`GpuRaycaster::upload_rig`](crate::gpu::GpuRaycaster::upload_rig)).
+    pub rig: &'a GpuSensorRig,
+    /// Each agent's pose.
+    pub poses: &'a [SensorPose],
+    /// Whether each ray's whole outcome comes back, not only its distance
+    /// ([`SensorReadings::outcomes`]).
+    pub outcomes: bool,
+}
+
+impl Sealed for SensorSweep<'_> {}
+
+impl Query for SensorSweep<'_> {
+    type Answers = SensorReadings;
+    type Options = RaycastOptions;
+
+    fn start(
+        self,
+        launch: Launch<'_>,
+        opts: &RaycastOptions,
+        reuse: SensorReadings,
+    ) -> Result<PendingBatch<SensorReadings>, GpuError> {
+        let (job, uploaded) = sensor_job(&launch, self, opts, reuse)?;
+        Ok(launch.pending(job, uploaded))
+    }
+}
+
+/// The job of a sensor batch on the launch's world: the poses the shader takes, and rays built
+/// on the host for agents whose pose lies outside the window, their answers joined into
+/// `readings` (its allocations kept). Also returns how many rays went to the GPU.
+fn sensor_job(
+    launch: &Launch<'_>,
+    query: SensorSweep<'_>,
     opts: &RaycastOptions,
-    details: bool,
     mut readings: SensorReadings,
-) -> Result<(Vec<Flight>, SensorAnswers, u64), GpuError> {
+) -> Result<(SensorJob, u64), GpuError> {
+    let SensorSweep {
+        rig,
+        poses,
+        outcomes: details,
+    } = query;
+    let (batches, world) = (launch.batches, launch.world);
     if !Arc::ptr_eq(&rig.device, &batches.device) {
         return Err(GpuError::WorldFromAnotherDevice);
     }
@@ -256,52 +350,55 @@ pub(super) fn sensor_flights(
             }
         }
     }
-    let mut flights = Vec::new();
     let gpu_rays = (gpu_poses.len() * n) as u64;
+    let mut flight = None;
     if !gpu_poses.is_empty() {
         let long = rig.rig.words().iter().all(|r| r[3] >= LONG_RAY);
         let mut params = world.params();
         params.details = u32::from(details);
         params.sensor_rays = n as u32;
-        let binding = Binding::new(
-            &batches.device,
-            world,
+        let binding = launch.binding(
             Entry::Sensors,
             option_flags(opts, false) | world.walk_flags(long),
             params,
             opts,
         )?;
-        flights.push(Flight::start(
-            batches,
+        flight = Some(launch.flight(
             binding,
-            Items::Sensors {
+            PoseUpload {
                 poses: gpu_poses,
                 rig: rig.buffer.clone(),
                 rays: n as u32,
                 details,
             },
-            per_dispatch,
         )?);
     }
-    let (host_flight, host_answers, host_count) = ray_flight(
-        batches,
-        world,
-        per_dispatch,
+    let (host_leg, host_count) = ray_leg(
+        launch,
         &host_rays,
         opts,
         false,
         Vec::<RaycastOutcome>::new(),
     )?;
-    let host_flight = push_flight(&mut flights, host_flight);
     let answers = SensorAnswers {
         readings,
         gpu,
         starts,
         host,
-        host_flight,
-        host_answers,
         window: *w,
         details,
     };
-    Ok((flights, answers, gpu_rays + host_count))
+    let job = Joined {
+        a: Leg::new(flight, answers),
+        b: host_leg,
+        join: SensorAnswers::join,
+    };
+    Ok((job, gpu_rays + host_count))
 }
+
+/// A sensor batch's job: the shader's poses, and the host's rays.
+type SensorJob = Joined<
+    Leg<PoseUpload, SensorAnswers>,
+    Leg<RayUpload, RayAnswers<RaycastOutcome>>,
+    SensorReadings,
+>;

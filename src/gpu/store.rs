@@ -432,7 +432,7 @@ impl ChunkStore {
         );
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let ids = create_storage(&self.device, "ids", words * 4);
-        if let Some(e) = pollster::block_on(scope.pop()) {
+        if let Some(e) = crate::gpu::error::error_now(scope) {
             let e = crate::gpu::error::device_error(e);
             upload.fail(&e.to_string());
             return Err(e);
@@ -493,7 +493,7 @@ impl ChunkStore {
             let words = heap_capacity(heap_end.max(self.ids.size() / 4 * 2), self.max_binding);
             create_storage(&self.device, "ids", words * 4)
         });
-        match pollster::block_on(scope.pop()) {
+        match crate::gpu::error::error_now(scope) {
             Some(e) => Err(crate::gpu::error::device_error(e)),
             None => Ok((slot_buffers, ids)),
         }

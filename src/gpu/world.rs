@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use crate::coords::{ChunkPos, VoxelBox, WorldPos};
-use crate::cpu_ref::{line_of_sight, voxel_raycast_with};
 use crate::gpu::device::Device;
 use crate::gpu::error::{GpuError, device_error};
 use crate::gpu::follow::{self, WindowMove};
@@ -12,9 +11,8 @@ use crate::gpu::layout::{FLAG_STEP_EMPTY_BRICKS, GpuParams, TAG_UNLOADED};
 use crate::gpu::queue::{WorldSync, WorldWrite};
 use crate::gpu::store::{ChunkStore, StoreChanges, create_storage, entry_of};
 use crate::gpu::window::{MAX_WINDOW_CHUNKS, Window, for_each_in};
-use crate::ray::{LineOfSight, LineOfSightOptions, RaycastOptions, RaycastOutcome, VoxelRay};
+use crate::ray::RaycastOutcome;
 use crate::world::{ChunkView, VoxelWorld};
-use rayon::prelude::*;
 
 /// A window of a [`VoxelWorld`] uploaded to the GPU: a chunk table plus, per chunk that is not
 /// one id throughout, its occupancy bits, brick summary and packed ids. Uniform chunks (all
@@ -175,8 +173,8 @@ impl GpuWorld {
         )
         .map(|store| (store, create_storage(wgpu_device, "chunk table", words * 4)));
         let errors = [
-            pollster::block_on(scope.pop()),
-            pollster::block_on(validation.pop()),
+            crate::gpu::error::error_now(scope),
+            crate::gpu::error::error_now(validation),
         ];
         let (store, table) = made?;
         if let Some(e) = errors.into_iter().flatten().next() {
@@ -634,47 +632,6 @@ impl GpuWorld {
     pub fn left_window(&self, outcome: &RaycastOutcome) -> bool {
         self.window.partial()
             && matches!(outcome, RaycastOutcome::Unloaded { at, .. } if !self.holds(*at))
-    }
-
-    /// Completes a batch of GPU answers on the CPU: every outcome of `outcomes` that left the
-    /// window ([`GpuWorld::left_window`]) is replaced by
-    /// [`voxel_raycast_with`](crate::voxel_raycast_with) of its ray (`rays[i]` for
-    /// `outcomes[i]`) on `world`, in parallel; the others stay. Then every answer is the CPU
-    /// reference's on `world` (for a world as uploaded). `rays` and `outcomes` go in the same
-    /// order; past the shorter of the two nothing is read or changed. Returns how many
-    /// outcomes were completed. Call it before moving the window ([`GpuWorld::left_window`]).
-    pub fn complete_raycasts(
-        &self,
-        world: &VoxelWorld,
-        rays: &[VoxelRay],
-        opts: &RaycastOptions,
-        outcomes: &mut [RaycastOutcome],
-    ) -> usize {
-        outcomes
-            .par_iter_mut()
-            .zip(rays.par_iter())
-            .filter(|(o, _)| self.left_window(o))
-            .map(|(o, ray)| *o = voxel_raycast_with(ray, world, opts))
-            .count()
-    }
-
-    /// [`GpuWorld::complete_raycasts`] for line of sight: every `Unknown` answer at a voxel
-    /// outside the window's box is replaced by [`line_of_sight`](crate::line_of_sight) of its
-    /// segment on `world`. Returns how many answers were completed; slices as for
-    /// `complete_raycasts`.
-    pub fn complete_line_of_sight(
-        &self,
-        world: &VoxelWorld,
-        segments: &[VoxelRay],
-        opts: &LineOfSightOptions,
-        answers: &mut [LineOfSight],
-    ) -> usize {
-        answers
-            .par_iter_mut()
-            .zip(segments.par_iter())
-            .filter(|(a, _)| self.left_window(&RaycastOutcome::from(**a)))
-            .map(|(a, segment)| *a = line_of_sight(segment, world, opts))
-            .count()
     }
 
     /// Number of chunks stored voxel by voxel (the others are uniform and cost one table entry).

@@ -128,7 +128,7 @@ pub struct SightStatus {
     pub answered: usize,
     /// Of the last GPU batch's segments, those that left the GPU window of a
     /// [`VoxelGpu::with_window`] and were completed on the CPU
-    /// ([`GpuWorld::complete_line_of_sight`](voxcast::gpu::GpuWorld::complete_line_of_sight));
+    /// ([`Sightlines::complete`](voxcast::gpu::Sightlines::complete));
     /// 0 for [`VoxelGpu::new`].
     pub outside_window: usize,
     /// The chunks the GPU window held for the last GPU batch (inclusive corners, see
@@ -262,7 +262,12 @@ fn collect(
         }
         // Segments that left the window, completed on the CPU with the world as it is now.
         let completed = upload.as_ref().or(gpu_world.upload()).map_or(0, |gw| {
-            gw.complete_line_of_sight(voxels, &batch.rays, &batch.options, &mut outcomes)
+            voxcast::gpu::Sightlines(&batch.rays).complete(
+                gw,
+                voxels,
+                &batch.options,
+                &mut outcomes,
+            )
         });
         Ok((outcomes, completed))
     });

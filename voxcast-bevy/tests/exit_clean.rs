@@ -9,6 +9,7 @@
 
 use bevy_app::App;
 use voxcast::glam::Vec3;
+use voxcast::gpu::GpuConfig;
 use voxcast::gpu::GpuRaycaster;
 use voxcast::{VoxelId, VoxelWorld, WorldPos};
 use voxcast_bevy::{SightQueue, VoxcastPlugin, VoxelGpu, VoxelPosition, Voxels};
@@ -18,7 +19,8 @@ use voxcast_bevy::{SightQueue, VoxcastPlugin, VoxelGpu, VoxelPosition, Voxels};
 fn program() {
     let mut world = VoxelWorld::new();
     world.set_voxel(WorldPos::new(5, 0, 0), VoxelId(1));
-    let gpu = GpuRaycaster::new_blocking().expect("the parent checked for an adapter");
+    let gpu = GpuRaycaster::new_blocking(GpuConfig::default())
+        .expect("the parent checked for an adapter");
     let mut app = App::new();
     app.add_plugins(VoxcastPlugin)
         .insert_resource(Voxels::new(world))

@@ -14,6 +14,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
+use voxcast::gpu::Rays;
 
 use clap::Parser;
 use voxcast::glam::Vec3;
@@ -165,7 +166,7 @@ fn main() -> ExitCode {
         cpu.iter().filter(|o| o.hit().is_some()).count()
     );
     if let Some((gpu, gw)) = &gpu {
-        match gpu.raycast(&rays, gw, &opts) {
+        match gpu.cast(Rays(&rays), gw, &opts) {
             Ok(g) => {
                 let d = g.iter().zip(&cpu).filter(|(a, b)| !a.matches(b)).count();
                 println!("batch on the GPU: {d} rays differ from the CPU reference");

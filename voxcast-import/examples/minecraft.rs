@@ -16,6 +16,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
+use voxcast::gpu::{Rays, Sightlines};
 
 use clap::Parser;
 use voxcast::glam::Vec3;
@@ -221,8 +222,8 @@ fn main() -> ExitCode {
         secs(started.elapsed())
     );
     if let Some((gpu, gw)) = &gpu {
-        let g = gpu.raycast(&reach, gw, &opts);
-        let s = gpu.line_of_sight(&sight, gw, &los_opts);
+        let g = gpu.cast(Rays(&reach), gw, &opts);
+        let s = gpu.cast(Sightlines(&sight), gw, &los_opts);
         match (g, s) {
             (Ok(g), Ok(s)) => {
                 let d1 = g

@@ -5,6 +5,7 @@
 #![cfg(feature = "anvil")]
 
 use std::io::Cursor;
+use voxcast::gpu::Rays;
 
 use fastanvil::{Chunk as _, JavaChunk, Region};
 use serde::Serialize;
@@ -132,7 +133,7 @@ fn rays_on_the_shipped_region_agree_between_gpu_and_cpu() {
             ..RaycastOptions::default()
         },
     ] {
-        let g = gpu.raycast(&rays, &gw, &opts).expect("raycast");
+        let g = gpu.cast(Rays(&rays), &gw, &opts).expect("raycast");
         let c = raycast_batch(&rays, &world, &opts);
         voxcast_testkit::gpu::assert_parity("1.19.4 region", &rays, &g, &c);
         let hits = c.iter().filter(|o| o.hit().is_some()).count();

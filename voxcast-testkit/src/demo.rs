@@ -1,6 +1,7 @@
 //! Set-up shared by the examples.
 
 use std::time::{Duration, Instant};
+use voxcast::gpu::CameraImage;
 
 use voxcast::VoxelWorld;
 use voxcast::gpu::{GpuConfig, GpuRaycaster, GpuWorld, SHADER_SOURCE};
@@ -15,14 +16,14 @@ pub fn gpu_setup(world: &VoxelWorld, freedom: Option<Freedom>) -> Option<(GpuRay
     let threads = rayon::current_num_threads();
     let started = Instant::now();
     let made = match freedom {
-        None => GpuRaycaster::new_blocking(),
+        None => GpuRaycaster::new_blocking(GpuConfig::default()),
         Some(f) => {
             let v = variant(SHADER_SOURCE, f).unwrap_or_else(|e| panic!("variant {f}: {e}"));
             println!(
                 "shader: the spec variant {f} ({} operations rewritten)",
                 v.sites
             );
-            GpuRaycaster::new_blocking_with_shader(v.source, GpuConfig::default())
+            GpuRaycaster::with_shader_blocking(v.source, GpuConfig::default())
         }
     };
     let gpu = match made {
@@ -96,7 +97,7 @@ pub fn render_checked(
     };
     let started = Instant::now();
     let image = gpu
-        .raycast_camera(camera, gw, opts)
+        .cast(CameraImage(camera), gw, opts)
         .map_err(|e| e.to_string())?;
     let differ = image
         .iter()

@@ -4,6 +4,7 @@
 //! scenes and ray sets they run on.
 
 use std::sync::OnceLock;
+use voxcast::gpu::{AgentPairs, BoxCasts, CameraImage, Rays, SensorSweep, Sightlines};
 
 use crate::common;
 use crate::scene::{Sparse, SplitMix64, Terrain, WATER};
@@ -21,7 +22,7 @@ use voxcast::{SensorPose, SensorReadings, SensorRig, sense};
 /// usable, unless `VOXCAST_REQUIRE_GPU=1`, where that fails the test.
 pub fn gpu() -> Option<&'static GpuRaycaster> {
     static GPU: OnceLock<Option<GpuRaycaster>> = OnceLock::new();
-    GPU.get_or_init(|| match GpuRaycaster::new_blocking() {
+    GPU.get_or_init(|| match GpuRaycaster::new_blocking(GpuConfig::default()) {
         Ok(g) => {
             eprintln!("GPU parity tests on: {}", g.adapter_summary());
             Some(g)
@@ -66,11 +67,14 @@ pub fn application_device(limits: wgpu::Limits) -> (wgpu::Device, wgpu::Queue) {
     .expect("a device with these limits")
 }
 
-/// A raycaster of the test's own, for tests that read `last_batch_stats` or change settings:
+/// A raycaster of the test's own, for tests that change its settings:
 /// tests run in parallel and share [`gpu`]. `None` where [`gpu`] skips.
 pub fn own_gpu() -> Option<GpuRaycaster> {
     gpu()?;
-    Some(GpuRaycaster::new_blocking().expect("a second raycaster on the same adapter"))
+    Some(
+        GpuRaycaster::new_blocking(GpuConfig::default())
+            .expect("a second raycaster on the same adapter"),
+    )
 }
 
 /// A raycaster of the test's own that sets up uploaded rays the other way from [`gpu`]
@@ -79,17 +83,20 @@ pub fn own_gpu() -> Option<GpuRaycaster> {
 /// skips.
 pub fn other_setup_gpu() -> Option<GpuRaycaster> {
     let shared = gpu()?;
-    let ray_setup = if shared.sets_up_rays_in_shader() {
+    let ray_setup = if shared.setup().rays_set_up_in_shader {
         RaySetup::Host
     } else {
         RaySetup::Shader
     };
-    let g = GpuRaycaster::new_blocking_with(GpuConfig {
+    let g = GpuRaycaster::new_blocking(GpuConfig {
         ray_setup,
         ..GpuConfig::default()
     })
     .expect("a raycaster with the other ray setup");
-    assert_ne!(g.sets_up_rays_in_shader(), shared.sets_up_rays_in_shader());
+    assert_ne!(
+        g.setup().rays_set_up_in_shader,
+        shared.setup().rays_set_up_in_shader
+    );
     Some(g)
 }
 
@@ -113,7 +120,7 @@ pub fn assert_parity(
         );
         for &i in bad.iter().take(5) {
             msg += &format!(
-                "  ray #{i}: {:?}\n    gpu: {:?}\n    cpu: {:?}\n    rerun: voxel_raycast_with(&{:?}, ..) vs GpuRaycaster::raycast(.., &[that ray], ..)\n",
+                "  ray #{i}: {:?}\n    gpu: {:?}\n    cpu: {:?}\n    rerun: voxel_raycast_with(&{:?}, ..) vs GpuRaycaster::cast(Rays(&[that ray]), ..)\n",
                 rays[i], gpu[i], cpu[i], rays[i]
             );
         }
@@ -129,12 +136,14 @@ pub fn check(
     gw: &GpuWorld,
     rays: &[VoxelRay],
     opts: &RaycastOptions,
-) {
-    let g = gpu
-        .raycast(rays, gw, opts)
+) -> voxcast::gpu::BatchStats {
+    let mut g = Vec::new();
+    let stats = gpu
+        .cast_into(Rays(rays), gw, opts, &mut g)
         .unwrap_or_else(|e| panic!("{what}: GPU error: {e}"));
     let c = raycast_batch(rays, world, opts);
     assert_parity(what, rays, &g, &c);
+    stats
 }
 
 /// The tests' terrain (256 × 96 × 256 voxels) and its world, built once.
@@ -234,7 +243,7 @@ pub fn sight_parity_with(
             conservative,
             raycast: raycast.clone(),
         };
-        let g = gpu.line_of_sight(segs, gw, &opts).expect("gpu los");
+        let g = gpu.cast(Sightlines(segs), gw, &opts).expect("gpu los");
         let c = line_of_sight_batch(segs, world, &opts);
         assert_sight_parity(
             &format!("{what}: line of sight conservative={conservative}"),
@@ -443,7 +452,7 @@ pub fn camera_images(gpu: &GpuRaycaster) {
     let opts = RaycastOptions::default();
     let render = |what: &str, cam: &Camera| {
         let g = gpu
-            .raycast_camera(cam, &gw, &opts)
+            .cast(CameraImage(cam), &gw, &opts)
             .unwrap_or_else(|e| panic!("{what}: {e}"));
         let rays: Vec<VoxelRay> = (0..cam.width * cam.height)
             .filter_map(|i| cam.ray(i % cam.width, i / cam.width).ok())
@@ -519,7 +528,15 @@ pub fn agent_pairs(gpu: &GpuRaycaster) {
         };
         let cpu = voxcast::agent_visibility(&agents, &pairs, tw, &opts);
         let got = gpu
-            .agent_visibility(&on_gpu, &pairs, &gw, &opts, true)
+            .cast(
+                AgentPairs {
+                    agents: &on_gpu,
+                    pairs: &pairs,
+                    outcomes: true,
+                },
+                &gw,
+                &opts,
+            )
             .expect("visibility");
         assert!(got.answers().is_some());
         let what = format!("agent pairs, conservative={conservative}");
@@ -659,7 +676,15 @@ pub fn sensor_parity(gpu: &GpuRaycaster) {
             for hits in [false, true] {
                 let what = format!("{name}, {:?}, hits {hits}", opts.unloaded);
                 let g = gpu
-                    .sense(&on_gpu, &poses, &gw, &opts, hits)
+                    .cast(
+                        SensorSweep {
+                            rig: &on_gpu,
+                            poses: &poses,
+                            outcomes: hits,
+                        },
+                        &gw,
+                        &opts,
+                    )
                     .unwrap_or_else(|e| panic!("{what}: {e}"));
                 let c = sense(rig, &poses, tw, &opts, hits);
                 check_sensors(&what, rig, &poses, &g, &c);
@@ -706,7 +731,7 @@ pub fn exits_cleanly(runs: usize, program: fn()) {
         return;
     }
     // A raycaster of the parent's own, dropped: the parent ends cleanly too.
-    if let Err(e) = GpuRaycaster::new_blocking() {
+    if let Err(e) = GpuRaycaster::new_blocking(GpuConfig::default()) {
         skip_without_gpu(&e);
         return;
     }
@@ -886,7 +911,7 @@ pub fn check_window_rays(
     rays: &[VoxelRay],
     opts: &RaycastOptions,
 ) -> usize {
-    let g = gpu.raycast(rays, gw, opts).expect("raycast");
+    let g = gpu.cast(Rays(rays), gw, opts).expect("raycast");
     let left = check_window_edge(what, gw, world, rays, &g, |w, held| {
         let (w, o) = window_cpu(gw, w, world, held, opts);
         raycast_batch(rays, &w, &o)
@@ -894,18 +919,21 @@ pub fn check_window_rays(
     let whole = raycast_batch(rays, world, opts);
     let mut done = g;
     assert_eq!(
-        gw.complete_raycasts(world, rays, opts, &mut done),
+        Rays(rays).complete(gw, world, opts, &mut done),
         left,
         "{what}"
     );
     assert_parity(&format!("{what}, completed"), rays, &done, &whole);
-    let completed = gpu
-        .raycast_completed(rays, gw, world, opts)
-        .expect("raycast_completed");
+    // The completed form of a submitted batch: the same answers.
+    let mut submitted = gpu
+        .submit(Rays(rays), gw, opts)
+        .and_then(voxcast::gpu::PendingBatch::wait)
+        .expect("submitted window rays");
+    Rays(rays).complete(gw, world, opts, &mut submitted);
     assert_parity(
-        &format!("{what}, raycast_completed"),
+        &format!("{what}, submitted and completed"),
         rays,
-        &completed,
+        &submitted,
         &whole,
     );
     left
@@ -927,7 +955,9 @@ pub fn check_window_sight(
             raycast: raycast.clone(),
         };
         let what = format!("{what}, line of sight conservative={conservative}");
-        let g = gpu.line_of_sight(segs, gw, &opts).expect("line of sight");
+        let g = gpu
+            .cast(Sightlines(segs), gw, &opts)
+            .expect("line of sight");
         let as_outcomes: Vec<RaycastOutcome> = g.iter().map(|l| RaycastOutcome::from(*l)).collect();
         left += check_window_edge(&what, gw, world, segs, &as_outcomes, |w, held| {
             let (w, raycast) = window_cpu(gw, w, world, held, raycast);
@@ -942,17 +972,8 @@ pub fn check_window_sight(
         });
         let whole = line_of_sight_batch(segs, world, &opts);
         let mut done = g;
-        gw.complete_line_of_sight(world, segs, &opts, &mut done);
+        Sightlines(segs).complete(gw, world, &opts, &mut done);
         assert_sight_parity(&format!("{what}, completed"), segs, &done, &whole);
-        let completed = gpu
-            .line_of_sight_completed(segs, gw, world, &opts)
-            .expect("line_of_sight_completed");
-        assert_sight_parity(
-            &format!("{what}, line_of_sight_completed"),
-            segs,
-            &completed,
-            &whole,
-        );
     }
     left
 }
@@ -1020,7 +1041,7 @@ pub fn check_boxes(
     opts: &RaycastOptions,
 ) {
     let g = gpu
-        .box_cast(casts, gw, opts)
+        .cast(BoxCasts(casts), gw, opts)
         .unwrap_or_else(|e| panic!("{what}: GPU error: {e}"));
     let c = box_cast_batch(casts, world, opts);
     assert_eq!(g.len(), c.len(), "{what}: answer count");
@@ -1164,14 +1185,11 @@ pub fn window_ray_parity(gpu: &GpuRaycaster) {
     let (mut g, mut c) = (Vec::new(), Vec::new());
     for opts in every_option() {
         let what = format!("window rays {opts:?}");
-        gpu.raycast_window_into(&inside, &gw, &opts, &mut g)
+        let stats = gpu
+            .cast_into(Rays(&inside), &gw, &opts, &mut g)
             .expect("gpu window rays");
-        assert_eq!(
-            gpu.last_batch_stats().gpu_rays,
-            inside.len() as u64,
-            "{what}"
-        );
-        gpu.raycast_window_into(&rays, &gw, &opts, &mut g)
+        assert_eq!(stats.gpu_rays, inside.len() as u64, "{what}");
+        gpu.cast_into(Rays(&rays), &gw, &opts, &mut g)
             .expect("gpu window rays");
         raycast_window_batch_into(&rays, origin, tw, &opts, &mut c);
         compare(&what, &rays, &g, &c);
@@ -1180,7 +1198,7 @@ pub fn window_ray_parity(gpu: &GpuRaycaster) {
             .iter()
             .map(|r| r.to_voxel_ray(origin).expect("near the window"))
             .collect();
-        let p = gpu.raycast(&plain, &gw, &opts).expect("gpu rays");
+        let p = gpu.cast(Rays(&plain), &gw, &opts).expect("gpu rays");
         let p: Vec<WindowOutcome> = p
             .iter()
             .map(|o| WindowOutcome::from_outcome(o, origin))
@@ -1189,7 +1207,7 @@ pub fn window_ray_parity(gpu: &GpuRaycaster) {
     }
     let opts = RaycastOptions::default();
     let pending = gpu
-        .submit_raycast_window_into(&rays, &gw, &opts, std::mem::take(&mut g))
+        .submit_into(Rays(&rays), &gw, &opts, std::mem::take(&mut g))
         .expect("submit");
     let g = pending.wait().expect("wait");
     raycast_window_batch_into(&rays, origin, tw, &opts, &mut c);
@@ -1215,7 +1233,7 @@ pub fn window_ray_parity(gpu: &GpuRaycaster) {
                 };
                 let what = format!("window segments {sight:?}");
                 let mut g = Vec::new();
-                gpu.line_of_sight_window_into(&segs, &gw, &sight, &mut g)
+                gpu.cast_into(Sightlines(&segs), &gw, &sight, &mut g)
                     .expect("gpu window sight");
                 line_of_sight_window_batch_into(&segs, origin, tw, &sight, &mut c);
                 compare(&what, &segs, &g, &c);
@@ -1225,7 +1243,7 @@ pub fn window_ray_parity(gpu: &GpuRaycaster) {
                     "{what}: {clear} clear"
                 );
                 let g = gpu
-                    .submit_line_of_sight_window_into(&segs, &gw, &sight, g)
+                    .submit_into(Sightlines(&segs), &gw, &sight, g)
                     .expect("submit")
                     .wait()
                     .expect("wait");
@@ -1253,9 +1271,9 @@ pub fn window_ray_parity(gpu: &GpuRaycaster) {
             .collect();
         let opts = RaycastOptions::default();
         let mut g = Vec::new();
-        gpu.raycast_window_into(&rays, &follow, &opts, &mut g)
+        gpu.cast_into(Rays(&rays), &follow, &opts, &mut g)
             .expect("gpu window rays");
-        let p = gpu.raycast(&plain, &follow, &opts).expect("gpu rays");
+        let p = gpu.cast(Rays(&plain), &follow, &opts).expect("gpu rays");
         let p: Vec<WindowOutcome> = p
             .iter()
             .map(|o| WindowOutcome::from_outcome(o, origin))

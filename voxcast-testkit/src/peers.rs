@@ -771,9 +771,12 @@ impl OccupancyGrid {
 #[cfg(feature = "gpu")]
 pub mod gpu {
     use super::{Answer, Query, Workload, answer_of_outcome, answer_of_sight};
-    use std::cell::RefCell;
+    use std::cell::{Cell, RefCell};
     use voxcast::agent_segment;
-    use voxcast::gpu::{GpuAgents, GpuRaycaster, GpuSensorRig, GpuWorld};
+    use voxcast::gpu::{
+        AgentPairs, BatchStats, CameraImage, GpuAgents, GpuRaycaster, GpuSensorRig, GpuWorld,
+        PairsWithin, Rays, SensorSweep, Sightlines, Visibility,
+    };
     use voxcast::{
         LineOfSight, LineOfSightOptions, RaycastOptions, RaycastOutcome, SensorReadings, VoxelRay,
         WindowOutcome, WindowRay,
@@ -791,6 +794,10 @@ pub mod gpu {
         /// W6's rig on the GPU, uploaded once.
         rig: RefCell<Option<GpuSensorRig>>,
         readings: RefCell<SensorReadings>,
+        visibility: RefCell<Visibility>,
+        visible: RefCell<Vec<[u32; 2]>>,
+        /// What the last batch cost.
+        stats: Cell<BatchStats>,
     }
 
     /// The answer standing for "blocked" where a batch's bits do not say by what.
@@ -817,7 +824,7 @@ pub mod gpu {
 
         /// [`GpuEngine::new`] with uploaded rays set up where `ray_setup` says.
         pub fn with_ray_setup(ray_setup: voxcast::gpu::RaySetup) -> Result<Self, String> {
-            GpuRaycaster::new_blocking_with(voxcast::gpu::GpuConfig {
+            GpuRaycaster::new_blocking(voxcast::gpu::GpuConfig {
                 ray_setup,
                 ..Default::default()
             })
@@ -829,6 +836,9 @@ pub mod gpu {
                 agents: RefCell::default(),
                 rig: RefCell::default(),
                 readings: RefCell::default(),
+                visibility: RefCell::default(),
+                visible: RefCell::default(),
+                stats: Cell::default(),
             })
             .map_err(|e| format!("no adapter: {e}"))
         }
@@ -841,7 +851,7 @@ pub mod gpu {
         /// The adapter, for the report.
         pub fn adapter(&self) -> String {
             let info = self.gpu.adapter_info();
-            let setup = if self.gpu.sets_up_rays_in_shader() {
+            let setup = if self.gpu.setup().rays_set_up_in_shader {
                 "in the shader"
             } else {
                 "on the host"
@@ -855,7 +865,7 @@ pub mod gpu {
 
         /// What the last batch cost (kernel time, host time, bytes each way).
         pub fn last_stats(&self) -> voxcast::gpu::BatchStats {
-            self.gpu.last_batch_stats()
+            self.stats.get()
         }
 
         /// W5 through the agent call: the agents' eyes uploaded, then one visibility batch
@@ -878,16 +888,17 @@ pub mod gpu {
             }
             let on_gpu = agents.as_ref().expect("uploaded above");
             let upload = t.elapsed().as_secs_f64();
-            let v = self
+            let query = AgentPairs {
+                agents: on_gpu,
+                pairs: &w.pairs,
+                outcomes: false,
+            };
+            let mut v = self.visibility.borrow_mut();
+            let stats = self
                 .gpu
-                .agent_visibility(
-                    on_gpu,
-                    &w.pairs,
-                    &scene.world,
-                    &LineOfSightOptions::default(),
-                    false,
-                )
+                .cast_into(query, &scene.world, &LineOfSightOptions::default(), &mut v)
                 .map_err(err)?;
+            self.stats.set(stats);
             let answers = (0..v.len())
                 .map(|i| if v.visible(i) { None } else { Some(BLOCKED) })
                 .collect();
@@ -905,16 +916,21 @@ pub mod gpu {
             }
             let on_gpu = rig.as_ref().expect("uploaded above");
             let mut readings = self.readings.borrow_mut();
-            self.gpu
-                .sense_into(
-                    on_gpu,
-                    &w.poses,
+            let query = SensorSweep {
+                rig: on_gpu,
+                poses: &w.poses,
+                outcomes: false,
+            };
+            let stats = self
+                .gpu
+                .cast_into(
+                    query,
                     &scene.world,
                     &RaycastOptions::default(),
-                    false,
                     &mut readings,
                 )
                 .map_err(err)?;
+            self.stats.set(stats);
             Ok(readings
                 .distances()
                 .iter()
@@ -974,16 +990,22 @@ pub mod gpu {
                 .upload_agents(&w.agents, &scene.world)
                 .map_err(err)?;
             let upload = t.elapsed().as_secs_f64();
-            let visible = self
+            let query = PairsWithin {
+                agents: &agents,
+                radius: super::W5_RADIUS,
+            };
+            let mut visible = self.visible.borrow_mut();
+            let stats = self
                 .gpu
-                .visible_pairs_within(
-                    &agents,
-                    super::W5_RADIUS,
+                .cast_into(
+                    query,
                     &scene.world,
                     &LineOfSightOptions::default(),
+                    &mut visible,
                 )
                 .map_err(err)?;
-            Ok((visible, upload))
+            self.stats.set(stats);
+            Ok((visible.clone(), upload))
         }
 
         /// `rays` relative to the scene's window, as a caller that keeps positions that way
@@ -995,8 +1017,8 @@ pub mod gpu {
                 .collect()
         }
 
-        /// [`GpuEngine::run`] with rays given relative to the window (`raycast_window_into`,
-        /// `line_of_sight_window_into`), answered relative to it.
+        /// [`GpuEngine::run`] with rays given relative to the window (`Rays` and `Sightlines` of
+        /// window rays), answered relative to it.
         pub fn run_window(
             &self,
             scene: &GpuScene,
@@ -1006,19 +1028,18 @@ pub mod gpu {
             let err = |e: voxcast::gpu::GpuError| e.to_string();
             let world = &scene.world;
             let mut out = self.windowed.borrow_mut();
-            match w.query {
-                Query::LineOfSight => self.gpu.line_of_sight_window_into(
-                    rays,
-                    world,
-                    &LineOfSightOptions::default(),
-                    &mut out,
-                ),
+            let stats = match w.query {
+                Query::LineOfSight => {
+                    let los = LineOfSightOptions::default();
+                    self.gpu.cast_into(Sightlines(rays), world, &los, &mut out)
+                }
                 Query::Raycast => {
                     self.gpu
-                        .raycast_window_into(rays, world, &RaycastOptions::default(), &mut out)
+                        .cast_into(Rays(rays), world, &RaycastOptions::default(), &mut out)
                 }
             }
             .map_err(err)?;
+            self.stats.set(stats);
             let origin = world.window_origin();
             Ok(out
                 .iter()
@@ -1049,21 +1070,25 @@ pub mod gpu {
             let err = |e: voxcast::gpu::GpuError| e.to_string();
             let (world, opts) = (&scene.world, RaycastOptions::default());
             let mut outcomes = self.outcomes.borrow_mut();
-            match (w.query, &w.camera) {
+            let stats = match (w.query, &w.camera) {
                 (Query::LineOfSight, _) => {
                     let mut sights = self.sights.borrow_mut();
                     let los = LineOfSightOptions::default();
-                    self.gpu
-                        .line_of_sight_into(rays, world, &los, &mut sights)
+                    let stats = self
+                        .gpu
+                        .cast_into(Sightlines(rays), world, &los, &mut sights)
                         .map_err(err)?;
+                    self.stats.set(stats);
                     return Ok(sights.iter().map(answer_of_sight).collect());
                 }
-                (Query::Raycast, Some(cam)) if rays.len() == w.rays.len() => self
-                    .gpu
-                    .raycast_camera_into(cam, world, &opts, &mut outcomes),
-                (Query::Raycast, _) => self.gpu.raycast_into(rays, world, &opts, &mut outcomes),
+                (Query::Raycast, Some(cam)) if rays.len() == w.rays.len() => {
+                    self.gpu
+                        .cast_into(CameraImage(cam), world, &opts, &mut outcomes)
+                }
+                (Query::Raycast, _) => self.gpu.cast_into(Rays(rays), world, &opts, &mut outcomes),
             }
             .map_err(err)?;
+            self.stats.set(stats);
             Ok(outcomes.iter().map(answer_of_outcome).collect())
         }
     }

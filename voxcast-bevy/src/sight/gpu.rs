@@ -2,6 +2,7 @@
 //! copy of the world on it, kept current from the world's change list.
 
 use std::sync::Mutex;
+use voxcast::gpu::Sightlines;
 
 use bevy_ecs::prelude::*;
 use voxcast::gpu::{GpuError, GpuRaycaster, GpuWorld, PendingBatch};
@@ -23,7 +24,7 @@ use voxcast::{
 /// follows the entity with a [`GpuWindowFocus`] ([`GpuRaycaster::upload_window`]): a move uploads
 /// the chunks that enter the box and nothing else. A segment that leaves the box is completed
 /// on the CPU when the batch is collected
-/// ([`GpuWorld::complete_line_of_sight`](voxcast::gpu::GpuWorld::complete_line_of_sight)), so
+/// ([`Sightlines::complete`](voxcast::gpu::Sightlines::complete)), so
 /// every answer is still the CPU reference's ([`SightStatus::outside_window`](crate::SightStatus)
 /// counts them).
 ///
@@ -49,7 +50,7 @@ use voxcast::{
 ///     queue: Res<RenderQueue>,
 /// ) {
 ///     // `RenderQueue` derefs to `wgpu::Queue`.
-///     match GpuRaycaster::from_device(device.wgpu_device(), &queue) {
+///     match GpuRaycaster::from_device(device.wgpu_device(), &queue, GpuConfig::default()) {
 ///         Ok(gpu) => commands.insert_resource(VoxelGpu::new(gpu)),
 ///         Err(e) => warn!("line of sight stays on the CPU: {e}"),
 ///     }
@@ -244,7 +245,7 @@ impl GpuSightWorld {
             if gpu_world.centre().is_some() {
                 batch.set_window(gpu_world.loadable_chunks());
             }
-            gpu.submit_line_of_sight(batch.gpu_rays(), gpu_world, &batch.options)
+            gpu.submit(Sightlines(batch.gpu_rays()), gpu_world, &batch.options)
         });
         if let Err(e) = &result {
             self.failed(e.clone());

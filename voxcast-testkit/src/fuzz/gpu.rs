@@ -12,6 +12,7 @@
 //! returns at once after saying so once.
 
 use std::sync::OnceLock;
+use voxcast::gpu::{BoxCasts, CameraImage, GpuConfig, Rays, Sightlines};
 
 use arbitrary::{Arbitrary, Unstructured};
 use voxcast::gpu::{GpuError, GpuRaycaster};
@@ -36,7 +37,7 @@ const MOVES: usize = 6;
 /// `VOXCAST_REQUIRE_GPU=1`).
 pub fn gpu() -> Option<&'static GpuRaycaster> {
     static GPU: OnceLock<Option<GpuRaycaster>> = OnceLock::new();
-    GPU.get_or_init(|| match GpuRaycaster::new_blocking() {
+    GPU.get_or_init(|| match GpuRaycaster::new_blocking(GpuConfig::default()) {
         Ok(g) => Some(g),
         Err(e) => {
             if std::env::var("VOXCAST_REQUIRE_GPU").is_ok_and(|v| v == "1") {
@@ -296,7 +297,7 @@ pub fn check(gpu: &GpuRaycaster, input: &Input) -> Result<(), String> {
     // (`check_window_edge`, which panics with the difference), else by plain parity.
     let windowed = start.is_some();
     let g = gpu
-        .raycast(&rays, &gw, &opts)
+        .cast(Rays(&rays), &gw, &opts)
         .map_err(|e| format!("raycast: {e}"))?;
     // A batch of rays on the window, judged by its rule (panics with the difference).
     let window_rays = |what: &str, rays: &[VoxelRay], g: &[RaycastOutcome]| {
@@ -321,7 +322,7 @@ pub fn check(gpu: &GpuRaycaster, input: &Input) -> Result<(), String> {
             conservative,
         };
         let g: Vec<RaycastOutcome> = gpu
-            .line_of_sight(&rays, &gw, &sight)
+            .cast(Sightlines(&rays), &gw, &sight)
             .map_err(|e| format!("line_of_sight: {e}"))?
             .into_iter()
             .map(RaycastOutcome::from)
@@ -371,7 +372,7 @@ pub fn check(gpu: &GpuRaycaster, input: &Input) -> Result<(), String> {
             c.max.get(),
         ) {
             let g = gpu
-                .raycast_camera(&camera, &gw, &opts)
+                .cast(CameraImage(&camera), &gw, &opts)
                 .map_err(|e| format!("raycast_camera: {e}"))?;
             let rays: Vec<VoxelRay> = camera.rays().unwrap_or_default();
             if windowed {
@@ -422,7 +423,7 @@ fn boxes(
         })
         .collect();
     let g = gpu
-        .box_cast(&casts, gw, opts)
+        .cast(BoxCasts(&casts), gw, opts)
         .map_err(|e| format!("box_cast: {e}"))?;
     let held = windowed.then(|| crate::gpu::held_world(gw, world));
     let (w, o) = window_cpu(gw, held.as_ref().unwrap_or(world), world, windowed, opts);
