@@ -305,7 +305,7 @@ impl Device {
         // Shader and pipelines, validated inside an error scope.
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("dda.wgsl"),
+            label: Some("voxcast shader"),
             source: wgpu::ShaderSource::Wgsl(shader),
         });
         let buffer = |binding: u32, ty| wgpu::BindGroupLayoutEntry {
@@ -470,7 +470,7 @@ fn layout_index(entry: Entry) -> usize {
 }
 
 /// Storage buffers an entry point of the shader binds at most: chunk table, occupancy, bricks
-/// and ids, and for `cast_pairs` pairs, agents and their output (`shaders/dda.wgsl`).
+/// and ids, and for `cast_pairs` pairs, agents and their output (`shaders/layout.wgsl`).
 const STORAGE_BUFFERS: u32 = 7;
 
 /// The limits below which the shader cannot run, checked so that such a device gets a clear

@@ -1,19 +1,71 @@
-//! The wire format: what the host and the shader both read and write, twins of the layout
-//! section of `shaders/dda.wgsl` (its constants, structs and entry points). The tests at the
-//! end read the shader through naga and compare each constant and struct size with its twin
-//! here.
+//! The wire format: what the host and the shader both read and write, twins of
+//! `shaders/layout.wgsl` (its constants, structs and bindings) and of the shader's entry
+//! points. The tests at the end read the shader through naga and compare each constant and
+//! struct size with its twin here.
+//!
+//! # The shader's stage files
+//! [`SHADER_SOURCE`] joins the files of `shaders/` into one WGSL module in this order: `layout`
+//! (constants, structs, bindings), `exact` (exact f32 arithmetic), `window` (the chunk table,
+//! the summaries, a voxel's id), `dda` (the walk and its hits), `ties` (edges and corners),
+//! `cast` (`cast_ray`, `cast_segment`), then one file per entry point: `rays` (`cast_rays`,
+//! with the invocation index, hit packing and ray set-up that the others share), `camera`,
+//! `agents` (`cast_pairs`), `sensors` and `boxes`. The order has one reason: each file uses
+//! only what the files before it declare. WGSL itself accepts declarations in any order, so
+//! the rule is for readers, who meet every name before its first use and can read each file
+//! on top of the ones before it. naga reports lines of the joined source; the tests name each
+//! one's file and line there.
 
 use bytemuck::{Pod, Zeroable};
 
 use crate::ray::{OriginPolicy, RaycastOptions, UnloadedPolicy};
 
-/// The WGSL source of the compute shader: `shaders/dda.wgsl` followed by `shaders/exact.wgsl`
-/// (the exact arithmetic it uses), joined in that order so that naga's line numbers in
-/// `dda.wgsl` are its own.
+/// The WGSL source of the compute shader: the stage files of `shaders/` joined into one module,
+/// in the order that `src/gpu/layout.rs` gives with its reason.
 pub const SHADER_SOURCE: &str = concat!(
+    include_str!("../../shaders/layout.wgsl"),
+    include_str!("../../shaders/exact.wgsl"),
+    include_str!("../../shaders/window.wgsl"),
     include_str!("../../shaders/dda.wgsl"),
-    include_str!("../../shaders/exact.wgsl")
+    include_str!("../../shaders/ties.wgsl"),
+    include_str!("../../shaders/cast.wgsl"),
+    include_str!("../../shaders/rays.wgsl"),
+    include_str!("../../shaders/camera.wgsl"),
+    include_str!("../../shaders/agents.wgsl"),
+    include_str!("../../shaders/sensors.wgsl"),
+    include_str!("../../shaders/boxes.wgsl"),
 );
+
+/// The stage files of [`SHADER_SOURCE`], in its order (`shaders/<stage>.wgsl`).
+#[cfg(test)]
+const SHADER_STAGES: [&str; 11] = [
+    "layout", "exact", "window", "dda", "ties", "cast", "rays", "camera", "agents", "sensors",
+    "boxes",
+];
+
+/// The path and text of stage file `stage`, read from the crate's sources.
+#[cfg(test)]
+fn stage_file(stage: &str) -> (String, String) {
+    let path = format!("shaders/{stage}.wgsl");
+    let full = format!("{}/{path}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{path}: {e}"));
+    (path, text)
+}
+
+/// Where line `line` (counted from 1) of [`SHADER_SOURCE`] lies, as `shaders/<stage>.wgsl:<line
+/// there>`; the line itself where it lies past the end.
+#[cfg(test)]
+pub(crate) fn shader_place(line: u32) -> String {
+    let mut before = 0;
+    for stage in SHADER_STAGES {
+        let (path, text) = stage_file(stage);
+        let lines = text.lines().count() as u32;
+        if line <= before + lines {
+            return format!("{path}:{}", line - before);
+        }
+        before += lines;
+    }
+    format!("line {line} of SHADER_SOURCE")
+}
 
 /// Invocations per workgroup (`@workgroup_size` of every entry point).
 pub(super) const WORKGROUP_SIZE: u32 = 64;
@@ -84,7 +136,7 @@ pub(super) const STATUS_ZERO_LENGTH: u32 = 4;
 /// A pair's eyes are farther apart than [`crate::ray::MAX_DISTANCE_CAP`].
 pub(super) const STATUS_TOO_LONG: u32 = 5;
 
-/// One ray as the shader reads it (`GpuRay` in `shaders/dda.wgsl`): 48 bytes.
+/// One ray as the shader reads it (`GpuRay` in `shaders/layout.wgsl`): 48 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
 pub(super) struct GpuRay {
@@ -100,7 +152,7 @@ pub(super) struct GpuRay {
     pub(super) counts_hi: u32,
 }
 
-/// One answer as the shader writes it (`GpuHit` in `shaders/dda.wgsl`): 20 bytes, the voxel
+/// One answer as the shader writes it (`GpuHit` in `shaders/layout.wgsl`): 20 bytes, the voxel
 /// relative to the ray's start voxel (decoded by `decode::decode_window`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
@@ -112,7 +164,7 @@ pub(super) struct GpuHit {
     pub(super) uv: u32,
 }
 
-/// One agent's eye as the shader reads it (`GpuAgent` in `shaders/dda.wgsl`): 32 bytes.
+/// One agent's eye as the shader reads it (`GpuAgent` in `shaders/layout.wgsl`): 32 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
 pub(super) struct GpuAgent {
@@ -122,7 +174,7 @@ pub(super) struct GpuAgent {
     pub(super) _pad: u32,
 }
 
-/// Per-dispatch parameters (`Params` in `shaders/dda.wgsl`).
+/// Per-dispatch parameters (`Params` in `shaders/layout.wgsl`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
 pub(super) struct GpuParams {
@@ -155,7 +207,7 @@ pub(super) struct GpuParams {
     pub(super) _pad: [u32; 3],
 }
 
-/// One agent's sensor pose as the shader reads it (`GpuPose` in `shaders/dda.wgsl`): 32
+/// One agent's sensor pose as the shader reads it (`GpuPose` in `shaders/layout.wgsl`): 32
 /// bytes, the voxel window-relative, the rotation packed (`src/sensors.rs`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
@@ -166,7 +218,7 @@ pub(super) struct GpuPose {
     pub(super) rotation_hi: u32,
 }
 
-/// One box cast as the shader reads it (`GpuBox` in `shaders/dda.wgsl`): 80 bytes, the voxels
+/// One box cast as the shader reads it (`GpuBox` in `shaders/layout.wgsl`): 80 bytes, the voxels
 /// window-relative. Per axis, on a moving axis `lead` and `trail` are the start voxels of the
 /// leading and trailing face, on a still axis the box's highest and lowest voxel.
 #[repr(C)]
@@ -222,7 +274,7 @@ impl Entry {
 }
 
 /// The shader's `OPTIONS` for `opts` (and conservative line of sight): the `FLAG_*` bits of
-/// `shaders/dda.wgsl` that the options decide (the world adds its own: `FLAG_TOROIDAL` and
+/// `shaders/layout.wgsl` that the options decide (the world adds its own: `FLAG_TOROIDAL` and
 /// `FLAG_STEP_EMPTY_BRICKS`).
 pub(super) fn option_flags(opts: &RaycastOptions, conservative: bool) -> u32 {
     let mut flags = match opts.origin {
@@ -254,10 +306,60 @@ mod tests {
         match naga::front::wgsl::parse_str(SHADER_SOURCE) {
             Ok(m) => m,
             Err(e) => panic!(
-                "dda.wgsl does not parse:\n{}",
+                "the shader does not parse ({}):\n{}",
+                e.location(SHADER_SOURCE)
+                    .map_or_else(String::new, |l| shader_place(l.line_number)),
                 e.emit_to_string(SHADER_SOURCE)
             ),
         }
+    }
+
+    /// The module validated, and naga's analysis of it.
+    fn validated() -> (naga::Module, naga::valid::ModuleInfo) {
+        let m = module();
+        let mut v = naga::valid::Validator::new(
+            naga::valid::ValidationFlags::all(),
+            naga::valid::Capabilities::empty(),
+        );
+        match v.validate(&m) {
+            Ok(info) => (m, info),
+            Err(e) => panic!(
+                "the shader does not validate ({}):\n{}",
+                e.location(SHADER_SOURCE)
+                    .map_or_else(String::new, |l| shader_place(l.line_number)),
+                e.emit_to_string(SHADER_SOURCE)
+            ),
+        }
+    }
+
+    /// `SHADER_STAGES` lists the files that `SHADER_SOURCE` joins, in its order, and
+    /// `shader_place` finds a line's file and line there.
+    #[test]
+    fn the_stages_join_into_the_shader() {
+        let mut joined = String::new();
+        for stage in SHADER_STAGES {
+            let (path, text) = stage_file(stage);
+            assert!(text.ends_with('\n'), "{path} ends without a line break");
+            joined.push_str(&text);
+        }
+        assert!(
+            joined == SHADER_SOURCE,
+            "SHADER_STAGES does not list the files of SHADER_SOURCE in its order"
+        );
+        let first_of_boxes = SHADER_SOURCE
+            .lines()
+            .position(|l| l.starts_with("fn box_voxel("))
+            .expect("box_voxel in the shader") as u32
+            + 1;
+        let in_boxes = include_str!("../../shaders/boxes.wgsl")
+            .lines()
+            .position(|l| l.starts_with("fn box_voxel("))
+            .expect("box_voxel in boxes.wgsl") as u32
+            + 1;
+        assert_eq!(
+            shader_place(first_of_boxes),
+            format!("shaders/boxes.wgsl:{in_boxes}")
+        );
     }
 
     /// A scalar constant's value, as both sides write it.
@@ -381,17 +483,7 @@ mod tests {
 
     #[test]
     fn shader_parses_and_validates() {
-        let m = module();
-        let mut v = naga::valid::Validator::new(
-            naga::valid::ValidationFlags::all(),
-            naga::valid::Capabilities::empty(),
-        );
-        if let Err(e) = v.validate(&m) {
-            panic!(
-                "dda.wgsl does not validate:\n{}",
-                e.emit_to_string(SHADER_SOURCE)
-            );
-        }
+        validated();
     }
 
     #[test]

@@ -581,7 +581,7 @@ impl Buckets {
 }
 
 /// `camera` as the shader gets it (the eye and max distance as [`VoxelRay::new`] stores them),
-/// when the shader's ray for every pixel (`cast_camera` in `shaders/dda.wgsl`) is exactly
+/// when the shader's ray for every pixel (`cast_camera` in `shaders/camera.wgsl`) is exactly
 /// [`Camera::ray`] of that pixel on every conforming GPU: for every camera [`Camera::new`] makes
 /// with a field of view from about 0.0001° up to about 179.99° at 16:9 and no vector component
 /// below 2^-56 other than 0. `None` for others, and for a camera edited into one where that
@@ -897,7 +897,7 @@ mod tests {
         assert!(out.iter().step_by(7).all(invalid));
     }
 
-    /// A twin of `made_ray` and `prepare_axis` in `shaders/dda.wgsl` (on a GPU that rounds as
+    /// A twin of `made_ray` and `prepare_axis` in `shaders/rays.wgsl` (on a GPU that rounds as
     /// IEEE 754 does, as the exact division of `shaders/exact.wgsl` makes every GPU do): the
     /// state the shader makes of a slot uploaded as given.
     fn shader_set_up(s: &GpuRay) -> GpuRay {
