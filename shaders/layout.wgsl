@@ -1,6 +1,6 @@
 // voxcast shader, layout: the constants, structs and bindings that the host and the shader
-// both read. Twins of those in src/gpu/layout.rs, which checks the constants and the struct
-// sizes through naga.
+// both read. Twins of those in src/gpu/layout.rs, which checks them through naga: constants,
+// struct sizes and bindings.
 //
 // The shader is one exact DDA per invocation, joined from the stage files of this folder in
 // the order SHADER_SOURCE gives (src/gpu/layout.rs says which and why). Each function that
@@ -204,6 +204,8 @@ struct Hit {
     n: vec3<u32>,           // the crossings done on reaching the voxel (finished's input)
 }
 
+// The bindings: twins of the table BINDINGS in src/gpu/layout.rs, which also says which entry
+// point binds which (a test checks both against this module).
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> chunk_table: array<u32>;
 @group(0) @binding(2) var<storage, read> occupancy: array<u32>;

@@ -1,7 +1,7 @@
 //! The wire format: what the host and the shader both read and write, twins of
 //! `shaders/layout.wgsl` (its constants, structs and bindings) and of the shader's entry
-//! points. The tests at the end read the shader through naga and compare each constant and
-//! struct size with its twin here.
+//! points. The tests at the end read the shader through naga and compare each constant, struct
+//! size and binding with its twin here.
 //!
 //! # The shader's stage files
 //! [`SHADER_SOURCE`] joins the files of `shaders/` into one WGSL module in this order: `layout`
@@ -245,6 +245,94 @@ pub(super) const BOX_ON_PLANE_SHIFT: u32 = 12;
 /// Each axis's rank for edges and corners (rule 6), two bits each.
 pub(super) const BOX_RANKS_SHIFT: u32 = 15;
 
+/// How the shader declares a binding: its address space and access.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Access {
+    /// `var<uniform>`.
+    Uniform,
+    /// `var<storage, read>`.
+    Read,
+    /// `var<storage, read_write>`.
+    ReadWrite,
+}
+
+/// One buffer the shader binds: `@group(0) @binding(number) var<access> name`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct ShaderBinding {
+    pub(super) number: u32,
+    /// The shader's variable.
+    pub(super) name: &'static str,
+    pub(super) access: Access,
+}
+
+const fn bind(number: u32, name: &'static str, access: Access) -> ShaderBinding {
+    ShaderBinding {
+        number,
+        name,
+        access,
+    }
+}
+
+// The shader's bindings, all in group 0: each written once here, listed in `BINDINGS`, and
+// bound per entry point by `Entry::bindings`. The test `bindings_match_the_shader` checks each
+// number, name and access, and which entry point uses which, against `shaders/layout.wgsl`.
+// First the dispatch's parameters, the world (chunk table with region records, occupancy,
+// slot records, id records) and the material filter, which every entry point binds.
+pub(super) const PARAMS: ShaderBinding = bind(0, "params", Access::Uniform);
+pub(super) const CHUNK_TABLE: ShaderBinding = bind(1, "chunk_table", Access::Read);
+pub(super) const OCCUPANCY: ShaderBinding = bind(2, "occupancy", Access::Read);
+pub(super) const SLOTS: ShaderBinding = bind(3, "slots", Access::Read);
+pub(super) const IDS: ShaderBinding = bind(4, "ids", Access::Read);
+pub(super) const FILTER_BITS: ShaderBinding = bind(5, "filter_bits", Access::Uniform);
+// `cast_rays` (and `cast_camera`): rays in, answers out.
+pub(super) const RAYS: ShaderBinding = bind(6, "rays", Access::Read);
+pub(super) const HITS: ShaderBinding = bind(7, "hits", Access::ReadWrite);
+// `cast_pairs`: pairs of agent indices, the agents' eyes, and the pairs' bits and answers.
+pub(super) const PAIRS: ShaderBinding = bind(8, "pairs", Access::Read);
+pub(super) const AGENTS: ShaderBinding = bind(9, "agents", Access::Read);
+pub(super) const PAIR_OUT: ShaderBinding = bind(10, "pair_out", Access::ReadWrite);
+// `cast_sensors`: the agents' poses, the rig, and the rays' words or answers.
+pub(super) const POSES: ShaderBinding = bind(11, "poses", Access::Read);
+pub(super) const RIG: ShaderBinding = bind(12, "rig", Access::Read);
+pub(super) const SENSED: ShaderBinding = bind(13, "sensed", Access::ReadWrite);
+// `cast_boxes`: box casts in, answers out.
+pub(super) const BOXES: ShaderBinding = bind(14, "boxes", Access::Read);
+pub(super) const BOX_HITS: ShaderBinding = bind(15, "box_hits", Access::ReadWrite);
+
+/// Every binding of the shader, in number order.
+pub(super) const BINDINGS: [ShaderBinding; 16] = [
+    PARAMS,
+    CHUNK_TABLE,
+    OCCUPANCY,
+    SLOTS,
+    IDS,
+    FILTER_BITS,
+    RAYS,
+    HITS,
+    PAIRS,
+    AGENTS,
+    PAIR_OUT,
+    POSES,
+    RIG,
+    SENSED,
+    BOXES,
+    BOX_HITS,
+];
+
+/// The bindings every entry point binds: the dispatch's parameters, the world and the filter.
+pub(super) const SHARED_BINDINGS: [ShaderBinding; 6] =
+    [PARAMS, CHUNK_TABLE, OCCUPANCY, SLOTS, IDS, FILTER_BITS];
+
+/// An entry point's own bindings, besides [`SHARED_BINDINGS`]: the dispatch's input (in the
+/// batch's upload or input buffer), a buffer the batch brings besides it (the agents' eyes,
+/// the rig), and the output (the batch's output buffer).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct OwnBindings {
+    pub(super) input: ShaderBinding,
+    pub(super) extra: Option<ShaderBinding>,
+    pub(super) output: ShaderBinding,
+}
+
 /// A compute entry point of the shader.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(super) enum Entry {
@@ -261,6 +349,15 @@ pub(super) enum Entry {
 }
 
 impl Entry {
+    /// Every entry point.
+    pub(super) const ALL: [Entry; 5] = [
+        Entry::Rays,
+        Entry::Camera,
+        Entry::Pairs,
+        Entry::Sensors,
+        Entry::Boxes,
+    ];
+
     /// Its name in the shader.
     pub(super) fn name(self) -> &'static str {
         match self {
@@ -270,6 +367,32 @@ impl Entry {
             Entry::Sensors => "cast_sensors",
             Entry::Boxes => "cast_boxes",
         }
+    }
+
+    /// Its own bindings. `cast_camera` makes its rays and reads no input, but it binds
+    /// `cast_rays`'s bindings so that the two share one layout: its input is bound, unread.
+    pub(super) fn own_bindings(self) -> OwnBindings {
+        let (input, extra, output) = match self {
+            Entry::Rays | Entry::Camera => (RAYS, None, HITS),
+            Entry::Pairs => (PAIRS, Some(AGENTS), PAIR_OUT),
+            Entry::Sensors => (POSES, Some(RIG), SENSED),
+            Entry::Boxes => (BOXES, None, BOX_HITS),
+        };
+        OwnBindings {
+            input,
+            extra,
+            output,
+        }
+    }
+
+    /// Every binding its bind group holds, in number order: [`SHARED_BINDINGS`], then its own.
+    pub(super) fn bindings(self) -> impl Iterator<Item = ShaderBinding> {
+        let own = self.own_bindings();
+        SHARED_BINDINGS
+            .into_iter()
+            .chain([own.input])
+            .chain(own.extra)
+            .chain([own.output])
     }
 }
 
@@ -465,13 +588,7 @@ mod tests {
             );
         }
         // The workgroup size of every entry point.
-        for e in [
-            Entry::Rays,
-            Entry::Camera,
-            Entry::Pairs,
-            Entry::Sensors,
-            Entry::Boxes,
-        ] {
+        for e in Entry::ALL {
             let point = m
                 .entry_points
                 .iter()
@@ -484,6 +601,99 @@ mod tests {
     #[test]
     fn shader_parses_and_validates() {
         validated();
+    }
+
+    /// Every resource the shader declares is the row of [`BINDINGS`] with its number, name and
+    /// access, and each entry point uses exactly the bindings of its bind group
+    /// ([`Entry::bindings`]) and writes only its output.
+    #[test]
+    fn bindings_match_the_shader() {
+        use naga::valid::GlobalUse;
+        use std::collections::BTreeSet;
+
+        for (i, b) in BINDINGS.iter().enumerate() {
+            assert_eq!(
+                b.number, i as u32,
+                "BINDINGS is not in number order at {b:?}"
+            );
+        }
+        let (m, info) = validated();
+        let mut declared = BTreeSet::new();
+        for (_, var) in m.global_variables.iter() {
+            let name = var.name.as_deref().unwrap_or("(unnamed)");
+            let Some(rb) = &var.binding else {
+                continue;
+            };
+            assert_eq!(rb.group, 0, "{name}: group");
+            let row = BINDINGS
+                .iter()
+                .find(|b| b.number == rb.binding)
+                .unwrap_or_else(|| panic!("{name}: binding {} is not in BINDINGS", rb.binding));
+            assert_eq!(
+                row.name, name,
+                "binding {}: BINDINGS against the shader",
+                rb.binding
+            );
+            let access = match var.space {
+                naga::AddressSpace::Uniform => Access::Uniform,
+                naga::AddressSpace::Storage { access } if access == naga::StorageAccess::LOAD => {
+                    Access::Read
+                }
+                naga::AddressSpace::Storage { access }
+                    if access == naga::StorageAccess::LOAD | naga::StorageAccess::STORE =>
+                {
+                    Access::ReadWrite
+                }
+                ref other => panic!("{name}: address space {other:?}"),
+            };
+            assert_eq!(row.access, access, "{name}: BINDINGS against the shader");
+            declared.insert(rb.binding);
+        }
+        let rows: BTreeSet<u32> = BINDINGS.iter().map(|b| b.number).collect();
+        assert_eq!(declared, rows, "the shader's bindings against BINDINGS");
+
+        for e in Entry::ALL {
+            let own = e.own_bindings();
+            assert!(
+                own.input.access == Access::Read
+                    && own.extra.is_none_or(|b| b.access == Access::Read)
+                    && own.output.access == Access::ReadWrite,
+                "{}: {own:?}",
+                e.name()
+            );
+            let numbers: Vec<u32> = e.bindings().map(|b| b.number).collect();
+            assert!(numbers.is_sorted(), "{}: {numbers:?}", e.name());
+            let index = m
+                .entry_points
+                .iter()
+                .position(|p| p.name == e.name())
+                .unwrap_or_else(|| panic!("no entry point {}", e.name()));
+            let uses = info.get_entry_point(index);
+            let used_with = |wanted: GlobalUse| -> BTreeSet<u32> {
+                m.global_variables
+                    .iter()
+                    .filter(|&(h, _)| uses[h].intersects(wanted))
+                    .filter_map(|(_, var)| var.binding.as_ref().map(|rb| rb.binding))
+                    .collect()
+            };
+            let mut bound: BTreeSet<u32> = numbers.into_iter().collect();
+            if e == Entry::Camera {
+                // It makes its rays: its input is bound (the layout of cast_rays), unread.
+                bound.remove(&own.input.number);
+            }
+            assert_eq!(
+                used_with(GlobalUse::all()),
+                bound,
+                "{}: bindings used",
+                e.name()
+            );
+            assert_eq!(
+                used_with(GlobalUse::WRITE | GlobalUse::ATOMIC),
+                BTreeSet::from([own.output.number]),
+                "{}: bindings written",
+                e.name()
+            );
+        }
     }
 
     #[test]
