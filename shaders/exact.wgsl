@@ -1,4 +1,5 @@
-// voxcast: exact f32 arithmetic on any conforming GPU (joined after dda.wgsl into one module).
+// voxcast shader, exact arithmetic: f32 results that every conforming GPU computes alike,
+// for every stage after this one.
 //
 // What the shader may assume of a GPU is only what the WGSL spec guarantees, plus f32 `+ - *`
 // rounding to nearest even. The spec lets an implementation divide and take roots with an

@@ -39,7 +39,7 @@ pub enum CameraError {
 
 /// A pinhole camera at an i128 position. Pixel `(px, py)` looks through its centre; `py = 0`
 /// is the top row. The pixel-to-direction arithmetic is plain f32 in a fixed order, mirrored
-/// by `camera_dir` in `shaders/dda.wgsl`, so rays made in the shader equal [`Camera::ray`].
+/// by `camera_dir` in `shaders/camera.wgsl`, so rays made in the shader equal [`Camera::ray`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Camera {
     /// The voxel holding the eye.
@@ -201,7 +201,7 @@ impl Camera {
     /// The unit direction through the centre of pixel `(px, py)`, counted from the top left.
     /// A pixel outside the image (`px >= width` or `py >= height`) continues the image plane
     /// past its edge (for guard bands); far outside, the direction tends to `right` or `-up`.
-    /// Twin of `camera_dir` in `shaders/dda.wgsl`: same operations, same order.
+    /// Twin of `camera_dir` in `shaders/camera.wgsl`: same operations, same order.
     #[must_use]
     pub fn pixel_dir(&self, px: u32, py: u32) -> Vec3 {
         let [inv_w, inv_h] = self.pixel_steps();

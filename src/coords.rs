@@ -333,7 +333,7 @@ impl LocalPos {
     }
 
     /// Linear index inside a chunk, `x + 32·(y + 32·z)`, in `0..CHUNK_VOLUME` (each component
-    /// taken modulo 32). The GPU uses the same order (see `slot_id` in `shaders/dda.wgsl`).
+    /// taken modulo 32). The GPU uses the same order (see `slot_id` in `shaders/window.wgsl`).
     #[inline]
     #[must_use]
     pub const fn index(self) -> usize {

@@ -1,10 +1,10 @@
 //! The exact reference DDA: the definition of a correct answer.
 //!
 //! Every function here (and in the modules `dda`, `ties` and `traversal`) that the GPU also
-//! runs has a twin of the same name in `shaders/dda.wgsl`, with the same constants and the same
-//! comparisons in the same order, so the two can be read side by side (the shader's header
-//! lists them): `crossing_t`, `next_axis`, `crossings_before` (written out inside the
-//! shader's `skip_box`),
+//! runs has a twin of the same name in the shader's stage files (`shaders/`), with the same
+//! constants and the same comparisons in the same order, so the two can be read side by side
+//! (each stage file's header lists its twins): `crossing_t`, `next_axis`, `crossings_before`
+//! (written out inside the shader's `skip_box`),
 //! `RegionCache::run` (`region_run` there) and `cast_ray` here; `tied_axes`, `tie_ranks` and
 //! `tie_extra` in `ties.rs`; `dda_step`, `walk_dense`, `skip_box` and `face_uv` in `dda.rs`;
 //! `empty_block` and `empty_box` in `world/summary.rs`. The public queries built on
@@ -151,7 +151,7 @@ fn count_before<const NEAR: bool>(b: f32, inv: f32, n: u32, t_n: f32, t_end: f32
 /// shader computes the same bits). `1 + 2⁻²⁰`, about 16 ulps: where a segment between two
 /// voxel centres or corners passes through an edge in exact arithmetic, its f32 crossings were
 /// found to differ by up to 3 ulps (the direction is rounded when normalised, `1/|d|` when
-/// taken, each crossing once more). Same constant in `shaders/dda.wgsl`.
+/// taken, each crossing once more). Same constant in `shaders/layout.wgsl`.
 pub(crate) const NEAR_TIE: f32 = 1.0 + 1.0 / 1_048_576.0;
 
 /// `t` as a skip compares it with the crossing that leaves the box: under conservative line of
@@ -201,7 +201,7 @@ fn chunk_kind(world: &VoxelWorld, chunk: [i128; 3]) -> ChunkKind<'_> {
 }
 
 /// Casts one prepared ray: the whole reference algorithm. Twin of `cast_ray` in
-/// `shaders/dda.wgsl`.
+/// `shaders/cast.wgsl`.
 pub(crate) fn cast_ray(
     r: &PreparedRay,
     world: &VoxelWorld,
@@ -469,7 +469,7 @@ impl<'w> RegionCache<'w> {
     /// The box to skip from chunk `c`, which holds nothing that stops the ray: the largest
     /// run of chunks around it that hold nothing but air (or, under `UnloadedPolicy::Air`, are
     /// not loaded) in its region (see `empty_block`), or `c` alone. In local coordinates of
-    /// `c`, so corners may lie outside `0..32`. Twin of `region_run` in `shaders/dda.wgsl`,
+    /// `c`, so corners may lie outside `0..32`. Twin of `region_run` in `shaders/window.wgsl`,
     /// which reads the same bits from the region records `GpuWorld` uploads.
     fn run(&mut self, world: &'w VoxelWorld, c: [i128; 3], unloaded: UnloadedPolicy) -> LocalBox {
         let (s, _) = self.get(world, c);

@@ -98,6 +98,8 @@ pub use device::{DispatchMemory, GpuConfig, RaySetup, SelfCheck};
 pub use error::GpuError;
 pub use flight::{BatchStats, KeptMemory};
 pub use follow::WindowMove;
+#[cfg(test)]
+pub(crate) use layout::shader_place;
 pub use layout::{MAX_DISPATCH_RAYS, SHADER_SOURCE};
 pub use pairs_within::PairsWithin;
 pub use pending::PendingBatch;

@@ -163,7 +163,7 @@ pub(crate) const MIN_SQUARED_LENGTH: f32 = 1.0 / (1u64 << 60) as f32;
 
 /// The unit direction and length of a segment whose difference vector (end minus start, in
 /// voxels) is `d`, as [`VoxelRay::between`] and the GPU's agent visibility make them (twin of
-/// `segment` in `shaders/dda.wgsl`): the squared length `(x² + y²) + z²`, its root, the
+/// `segment` in `shaders/agents.wgsl`): the squared length `(x² + y²) + z²`, its root, the
 /// reciprocal of that and the three products, each a correctly rounded f32 operation, so that
 /// any GPU computes the same bits. The direction is unit to within about `1e-6` (well inside
 /// the `1e-5` that [`VoxelRay::new`] keeps as given).
@@ -350,7 +350,7 @@ impl VoxelRay {
     /// length are made from that difference with correctly rounded f32 operations: the
     /// squared length `(x² + y²) + z²`, its root, the reciprocal of that and the three
     /// products. The GPU's agent visibility
-    /// builds its segments with the same operations (`segment` in `shaders/dda.wgsl`), so the
+    /// builds its segments with the same operations (`segment` in `shaders/agents.wgsl`), so the
     /// parity contract covers them.
     ///
     /// The voxel that `to` lies in is tested too (a hit at exactly max distance counts), so
@@ -495,7 +495,7 @@ pub(crate) fn set_axis(p: &mut WorldPos, a: usize, v: i128) {
 /// The start voxel on one axis: the voxel that holds `p(t)` for small `t > 0`. That is the
 /// origin voxel, except when the start point lies exactly on its low face (`sub == 0`) and the
 /// ray moves down (`d < 0`; `-0.0` is not below zero): then it is `origin - 1`. `None` when that
-/// leaves the i128 world. Mirrored inside `prepare_axis` in `shaders/dda.wgsl` (which works
+/// leaves the i128 world. Mirrored inside `prepare_axis` in `shaders/rays.wgsl` (which works
 /// relative to the window anchor).
 #[inline]
 #[must_use]
@@ -509,7 +509,7 @@ pub(crate) fn first_voxel(origin: i128, sub: f32, d: f32) -> Option<i128> {
 
 /// Distance, in units of `1/|d|`, from the start point to the first crossing on one axis:
 /// `1 - sub` moving up, `sub` moving down, and a whole voxel (`1`) when the start point lies on
-/// the face the ray moves away from. Mirrored inside `prepare_axis` in `shaders/dda.wgsl`.
+/// the face the ray moves away from. Mirrored inside `prepare_axis` in `shaders/rays.wgsl`.
 #[inline]
 #[must_use]
 pub(crate) fn first_crossing(sub: f32, d: f32) -> f32 {

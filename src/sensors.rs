@@ -256,7 +256,7 @@ impl SensorPose {
 
     /// Ray `k` of `rig` from this pose, exactly as the GPU's sensor call makes it: the rig's
     /// direction turned by the pose's quantized rotation (f32 `+ - *`, in the order of
-    /// `sensor_dir` in `shaders/dda.wgsl`) and cast from the pose's normalised origin with the
+    /// `sensor_dir` in `shaders/sensors.wgsl`) and cast from the pose's normalised origin with the
     /// rig's max distance.
     ///
     /// # Errors
@@ -324,7 +324,7 @@ fn flush(d: Vec3) -> Vec3 {
 /// `rotation` normalised (in f64) and packed in 62 bits: the index of its largest component
 /// (made positive: `q` and `-q` are one rotation) in bits 0..2, then its other three
 /// components in order as 20-bit two's complement multiples of `2^-19`. Twin of the decoding
-/// in [`rotation_matrix`] and `rotation_matrix` in `shaders/dda.wgsl`.
+/// in [`rotation_matrix`] and `rotation_matrix` in `shaders/sensors.wgsl`.
 ///
 /// # Errors
 /// [`RayError::BadRotation`] for a non-finite rotation or one whose squared length is more
@@ -364,7 +364,7 @@ fn pack_rotation(rotation: Quat) -> Result<[u32; 2], RayError> {
 }
 
 /// The rotation matrix (rows) of a packed rotation ([`pack_rotation`]). Twin of
-/// `rotation_matrix` in `shaders/dda.wgsl`: the three stored components are exact f32 values
+/// `rotation_matrix` in `shaders/sensors.wgsl`: the three stored components are exact f32 values
 /// (multiples of `2^-19`), the largest is the root of one less their squares (at least 1/2),
 /// and each entry is made with the operations below in this order, each rounded once.
 fn rotation_matrix(packed: [u32; 2]) -> [[f32; 3]; 3] {
@@ -398,7 +398,7 @@ fn rotation_matrix(packed: [u32; 2]) -> [[f32; 3]; 3] {
     ]
 }
 
-/// Rig direction `d` turned by matrix `m`. Twin of `sensor_dir` in `shaders/dda.wgsl`: per
+/// Rig direction `d` turned by matrix `m`. Twin of `sensor_dir` in `shaders/sensors.wgsl`: per
 /// component `(m0 · d.x + m1 · d.y) + m2 · d.z`, each operation rounded once. A unit `d` turned
 /// by a decoded rotation is unit to within about `3e-6` in squared length, so
 /// [`VoxelRay::new`] keeps it as it is.

@@ -169,18 +169,7 @@ pub fn variant(source: &str, freedom: Freedom) -> Result<Variant, VariantError> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::SHADER_SOURCE;
-
-    /// Where a line of the joined shader source lies: `dda.wgsl` or `exact.wgsl`, and its line
-    /// there.
-    fn place(line: u32) -> String {
-        let dda = include_str!("../shaders/dda.wgsl").lines().count() as u32;
-        if line <= dda {
-            format!("shaders/dda.wgsl:{line}")
-        } else {
-            format!("shaders/exact.wgsl:{}", line - dda)
-        }
-    }
+    use crate::gpu::{SHADER_SOURCE, shader_place};
 
     /// The shader without its `pin` calls: every place that relies on them.
     fn unpinned() -> String {
@@ -196,7 +185,7 @@ mod tests {
         let found = check_exact(SHADER_SOURCE).expect("the shader parses");
         let lines: Vec<String> = found
             .iter()
-            .map(|v| format!("{} ({v})", place(v.line)))
+            .map(|v| format!("{} ({v})", shader_place(v.line)))
             .collect();
         assert!(
             found.is_empty(),

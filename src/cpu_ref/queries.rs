@@ -71,7 +71,7 @@ pub fn line_of_sight(ray: &VoxelRay, world: &VoxelWorld, opts: &LineOfSightOptio
 /// voxels on the other side of each such plane, each walked as the segment shifted one voxel
 /// down on those axes. The nearest answer wins; at equal distances the first layer in the
 /// order of `layer` (the segment's own, then shifted on x, y, x and y, z, ...). Twin of
-/// `cast_segment` in `shaders/dda.wgsl`.
+/// `cast_segment` in `shaders/cast.wgsl`.
 pub(crate) fn cast_segment(
     r: &PreparedRay,
     world: &VoxelWorld,
@@ -97,7 +97,7 @@ pub(crate) fn cast_segment(
 
 /// A hit in the layer moved down on the axes of `layer` lies at its voxel's high face on those
 /// axes: its UV there is 1, where the moved segment gives 0. Twin of `on_high_faces` in
-/// `shaders/dda.wgsl`.
+/// `shaders/cast.wgsl`.
 fn on_high_faces(o: RaycastOutcome, layer: u32) -> RaycastOutcome {
     match o {
         RaycastOutcome::Hit(mut h) if h.face_normal != IVec3::ZERO => {
@@ -121,7 +121,7 @@ fn on_high_faces(o: RaycastOutcome, layer: u32) -> RaycastOutcome {
 }
 
 /// Whether outcome `a` lies strictly nearer than `b` along the ray: a miss is never nearer,
-/// and anything else is nearer than a miss. Twin of `nearer` in `shaders/dda.wgsl`.
+/// and anything else is nearer than a miss. Twin of `nearer` in `shaders/cast.wgsl`.
 fn nearer(a: &RaycastOutcome, b: &RaycastOutcome) -> bool {
     let distance = |o: &RaycastOutcome| match *o {
         RaycastOutcome::Hit(h) => Some(h.distance),

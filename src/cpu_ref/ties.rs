@@ -1,6 +1,6 @@
 //! Conservative line of sight's tie test: where a ray passes exactly (or within [`NEAR_TIE`])
 //! through an edge or corner, the voxels that touch it but that stepping does not visit.
-//! Twins in `shaders/dda.wgsl` as named on each.
+//! Twins in `shaders/ties.wgsl` as named on each.
 
 use glam::IVec3;
 
@@ -12,7 +12,7 @@ use crate::world::VoxelId;
 
 /// The axes whose next crossing is at `t` (bit `a` for axis `a`), the first crossing, or
 /// near-tied with it (within [`NEAR_TIE`]): a tie group, an edge or corner that the ray passes
-/// through, when two or three bits are set. Twin of `tied_axes` in `shaders/dda.wgsl`.
+/// through, when two or three bits are set. Twin of `tied_axes` in `shaders/ties.wgsl`.
 #[inline]
 fn tied_axes(t_next: [f32; 3], t: f32) -> u32 {
     let near = t * NEAR_TIE;
@@ -23,7 +23,7 @@ fn tied_axes(t_next: [f32; 3], t: f32) -> u32 {
 
 /// Each axis's place (0 first) in the order stepping crosses the tie group `tied`: by crossing
 /// distance, equal distances x, then y, then z (as [`next_axis`] picks them). Axes outside the
-/// group are not counted. Twin of `tie_ranks` in `shaders/dda.wgsl`.
+/// group are not counted. Twin of `tie_ranks` in `shaders/ties.wgsl`.
 #[inline]
 fn tie_ranks(t: [f32; 3], tied: u32) -> [u32; 3] {
     let g = |a: usize| tied >> a & 1 != 0;
@@ -39,7 +39,7 @@ fn tie_ranks(t: [f32; 3], tied: u32) -> [u32; 3] {
 /// "prefixes" of the group in that order (the first axis, then the first two, ...): a mask is a
 /// prefix exactly when its last axis in that order has rank `popcount - 1`. Every other
 /// non-empty subset is an extra voxel touching the same edge or corner. Twin of `tie_extra` in
-/// `shaders/dda.wgsl`.
+/// `shaders/ties.wgsl`.
 #[inline]
 fn tie_extra(tied: u32, ranks: [u32; 3], mask: u32) -> bool {
     let m = |a: usize| mask >> a & 1 != 0;

@@ -1,5 +1,5 @@
 //! Box casts on the GPU: each cast prepared on the host as the CPU prepares it (`BoxCast`'s
-//! per-axis state, window-relative, 80 bytes), walked by `cast_box` in `shaders/dda.wgsl` (the
+//! per-axis state, window-relative, 80 bytes), walked by `cast_box` in `shaders/boxes.wgsl` (the
 //! twin of `walk` in `src/boxcast.rs`), its answer read back as a ray's (20 bytes). Casts the
 //! shader cannot place (too far from the window for its i32 voxels) are answered on the host.
 

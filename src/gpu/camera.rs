@@ -134,7 +134,7 @@ impl Collect<Pixels> for CameraAnswers {
 }
 
 /// `camera` as the shader gets it (the eye and max distance as [`VoxelRay::new`] stores them),
-/// when the shader's ray for every pixel (`cast_camera` in `shaders/dda.wgsl`) is exactly
+/// when the shader's ray for every pixel (`cast_camera` in `shaders/camera.wgsl`) is exactly
 /// [`Camera::ray`] of that pixel on every conforming GPU: for every camera [`Camera::new`] makes
 /// with a field of view from about 0.0001° up to about 179.99° at 16:9 and no vector component
 /// below 2^-56 other than 0. `None` for others, and for a camera edited into one where that

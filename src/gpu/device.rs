@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use crate::gpu::error::GpuError;
 use crate::gpu::layout::{
-    Entry, FLAG_RAYS_AS_GIVEN, FLAG_STEP_EMPTY_BRICKS, GpuRay, WORKGROUP_SIZE, option_flags,
+    Access, BINDINGS, Entry, FLAG_RAYS_AS_GIVEN, FLAG_STEP_EMPTY_BRICKS, GpuRay, WORKGROUP_SIZE,
+    option_flags,
 };
 use crate::gpu::queue::Courier;
 use crate::ray::RaycastOptions;
@@ -105,9 +106,9 @@ pub(super) struct Device {
     pub(super) loop_budget: bool,
     /// Why the device was lost, once it was (set by the lost callback, where voxcast owns it).
     lost: Arc<Mutex<Option<String>>>,
-    /// The bind group and pipeline layouts of the ray entry points, of `cast_pairs` and of
-    /// `cast_sensors` ([`layout_index`]).
-    layouts: [(wgpu::BindGroupLayout, wgpu::PipelineLayout); 4],
+    /// The bind group and pipeline layouts of each entry point, in the order of [`Entry::ALL`]
+    /// ([`layout_index`]).
+    layouts: [(wgpu::BindGroupLayout, wgpu::PipelineLayout); Entry::ALL.len()],
     module: wgpu::ShaderModule,
     /// The pipelines made so far, by entry point and option flags.
     pipelines: Mutex<FxHashMap<(Entry, u32), wgpu::ComputePipeline>>,
@@ -305,37 +306,32 @@ impl Device {
         // Shader and pipelines, validated inside an error scope.
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("dda.wgsl"),
+            label: Some("voxcast shader"),
             source: wgpu::ShaderSource::Wgsl(shader),
         });
-        let buffer = |binding: u32, ty| wgpu::BindGroupLayoutEntry {
-            binding,
-            visibility: wgpu::ShaderStages::COMPUTE,
-            ty: wgpu::BindingType::Buffer {
-                ty,
-                has_dynamic_offset: false,
-                min_binding_size: None,
-            },
-            count: None,
-        };
-        let uniform = wgpu::BufferBindingType::Uniform;
-        let read = wgpu::BufferBindingType::Storage { read_only: true };
-        let write = wgpu::BufferBindingType::Storage { read_only: false };
-        // The world's and the dispatch's parameters (bindings 0 to 5), then per entry point
-        // its input and output: rays and hits (6, 7) for cast_rays and cast_camera; pairs,
-        // agents and the pairs' bits and answers (8, 9, 10) for cast_pairs; poses, rig and
-        // words or answers (11, 12, 13) for cast_sensors; box casts and answers (14, 15) for
-        // cast_boxes.
-        let shared = [
-            buffer(0, uniform),
-            buffer(1, read),
-            buffer(2, read),
-            buffer(3, read),
-            buffer(4, read),
-            buffer(5, uniform),
-        ];
-        let make_layout = |label, own: &[wgpu::BindGroupLayoutEntry]| {
-            let entries: Vec<_> = shared.iter().chain(own).copied().collect();
+        // Each layout holds the bindings of its entry point (`Entry::bindings`, from the table
+        // of the shader's bindings in `layout`).
+        let make_layout = |entry: Entry| {
+            let label = entry.name();
+            let entries: Vec<_> = entry
+                .bindings()
+                .map(|b| wgpu::BindGroupLayoutEntry {
+                    binding: b.number,
+                    visibility: wgpu::ShaderStages::COMPUTE,
+                    ty: wgpu::BindingType::Buffer {
+                        ty: match b.access {
+                            Access::Uniform => wgpu::BufferBindingType::Uniform,
+                            Access::Read => wgpu::BufferBindingType::Storage { read_only: true },
+                            Access::ReadWrite => {
+                                wgpu::BufferBindingType::Storage { read_only: false }
+                            }
+                        },
+                        has_dynamic_offset: false,
+                        min_binding_size: None,
+                    },
+                    count: None,
+                })
+                .collect();
             let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
                 label: Some(label),
                 entries: &entries,
@@ -347,16 +343,7 @@ impl Device {
             });
             (layout, pipeline_layout)
         };
-        let rays = make_layout("voxcast rays", &[buffer(6, read), buffer(7, write)]);
-        let pairs = make_layout(
-            "voxcast pairs",
-            &[buffer(8, read), buffer(9, read), buffer(10, write)],
-        );
-        let sensors = make_layout(
-            "voxcast sensors",
-            &[buffer(11, read), buffer(12, read), buffer(13, write)],
-        );
-        let boxes = make_layout("voxcast boxes", &[buffer(14, read), buffer(15, write)]);
+        let layouts = Entry::ALL.map(make_layout);
         if let Some(e) = crate::gpu::error::error_now(scope) {
             return Err(GpuError::Device(format!("shader rejected: {e}")));
         }
@@ -375,9 +362,10 @@ impl Device {
             } else {
                 0
             };
+            let layout = &layouts[layout_index(entry)].1;
             for flags in [default_flags, default_flags | FLAG_STEP_EMPTY_BRICKS] {
                 let flags = flags | setup;
-                let p = make_pipeline(&device, &module, &rays.1, entry, flags)?;
+                let p = make_pipeline(&device, &module, layout, entry, flags)?;
                 pipelines.insert((entry, flags), p);
             }
         }
@@ -393,7 +381,7 @@ impl Device {
             rays_set_up_in_shader,
             loop_budget,
             lost,
-            layouts: [rays, pairs, sensors, boxes],
+            layouts,
             module,
             pipelines: Mutex::new(pipelines),
             bind_groups: BindGroupCache::default(),
@@ -457,30 +445,38 @@ impl Device {
     }
 }
 
-/// Which of the device's layouts `entry`'s pipelines use: rays and cameras bind rays and hits
-/// (6, 7), pairs their pairs, agents and output (8 to 10), sensors their poses, rig and output
-/// (11 to 13), box casts theirs and their answers (14, 15).
+/// The device's bind group layouts, each with the entry point whose bindings it holds and its
+/// label.
+/// Where `entry`'s layouts are in [`Device`]'s: its place in [`Entry::ALL`]. Each entry point
+/// has its own, made from its bindings (`Entry::bindings`), so that a new entry point needs
+/// nothing here.
 fn layout_index(entry: Entry) -> usize {
-    match entry {
-        Entry::Rays | Entry::Camera => 0,
-        Entry::Pairs => 1,
-        Entry::Sensors => 2,
-        Entry::Boxes => 3,
-    }
+    Entry::ALL
+        .iter()
+        .position(|&e| e == entry)
+        .expect("every entry point is in Entry::ALL")
 }
 
-/// Storage buffers an entry point of the shader binds at most: chunk table, occupancy, bricks
-/// and ids, and for `cast_pairs` pairs, agents and their output (`shaders/dda.wgsl`).
-const STORAGE_BUFFERS: u32 = 7;
+/// The most buffers of `access` that one entry point binds (`Entry::bindings`).
+fn most_bound(access: &[Access]) -> u32 {
+    Entry::ALL
+        .iter()
+        .map(|e| e.bindings().filter(|b| access.contains(&b.access)).count() as u32)
+        .max()
+        .unwrap_or(0)
+}
 
 /// The limits below which the shader cannot run, checked so that such a device gets a clear
 /// error instead of a pipeline validation message.
 fn check_limits(limits: &wgpu::Limits) -> Result<(), GpuError> {
+    let storage = most_bound(&[Access::Read, Access::ReadWrite]);
+    // A bind group layout's binding numbers must lie below this limit.
+    let binding_numbers = BINDINGS.iter().map(|b| b.number + 1).max().unwrap_or(0);
     let needs = [
         (
             "storage buffers per shader stage",
             limits.max_storage_buffers_per_shader_stage,
-            STORAGE_BUFFERS,
+            storage,
         ),
         (
             "compute workgroup size x",
@@ -500,12 +496,12 @@ fn check_limits(limits: &wgpu::Limits) -> Result<(), GpuError> {
         (
             "bindings per bind group",
             limits.max_bindings_per_bind_group,
-            STORAGE_BUFFERS + 1,
+            binding_numbers,
         ),
         (
             "uniform buffers per shader stage",
             limits.max_uniform_buffers_per_shader_stage,
-            1,
+            most_bound(&[Access::Uniform]),
         ),
     ];
     match needs.iter().find(|(_, has, needs)| has < needs) {
@@ -548,4 +544,33 @@ fn make_pipeline(
 /// (where it has `MAPPABLE_PRIMARY_BUFFERS`): [`DispatchMemory::Auto`] on a CPU device.
 fn shares_host_memory(config: &GpuConfig, kind: wgpu::DeviceType) -> bool {
     config.dispatch_memory == DispatchMemory::Auto && kind == wgpu::DeviceType::Cpu
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each entry point has a layout of its own.
+    #[test]
+    fn each_entry_point_has_its_layout() {
+        for (i, e) in Entry::ALL.into_iter().enumerate() {
+            assert_eq!(layout_index(e), i, "{}", e.name());
+        }
+    }
+
+    /// The limits checked are those the table of bindings needs: WebGPU's defaults suffice,
+    /// one binding number or storage buffer less does not.
+    #[test]
+    fn the_limits_follow_the_bindings() {
+        let defaults = wgpu::Limits::default();
+        assert!(check_limits(&defaults).is_ok());
+        let highest = BINDINGS.iter().map(|b| b.number).max().unwrap_or(0);
+        let mut fewer = defaults.clone();
+        fewer.max_bindings_per_bind_group = highest;
+        assert!(check_limits(&fewer).is_err());
+        let mut fewer = defaults;
+        fewer.max_storage_buffers_per_shader_stage =
+            most_bound(&[Access::Read, Access::ReadWrite]) - 1;
+        assert!(check_limits(&fewer).is_err());
+    }
 }

@@ -10,7 +10,9 @@ use std::sync::{Arc, Mutex};
 use crate::gpu::buffers::{BufferPool, DispatchBuffers, FILTER_AT, FILTER_BYTES, INPUT_AT};
 use crate::gpu::device::Device;
 use crate::gpu::error::{GpuError, ScopeFuture, device_error, first_error, settled_error};
-use crate::gpu::layout::{Entry, GpuParams, WORKGROUP_SIZE};
+use crate::gpu::layout::{
+    CHUNK_TABLE, Entry, FILTER_BITS, GpuParams, IDS, OCCUPANCY, PARAMS, SLOTS, WORKGROUP_SIZE,
+};
 use crate::gpu::prepare::HostStaging;
 use crate::gpu::queue::{Dispatch, Wake, WorldSync};
 use crate::gpu::world::GpuWorld;
@@ -520,7 +522,7 @@ impl<U: Upload> Flight<U> {
                 resource: buffer.as_entire_binding(),
             }
         }
-        let slots = U::ENTRY.slots();
+        let own = U::ENTRY.own_bindings();
         // The input: in the upload buffer after the parameters and filter where it is shared.
         let input = |binding: u32| {
             if set.host_shared {
@@ -542,18 +544,18 @@ impl<U: Upload> Flight<U> {
         bound.extend(extra);
         let make = || {
             let mut entries = vec![
-                entry(slots.params, &set.params),
-                entry(slots.world[0], table),
-                entry(slots.world[1], occupancy),
-                entry(slots.world[2], bricks),
-                entry(slots.world[3], ids),
-                entry(slots.filter, &set.filter),
+                entry(PARAMS.number, &set.params),
+                entry(CHUNK_TABLE.number, table),
+                entry(OCCUPANCY.number, occupancy),
+                entry(SLOTS.number, bricks),
+                entry(IDS.number, ids),
+                entry(FILTER_BITS.number, &set.filter),
             ];
-            entries.push(input(slots.input));
-            if let (Some(b), Some(at)) = (extra, slots.extra) {
-                entries.push(entry(at, b));
+            entries.push(input(own.input.number));
+            if let (Some(b), Some(at)) = (extra, own.extra) {
+                entries.push(entry(at.number, b));
             }
-            entries.push(entry(slots.output, &set.output));
+            entries.push(entry(own.output.number, &set.output));
             self.batches
                 .device
                 .wgpu

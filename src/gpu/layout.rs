@@ -1,19 +1,71 @@
-//! The wire format: what the host and the shader both read and write, twins of the layout
-//! section of `shaders/dda.wgsl` (its constants, structs and entry points). The tests at the
-//! end read the shader through naga and compare each constant and struct size with its twin
-//! here.
+//! The wire format: what the host and the shader both read and write, twins of
+//! `shaders/layout.wgsl` (its constants, structs and bindings) and of the shader's entry
+//! points. Its tests (`layout/tests.rs`) read the shader through naga and compare each
+//! constant, struct size and binding with its twin here.
+//!
+//! # The shader's stage files
+//! [`SHADER_SOURCE`] joins the files of `shaders/` into one WGSL module in this order: `layout`
+//! (constants, structs, bindings), `exact` (exact f32 arithmetic), `window` (the chunk table,
+//! the summaries, a voxel's id), `dda` (the walk and its hits), `ties` (edges and corners),
+//! `cast` (`cast_ray`, `cast_segment`), then one file per entry point: `rays` (`cast_rays`,
+//! with the invocation index, hit packing and ray set-up that the others share), `camera`,
+//! `agents` (`cast_pairs`), `sensors` and `boxes`. The order has one reason: each file uses
+//! only what the files before it declare. WGSL itself accepts declarations in any order, so
+//! the rule is for readers, who meet every name before its first use and can read each file
+//! on top of the ones before it. naga reports lines of the joined source; the tests name each
+//! one's file and line there.
 
 use bytemuck::{Pod, Zeroable};
 
 use crate::ray::{OriginPolicy, RaycastOptions, UnloadedPolicy};
 
-/// The WGSL source of the compute shader: `shaders/dda.wgsl` followed by `shaders/exact.wgsl`
-/// (the exact arithmetic it uses), joined in that order so that naga's line numbers in
-/// `dda.wgsl` are its own.
+/// The WGSL source of the compute shader: the stage files of `shaders/` joined into one module,
+/// in the order that `src/gpu/layout.rs` gives with its reason.
 pub const SHADER_SOURCE: &str = concat!(
+    include_str!("../../shaders/layout.wgsl"),
+    include_str!("../../shaders/exact.wgsl"),
+    include_str!("../../shaders/window.wgsl"),
     include_str!("../../shaders/dda.wgsl"),
-    include_str!("../../shaders/exact.wgsl")
+    include_str!("../../shaders/ties.wgsl"),
+    include_str!("../../shaders/cast.wgsl"),
+    include_str!("../../shaders/rays.wgsl"),
+    include_str!("../../shaders/camera.wgsl"),
+    include_str!("../../shaders/agents.wgsl"),
+    include_str!("../../shaders/sensors.wgsl"),
+    include_str!("../../shaders/boxes.wgsl"),
 );
+
+/// The stage files of [`SHADER_SOURCE`], in its order (`shaders/<stage>.wgsl`).
+#[cfg(test)]
+const SHADER_STAGES: [&str; 11] = [
+    "layout", "exact", "window", "dda", "ties", "cast", "rays", "camera", "agents", "sensors",
+    "boxes",
+];
+
+/// The path and text of stage file `stage`, read from the crate's sources.
+#[cfg(test)]
+fn stage_file(stage: &str) -> (String, String) {
+    let path = format!("shaders/{stage}.wgsl");
+    let full = format!("{}/{path}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{path}: {e}"));
+    (path, text)
+}
+
+/// Where line `line` (counted from 1) of [`SHADER_SOURCE`] lies, as `shaders/<stage>.wgsl:<line
+/// there>`; the line itself where it lies past the end.
+#[cfg(test)]
+pub(crate) fn shader_place(line: u32) -> String {
+    let mut before = 0;
+    for stage in SHADER_STAGES {
+        let (path, text) = stage_file(stage);
+        let lines = text.lines().count() as u32;
+        if line <= before + lines {
+            return format!("{path}:{}", line - before);
+        }
+        before += lines;
+    }
+    format!("line {line} of SHADER_SOURCE")
+}
 
 /// Invocations per workgroup (`@workgroup_size` of every entry point).
 pub(super) const WORKGROUP_SIZE: u32 = 64;
@@ -84,7 +136,7 @@ pub(super) const STATUS_ZERO_LENGTH: u32 = 4;
 /// A pair's eyes are farther apart than [`crate::ray::MAX_DISTANCE_CAP`].
 pub(super) const STATUS_TOO_LONG: u32 = 5;
 
-/// One ray as the shader reads it (`GpuRay` in `shaders/dda.wgsl`): 48 bytes.
+/// One ray as the shader reads it (`GpuRay` in `shaders/layout.wgsl`): 48 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
 pub(super) struct GpuRay {
@@ -100,7 +152,7 @@ pub(super) struct GpuRay {
     pub(super) counts_hi: u32,
 }
 
-/// One answer as the shader writes it (`GpuHit` in `shaders/dda.wgsl`): 20 bytes, the voxel
+/// One answer as the shader writes it (`GpuHit` in `shaders/layout.wgsl`): 20 bytes, the voxel
 /// relative to the ray's start voxel (decoded by `decode::decode_window`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
@@ -112,7 +164,7 @@ pub(super) struct GpuHit {
     pub(super) uv: u32,
 }
 
-/// One agent's eye as the shader reads it (`GpuAgent` in `shaders/dda.wgsl`): 32 bytes.
+/// One agent's eye as the shader reads it (`GpuAgent` in `shaders/layout.wgsl`): 32 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
 pub(super) struct GpuAgent {
@@ -122,7 +174,7 @@ pub(super) struct GpuAgent {
     pub(super) _pad: u32,
 }
 
-/// Per-dispatch parameters (`Params` in `shaders/dda.wgsl`).
+/// Per-dispatch parameters (`Params` in `shaders/layout.wgsl`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
 pub(super) struct GpuParams {
@@ -155,7 +207,7 @@ pub(super) struct GpuParams {
     pub(super) _pad: [u32; 3],
 }
 
-/// One agent's sensor pose as the shader reads it (`GpuPose` in `shaders/dda.wgsl`): 32
+/// One agent's sensor pose as the shader reads it (`GpuPose` in `shaders/layout.wgsl`): 32
 /// bytes, the voxel window-relative, the rotation packed (`src/sensors.rs`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
@@ -166,7 +218,7 @@ pub(super) struct GpuPose {
     pub(super) rotation_hi: u32,
 }
 
-/// One box cast as the shader reads it (`GpuBox` in `shaders/dda.wgsl`): 80 bytes, the voxels
+/// One box cast as the shader reads it (`GpuBox` in `shaders/layout.wgsl`): 80 bytes, the voxels
 /// window-relative. Per axis, on a moving axis `lead` and `trail` are the start voxels of the
 /// leading and trailing face, on a still axis the box's highest and lowest voxel.
 #[repr(C)]
@@ -193,21 +245,92 @@ pub(super) const BOX_ON_PLANE_SHIFT: u32 = 12;
 /// Each axis's rank for edges and corners (rule 6), two bits each.
 pub(super) const BOX_RANKS_SHIFT: u32 = 15;
 
-/// The binding numbers of one entry point's bind group.
+/// How the shader declares a binding: its address space and access.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Slots {
-    /// The dispatch's parameters (uniform).
-    pub(super) params: u32,
-    /// The world's chunk table, occupancy, slot records and id heap.
-    pub(super) world: [u32; 4],
-    /// The material filter (uniform).
-    pub(super) filter: u32,
-    /// The items' input.
-    pub(super) input: u32,
-    /// A buffer of the kind's own (agents' eyes, a sensor rig), where it has one.
-    pub(super) extra: Option<u32>,
-    /// The answers.
-    pub(super) output: u32,
+pub(super) enum Access {
+    /// `var<uniform>`.
+    Uniform,
+    /// `var<storage, read>`.
+    Read,
+    /// `var<storage, read_write>`.
+    ReadWrite,
+}
+
+/// One buffer the shader binds: `@group(0) @binding(number) var<access> name`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct ShaderBinding {
+    pub(super) number: u32,
+    /// The shader's variable.
+    pub(super) name: &'static str,
+    pub(super) access: Access,
+}
+
+const fn bind(number: u32, name: &'static str, access: Access) -> ShaderBinding {
+    ShaderBinding {
+        number,
+        name,
+        access,
+    }
+}
+
+// The shader's bindings, all in group 0: each written once here, listed in `BINDINGS`, and
+// bound per entry point by `Entry::bindings`. The test `bindings_match_the_shader` checks each
+// number, name and access, and which entry point uses which, against `shaders/layout.wgsl`.
+// First the dispatch's parameters, the world (chunk table with region records, occupancy,
+// slot records, id records) and the material filter, which every entry point binds.
+pub(super) const PARAMS: ShaderBinding = bind(0, "params", Access::Uniform);
+pub(super) const CHUNK_TABLE: ShaderBinding = bind(1, "chunk_table", Access::Read);
+pub(super) const OCCUPANCY: ShaderBinding = bind(2, "occupancy", Access::Read);
+pub(super) const SLOTS: ShaderBinding = bind(3, "slots", Access::Read);
+pub(super) const IDS: ShaderBinding = bind(4, "ids", Access::Read);
+pub(super) const FILTER_BITS: ShaderBinding = bind(5, "filter_bits", Access::Uniform);
+// `cast_rays` (and `cast_camera`): rays in, answers out.
+pub(super) const RAYS: ShaderBinding = bind(6, "rays", Access::Read);
+pub(super) const HITS: ShaderBinding = bind(7, "hits", Access::ReadWrite);
+// `cast_pairs`: pairs of agent indices, the agents' eyes, and the pairs' bits and answers.
+pub(super) const PAIRS: ShaderBinding = bind(8, "pairs", Access::Read);
+pub(super) const AGENTS: ShaderBinding = bind(9, "agents", Access::Read);
+pub(super) const PAIR_OUT: ShaderBinding = bind(10, "pair_out", Access::ReadWrite);
+// `cast_sensors`: the agents' poses, the rig, and the rays' words or answers.
+pub(super) const POSES: ShaderBinding = bind(11, "poses", Access::Read);
+pub(super) const RIG: ShaderBinding = bind(12, "rig", Access::Read);
+pub(super) const SENSED: ShaderBinding = bind(13, "sensed", Access::ReadWrite);
+// `cast_boxes`: box casts in, answers out.
+pub(super) const BOXES: ShaderBinding = bind(14, "boxes", Access::Read);
+pub(super) const BOX_HITS: ShaderBinding = bind(15, "box_hits", Access::ReadWrite);
+
+/// Every binding of the shader, in number order.
+pub(super) const BINDINGS: [ShaderBinding; 16] = [
+    PARAMS,
+    CHUNK_TABLE,
+    OCCUPANCY,
+    SLOTS,
+    IDS,
+    FILTER_BITS,
+    RAYS,
+    HITS,
+    PAIRS,
+    AGENTS,
+    PAIR_OUT,
+    POSES,
+    RIG,
+    SENSED,
+    BOXES,
+    BOX_HITS,
+];
+
+/// The bindings every entry point binds: the dispatch's parameters, the world and the filter.
+pub(super) const SHARED_BINDINGS: [ShaderBinding; 6] =
+    [PARAMS, CHUNK_TABLE, OCCUPANCY, SLOTS, IDS, FILTER_BITS];
+
+/// An entry point's own bindings, besides [`SHARED_BINDINGS`]: the dispatch's input (in the
+/// batch's upload or input buffer), a buffer the batch brings besides it (the agents' eyes,
+/// the rig), and the output (the batch's output buffer).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct OwnBindings {
+    pub(super) input: ShaderBinding,
+    pub(super) extra: Option<ShaderBinding>,
+    pub(super) output: ShaderBinding,
 }
 
 /// A compute entry point of the shader.
@@ -226,6 +349,15 @@ pub(super) enum Entry {
 }
 
 impl Entry {
+    /// Every entry point.
+    pub(super) const ALL: [Entry; 5] = [
+        Entry::Rays,
+        Entry::Camera,
+        Entry::Pairs,
+        Entry::Sensors,
+        Entry::Boxes,
+    ];
+
     /// Its name in the shader.
     pub(super) fn name(self) -> &'static str {
         match self {
@@ -237,27 +369,35 @@ impl Entry {
         }
     }
 
-    /// The bindings a dispatch of this entry point binds.
-    pub(super) const fn slots(self) -> Slots {
+    /// Its own bindings. `cast_camera` makes its rays and reads no input, but it binds
+    /// `cast_rays`'s bindings so that the two share one layout: its input is bound, unread.
+    pub(super) fn own_bindings(self) -> OwnBindings {
         let (input, extra, output) = match self {
-            Entry::Rays | Entry::Camera => (6, None, 7),
-            Entry::Pairs => (8, Some(9), 10),
-            Entry::Sensors => (11, Some(12), 13),
-            Entry::Boxes => (14, None, 15),
+            Entry::Rays | Entry::Camera => (RAYS, None, HITS),
+            Entry::Pairs => (PAIRS, Some(AGENTS), PAIR_OUT),
+            Entry::Sensors => (POSES, Some(RIG), SENSED),
+            Entry::Boxes => (BOXES, None, BOX_HITS),
         };
-        Slots {
-            params: 0,
-            world: [1, 2, 3, 4],
-            filter: 5,
+        OwnBindings {
             input,
             extra,
             output,
         }
     }
+
+    /// Every binding its bind group holds, in number order: [`SHARED_BINDINGS`], then its own.
+    pub(super) fn bindings(self) -> impl Iterator<Item = ShaderBinding> {
+        let own = self.own_bindings();
+        SHARED_BINDINGS
+            .into_iter()
+            .chain([own.input])
+            .chain(own.extra)
+            .chain([own.output])
+    }
 }
 
 /// The shader's `OPTIONS` for `opts` (and conservative line of sight): the `FLAG_*` bits of
-/// `shaders/dda.wgsl` that the options decide (the world adds its own: `FLAG_TOROIDAL` and
+/// `shaders/layout.wgsl` that the options decide (the world adds its own: `FLAG_TOROIDAL` and
 /// `FLAG_STEP_EMPTY_BRICKS`).
 pub(super) fn option_flags(opts: &RaycastOptions, conservative: bool) -> u32 {
     let mut flags = match opts.origin {
@@ -281,170 +421,4 @@ pub(super) fn option_flags(opts: &RaycastOptions, conservative: bool) -> u32 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::world::OCCUPANCY_WORDS;
-
-    fn module() -> naga::Module {
-        match naga::front::wgsl::parse_str(SHADER_SOURCE) {
-            Ok(m) => m,
-            Err(e) => panic!(
-                "dda.wgsl does not parse:\n{}",
-                e.emit_to_string(SHADER_SOURCE)
-            ),
-        }
-    }
-
-    /// A scalar constant's value, as both sides write it.
-    #[derive(Clone, Copy, Debug, PartialEq)]
-    enum Value {
-        U(u32),
-        I(i32),
-        F(f32),
-    }
-
-    #[test]
-    fn shader_constants_equal_their_rust_twins() {
-        use Value::{F, I, U};
-        let twins: &[(&str, Value)] = &[
-            ("AXIS_NONE", U(crate::cpu_ref::AXIS_NONE)),
-            ("T_DISABLED", F(crate::cpu_ref::T_DISABLED)),
-            ("NEAR_TIE", F(crate::cpu_ref::NEAR_TIE)),
-            ("MIN_NORMAL", F(f32::MIN_POSITIVE)),
-            ("TAG_MASK", U(TAG_MASK)),
-            ("TAG_EMPTY", U(TAG_EMPTY)),
-            ("TAG_UNLOADED", U(TAG_UNLOADED)),
-            ("TAG_UNIFORM", U(TAG_UNIFORM)),
-            ("OCC_WORDS", U(OCCUPANCY_WORDS as u32)),
-            ("SLOT_WORDS", U(SLOT_WORDS as u32)),
-            ("RECORD_BRICKS", U(RECORD_BRICKS as u32)),
-            ("BRICK_UNIFORM", U(BRICK_UNIFORM)),
-            ("BRICK_EDGE", I(crate::world::BRICK_EDGE as i32)),
-            ("ORIGIN_REPORT", U(ORIGIN_REPORT)),
-            ("ORIGIN_SKIP", U(ORIGIN_SKIP)),
-            ("ORIGIN_EXIT_SOLID", U(ORIGIN_EXIT_SOLID)),
-            ("FLAG_STOP_UNLOADED", U(FLAG_STOP_UNLOADED)),
-            ("FLAG_EVERY_NON_AIR", U(FLAG_EVERY_NON_AIR)),
-            ("FLAG_CONSERVATIVE", U(FLAG_CONSERVATIVE)),
-            ("FLAG_PER_VOXEL", U(FLAG_PER_VOXEL)),
-            ("FLAG_STEP_EMPTY_BRICKS", U(FLAG_STEP_EMPTY_BRICKS)),
-            ("FLAG_TOROIDAL", U(FLAG_TOROIDAL)),
-            ("FLAG_PARTIAL", U(FLAG_PARTIAL)),
-            ("FLAG_LOOP_BUDGET", U(FLAG_LOOP_BUDGET)),
-            ("FLAG_RAYS_AS_GIVEN", U(FLAG_RAYS_AS_GIVEN)),
-            ("RAY_NEGATIVE_SHIFT", U(RAY_NEGATIVE_SHIFT)),
-            ("RAY_ENTRY_SHIFT", U(RAY_ENTRY_SHIFT)),
-            ("RAY_CLIPPED", U(RAY_CLIPPED)),
-            ("RAY_PLANE_SHIFT", U(RAY_PLANE_SHIFT)),
-            ("RAY_FLAG_BITS", U((1 << RAY_COUNTS_SHIFT) - 1)),
-            ("RAY_SET_UP_IN_SHADER", U(RAY_SET_UP_IN_SHADER)),
-            ("COUNT_BITS", U(COUNT_MAX)),
-            ("STATUS_MISS", U(STATUS_MISS)),
-            ("STATUS_HIT", U(STATUS_HIT)),
-            ("STATUS_UNLOADED", U(STATUS_UNLOADED)),
-            ("STATUS_RUNAWAY", U(STATUS_RUNAWAY)),
-            ("STATUS_ZERO_LENGTH", U(STATUS_ZERO_LENGTH)),
-            ("STATUS_TOO_LONG", U(STATUS_TOO_LONG)),
-            ("MAX_DISTANCE_CAP", F(crate::ray::MAX_DISTANCE_CAP)),
-            ("MIN_SQUARED_LENGTH", F(crate::ray::MIN_SQUARED_LENGTH)),
-            ("ROTATION_STEP", F(crate::sensors::ROTATION_STEP)),
-            ("BOX_MOVING_SHIFT", U(BOX_MOVING_SHIFT)),
-            ("BOX_NEGATIVE_SHIFT", U(BOX_NEGATIVE_SHIFT)),
-            ("BOX_LEAD_ON_SHIFT", U(BOX_LEAD_ON_SHIFT)),
-            ("BOX_TRAIL_ON_SHIFT", U(BOX_TRAIL_ON_SHIFT)),
-            ("BOX_ON_PLANE_SHIFT", U(BOX_ON_PLANE_SHIFT)),
-            ("BOX_RANKS_SHIFT", U(BOX_RANKS_SHIFT)),
-        ];
-        // Constants the host never writes or reads: internal to the shader.
-        let shader_only = [
-            "BLOCK_BITS",
-            "LAYER_BITS",
-            "HALF_BITS",
-            "FLAG_ORIGIN_MASK",
-            "RAY_ENABLED_SHIFT",
-            "STATUS_BITS",
-            "MAX_ITERATIONS",
-            "WALK_HIT",
-            "WALK_EMPTY_BRICK",
-            "WALK_LEFT_CHUNK",
-            "WALK_MISS",
-            "ID_LATER",
-            "BOX_LOOP_BUDGET",
-        ];
-        let m = module();
-        let mut seen = Vec::new();
-        for (_, c) in m.constants.iter() {
-            let name = c.name.clone().unwrap_or_default();
-            let value = match m.global_expressions[c.init] {
-                naga::Expression::Literal(naga::Literal::U32(v)) => U(v),
-                naga::Expression::Literal(naga::Literal::I32(v)) => I(v),
-                naga::Expression::Literal(naga::Literal::F32(v)) => F(v),
-                ref other => panic!("shader constant {name} is not a scalar literal: {other:?}"),
-            };
-            match twins.iter().find(|(n, _)| *n == name) {
-                Some(&(_, rust)) => assert_eq!(value, rust, "{name}: shader against Rust"),
-                None => assert!(
-                    shader_only.contains(&name.as_str()),
-                    "shader constant {name} is neither a twin of a Rust constant nor listed as \
-                     shader-only"
-                ),
-            }
-            seen.push(name);
-        }
-        for (name, _) in twins {
-            assert!(
-                seen.iter().any(|s| s == name),
-                "{name} is not in the shader"
-            );
-        }
-        // The workgroup size of every entry point.
-        for e in [
-            Entry::Rays,
-            Entry::Camera,
-            Entry::Pairs,
-            Entry::Sensors,
-            Entry::Boxes,
-        ] {
-            let point = m
-                .entry_points
-                .iter()
-                .find(|p| p.name == e.name())
-                .unwrap_or_else(|| panic!("no entry point {}", e.name()));
-            assert_eq!(point.workgroup_size, [WORKGROUP_SIZE, 1, 1], "{}", e.name());
-        }
-    }
-
-    #[test]
-    fn shader_parses_and_validates() {
-        let m = module();
-        let mut v = naga::valid::Validator::new(
-            naga::valid::ValidationFlags::all(),
-            naga::valid::Capabilities::empty(),
-        );
-        if let Err(e) = v.validate(&m) {
-            panic!(
-                "dda.wgsl does not validate:\n{}",
-                e.emit_to_string(SHADER_SOURCE)
-            );
-        }
-    }
-
-    #[test]
-    fn shared_struct_sizes_match_wgsl() {
-        let m = module();
-        let size_of_wgsl = |name: &str| -> usize {
-            let (_, ty) = m
-                .types
-                .iter()
-                .find(|(_, t)| t.name.as_deref() == Some(name))
-                .unwrap_or_else(|| panic!("no struct {name}"));
-            ty.inner.size(m.to_ctx()) as usize
-        };
-        assert_eq!(size_of_wgsl("GpuRay"), size_of::<GpuRay>(), "GpuRay");
-        assert_eq!(size_of_wgsl("GpuHit"), size_of::<GpuHit>(), "GpuHit");
-        assert_eq!(size_of_wgsl("GpuAgent"), size_of::<GpuAgent>(), "GpuAgent");
-        assert_eq!(size_of_wgsl("GpuPose"), size_of::<GpuPose>(), "GpuPose");
-        assert_eq!(size_of_wgsl("GpuBox"), size_of::<GpuBox>(), "GpuBox");
-        assert_eq!(size_of_wgsl("Params"), size_of::<GpuParams>(), "Params");
-    }
-}
+mod tests;

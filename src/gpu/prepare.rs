@@ -790,7 +790,7 @@ mod tests {
         assert!(out.iter().step_by(7).all(invalid));
     }
 
-    /// A twin of `made_ray` and `prepare_axis` in `shaders/dda.wgsl` (on a GPU that rounds as
+    /// A twin of `made_ray` and `prepare_axis` in `shaders/rays.wgsl` (on a GPU that rounds as
     /// IEEE 754 does, as the exact division of `shaders/exact.wgsl` makes every GPU do): the
     /// state the shader makes of a slot uploaded as given.
     fn shader_set_up(s: &GpuRay) -> GpuRay {

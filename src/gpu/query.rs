@@ -20,16 +20,18 @@
 //! forms reuse the allocation of the answers they are given.
 //!
 //! # Adding a query kind
-//! It takes three files:
+//! A kind is written in two files and registered in one, plus its `mod` line:
 //! 1. its Rust file in `src/gpu/`: the query type, its [`Query`] impl (`start`: check and
 //!    prepare on the host, then start a flight with [`Launch`]), its upload (the items each
 //!    invocation takes: `flight::Upload`, which names its entry point) and the collector that
 //!    reads its answers (`pending::Collect` over that upload type: a collector of another
 //!    kind's items does not compile);
-//! 2. its WGSL file in `shaders/` with its entry point;
-//! 3. one registration in `src/gpu/layout.rs`: the entry point in `Entry` (its name and its
-//!    bindings, checked against the shader by the layout tests) and the file in
-//!    `SHADER_SOURCE`; plus its `mod` and `pub use` lines in `src/gpu.rs`.
+//! 2. its WGSL file in `shaders/`, with its entry point and its bindings;
+//! 3. its registration in `src/gpu/layout.rs`: its WGSL file in `SHADER_SOURCE`, its entry
+//!    point in `Entry` (`ALL`, `name`, `own_bindings`) and its bindings in the table, which the
+//!    layout tests check against the shader; the device makes its pipelines and bind group
+//!    layout from that table;
+//! 4. its `mod` and `pub use` lines in `src/gpu.rs`.
 //!
 //! The shared stages know nothing of the kinds: `flight` stages, dispatches and reads back any
 //! upload, `pending` drives any collector and measures any batch.

@@ -2,7 +2,7 @@
 //! (read at every step of the walk) and a slot record, and a heap of id records of any size
 //! (read only on a hit), allocated with `offset-allocator`.
 //!
-//! An id record is what `slot_id` in `shaders/dda.wgsl` decodes: one entry per `8³` brick,
+//! An id record is what `slot_id` in `shaders/window.wgsl` decodes: one entry per `8³` brick,
 //! then the chunk's palette, then the packed values of the bricks that are not one id
 //! throughout. A brick of one id (all air, all stone) is that id in its entry and takes no
 //! values; the others take `512 · bits` bits, where `bits` (1, 2, 4, 8, or 16 for raw ids)

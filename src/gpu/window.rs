@@ -242,7 +242,7 @@ impl Window {
     }
 
     /// The region record of region `r` (see `RegionCache::run` in `cpu_ref.rs` and
-    /// `region_run` in `shaders/dda.wgsl`): the chunks that block a run of empty chunks under
+    /// `region_run` in `shaders/window.wgsl`): the chunks that block a run of empty chunks under
     /// `UnloadedPolicy::Air` (loaded and not all air), then under `Stop` (also not loaded),
     /// each as two words, read from the chunk entries `table` (what the GPU has, which may
     /// be older than the world for chunks edited but not passed to `update_chunks`). Chunks of

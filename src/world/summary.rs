@@ -66,7 +66,7 @@ pub(crate) const fn empty_block(mask: u64, x: u32, y: u32, z: u32) -> Option<([u
 /// `(lo, hi)`; `None` when the voxel's brick is not empty. [`empty_block`] over bricks: the
 /// lower or upper half of the chunk (32×16×32), the layer of bricks the voxel is in (32×8×32),
 /// its aligned 16³ block (2×2×2 bricks), its brick (8³). Twin of `empty_box` in
-/// `shaders/dda.wgsl`.
+/// `shaders/window.wgsl`.
 #[inline(always)]
 pub(crate) const fn empty_box(bricks: u64, x: u32, y: u32, z: u32) -> Option<([u32; 3], [u32; 3])> {
     let s = BRICK_SHIFT;

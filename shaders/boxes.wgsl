@@ -1,0 +1,330 @@
+// voxcast shader, box casts: the entry point cast_boxes (src/gpu/boxes.rs). Twin: cast_box is
+// `walk` in src/boxcast.rs (the rules in the crate docs, "Box casts").
+
+// What voxel v does to a box: x = 0 nothing, 1 it stops the box (id in y), 2 it counts as
+// unloaded (under Stop, or outside the box of chunks a following window holds, whatever the
+// policy: the box cannot know what is there).
+fn box_voxel(v: vec3<i32>) -> vec2<u32> {
+    let stop_unloaded = (OPTIONS & FLAG_STOP_UNLOADED) != 0u;
+    let unloaded = vec2<u32>(select(0u, 2u, stop_unloaded), 0u);
+    if ((OPTIONS & FLAG_PARTIAL) != 0u && !held(v)) {
+        return vec2<u32>(2u, 0u);
+    }
+    if (!in_window(v)) {
+        return unloaded;
+    }
+    let e = table_entry(v);
+    let tag = e & TAG_MASK;
+    if (tag == TAG_UNLOADED) {
+        return unloaded;
+    } else if (tag == TAG_EMPTY) {
+        return vec2<u32>(0u);
+    }
+    var id = e & 0xFFFFu;
+    if (tag != TAG_UNIFORM) {
+        let l = bitcast<vec3<u32>>(v & vec3<i32>(31));
+        if (((occupancy[e * OCC_WORDS + (l.y | (l.z << 5u))] >> l.x) & 1u) == 0u) {
+            return vec2<u32>(0u);
+        }
+        id = slot_id(e, l);
+    }
+    if (id != 0u && stops(id)) {
+        return vec2<u32>(1u, id);
+    }
+    return vec2<u32>(0u);
+}
+
+// Whether voxel v, by rule 6's key (`kind`: how many new layers hold it, 1 a face, 2 an edge,
+// 3 a corner; the rank of its face's axis; then x, y, z), comes before the best one so far
+// (`best`: its kind and rank; `at`: its voxel; none when `found` is false).
+fn box_before(kind: u32, rank: u32, v: vec3<i32>, found: bool, best: vec2<u32>, at: vec3<i32>) -> bool {
+    if (!found) {
+        return true;
+    }
+    if (kind != best.x) {
+        return kind < best.x;
+    }
+    if (rank != best.y) {
+        return rank < best.y;
+    }
+    if (v.x != at.x) {
+        return v.x < at.x;
+    }
+    if (v.y != at.y) {
+        return v.y < at.y;
+    }
+    return v.z < at.z;
+}
+
+fn box_bit(b: GpuBox, shift: u32, a: u32) -> bool {
+    return ((b.flags >> (shift + a)) & 1u) != 0u;
+}
+
+fn box_rank(b: GpuBox, a: u32) -> u32 {
+    return (b.flags >> (BOX_RANKS_SHIFT + 2u * a)) & 3u;
+}
+
+fn box_lead_t(b: GpuBox, a: u32, n: u32) -> f32 {
+    if (!box_bit(b, BOX_LEAD_ON_SHIFT, a)) {
+        return T_DISABLED;
+    }
+    return crossing_t(b.lead_b[a], b.inv[a], n);
+}
+
+fn box_trail_t(b: GpuBox, a: u32, n: u32) -> f32 {
+    if (!box_bit(b, BOX_TRAIL_ON_SHIFT, a)) {
+        return T_DISABLED;
+    }
+    return crossing_t(b.trail_b[a], b.inv[a], n);
+}
+
+// The voxels from the trailing face's to the leading face's on axis a, as (lo, hi).
+fn box_span(b: GpuBox, a: u32, trail: i32, lead: i32) -> vec2<i32> {
+    if (box_bit(b, BOX_NEGATIVE_SHIFT, a)) {
+        return vec2<i32>(lead, trail);
+    }
+    return vec2<i32>(trail, lead);
+}
+
+// Whether the box lo..=hi lies outside the window on an axis along which it does not move
+// towards it: under Air nothing there stops it (`leaves` in src/boxcast.rs, which asks the
+// occupied bounds; the window holds them, and between the two everything is air).
+fn box_leaves(b: GpuBox, lo: vec3<i32>, hi: vec3<i32>) -> bool {
+    let size = vec3<i32>(params.dims) * 32;
+    for (var a = 0u; a < 3u; a++) {
+        let moving = box_bit(b, BOX_MOVING_SHIFT, a);
+        let down = box_bit(b, BOX_NEGATIVE_SHIFT, a);
+        if ((lo[a] >= size[a] && (!moving || !down)) || (hi[a] < 0 && (!moving || down))) {
+            return true;
+        }
+    }
+    return false;
+}
+
+fn box_step(b: GpuBox, a: u32) -> i32 {
+    return select(1, -1, box_bit(b, BOX_NEGATIVE_SHIFT, a));
+}
+
+// Lane a of a vector, as a mask: the box walk writes one axis of its vectors with `select`,
+// not by a dynamic index.
+fn axis_mask(a: u32) -> vec3<bool> {
+    return vec3<u32>(0u, 1u, 2u) == vec3<u32>(a);
+}
+
+// Loop iterations one box cast may count under FLAG_LOOP_BUDGET: Mesa's llvmpipe (lavapipe) ends
+// every loop of a shader once its loops have run 65535 iterations in all for the group of (at
+// most 8) invocations it runs together (LP_MAX_TGSI_LOOP_ITERATIONS), which would leave a
+// walk half done. A group's count is at most the sum of its invocations' own, each kept below
+// an eighth (8191): the count with a step's voxel loops added is checked before they run, and
+// what runs before the next check (that loop's own 16 and the trailing faces' few) stays
+// within the margin. A cast that needs more ends as STATUS_RUNAWAY, which the host reports as
+// GpuError::BoxCastTooLong.
+const BOX_LOOP_BUDGET: u32 = 8064u;
+
+// The walk of one box cast. It counts every loop iteration it runs (`iterations`), and spends
+// one per voxel it looks at and a few per crossing. It ends without a step limit: every
+// crossing lies farther than the last, and the last within max distance.
+fn cast_box(b: GpuBox) -> Hit {
+    let report = (OPTIONS & FLAG_ORIGIN_MASK) == ORIGIN_REPORT;
+    let partial = (OPTIONS & FLAG_PARTIAL) != 0u;
+    let ranks = vec3<u32>(box_rank(b, 0u), box_rank(b, 1u), box_rank(b, 2u));
+    var lo = b.trail;
+    var hi = b.lead;
+    var lead = b.lead;
+    var n_lead = vec3<u32>(0u);
+    var n_trail = vec3<u32>(0u);
+    var pending = vec3<bool>(false);
+    var t_lead = vec3<f32>(T_DISABLED);
+    for (var a = 0u; a < 3u; a++) {
+        if (box_bit(b, BOX_MOVING_SHIFT, a)) {
+            let m = axis_mask(a);
+            let on_plane = box_bit(b, BOX_ON_PLANE_SHIFT, a);
+            pending = pending | (m & vec3<bool>(on_plane));
+            let l = select(b.lead[a], b.lead[a] - box_step(b, a), on_plane);
+            lead = select(lead, vec3<i32>(l), m);
+            let s = box_span(b, a, b.trail[a], l);
+            lo = select(lo, vec3<i32>(s.x), m);
+            hi = select(hi, vec3<i32>(s.y), m);
+            t_lead = select(t_lead, vec3<f32>(select(box_lead_t(b, a, 0u), 0.0, on_plane)), m);
+        }
+    }
+    // Rule 4: the voxels touched at the start, where they can end the cast: a stopping voxel
+    // under Report, an unloaded one under Stop or outside a following window's box.
+    var iterations = 0u;
+    let stop_unloaded = (OPTIONS & FLAG_STOP_UNLOADED) != 0u;
+    if ((report || stop_unloaded || partial) && all(lo <= hi)) {
+        var s_found = false;
+        var s_voxel = vec3<i32>(0);
+        var s_id = 0u;
+        var u_found = false;
+        var u_voxel = vec3<i32>(0);
+        for (var z = lo.z; z <= hi.z; z++) {
+            iterations += 2u;
+            for (var y = lo.y; y <= hi.y; y++) {
+                iterations += 2u;
+                for (var x = lo.x; x <= hi.x; x++) {
+                    iterations++;
+                    let v = vec3<i32>(x, y, z);
+                    let what = box_voxel(v);
+                    if (what.x == 1u && box_before(0u, 0u, v, s_found, vec2<u32>(0u), s_voxel)) {
+                        s_found = true;
+                        s_voxel = v;
+                        s_id = what.y;
+                    } else if (what.x == 2u && box_before(0u, 0u, v, u_found, vec2<u32>(0u), u_voxel)) {
+                        u_found = true;
+                        u_voxel = v;
+                    }
+                }
+            }
+        }
+        if ((OPTIONS & FLAG_LOOP_BUDGET) != 0u && iterations > BOX_LOOP_BUDGET) {
+            return make_hit(STATUS_RUNAWAY, vec3<i32>(0), 0.0, 0u, AXIS_NONE, false, vec3<u32>(0u));
+        }
+        if (s_found && report) {
+            return make_hit(STATUS_HIT, s_voxel, 0.0, s_id, AXIS_NONE, false, vec3<u32>(0u));
+        }
+        if (u_found) {
+            return make_hit(STATUS_UNLOADED, u_voxel, 0.0, 0u, AXIS_NONE, false, vec3<u32>(0u));
+        }
+    }
+    var result = miss();
+    loop {
+        // This loop's iteration, the three passes of each loop over the axes below and one
+        // more each for the voxel loops' ends.
+        iterations += 16u;
+        if ((OPTIONS & FLAG_LOOP_BUDGET) != 0u && iterations > BOX_LOOP_BUDGET) {
+            result = make_hit(STATUS_RUNAWAY, vec3<i32>(0), 0.0, 0u, AXIS_NONE, false, vec3<u32>(0u));
+            break;
+        }
+        let t = min(min(t_lead.x, t_lead.y), t_lead.z);
+        if (t > b.max_distance) {
+            break;
+        }
+        if ((OPTIONS & FLAG_STOP_UNLOADED) == 0u && !partial && box_leaves(b, lo, hi)) {
+            break;
+        }
+        var entered = 0u;
+        var off_world = false;
+        for (var a = 0u; a < 3u; a++) {
+            if (t_lead[a] == t) {
+            entered |= 1u << a;
+            let m = axis_mask(a);
+            var n = n_lead[a];
+            var l = b.lead[a];
+            if (!pending[a]) {
+                n += 1u;
+                l = b.lead[a] + box_step(b, a) * i32(n);
+            }
+            pending = pending & !m;
+            n_lead = select(n_lead, vec3<u32>(n), m);
+            lead = select(lead, vec3<i32>(l), m);
+            off_world = off_world || beyond_world(select(vec3<i32>(0), vec3<i32>(l), m));
+            t_lead = select(t_lead, vec3<f32>(box_lead_t(b, a, n)), m);
+            }
+        }
+        if (off_world) {
+            break;
+        }
+        for (var a = 0u; a < 3u; a++) {
+            if (box_bit(b, BOX_MOVING_SHIFT, a)) {
+                let m = axis_mask(a);
+                var n = n_trail[a];
+                while (box_trail_t(b, a, n) <= t) {
+                    n += 1u;
+                    iterations++;
+                }
+                n_trail = select(n_trail, vec3<u32>(n), m);
+                let s = box_span(b, a, b.trail[a] + box_step(b, a) * i32(n), lead[a]);
+                lo = select(lo, vec3<i32>(s.x), m);
+                hi = select(hi, vec3<i32>(s.y), m);
+            }
+        }
+        // The iterations the new layers' voxel loops will count (as they count them below).
+        var layers = 0u;
+        for (var a = 0u; a < 3u; a++) {
+            if (((entered >> a) & 1u) != 0u) {
+                let span = select(hi, lead, axis_mask(a)) - select(lo, lead, axis_mask(a)) + 1;
+                let d = vec3<u32>(max(span, vec3<i32>(0)));
+                layers += d.z * 2u + d.z * d.y * 2u + d.z * d.y * d.x;
+            }
+        }
+        if ((OPTIONS & FLAG_LOOP_BUDGET) != 0u && iterations + layers > BOX_LOOP_BUDGET) {
+            result = make_hit(STATUS_RUNAWAY, vec3<i32>(0), 0.0, 0u, AXIS_NONE, false, vec3<u32>(0u));
+            break;
+        }
+        // Rules 5 and 6: the voxels of the new layers.
+        let in_layer = ((vec3<u32>(entered) >> vec3<u32>(0u, 1u, 2u)) & vec3<u32>(1u)) != vec3<u32>(0u);
+        var s_found = false;
+        var s_key = vec2<u32>(0u);
+        var s_voxel = vec3<i32>(0);
+        var s_id = 0u;
+        var s_axis = 0u;
+        var u_found = false;
+        var u_key = vec2<u32>(0u);
+        var u_voxel = vec3<i32>(0);
+        for (var a = 0u; a < 3u; a++) {
+            if (((entered >> a) & 1u) != 0u) {
+            let slo = select(lo, lead, axis_mask(a));
+            let shi = select(hi, lead, axis_mask(a));
+            for (var z = slo.z; z <= shi.z; z++) {
+                iterations += 2u;
+                for (var y = slo.y; y <= shi.y; y++) {
+                    iterations += 2u;
+                    for (var x = slo.x; x <= shi.x; x++) {
+                        iterations++;
+                        let v = vec3<i32>(x, y, z);
+                        // The axes whose new layer holds v; v was seen with an earlier one's.
+                        let mine = in_layer & (v == lead);
+                        let earlier = any(mine & (vec3<u32>(0u, 1u, 2u) < vec3<u32>(a)));
+                        let kind = u32(mine.x) + u32(mine.y) + u32(mine.z);
+                        // The axis of lowest rank among those whose layer holds v (written out:
+                        // every loop iteration counts against llvmpipe's budget, see cast_box).
+                        let r = select(vec3<u32>(3u), ranks, mine);
+                        var axis = 0u;
+                        if (r.y < r[axis]) {
+                            axis = 1u;
+                        }
+                        if (r.z < r[axis]) {
+                            axis = 2u;
+                        }
+                        let rank = r[axis];
+                        if (!earlier) {
+                            let what = box_voxel(v);
+                            if (what.x == 1u && box_before(kind, rank, v, s_found, s_key, s_voxel)) {
+                                s_found = true;
+                                s_key = vec2<u32>(kind, rank);
+                                s_voxel = v;
+                                s_id = what.y;
+                                s_axis = axis;
+                            } else if (what.x == 2u && box_before(kind, rank, v, u_found, u_key, u_voxel)) {
+                                u_found = true;
+                                u_key = vec2<u32>(kind, rank);
+                                u_voxel = v;
+                            }
+                        }
+                    }
+                }
+            }
+            }
+        }
+        if (s_found) {
+            result = make_hit(STATUS_HIT, s_voxel, t, s_id, s_axis, box_bit(b, BOX_NEGATIVE_SHIFT, s_axis), vec3<u32>(0u));
+            break;
+        }
+        if (u_found) {
+            result = make_hit(STATUS_UNLOADED, u_voxel, t, 0u, AXIS_NONE, false, vec3<u32>(0u));
+            break;
+        }
+    }
+    return result;
+}
+
+@compute @workgroup_size(64)
+fn cast_boxes(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = invocation_index(gid, groups);
+    if (i >= params.ray_count || i >= arrayLength(&boxes)) {
+        return;
+    }
+    let b = boxes[i];
+    box_hits[i] = pack_hit(cast_box(b), b.lead);
+}
