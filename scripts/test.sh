@@ -83,6 +83,12 @@ echo "test.sh: VOXCAST_REQUIRE_GPU=$VOXCAST_REQUIRE_GPU WGPU_BACKEND=$WGPU_BACKE
 # The fuzz targets' corpus (fuzz/corpus) replays in tests/fuzz_replay.rs, on this stable
 # toolchain; fuzzing itself needs nightly and runs apart: scripts/fuzz.sh.
 echo "test.sh: the fuzz corpus replays through tests/fuzz_replay.rs (stable); to fuzz: scripts/fuzz.sh (nightly)"
+# fuzz/ is a workspace of its own with its own lock file: it must already name every package
+# its targets build (the testkit's dependencies included), so that fuzzing rewrites nothing.
+if ! cargo metadata --locked --manifest-path fuzz/Cargo.toml --format-version 1 >/dev/null; then
+    echo "test.sh: fuzz/Cargo.lock is out of date: run \`cargo metadata --manifest-path fuzz/Cargo.toml --format-version 1 >/dev/null\` (it adds the missing packages and upgrades none) and commit it" >&2
+    exit 1
+fi
 # Every crate of the workspace: voxcast, the Bevy plugin (voxcast-bevy) and the importers
 # (voxcast-import, whose tests read the files fastanvil and dot_vox ship in their packages).
 # The `checked` profile is release with overflow checks (see Cargo.toml).
