@@ -721,25 +721,26 @@ impl GpuWorld {
     }
 }
 
-/// Checks for voxcast's own tests and fuzz targets (the `test-hooks` feature): not part of
-/// the API.
+/// Test hooks: consistency checks for voxcast's own tests and fuzz targets, compiled only with
+/// the `test-hooks` feature (the testkit turns it on). They are no part of the stable API and
+/// may change in any release.
 #[cfg(feature = "test-hooks")]
 impl GpuWorld {
-    /// How many times the id heap was packed anew because it was too fragmented for a record.
-    #[doc(hidden)]
+    /// Test hook (`test-hooks` feature): how many times the id heap was packed anew because it
+    /// was too fragmented for a record.
     #[must_use]
     pub fn heap_packs(&self) -> u32 {
         self.store.packs
     }
 
-    /// Compares what this world has written to its chunk table with what `world` holds, as if
-    /// every change had been passed to [`GpuWorld::update_chunks`]: each chunk of the window
-    /// (unloaded outside the loadable box, its slot where it is stored), every region record
-    /// of the window against a recount, and the number of stored chunks.
+    /// Test hook (`test-hooks` feature): compares what this world has written to its chunk
+    /// table with what `world` holds, as if every change had been passed to
+    /// [`GpuWorld::update_chunks`]: each chunk of the window (unloaded outside the loadable
+    /// box, its slot where it is stored), every region record of the window against a recount,
+    /// and the number of stored chunks.
     ///
     /// # Errors
     /// The first difference, in words.
-    #[doc(hidden)]
     pub fn check_table(&self, world: &VoxelWorld) -> Result<(), String> {
         let w = &self.window;
         let mut dense = 0;
