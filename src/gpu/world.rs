@@ -630,6 +630,15 @@ impl GpuWorld {
     /// ([`GpuRaycaster::upload_world`](crate::gpu::GpuRaycaster::upload_world)), whose answers
     /// are the CPU's. It reads the window as it is now: ask it (and complete) before
     /// [`GpuWorld::recenter`] moves the window under answers cast before the move.
+    ///
+    /// It is meant for the GPU's answers before they are completed
+    /// ([`GpuWorld::complete_raycasts`], [`GpuWorld::complete_line_of_sight`]). It looks at the
+    /// outcome alone, so it cannot tell a completed answer from a GPU one: under
+    /// [`UnloadedPolicy::Stop`](crate::UnloadedPolicy::Stop) the CPU's own answer for a ray
+    /// that reaches unloaded space outside [`GpuWorld::loadable_chunks`] (just past the
+    /// window's edge, or further on) is `Unloaded` there as well, and `left_window` says `true`
+    /// for it although it is final (completing it again casts it again, to the same answer).
+    /// To count the answers completed, use the number the completing call returns.
     #[must_use]
     pub fn left_window(&self, outcome: &RaycastOutcome) -> bool {
         self.window.partial()
