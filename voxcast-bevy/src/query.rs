@@ -80,7 +80,9 @@ impl VoxelQuery<'_> {
     }
 
     /// The block target of a ray from `from` along `direction`, `reach` voxels far: what a
-    /// [`BlockTargeter`](crate::BlockTargeter) there would get ([`BlockTarget::cast`]).
+    /// [`BlockTargeter`](crate::BlockTargeter) there would get ([`BlockTarget::cast`]). With
+    /// `direction` the entity's `*GlobalTransform::forward()` (the direction a targeter aims
+    /// along) and `from` its eye, it is that targeter's [`BlockTarget`] to the last bit.
     #[must_use]
     pub fn target(
         &self,
