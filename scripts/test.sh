@@ -108,6 +108,15 @@ if [[ -n "$gpu_crates" ]]; then
 fi
 cargo test -p voxcast --no-default-features --profile checked --lib --tests
 
+# The Bevy plugin without its `gpu` feature: no wgpu or naga in its tree either (its Bevy
+# crates bring none), and its CPU tests pass (the GPU test files compile to nothing there).
+gpu_crates="$(cargo tree -p voxcast-bevy --no-default-features -e normal --prefix none | grep -E '^(wgpu|naga) ' || true)"
+if [[ -n "$gpu_crates" ]]; then
+    echo "test.sh: voxcast-bevy without the gpu feature still depends on: $gpu_crates" >&2
+    exit 1
+fi
+cargo test -p voxcast-bevy --no-default-features --profile checked --lib --tests
+
 # Another shader compiler: wgpu's GL backend runs the shader through naga's GLSL output on
 # Mesa's llvmpipe OpenGL. A short part of the parity suite (rays, cameras, sight, agents,
 # sensors, box casts) and the demo, which fails if a pixel differs from the CPU reference.
