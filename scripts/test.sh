@@ -138,5 +138,10 @@ cargo run -p voxcast-import --profile checked --example minecraft -- \
 cargo run -p voxcast-import --profile checked --example magica -- \
     --width 320 --height 240 --out-dir "$(mktemp -d)"
 
+# Picking without a window: a cursor position, the camera's transform and projection, through
+# voxcast-bevy's `viewport_ray` (exit 1 when the centre of the view is not the targeted block).
+echo "test.sh: voxcast-bevy's picking example"
+cargo run -p voxcast-bevy --profile checked --example picking
+
 elapsed=$((SECONDS - start))
 printf 'test.sh: all tests passed in %dm%02ds\n' $((elapsed / 60)) $((elapsed % 60))
