@@ -174,7 +174,8 @@ impl VoxelQuery<'_> {
 ///   orthographic, reversed depth (near plane at depth 1) as Bevy makes them.
 ///
 /// It follows Bevy's `Camera::viewport_to_world`: the point is unprojected at the near plane
-/// and at a far depth, and the ray runs from the first through the second.
+/// and at a far depth, and the ray runs from the first through the second (so its distances
+/// count from the near plane). The `picking` example picks blocks with it, without a window.
 ///
 /// # Errors
 /// [`RayError`] when the inputs give no ray: a zero-sized viewport or a singular projection
