@@ -83,6 +83,12 @@ echo "test.sh: VOXCAST_REQUIRE_GPU=$VOXCAST_REQUIRE_GPU WGPU_BACKEND=$WGPU_BACKE
 # The fuzz targets' corpus (fuzz/corpus) replays in tests/fuzz_replay.rs, on this stable
 # toolchain; fuzzing itself needs nightly and runs apart: scripts/fuzz.sh.
 echo "test.sh: the fuzz corpus replays through tests/fuzz_replay.rs (stable); to fuzz: scripts/fuzz.sh (nightly)"
+# fuzz/ is a workspace of its own with its own lock file: it must already name every package
+# its targets build (the testkit's dependencies included), so that fuzzing rewrites nothing.
+if ! cargo metadata --locked --manifest-path fuzz/Cargo.toml --format-version 1 >/dev/null; then
+    echo "test.sh: fuzz/Cargo.lock is out of date: run \`cargo metadata --manifest-path fuzz/Cargo.toml --format-version 1 >/dev/null\` (it adds the missing packages and upgrades none) and commit it" >&2
+    exit 1
+fi
 # Every crate of the workspace: voxcast, the Bevy plugin (voxcast-bevy) and the importers
 # (voxcast-import, whose tests read the files fastanvil and dot_vox ship in their packages).
 # The `checked` profile is release with overflow checks (see Cargo.toml).
@@ -101,6 +107,15 @@ if [[ -n "$gpu_crates" ]]; then
     exit 1
 fi
 cargo test -p voxcast --no-default-features --profile checked --lib --tests
+
+# The Bevy plugin without its `gpu` feature: no wgpu or naga in its tree either (its Bevy
+# crates bring none), and its CPU tests pass (the GPU test files compile to nothing there).
+gpu_crates="$(cargo tree -p voxcast-bevy --no-default-features -e normal --prefix none | grep -E '^(wgpu|naga) ' || true)"
+if [[ -n "$gpu_crates" ]]; then
+    echo "test.sh: voxcast-bevy without the gpu feature still depends on: $gpu_crates" >&2
+    exit 1
+fi
+cargo test -p voxcast-bevy --no-default-features --profile checked --lib --tests
 
 # Another shader compiler: wgpu's GL backend runs the shader through naga's GLSL output on
 # Mesa's llvmpipe OpenGL. A short part of the parity suite (rays, cameras, sight, agents,
@@ -122,6 +137,11 @@ cargo run -p voxcast-import --profile checked --example minecraft -- \
     --width 320 --height 180 --out-dir "$(mktemp -d)"
 cargo run -p voxcast-import --profile checked --example magica -- \
     --width 320 --height 240 --out-dir "$(mktemp -d)"
+
+# Picking without a window: a cursor position, the camera's transform and projection, through
+# voxcast-bevy's `viewport_ray` (exit 1 when the centre of the view is not the targeted block).
+echo "test.sh: voxcast-bevy's picking example"
+cargo run -p voxcast-bevy --profile checked --example picking
 
 elapsed=$((SECONDS - start))
 printf 'test.sh: all tests passed in %dm%02ds\n' $((elapsed / 60)) $((elapsed % 60))

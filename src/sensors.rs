@@ -87,6 +87,16 @@ impl SensorRig {
     /// `half_angle_degrees` (0 to 180) around forward (`-Z`), on a golden-angle spiral from
     /// the centre out, each `max_distance` voxels long.
     ///
+    /// Where the rays lie, for `n = rays` and half angle `h`: ray `i` (from 0) is `θᵢ` off
+    /// forward, with `cos θᵢ = 1 − (i + ½) / n · (1 − cos h)` (each ray the centre of an equal
+    /// share of the cone's solid angle), turned `i · 137.5…°` (the golden angle,
+    /// `180° · (3 − √5)`) about forward from `+X` towards `+Y`: its direction is
+    /// `(sin θᵢ cos φᵢ, sin θᵢ sin φᵢ, −cos θᵢ)` with `φᵢ = i · 137.5…°`. So the first ray is
+    /// not straight ahead: it lies a little to the right (`+X`, no `Y`), `θ₀` off forward with
+    /// `cos θ₀ = 1 − (1 − cos h) / (2n)` (2.62° for 64 rays in 30°), and the last lies just
+    /// inside the cone's edge; for a half angle above 0 no ray points exactly along `-Z` or
+    /// along the edge.
+    ///
     /// # Errors
     /// As [`SensorRig::new`]; a NaN half angle gives NaN directions.
     pub fn cone(
@@ -110,9 +120,30 @@ impl SensorRig {
         Self::new(&dirs)
     }
 
-    /// Steering whiskers: `count` horizontal rays spread evenly across `spread_degrees`
-    /// around forward (`-Z`, the first to the left), each `length` voxels long. One whisker
-    /// points straight ahead.
+    /// Steering whiskers: `count` horizontal rays (no `Y` component) spread evenly across
+    /// `spread_degrees` around forward (`-Z`), each `length` voxels long.
+    ///
+    /// Whisker `i` (from 0) lies `aᵢ = spread · (i / (count − 1) − ½)` to the left of forward,
+    /// its direction `(−sin aᵢ, 0, −cos aᵢ)`: the first is `spread / 2` to the right (`+X`),
+    /// the last `spread / 2` to the left (`-X`), the whiskers `spread / (count − 1)` apart
+    /// from right to left. Only an odd count has a whisker straight ahead (the middle one,
+    /// `i = (count − 1) / 2`); an even count has none, its two middle whiskers
+    /// `spread / (2 (count − 1))` either side of forward (±6.43° for 8 across 90°). A single
+    /// whisker points straight ahead.
+    ///
+    /// ```
+    /// use voxcast::SensorRig;
+    ///
+    /// let rig = SensorRig::whiskers(8, 90.0, 4.0)?;
+    /// let (first, length) = rig.ray(0).expect("8 whiskers");
+    /// assert!(first.x > 0.0 && first.y == 0.0, "45° to the right: {first}");
+    /// assert!((first.x - 45f32.to_radians().sin()).abs() < 1e-6);
+    /// assert_eq!(length, 4.0);
+    /// assert!(rig.ray(7).expect("8 whiskers").0.x < 0.0, "the last to the left");
+    /// // An even count: no whisker straight ahead.
+    /// assert!((0..8).all(|i| rig.ray(i).expect("8 whiskers").0.x != 0.0));
+    /// # Ok::<(), voxcast::SensorRigError>(())
+    /// ```
     ///
     /// # Errors
     /// As [`SensorRig::new`].
@@ -139,6 +170,14 @@ impl SensorRig {
     /// (centred on the horizon, the top row first), each swept through `columns` headings
     /// evenly around the full circle (the first straight ahead, `-Z`, then turning left), row
     /// after row, each `max_distance` voxels long.
+    ///
+    /// Where the rays lie, for field of view `v`: the rows are the centres of `rows` equal
+    /// bands of `v`, row `r` (from 0, the top) at elevation `eᵣ = v · (½ − (r + ½) / rows)`.
+    /// So the top row is `v / 2 − v / (2 · rows)` above the horizon, not `v / 2` (14.0625° for
+    /// 16 rows over 30°, the rows 1.875° apart), the bottom row as far below it, and an even
+    /// number of rows has none on the horizon. Column `c` (from 0) is at heading
+    /// `h_c = 360° · c / columns` to the left of forward (about `+Y`), and ray
+    /// `r · columns + c` has the direction `(−cos eᵣ sin h_c, sin eᵣ, −cos eᵣ cos h_c)`.
     ///
     /// # Errors
     /// As [`SensorRig::new`].
@@ -661,6 +700,108 @@ pub fn sense_into(
 mod tests {
     use super::*;
     use voxcast_testkit::SplitMix64;
+
+    /// The angle of `d` off forward (`-Z`), in degrees.
+    fn off_forward(d: Vec3) -> f64 {
+        f64::from(-d.z).acos().to_degrees()
+    }
+
+    /// Whiskers lie as their docs say: the first `spread / 2` to the right (`+X`), the last as
+    /// far to the left, evenly spaced in between, all horizontal; an even count has no whisker
+    /// straight ahead, an odd count has its middle one there.
+    #[test]
+    fn whiskers_lie_where_their_docs_say() {
+        for (count, spread) in [(8usize, 90.0f32), (5, 60.0), (16, 90.0), (2, 30.0)] {
+            let rig = SensorRig::whiskers(count, spread, 4.0).expect("a valid rig");
+            assert_eq!(rig.len(), count);
+            for i in 0..count {
+                let (d, length) = rig.ray(i).expect("in the rig");
+                assert_eq!((d.y, length), (0.0, 4.0));
+                // Degrees to the left of forward.
+                let left = f64::from(-d.x).atan2(f64::from(-d.z)).to_degrees();
+                let want = f64::from(spread) * (i as f64 / (count - 1) as f64 - 0.5);
+                assert!(
+                    (left - want).abs() < 1e-4,
+                    "{count} whiskers, {i}: {left} against {want}"
+                );
+            }
+            let first = rig.ray(0).expect("in the rig").0;
+            assert!(first.x > 0.0, "the first whisker to the right: {first}");
+            let ahead = (0..count).filter(|&i| rig.ray(i).expect("in the rig").0.x == 0.0);
+            if count % 2 == 0 {
+                assert_eq!(ahead.count(), 0, "{count} whiskers: none straight ahead");
+            } else {
+                assert_eq!(ahead.collect::<Vec<_>>(), vec![(count - 1) / 2]);
+                assert_eq!(rig.ray((count - 1) / 2).expect("in the rig").0, Vec3::NEG_Z);
+            }
+        }
+        let one = SensorRig::whiskers(1, 90.0, 4.0).expect("a valid rig");
+        assert_eq!(one.ray(0), Some((Vec3::NEG_Z, 4.0)));
+    }
+
+    /// A LiDAR's rows are the centres of equal bands of its field of view (the top row of 16
+    /// over 30 degrees at 14.0625, not 15), top row first; each row's first ray is straight
+    /// ahead and the next turns left.
+    #[test]
+    fn lidar_rows_lie_at_band_centres() {
+        let (rows, columns) = (16, 8);
+        let rig = SensorRig::lidar(rows, columns, 30.0, 100.0).expect("a valid rig");
+        assert_eq!(rig.len(), rows * columns);
+        for r in 0..rows {
+            let want = 30.0 * (0.5 - (r as f64 + 0.5) / rows as f64);
+            for c in 0..columns {
+                let d = rig.ray(r * columns + c).expect("in the rig").0;
+                let elevation = f64::from(d.y).asin().to_degrees();
+                assert!(
+                    (elevation - want).abs() < 1e-4,
+                    "row {r}: {elevation} against {want}"
+                );
+            }
+        }
+        let top = rig.ray(0).expect("in the rig").0;
+        assert!(
+            (f64::from(top.y).asin().to_degrees() - 14.0625).abs() < 1e-4,
+            "{top}"
+        );
+        assert!(top.x == 0.0 && top.z < 0.0, "straight ahead: {top}");
+        let next = rig.ray(1).expect("in the rig").0;
+        assert!(next.x < 0.0, "turning left: {next}");
+        let bottom = rig.ray((rows - 1) * columns).expect("in the rig").0;
+        assert!((f64::from(bottom.y).asin().to_degrees() + 14.0625).abs() < 1e-4);
+    }
+
+    /// A cone's first ray lies a little right of forward (`+X`, no `Y`) at the angle its docs
+    /// give, every ray at its own angle off forward, the spiral turning by the golden angle.
+    #[test]
+    fn cone_rays_lie_where_their_docs_say() {
+        let (n, half) = (64usize, 30.0f32);
+        let rig = SensorRig::cone(n, half, 10.0).expect("a valid rig");
+        let cos_h = f64::from(half).to_radians().cos();
+        let golden = 180.0 * (3.0 - 5f64.sqrt());
+        for i in 0..n {
+            let d = rig.ray(i).expect("in the rig").0;
+            let want = (1.0 - (i as f64 + 0.5) / n as f64 * (1.0 - cos_h))
+                .acos()
+                .to_degrees();
+            assert!((off_forward(d) - want).abs() < 1e-3, "ray {i}: {d}");
+            assert!(off_forward(d) > 0.0 && off_forward(d) < f64::from(half));
+            if i > 0 {
+                let turn = f64::from(d.y).atan2(f64::from(d.x)).to_degrees();
+                let want = (golden * i as f64 + 180.0).rem_euclid(360.0) - 180.0;
+                assert!(
+                    (turn - want).abs() < 1e-2,
+                    "ray {i}: turned {turn}, want {want}"
+                );
+            }
+        }
+        let first = rig.ray(0).expect("in the rig").0;
+        assert!(first.x > 0.0 && first.y == 0.0, "{first}");
+        assert!(
+            (off_forward(first) - 2.62169).abs() < 1e-3,
+            "{}",
+            off_forward(first)
+        );
+    }
 
     /// Every direction a rotation makes from a rig direction is unit to within `1e-5` in
     /// squared length (so `VoxelRay::new` keeps it bit for bit, as the shader does), and within

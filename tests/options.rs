@@ -322,10 +322,10 @@ fn material_filter_lets_rays_through_glass() {
     );
 }
 
-/// The former name of `MaterialFilter::every_non_air` still gives the same filter.
+/// The default filter is `MaterialFilter::every_non_air`, and says so.
 #[test]
-#[expect(deprecated, reason = "the alias is what is tested")]
-fn the_former_name_of_every_non_air_is_the_same_filter() {
-    assert!(MaterialFilter::all_solid() == MaterialFilter::every_non_air());
+fn the_default_filter_is_every_non_air() {
+    assert!(MaterialFilter::default() == MaterialFilter::every_non_air());
     assert!(MaterialFilter::every_non_air().is_every_non_air());
+    assert!(!MaterialFilter::none().is_every_non_air());
 }

@@ -6,7 +6,10 @@ use crate::coords::ChunkPos;
 
 /// What can go wrong on the GPU path. Each message says what happened and, where the caller
 /// can do something about it, what.
+///
+/// Non-exhaustive: a later release may add variants, so a `match` on it needs a wildcard arm.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum GpuError {
     /// No adapter was found.
     #[error(

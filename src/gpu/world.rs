@@ -628,6 +628,15 @@ impl GpuWorld {
     /// ([`GpuRaycaster::upload_world`](crate::gpu::GpuRaycaster::upload_world)), whose answers
     /// are the CPU's. It reads the window as it is now: ask it (and complete) before
     /// [`GpuWorld::recenter`] moves the window under answers cast before the move.
+    ///
+    /// It is meant for the GPU's answers before they are completed
+    /// ([`GpuWorld::complete_raycasts`], [`GpuWorld::complete_line_of_sight`]). It looks at the
+    /// outcome alone, so it cannot tell a completed answer from a GPU one: under
+    /// [`UnloadedPolicy::Stop`](crate::UnloadedPolicy::Stop) the CPU's own answer for a ray
+    /// that reaches unloaded space outside [`GpuWorld::loadable_chunks`] (just past the
+    /// window's edge, or further on) is `Unloaded` there as well, and `left_window` says `true`
+    /// for it although it is final (completing it again casts it again, to the same answer).
+    /// To count the answers completed, use the number the completing call returns.
     #[must_use]
     pub fn left_window(&self, outcome: &RaycastOutcome) -> bool {
         self.window.partial()
@@ -678,25 +687,26 @@ impl GpuWorld {
     }
 }
 
-/// Checks for voxcast's own tests and fuzz targets (the `test-hooks` feature): not part of
-/// the API.
+/// Test hooks: consistency checks for voxcast's own tests and fuzz targets, compiled only with
+/// the `test-hooks` feature (the testkit turns it on). They are no part of the stable API and
+/// may change in any release.
 #[cfg(feature = "test-hooks")]
 impl GpuWorld {
-    /// How many times the id heap was packed anew because it was too fragmented for a record.
-    #[doc(hidden)]
+    /// Test hook (`test-hooks` feature): how many times the id heap was packed anew because it
+    /// was too fragmented for a record.
     #[must_use]
     pub fn heap_packs(&self) -> u32 {
         self.store.packs
     }
 
-    /// Compares what this world has written to its chunk table with what `world` holds, as if
-    /// every change had been passed to [`GpuWorld::update_chunks`]: each chunk of the window
-    /// (unloaded outside the loadable box, its slot where it is stored), every region record
-    /// of the window against a recount, and the number of stored chunks.
+    /// Test hook (`test-hooks` feature): compares what this world has written to its chunk
+    /// table with what `world` holds, as if every change had been passed to
+    /// [`GpuWorld::update_chunks`]: each chunk of the window (unloaded outside the loadable
+    /// box, its slot where it is stored), every region record of the window against a recount,
+    /// and the number of stored chunks.
     ///
     /// # Errors
     /// The first difference, in words.
-    #[doc(hidden)]
     pub fn check_table(&self, world: &VoxelWorld) -> Result<(), String> {
         let w = &self.window;
         let mut dense = 0;

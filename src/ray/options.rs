@@ -57,13 +57,6 @@ impl Default for MaterialFilter {
 }
 
 impl MaterialFilter {
-    /// Every id except air stops the ray (the default).
-    #[must_use]
-    #[deprecated(note = "renamed to MaterialFilter::every_non_air (\"non-air\" everywhere)")]
-    pub fn all_solid() -> Self {
-        Self::every_non_air()
-    }
-
     /// Every id except air stops the ray (the default); see
     /// [`MaterialFilter::is_every_non_air`].
     #[must_use]

@@ -7,18 +7,20 @@ use crate::world::chunk::ChunkView;
 use crate::world::summary::{OCCUPANCY_WORDS, brick_index, chunk_in_region, region_of};
 use crate::world::{Region, VoxelWorld, grow};
 
-/// For voxcast's own tests and fuzz targets (the `test-hooks` feature): not part of the API.
+/// Test hooks: compiled only for voxcast's own unit tests and with the `test-hooks` feature
+/// (the testkit turns it on, for voxcast's tests and fuzz targets). They are no part of the
+/// stable API and may change in any release.
 impl VoxelWorld {
-    /// Recounts, from the ids of every loaded chunk, each summary the world
-    /// keeps current on every edit, and compares. The summaries: each stored chunk's occupancy
-    /// bits (also those beside its packed ids), brick bits and non-air count, and that it holds
-    /// more than one id; the region summaries (loaded and occupied chunks) and column tops; the
-    /// air counts that choose brick skipping; the loaded and occupied chunk ranges; and that no
-    /// changed chunk is listed while tracking is off. Reads every voxel of every stored chunk.
+    /// Test hook (`test-hooks` feature): recounts, from the ids of every loaded chunk, each
+    /// summary the world keeps current on every edit, and compares. The summaries: each stored
+    /// chunk's occupancy bits (also those beside its packed ids), brick bits and non-air count,
+    /// and that it holds more than one id; the region summaries (loaded and occupied chunks)
+    /// and column tops; the air counts that choose brick skipping; the loaded and occupied
+    /// chunk ranges; and that no changed chunk is listed while tracking is off. Reads every
+    /// voxel of every stored chunk.
     ///
     /// # Errors
     /// The first summary that differs from its recount, in words.
-    #[doc(hidden)]
     pub fn check_summaries(&self) -> Result<(), String> {
         let mut regions: FxHashMap<(i128, i128, i128), Region> = FxHashMap::default();
         let mut air = (0u64, 0u64);

@@ -52,11 +52,26 @@
 //! - [`VoxelQuery`], a system parameter for one-off casts and line of sight from any system,
 //!   and [`viewport_ray`], the ray under a cursor (picking).
 //! - [`SightQueue`]: line-of-sight requests from any system, answered together as
-//!   [`SightAnswer`] messages, on the GPU when the app inserted a [`VoxelGpu`], else on the
-//!   CPU on all threads. [`SightStatus`] says which. For a world streamed around the player,
-//!   [`VoxelGpu::with_window`] keeps only a box of chunks around the [`GpuWindowFocus`]
-//!   entity on the GPU, moved as it moves.
+//!   [`SightAnswer`] messages, on the GPU when the app inserted a [`VoxelGpu`] (the `gpu`
+//!   feature), else on the CPU on all threads. [`SightStatus`] says which. For a world streamed
+//!   around the player, [`VoxelGpu::with_window`] keeps only a box of chunks around the
+//!   [`GpuWindowFocus`] entity on the GPU, moved as it moves.
 //! - [`ChunksChanged`]: the chunks of the world that changed, once a frame.
+//!
+//! ## Features
+//! - `gpu` (on by default): line of sight in batches on the GPU, through voxcast's own `gpu`
+//!   feature (wgpu): [`VoxelGpu`], [`GpuWindowFocus`], [`SightStatus::gpu_error`] and the
+//!   system in [`VoxcastSystems::CollectSight`] that collects the GPU's answers. Without it (`default-features = false`) neither
+//!   this crate nor voxcast builds wgpu or naga, and the [`SightQueue`] is answered on the CPU
+//!   on all threads, with the same answers; everything else is the same. The Bevy crates this
+//!   one depends on (`bevy_app`, `bevy_ecs`, `bevy_transform`, `bevy_math`) bring no wgpu
+//!   either way.
+//!
+//! ```toml
+//! [dependencies]
+//! # Not on crates.io: a path (or `git = "…"`) to a checkout of voxcast's workspace.
+//! voxcast-bevy = { path = "../voxcast/voxcast-bevy", default-features = false } # no wgpu
+//! ```
 //!
 //! ## One frame
 //! | schedule | set | what |
@@ -96,7 +111,9 @@ mod sight;
 mod target;
 mod world;
 
-use bevy_app::{App, Plugin, PostUpdate, PreUpdate, Update};
+#[cfg(feature = "gpu")]
+use bevy_app::PreUpdate;
+use bevy_app::{App, Plugin, PostUpdate, Update};
 use bevy_ecs::prelude::*;
 use bevy_transform::TransformSystems;
 
@@ -106,9 +123,10 @@ pub use voxcast;
 
 pub use edit::{BlockEdit, BlockEdited, EditAction, EditBlock};
 pub use query::{VoxelQuery, viewport_ray};
+#[cfg(feature = "gpu")]
+pub use sight::{GpuWindowFocus, VoxelGpu};
 pub use sight::{
-    GpuWindowFocus, SightAnswer, SightEngine, SightError, SightId, SightQueue, SightRequest,
-    SightStatus, VoxelGpu,
+    SightAnswer, SightEngine, SightError, SightId, SightQueue, SightRequest, SightStatus,
 };
 pub use target::{BlockTarget, BlockTargeter, VoxelPosition};
 pub use voxcast::EditError;
@@ -133,16 +151,21 @@ pub enum VoxcastSystems {
     /// `PostUpdate`, after `PublishChanges`: answers the [`SightQueue`] on the CPU, or
     /// submits it to the GPU.
     Sight,
-    /// `PreUpdate`: answers the batch the last frame's `Sight` submitted to the GPU.
+    /// `PreUpdate`: answers the batch the last frame's `Sight` submitted to the GPU (with the
+    /// `gpu` feature; without it the set stays empty).
     CollectSight,
 }
 
 impl Plugin for VoxcastPlugin {
     fn build(&self, app: &mut App) {
+        #[cfg(feature = "gpu")]
+        app.init_resource::<sight::GpuSightWorld>().add_systems(
+            PreUpdate,
+            sight::collect_gpu_answers.in_set(VoxcastSystems::CollectSight),
+        );
         app.init_resource::<Voxels>()
             .init_resource::<SightQueue>()
             .init_resource::<SightStatus>()
-            .init_resource::<sight::GpuSightWorld>()
             .add_message::<EditBlock>()
             .add_message::<BlockEdited>()
             .add_message::<ChunksChanged>()
@@ -154,10 +177,6 @@ impl Plugin for VoxcastPlugin {
             .configure_sets(
                 PostUpdate,
                 (VoxcastSystems::PublishChanges, VoxcastSystems::Sight).chain(),
-            )
-            .add_systems(
-                PreUpdate,
-                sight::collect_gpu_answers.in_set(VoxcastSystems::CollectSight),
             )
             .add_systems(Update, edit::apply_block_edits.in_set(VoxcastSystems::Edit))
             .add_systems(
@@ -179,9 +198,11 @@ impl Plugin for VoxcastPlugin {
 pub mod prelude {
     pub use crate::{
         BlockEdit, BlockEdited, BlockTarget, BlockTargeter, ChunksChanged, EditAction, EditBlock,
-        GpuWindowFocus, SightAnswer, SightId, SightQueue, SightRequest, SightStatus, VoxcastPlugin,
-        VoxcastSystems, VoxelGpu, VoxelPosition, VoxelQuery, Voxels, viewport_ray,
+        SightAnswer, SightId, SightQueue, SightRequest, SightStatus, VoxcastPlugin, VoxcastSystems,
+        VoxelPosition, VoxelQuery, Voxels, viewport_ray,
     };
+    #[cfg(feature = "gpu")]
+    pub use crate::{GpuWindowFocus, VoxelGpu};
     pub use bevy_math::{IVec3, Quat, Vec2, Vec3};
     pub use bevy_transform::components::{GlobalTransform, Transform};
     pub use voxcast::{

@@ -80,7 +80,9 @@ impl VoxelQuery<'_> {
     }
 
     /// The block target of a ray from `from` along `direction`, `reach` voxels far: what a
-    /// [`BlockTargeter`](crate::BlockTargeter) there would get ([`BlockTarget::cast`]).
+    /// [`BlockTargeter`](crate::BlockTargeter) there would get ([`BlockTarget::cast`]). With
+    /// `direction` the entity's `*GlobalTransform::forward()` (the direction a targeter aims
+    /// along) and `from` its eye, it is that targeter's [`BlockTarget`] to the last bit.
     #[must_use]
     pub fn target(
         &self,
@@ -172,7 +174,8 @@ impl VoxelQuery<'_> {
 ///   orthographic, reversed depth (near plane at depth 1) as Bevy makes them.
 ///
 /// It follows Bevy's `Camera::viewport_to_world`: the point is unprojected at the near plane
-/// and at a far depth, and the ray runs from the first through the second.
+/// and at a far depth, and the ray runs from the first through the second (so its distances
+/// count from the near plane). The `picking` example picks blocks with it, without a window.
 ///
 /// # Errors
 /// [`RayError`] when the inputs give no ray: a zero-sized viewport or a singular projection

@@ -1,15 +1,21 @@
 //! AI sight: line-of-sight requests queued by any system during a frame and answered together,
-//! in one batch, on the CPU on all threads or on the GPU.
+//! in one batch, on the CPU on all threads or (with the `gpu` feature) on the GPU.
 
 use bevy_ecs::prelude::*;
+#[cfg(feature = "gpu")]
+use voxcast::WorldPos;
+#[cfg(feature = "gpu")]
 use voxcast::gpu::GpuError;
-use voxcast::{ChunkPos, LineOfSight, LineOfSightOptions, VoxelRay, WorldPos};
+use voxcast::{ChunkPos, LineOfSight, LineOfSightOptions, VoxelRay, line_of_sight_batch_into};
 
 use crate::{VoxelPosition, Voxels};
 
+#[cfg(feature = "gpu")]
 mod gpu;
 
+#[cfg(feature = "gpu")]
 pub(crate) use gpu::GpuSightWorld;
+#[cfg(feature = "gpu")]
 pub use gpu::{GpuWindowFocus, VoxelGpu};
 
 /// Names one sight request: [`SightQueue`] hands it out, and the [`SightAnswer`] carries it.
@@ -115,12 +121,17 @@ impl SightQueue {
 pub enum SightEngine {
     /// The CPU reference on all threads ([`voxcast::line_of_sight_batch`]).
     Cpu,
-    /// The GPU, through the [`VoxelGpu`] resource.
+    /// The GPU, through the `VoxelGpu` resource (the `gpu` feature; without it no batch is
+    /// answered here).
     Gpu,
 }
 
 /// How the last sight batch went: read it to know whether the GPU is in use.
+///
+/// Non-exhaustive: the plugin writes it, apps read it; its `gpu_error` field exists only with
+/// the `gpu` feature.
 #[derive(Resource, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct SightStatus {
     /// The engine of the last batch that had segments to cast; `None` before the first.
     pub engine: Option<SightEngine>,
@@ -138,7 +149,9 @@ pub struct SightStatus {
     /// The last GPU failure (upload or batch), when the GPU was asked and failed: that batch
     /// was answered on the CPU instead, with the same answers. Cleared by the next GPU batch
     /// that succeeds. After a failure the GPU is not asked again until the world or the
-    /// [`VoxelGpu`] changes; until then the CPU answers and this error stays.
+    /// [`VoxelGpu`] changes; until then the CPU answers and this error stays. Only with the
+    /// `gpu` feature.
+    #[cfg(feature = "gpu")]
     pub gpu_error: Option<GpuError>,
 }
 
@@ -165,6 +178,7 @@ fn segment(
 
 /// The voxel holding `p`: its offset's whole units carried into its voxel, as a ray does
 /// (the voxel as given where the offset is not finite).
+#[cfg(feature = "gpu")]
 fn voxel_of(p: &VoxelPosition) -> WorldPos {
     VoxelRay::new(p.voxel, p.offset, voxcast::glam::Vec3::X, 0.0).map_or(p.voxel, |r| r.origin)
 }
@@ -181,16 +195,19 @@ pub(crate) struct Batch {
     rays: Vec<VoxelRay>,
     options: LineOfSightOptions,
     /// The chunks the GPU window held, for a window.
+    #[cfg(feature = "gpu")]
     window: Option<(ChunkPos, ChunkPos)>,
 }
 
 impl Batch {
     /// The segments the GPU casts: all of them.
+    #[cfg(feature = "gpu")]
     pub(crate) fn gpu_rays(&self) -> &[VoxelRay] {
         &self.rays
     }
 
     /// Records the window the batch is cast on.
+    #[cfg(feature = "gpu")]
     pub(crate) fn set_window(&mut self, window: (ChunkPos, ChunkPos)) {
         self.window = Some(window);
     }
@@ -221,7 +238,7 @@ impl Batch {
         answers: &mut MessageWriter<SightAnswer>,
     ) {
         let mut outcomes = Vec::new();
-        gpu::on_cpu(&self.rays, voxels, &self.options, &mut outcomes);
+        line_of_sight_batch_into(&self.rays, voxels, &self.options, &mut outcomes);
         if !self.rays.is_empty() {
             status.engine = Some(SightEngine::Cpu);
         }
@@ -233,6 +250,7 @@ impl Batch {
 /// Answers the GPU batch submitted in the last frame's
 /// [`VoxcastSystems::Sight`](crate::VoxcastSystems::Sight), waiting for the GPU only if it
 /// has not finished yet (it had a frame); on a GPU failure the CPU answers it instead.
+#[cfg(feature = "gpu")]
 pub(crate) fn collect_gpu_answers(
     voxels: Res<Voxels>,
     mut gpu_world: ResMut<GpuSightWorld>,
@@ -243,6 +261,7 @@ pub(crate) fn collect_gpu_answers(
 }
 
 /// The in-flight GPU batch's answers, if one is in flight.
+#[cfg(feature = "gpu")]
 fn collect(
     voxels: &Voxels,
     gpu_world: &mut GpuSightWorld,
@@ -287,32 +306,38 @@ fn collect(
     }
 }
 
-/// Answers every queued request in one batch: on the GPU when a [`VoxelGpu`] resource exists
-/// and works (submitted now, answered by [`collect_gpu_answers`] at the start of the next
+/// Answers every queued request in one batch: on the GPU when a `VoxelGpu` resource exists
+/// and works (submitted now, answered by `collect_gpu_answers` at the start of the next
 /// frame), else on the CPU on all threads, now.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "a Bevy system: each argument is a resource or query it reads"
+#[cfg_attr(
+    feature = "gpu",
+    expect(
+        clippy::too_many_arguments,
+        reason = "a Bevy system: each argument is a resource or query it reads"
+    )
 )]
 pub(crate) fn answer_sight_requests(
     voxels: Res<Voxels>,
     mut queue: ResMut<SightQueue>,
     positions: Query<&VoxelPosition>,
-    focus: Query<&VoxelPosition, With<GpuWindowFocus>>,
-    mut gpu: Option<ResMut<VoxelGpu>>,
-    mut gpu_world: ResMut<GpuSightWorld>,
+    #[cfg(feature = "gpu")] focus: Query<&VoxelPosition, With<GpuWindowFocus>>,
+    #[cfg(feature = "gpu")] mut gpu: Option<ResMut<VoxelGpu>>,
+    #[cfg(feature = "gpu")] mut gpu_world: ResMut<GpuSightWorld>,
     mut status: ResMut<SightStatus>,
     mut answers: MessageWriter<SightAnswer>,
 ) {
-    // Before anything else, so that no frame misses it: a new raycaster needs a new upload.
-    if let Some(gpu) = &mut gpu
-        && gpu.bypass_change_detection().take_new()
+    #[cfg(feature = "gpu")]
     {
-        gpu_world.reset();
+        // Before anything else, so that no frame misses it: a new raycaster needs a new upload.
+        if let Some(gpu) = &mut gpu
+            && gpu.bypass_change_detection().take_new()
+        {
+            gpu_world.reset();
+        }
+        // A batch still in flight (`collect_gpu_answers` did not run since): answered first, so
+        // that answers keep the order of their requests.
+        collect(&voxels, &mut gpu_world, &mut status, &mut answers);
     }
-    // A batch still in flight (`collect_gpu_answers` did not run since): answered first, so
-    // that answers keep the order of their requests.
-    collect(&voxels, &mut gpu_world, &mut status, &mut answers);
     if queue.is_empty() {
         return;
     }
@@ -327,27 +352,55 @@ pub(crate) fn answer_sight_requests(
             })
         })
         .collect();
-    let mut batch = Batch {
+    let batch = Batch {
         requests,
         slots,
         rays,
         options: queue.options.clone(),
+        #[cfg(feature = "gpu")]
         window: None,
     };
-    // Chunks edited after `VoxcastSystems::PublishChanges` are not on the GPU yet: such a
-    // batch is answered on the CPU, which sees the world as it is.
+    #[cfg(feature = "gpu")]
+    let Some(batch) = submit_to_gpu(
+        batch,
+        &voxels,
+        &focus,
+        gpu.as_deref(),
+        &mut gpu_world,
+        &mut status,
+    ) else {
+        return;
+    };
+    batch.answer_on_cpu(&voxels, &mut status, &mut answers);
+}
+
+/// Submits `batch` to the GPU (its answers collected by [`collect`]) and returns `None`, or
+/// gives it back for the CPU to answer: without a [`VoxelGpu`], without segments to cast, when chunks were edited
+/// after [`VoxcastSystems::PublishChanges`](crate::VoxcastSystems::PublishChanges) (not on the
+/// GPU yet: the CPU sees the world as it is), and when the GPU fails (the error in `status`).
+#[cfg(feature = "gpu")]
+fn submit_to_gpu(
+    mut batch: Batch,
+    voxels: &Voxels,
+    focus: &Query<&VoxelPosition, With<GpuWindowFocus>>,
+    gpu: Option<&VoxelGpu>,
+    gpu_world: &mut GpuSightWorld,
+    status: &mut SightStatus,
+) -> Option<Batch> {
     let gpu = gpu.filter(|_| voxels.changed_chunk_count() == 0 && !batch.rays.is_empty());
     let Some(gpu) = gpu else {
-        batch.answer_on_cpu(&voxels, &mut status, &mut answers);
-        return;
+        return Some(batch);
     };
     // The window's centre: the focus's chunk, its offset carried into its voxel.
     let centre = focus.iter().next().map(|p| voxel_of(p).chunk());
-    match gpu_world.submit(&gpu, &voxels, &mut batch, centre) {
-        Ok(pending) => gpu_world.set_in_flight(pending, batch),
+    match gpu_world.submit(gpu, voxels, &mut batch, centre) {
+        Ok(pending) => {
+            gpu_world.set_in_flight(pending, batch);
+            None
+        }
         Err(e) => {
             status.gpu_error = Some(e);
-            batch.answer_on_cpu(&voxels, &mut status, &mut answers);
+            Some(batch)
         }
     }
 }

@@ -45,8 +45,14 @@ impl VoxelPosition {
 /// `options`, and writes the answer to its [`BlockTarget`]. Adding it adds `Transform` (and so
 /// `GlobalTransform`) and `BlockTarget` where the entity lacks them.
 ///
-/// - **Direction**: `-Z` through the entity's `GlobalTransform`, so a first-person rig works as
-///   built: yaw on the body, pitch on a child camera that carries the targeter.
+/// - **Direction**: the entity's `GlobalTransform::forward()` (`-Z` through its global
+///   rotation and scale, made unit), bit for bit, so a first-person rig works as built (yaw on
+///   the body, pitch on a child camera that carries the targeter), and a cast along
+///   `*global.forward()` from the same eye ([`VoxelQuery::target`](crate::VoxelQuery::target),
+///   [`BlockTarget::cast`]) gets the same answer to the last bit. A transform with no forward
+///   direction (a NaN rotation, a zero scale) gives the entity no target, and
+///   [`BlockTarget::error`] says why (where `forward()` itself would give NaN, and panic in a
+///   debug build).
 ///   `GlobalTransform` is computed by Bevy's `TransformPlugin` (part of `DefaultPlugins`;
 ///   a headless app adds it itself); the targets are written after it runs, in `PostUpdate`.
 /// - **Eye**: the [`VoxelPosition`] of the entity itself or, when it has none, of its nearest
@@ -155,12 +161,20 @@ impl BlockTarget {
     }
 }
 
-/// The forward direction of `global`: `-Z` through it, as voxcast's vector (not normalised:
-/// the ray normalises it). Unlike `GlobalTransform::forward()`, a NaN or degenerate transform
-/// gives a NaN or zero vector, which the ray rejects with an error instead of a panic.
+/// The direction a [`BlockTargeter`] with global transform `global` aims along: bit for bit
+/// Bevy's `GlobalTransform::forward()` (`-Z` through the transform's rotation and scale, made
+/// unit), so that a cast along `*global.forward()` from the same eye gets the same answer to
+/// the last bit. Where the transform has no forward direction, the vector before it is made
+/// unit (zero for a zero scale, NaN for a NaN rotation), which the ray rejects with an error
+/// where `forward()` would give NaN (and panic in a debug build).
 #[must_use]
 pub(crate) fn forward(global: &GlobalTransform) -> Vec3 {
-    global.affine().transform_vector3(Vec3::NEG_Z)
+    // `GlobalTransform::forward()` is `-(matrix3 · Z).normalize()`: the same operations here.
+    let back = global.affine().matrix3 * Vec3::Z;
+    if back == Vec3::ZERO || !back.is_finite() {
+        return -back;
+    }
+    -back.normalize()
 }
 
 /// The eye of `entity` (global transform `global`): its own [`VoxelPosition`], or its nearest

@@ -6,6 +6,7 @@ use voxcast::{
     break_block, place_block,
 };
 
+#[cfg(feature = "gpu")]
 use crate::sight::GpuSightWorld;
 
 /// The game's [`VoxelWorld`] as a Bevy resource: the world itself, moved in, never copied.
@@ -141,10 +142,10 @@ pub struct ChunksChanged {
 }
 
 /// Takes the world's list of changed chunks (the only system that does), hands it to the GPU
-/// copy of the world and publishes it as [`ChunksChanged`].
+/// copy of the world (with the `gpu` feature) and publishes it as [`ChunksChanged`].
 pub(crate) fn publish_changed_chunks(
     mut voxels: ResMut<Voxels>,
-    mut gpu_world: ResMut<GpuSightWorld>,
+    #[cfg(feature = "gpu")] mut gpu_world: ResMut<GpuSightWorld>,
     mut published: MessageWriter<ChunksChanged>,
 ) {
     // Through `bypass_change_detection`, so that a frame without edits does not mark the
@@ -157,6 +158,7 @@ pub(crate) fn publish_changed_chunks(
     } else {
         Vec::new()
     };
+    #[cfg(feature = "gpu")]
     if replaced {
         gpu_world.reset();
     } else {

@@ -147,6 +147,73 @@ fn a_first_person_rig_aims_through_its_child_camera() {
     );
 }
 
+/// The obvious Bevy call agrees with the targeter to the last bit: a cast along the camera's
+/// `GlobalTransform::forward()` from the targeter's eye (the body's position moved by the
+/// camera's global translation less the body's) is the camera's `BlockTarget`, distance
+/// included, for any yaw and pitch, also through a scaled body.
+#[test]
+fn a_cast_along_forward_is_the_targeters_answer_bit_for_bit() {
+    let world = arena();
+    let mut hits = 0;
+    for (i, (yaw, pitch)) in [
+        (0.0f32, 0.0f32),
+        (30.0, -8.0),
+        (-47.0, -20.0),
+        (12.5, -33.3),
+        (90.0, -5.0),
+        (171.0, -41.0),
+        (-3.7, 2.9),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut app = app();
+        let (body, camera) = spawn_player(&mut app, yaw.to_radians(), pitch.to_radians());
+        if i % 2 == 1 {
+            // A scaled body: the direction is still unit, as `forward()` is.
+            app.world_mut()
+                .get_mut::<Transform>(body)
+                .expect("spawned with one")
+                .scale = Vec3::new(1.0, 1.25, 0.5);
+        }
+        app.update();
+        let global = |e: Entity| *app.world().get::<GlobalTransform>(e).expect("required");
+        let (body_global, camera_global) = (global(body), global(camera));
+        let body_at = *app.world().get::<VoxelPosition>(body).expect("spawned");
+        let eye = VoxelPosition::new(
+            body_at.voxel,
+            body_at.offset + (camera_global.translation() - body_global.translation()),
+        );
+        let targeter = *app.world().get::<BlockTarget>(camera).expect("required");
+        let direction = *camera_global.forward();
+        let want = BlockTarget::cast(
+            &world,
+            &eye,
+            direction,
+            BlockTargeter::DEFAULT_REACH,
+            &RaycastOptions::default(),
+        );
+        assert_eq!(targeter, want, "yaw {yaw}, pitch {pitch}");
+        let ray = VoxelRay::new(
+            eye.voxel,
+            eye.offset,
+            direction,
+            BlockTargeter::DEFAULT_REACH,
+        )
+        .expect("a ray");
+        assert_eq!(
+            targeter.outcome,
+            voxel_raycast_with(&ray, &world, &RaycastOptions::default()),
+            "yaw {yaw}, pitch {pitch}"
+        );
+        hits += usize::from(targeter.hit().is_some());
+    }
+    assert!(
+        hits >= 5,
+        "most of these aim at the floor or the wall: {hits}"
+    );
+}
+
 /// The ray under the cursor of a perspective camera (Bevy's reversed-depth projection): through
 /// the centre it is the camera's forward direction; through any other pixel it is the
 /// direction the pixel's point on the image plane gives, and it picks the block seen there.

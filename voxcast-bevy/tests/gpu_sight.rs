@@ -2,6 +2,9 @@
 //! `line_of_sight` on the same world, through edits by messages, edits the upload cannot hold,
 //! a replaced world and raycaster, and a failing upload (answered on the CPU). With
 //! `VOXCAST_REQUIRE_GPU=1` a missing adapter fails these tests; without it they skip loudly.
+//! Only with the `gpu` feature.
+
+#![cfg(feature = "gpu")]
 
 use voxcast_testkit::common;
 mod support;

@@ -1,14 +1,12 @@
-//! The GPU side of sight batches: the app's raycaster as a resource, and the plugin's own
-//! copy of the world on it, kept current from the world's change list.
+//! The GPU side of sight batches (the `gpu` feature): the app's raycaster as a resource, and
+//! the plugin's own copy of the world on it, kept current from the world's change list.
 
 use std::sync::Mutex;
 use voxcast::gpu::Sightlines;
 
 use bevy_ecs::prelude::*;
 use voxcast::gpu::{GpuError, GpuRaycaster, GpuWorld, PendingBatch};
-use voxcast::{
-    ChunkPos, LineOfSight, LineOfSightOptions, VoxelRay, VoxelWorld, line_of_sight_batch_into,
-};
+use voxcast::{ChunkPos, LineOfSight, VoxelWorld};
 
 /// The app's [`GpuRaycaster`], as a resource: while it exists, sight batches run on it (see
 /// [`SightStatus`](crate::SightStatus) for how that went). Without it, the CPU answers; the
@@ -289,14 +287,4 @@ impl GpuSightWorld {
         };
         Ok(self.world.insert(gpu_world))
     }
-}
-
-/// Line of sight on the CPU for `rays`, answers appended to `out` in order.
-pub(crate) fn on_cpu(
-    rays: &[VoxelRay],
-    world: &VoxelWorld,
-    opts: &LineOfSightOptions,
-    out: &mut Vec<LineOfSight>,
-) {
-    line_of_sight_batch_into(rays, world, opts, out);
 }

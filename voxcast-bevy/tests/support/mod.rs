@@ -93,8 +93,8 @@ pub(crate) fn voxels(app: &App) -> &VoxelWorld {
 }
 
 /// The target the core crate gives an entity at `position` whose transform is `transform`:
-/// [`voxel_raycast_with`] along Bevy's own `Transform::forward()`, and the voxel in front of
-/// the hit face when it is air or unloaded.
+/// [`voxel_raycast_with`] along Bevy's own `GlobalTransform::forward()`, and the voxel in front
+/// of the hit face when it is air or unloaded.
 pub(crate) fn expected_target(
     world: &VoxelWorld,
     position: &VoxelPosition,
@@ -102,11 +102,16 @@ pub(crate) fn expected_target(
     reach: f32,
     opts: &RaycastOptions,
 ) -> BlockTarget {
-    // The plugin aims with `GlobalTransform`: for an entity without a parent, the matrix of
-    // its `Transform`, applied to -Z.
-    let forward = bevy_transform::components::GlobalTransform::from(*transform)
-        .affine()
-        .transform_vector3(Vec3::NEG_Z);
+    // The plugin aims along `GlobalTransform::forward()` (for an entity without a parent, its
+    // `Transform`'s matrix); a transform without a forward direction (zero or NaN through the
+    // matrix), where `forward()` would give NaN, gives that vector to the ray, which rejects it.
+    let global = bevy_transform::components::GlobalTransform::from(*transform);
+    let through = global.affine().transform_vector3(Vec3::NEG_Z);
+    let forward = if through != Vec3::ZERO && through.is_finite() {
+        *global.forward()
+    } else {
+        through
+    };
     let outcome = match VoxelRay::new(position.voxel, position.offset, forward, reach) {
         Ok(ray) => voxel_raycast_with(&ray, world, opts),
         Err(e) => voxcast::RaycastOutcome::Invalid(e),
