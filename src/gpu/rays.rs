@@ -128,7 +128,7 @@ impl Rays<'_, VoxelRay> {
             .par_iter_mut()
             .zip(self.0.par_iter())
             .filter(|(o, _)| world.left_window(o))
-            .map(|(o, ray)| *o = crate::voxel_raycast_with(ray, cpu, opts))
+            .map(|(o, ray)| *o = crate::cpu_ref::voxel_raycast_with(ray, cpu, opts))
             .count()
     }
 }

@@ -93,8 +93,8 @@ impl Sightlines<'_, VoxelRay> {
         answers
             .par_iter_mut()
             .zip(self.0.par_iter())
-            .filter(|(a, _)| world.left_window(&crate::RaycastOutcome::from(**a)))
-            .map(|(a, segment)| *a = crate::line_of_sight(segment, cpu, opts))
+            .filter(|(a, _)| world.left_window(&crate::ray::RaycastOutcome::from(**a)))
+            .map(|(a, segment)| *a = crate::cpu_ref::line_of_sight(segment, cpu, opts))
             .count()
     }
 }
