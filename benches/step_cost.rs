@@ -30,7 +30,7 @@ use voxcast_testkit::scene::SplitMix64;
 
 /// Edge of the loaded block, in voxels.
 const EDGE: i128 = 256;
-/// Max distance of every ray, in voxels: well inside the block from its centre.
+/// Max distance of every ray, in voxels: well inside the block from its center.
 const MAX_DISTANCE: f32 = 120.0;
 /// The id placed once per brick and let through by the filter.
 const GLASS: VoxelId = VoxelId(7);
@@ -72,11 +72,11 @@ fn step_cost(c: &mut Criterion) {
     group.measurement_time(Duration::from_secs(3));
     let mut rng = SplitMix64::new(5);
     for (name, direction) in CLASSES {
-        let centre = WorldPos::new(EDGE / 2, EDGE / 2, EDGE / 2);
+        let center = WorldPos::new(EDGE / 2, EDGE / 2, EDGE / 2);
         let rays: Vec<VoxelRay> = (0..RAYS)
             .map(|_| {
                 let sub = Vec3::new(rng.next_f32(), rng.next_f32(), rng.next_f32());
-                VoxelRay::new(centre, sub, direction(&mut rng), MAX_DISTANCE)
+                VoxelRay::new(center, sub, direction(&mut rng), MAX_DISTANCE)
                     .expect("finite, non-zero direction")
             })
             .collect();

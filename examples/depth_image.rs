@@ -19,7 +19,7 @@
 //! threads. Exit status: 0 when every pixel matches the CPU reference (distance bit for bit,
 //! UV within 1e-5), 1 when any differs or a file cannot be written, 2 for bad arguments.
 
-use voxcast::gpu::CameraImage;
+use voxcast::gpu::{CameraImage, GpuConfig, GpuRaycaster};
 use voxcast_testkit::demo::{self as common, secs};
 use voxcast_testkit::shading::{shade, write_png};
 
@@ -337,7 +337,16 @@ fn render_gpu(
     opts: &RaycastOptions,
     freedom: Option<Freedom>,
 ) -> Option<Vec<RaycastOutcome>> {
-    let (gpu, gpu_world) = common::gpu_setup(world, freedom)?;
+    // One raycaster for the program: it picks the adapter (`WGPU_BACKEND`,
+    // `WGPU_ADAPTER_NAME`) and checks it against the CPU reference before it is returned.
+    let made = match freedom {
+        None => GpuRaycaster::new_blocking(GpuConfig::default()),
+        Some(f) => common::variant_raycaster(f),
+    };
+    let gpu = made.inspect_err(common::no_gpu).ok()?;
+    println!("adapter: {}", gpu.adapter_summary());
+    // The world's chunks, uploaded once; later edits go up as lists of changed chunks.
+    let gpu_world = gpu.upload_world(world).inspect_err(common::no_gpu).ok()?;
     let started = Instant::now();
     match gpu.cast(CameraImage(camera), &gpu_world, opts) {
         Ok(image) => {

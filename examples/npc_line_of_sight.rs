@@ -23,7 +23,6 @@
 //! ```
 
 use common::secs;
-use voxcast::gpu::{PairsWithin, SensorSweep};
 use voxcast_testkit::demo as common;
 
 use std::f32::consts::{FRAC_PI_2, TAU};
@@ -32,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use voxcast::glam::Vec3;
-use voxcast::gpu::{GpuRaycaster, GpuWorld, PendingBatch};
+use voxcast::gpu::{GpuConfig, GpuRaycaster, GpuWorld, PairsWithin, PendingBatch, SensorSweep};
 use voxcast::{
     Agent, LineOfSight, LineOfSightOptions, RaycastOptions, SensorPose, SensorReadings, SensorRig,
     VoxelWorld, WorldPos, agent_visibility, pairs_within, sense,
@@ -200,7 +199,7 @@ fn main() -> ExitCode {
         println!("adapter: none (--cpu): answering with the CPU reference");
         None
     } else {
-        common::gpu_setup(&world, None)
+        gpu_setup(&world)
     };
     let failed = match &gpu {
         Some((gpu, gw)) => run_on_gpu(gpu, gw, &world, &mut crowd, &args, &opts),
@@ -377,4 +376,17 @@ fn run_on_cpu(
     }
     println!("per frame: {}", secs(total / args.frames.max(1)));
     false
+}
+
+/// The GPU and the world on it, or `None` after saying why (the CPU reference answers then).
+fn gpu_setup(world: &VoxelWorld) -> Option<(GpuRaycaster, GpuWorld)> {
+    // One raycaster for the program: it picks the adapter (`WGPU_BACKEND`,
+    // `WGPU_ADAPTER_NAME`) and checks it against the CPU reference before it is returned.
+    let gpu = GpuRaycaster::new_blocking(GpuConfig::default())
+        .inspect_err(common::no_gpu)
+        .ok()?;
+    println!("adapter: {}", gpu.adapter_summary());
+    // The world's chunks, uploaded once; later edits go up as lists of changed chunks.
+    let gpu_world = gpu.upload_world(world).inspect_err(common::no_gpu).ok()?;
+    Some((gpu, gpu_world))
 }

@@ -1,7 +1,7 @@
 // voxcast shader, cameras: the entry point cast_camera, one ray per pixel made in the shader.
 // Twin: camera_dir is Camera::pixel_dir in src/camera.rs.
 
-// The unit direction through the centre of pixel (px, py); twin of `Camera::pixel_dir` in
+// The unit direction through the center of pixel (px, py); twin of `Camera::pixel_dir` in
 // src/camera.rs: same operations in the same order, each rounded once (`pin` keeps products
 // from being fused into the sums they feed and sums from being regrouped; `div_rn` and
 // `sqrt_rn` round as the CPU does). px and py are below 2^24, so f32(px) is exact.

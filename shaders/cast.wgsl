@@ -55,7 +55,7 @@ fn cast_ray(ray: Ray) -> Hit {
         // Entered a new chunk (or started): classify it once.
         let chunk = d.voxel >> vec3<u32>(5u);
         if (any(chunk != cur_chunk)) {
-            // Past the box of a window that follows a centre the GPU knows nothing: the ray
+            // Past the box of a window that follows a center the GPU knows nothing: the ray
             // ends as unloaded there, whatever the unloaded policy (a step beyond the i128
             // world is still a miss).
             if ((OPTIONS & FLAG_PARTIAL) != 0u && !held(d.voxel) && !beyond_world(d.voxel)) {

@@ -32,9 +32,9 @@ const TINY_FRACTION: f32 = 1.0 / 18_446_744_073_709_551_616.0;
 /// engines can fill them directly, and every cast checks them again.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BoxCast {
-    /// The voxel holding the box's centre.
+    /// The voxel holding the box's center.
     pub center: WorldPos,
-    /// The centre inside `center`, in voxels; any finite value (whole units move into `center`).
+    /// The center inside `center`, in voxels; any finite value (whole units move into `center`).
     pub center_offset: Vec3,
     /// Half the box's size on each axis, in voxels, each in `0..=MAX_HALF_EXTENT`.
     pub half_extents: Vec3,
@@ -48,7 +48,7 @@ pub struct BoxCast {
 /// Why a box cast was rejected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum BoxCastError {
-    /// The centre, direction or max distance is bad, as it would be for a ray.
+    /// The center, direction or max distance is bad, as it would be for a ray.
     #[error("{0}")]
     Ray(#[from] RayError),
     /// A half extent is NaN, negative, infinite or above [`MAX_HALF_EXTENT`].
@@ -90,11 +90,11 @@ pub enum BoxCastOutcome {
     },
     /// Nothing stops the box within its max distance.
     Miss,
-    /// Under [`UnloadedPolicy::Stop`]: the box touches unloaded voxel `at` after moving
+    /// Under [`UnloadedPolicy::Stop`]: the box touches unloaded voxel `voxel_pos` after moving
     /// `distance`.
     Unloaded {
         /// The unloaded voxel.
-        at: WorldPos,
+        voxel_pos: WorldPos,
         /// Distance moved, in voxels.
         distance: f32,
     },
@@ -129,7 +129,7 @@ impl BoxCast {
     /// Validates and builds a box cast.
     ///
     /// # Errors
-    /// [`BoxCastError::Ray`] for what [`VoxelRay::new`] refuses in the centre, direction and
+    /// [`BoxCastError::Ray`] for what [`VoxelRay::new`] refuses in the center, direction and
     /// max distance; [`BoxCastError::HalfExtents`] for a half extent that is not a number in
     /// `0..=MAX_HALF_EXTENT`; [`BoxCastError::OutOfWorld`] when a face lies outside the i128
     /// world.
@@ -166,7 +166,7 @@ impl BoxCast {
         Ok(cast)
     }
 
-    /// [`BoxCast::new`] with the centre given as a point in f64 voxel coordinates (split as
+    /// [`BoxCast::new`] with the center given as a point in f64 voxel coordinates (split as
     /// [`VoxelRay::from_point`] splits it).
     ///
     /// # Errors
@@ -187,7 +187,7 @@ impl BoxCast {
         )
     }
 
-    /// The box's centre's ray: the same centre, direction and max distance.
+    /// The box's center's ray: the same center, direction and max distance.
     ///
     /// # Errors
     /// As [`VoxelRay::new`].
@@ -277,7 +277,7 @@ impl Axis {
         let (lo_w, lo_f) = face(sub - h)?;
         let (hi_w, hi_f) = face(sub + h)?;
         // The voxels the open box overlaps at rest: from the low face's voxel to the high face's,
-        // less that one when the high face lies on its plane; a flat box, the centre's voxel
+        // less that one when the high face lies on its plane; a flat box, the center's voxel
         // (moving axes replace this below).
         let start_lo = lo_w;
         let start_hi = if h > 0.0 && hi_f == 0.0 {
@@ -323,7 +323,7 @@ impl Axis {
         }
         // The box's voxels just after the start (rule 3): a leading face on its plane has not
         // entered `lead0` yet (its own voxel is the one behind the plane); on a flat axis this
-        // is the centre ray's start voxel.
+        // is the center ray's start voxel.
         ax.lead_init = match (ax.on_plane, up) {
             (false, _) => ax.lead0,
             (true, true) => lw - 1,
@@ -538,7 +538,10 @@ pub(crate) fn walk(
             return (o, end(lo, hi, 0, 3));
         }
         if let Some((_, at, _)) = best.unloaded {
-            let o = BoxCastOutcome::Unloaded { at, distance: 0.0 };
+            let o = BoxCastOutcome::Unloaded {
+                voxel_pos: at,
+                distance: 0.0,
+            };
             return (o, end(lo, hi, 0, 3));
         }
     }
@@ -636,7 +639,10 @@ pub(crate) fn walk(
             return (BoxCastOutcome::Hit(hit), end(lo, hi, entered, a));
         }
         if let Some((_, at, a)) = best.unloaded {
-            let o = BoxCastOutcome::Unloaded { at, distance: t };
+            let o = BoxCastOutcome::Unloaded {
+                voxel_pos: at,
+                distance: t,
+            };
             return (o, end(lo, hi, entered, a));
         }
     }

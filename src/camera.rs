@@ -37,7 +37,7 @@ pub enum CameraError {
     ImageTooLarge(u64),
 }
 
-/// A pinhole camera at an i128 position. Pixel `(px, py)` looks through its centre; `py = 0`
+/// A pinhole camera at an i128 position. Pixel `(px, py)` looks through its center; `py = 0`
 /// is the top row. The pixel-to-direction arithmetic is plain f32 in a fixed order, mirrored
 /// by `camera_dir` in `shaders/camera.wgsl`, so rays made in the shader equal [`Camera::ray`].
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -198,7 +198,7 @@ impl Camera {
         )
     }
 
-    /// The unit direction through the centre of pixel `(px, py)`, counted from the top left.
+    /// The unit direction through the center of pixel `(px, py)`, counted from the top left.
     /// A pixel outside the image (`px >= width` or `py >= height`) continues the image plane
     /// past its edge (for guard bands); far outside, the direction tends to `right` or `-up`.
     /// Twin of `camera_dir` in `shaders/camera.wgsl`: same operations, same order.
@@ -226,7 +226,7 @@ impl Camera {
         [2.0 / self.width as f32, 2.0 / self.height as f32]
     }
 
-    /// The ray through the centre of pixel `(px, py)` (see [`Camera::pixel_dir`], also for
+    /// The ray through the center of pixel `(px, py)` (see [`Camera::pixel_dir`], also for
     /// pixels outside the image).
     ///
     /// # Errors
@@ -276,7 +276,7 @@ pub struct CameraSpec {
     /// The voxel the eye is in.
     pub position: WorldPos,
     /// The eye's offset inside that voxel, each component in `[0, 1)` (as [`VoxelRay::new`]
-    /// takes it). Default: the voxel's centre, `(0.5, 0.5, 0.5)`.
+    /// takes it). Default: the voxel's center, `(0.5, 0.5, 0.5)`.
     pub sub_offset: Vec3,
     /// The view direction, any length but not zero. Default: `+Z`.
     pub forward: Vec3,

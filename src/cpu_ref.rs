@@ -149,7 +149,7 @@ fn count_before<const NEAR: bool>(b: f32, inv: f32, n: u32, t_n: f32, t_end: f32
 /// Crossings this close count as one edge or corner for conservative line of sight: a crossing
 /// at `t'` is tied with an earlier one at `t` when `t' <= t · NEAR_TIE` (one rounding, so the
 /// shader computes the same bits). `1 + 2⁻²⁰`, about 16 ulps: where a segment between two
-/// voxel centres or corners passes through an edge in exact arithmetic, its f32 crossings were
+/// voxel centers or corners passes through an edge in exact arithmetic, its f32 crossings were
 /// found to differ by up to 3 ulps (the direction is rounded when normalised, `1/|d|` when
 /// taken, each crossing once more). Same constant in `shaders/layout.wgsl`.
 pub(crate) const NEAR_TIE: f32 = 1.0 + 1.0 / 1_048_576.0;
@@ -236,7 +236,7 @@ pub(crate) fn cast_ray(
             }
             return match d.dda_step() {
                 Ok(_) => RaycastOutcome::Unloaded {
-                    at: d.voxel(),
+                    voxel_pos: d.voxel(),
                     distance: d.t,
                 },
                 Err(Ended) => RaycastOutcome::Miss,
@@ -244,7 +244,7 @@ pub(crate) fn cast_ray(
         }
         UnloadedPolicy::Stop => {
             return RaycastOutcome::Unloaded {
-                at: r.start,
+                voxel_pos: r.start,
                 distance: 0.0,
             };
         }
@@ -339,7 +339,7 @@ pub(crate) fn cast_ray(
                     }
                     UnloadedPolicy::Stop => {
                         return RaycastOutcome::Unloaded {
-                            at: d.voxel(),
+                            voxel_pos: d.voxel(),
                             distance: d.t,
                         };
                     }

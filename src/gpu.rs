@@ -5,7 +5,7 @@
 //! anchor [`ChunkPos`](crate::ChunkPos), and everything on the GPU is an i32 voxel relative to
 //! the window's lowest voxel. Rays that start outside the window of a world uploaded whole are
 //! clipped to it on the host, with the same exact stepping as the CPU reference, or answered on
-//! the host when they cannot reach it; on a window that follows a centre they are answered
+//! the host when they cannot reach it; on a window that follows a center they are answered
 //! `Unloaded` at their start (the GPU knows nothing there), and a ray that leaves such a window
 //! is answered `Unloaded` where it leaves it ([`GpuRaycaster::upload_window`]).
 //!

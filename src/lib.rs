@@ -51,14 +51,14 @@
 //! touches a stopping voxel; [`collide_and_slide`] moves a box as a character controller does.
 //! The rules, each named in `tests/README.md` with its tests:
 //!
-//! 1. **The box.** A centre ([`WorldPos`] plus an offset) and half extents `h` in voxels, each in
+//! 1. **The box.** A center ([`WorldPos`] plus an offset) and half extents `h` in voxels, each in
 //!    `0..=MAX_HALF_EXTENT` (a subnormal half extent counts as 0). On each axis its faces are
-//!    the centre's offset minus and plus `h`, each rounded to f32 once and split into a voxel and
+//!    the center's offset minus and plus `h`, each rounded to f32 once and split into a voxel and
 //!    a fraction in `[0, 1)` as a ray's origin is (a fraction that rounds to 1 moves to the next
 //!    voxel's face, one between 0 and `2^-64` counts as `2^-64`). Everything after that is exact.
 //! 2. **Touching.** The box touches a voxel when the open box overlaps the open voxel on every
 //!    axis: sharing a face, an edge or a corner is not touching. On an axis where `h` is 0 the box
-//!    is flat and covers the voxel a ray from its centre is in (the DDA's start voxel rule), so a
+//!    is flat and covers the voxel a ray from its center is in (the DDA's start voxel rule), so a
 //!    box of zero extents is a ray, except within `2^-64` of a face (rule 1) and where the ray
 //!    passes exactly through an edge or a corner: the DDA then visits a voxel beside it (it crosses tied planes one at a time) that
 //!    the box only grazes, and enters the next through the face it crosses last, where rule 6
@@ -92,7 +92,7 @@
 //!    the world's top face too: faces are voxel coordinates); a moving box whose leading face
 //!    would leave it ends as a miss, also one that starts on its bottom face moving down. Nothing can stop a box outside the occupied
 //!    bounds under `Air`, so the cast ends as a miss there, whatever its max distance.
-//! 9. **Bad input.** A cast is checked as a ray from its centre is (direction, offset, max
+//! 9. **Bad input.** A cast is checked as a ray from its center is (direction, offset, max
 //!    distance), plus its half extents; a bad one is [`BoxCastOutcome::Invalid`], never a panic,
 //!    and in a batch only that cast.
 //!
@@ -101,7 +101,7 @@
 //! and the same distance bit for bit; UV may differ by `1e-5`. The same holds for every valid
 //! box cast (`gpu::BoxCasts` against [`box_cast_batch`]).
 //!
-//! On a window that follows a centre (`gpu::GpuRaycaster::upload_window`), which holds a box of
+//! On a window that follows a center (`gpu::GpuRaycaster::upload_window`), which holds a box of
 //! the world's chunks, this holds for every ray that stays in the box. A ray that leaves the
 //! box before anything in it stops the ray is answered `Unloaded` at the first voxel outside
 //! the box, at the distance where it enters that voxel (the CPU's distance to that voxel, bit

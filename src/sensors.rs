@@ -85,10 +85,10 @@ impl SensorRig {
 
     /// A vision cone: `rays` directions spread evenly over the cone of half angle
     /// `half_angle_degrees` (0 to 180) around forward (`-Z`), on a golden-angle spiral from
-    /// the centre out, each `max_distance` voxels long.
+    /// the center out, each `max_distance` voxels long.
     ///
     /// Where the rays lie, for `n = rays` and half angle `h`: ray `i` (from 0) is `θᵢ` off
-    /// forward, with `cos θᵢ = 1 − (i + ½) / n · (1 − cos h)` (each ray the centre of an equal
+    /// forward, with `cos θᵢ = 1 − (i + ½) / n · (1 − cos h)` (each ray the center of an equal
     /// share of the cone's solid angle), turned `i · 137.5…°` (the golden angle,
     /// `180° · (3 − √5)`) about forward from `+X` towards `+Y`: its direction is
     /// `(sin θᵢ cos φᵢ, sin θᵢ sin φᵢ, −cos θᵢ)` with `φᵢ = i · 137.5…°`. So the first ray is
@@ -167,11 +167,11 @@ impl SensorRig {
     }
 
     /// A LiDAR-like sweep: `rows` elevations spread evenly across `vertical_fov_degrees`
-    /// (centred on the horizon, the top row first), each swept through `columns` headings
+    /// (centered on the horizon, the top row first), each swept through `columns` headings
     /// evenly around the full circle (the first straight ahead, `-Z`, then turning left), row
     /// after row, each `max_distance` voxels long.
     ///
-    /// Where the rays lie, for field of view `v`: the rows are the centres of `rows` equal
+    /// Where the rays lie, for field of view `v`: the rows are the centers of `rows` equal
     /// bands of `v`, row `r` (from 0, the top) at elevation `eᵣ = v · (½ − (r + ½) / rows)`.
     /// So the top row is `v / 2 − v / (2 · rows)` above the horizon, not `v / 2` (14.0625° for
     /// 16 rows over 30°, the rows 1.875° apart), the bottom row as far below it, and an even
@@ -479,14 +479,14 @@ pub struct SensorReadings {
 
 impl SensorReadings {
     /// Makes these the readings of `agents` agents with `rays_per_agent` rays each, with room
-    /// for outcomes where `hits`, reusing the allocations. Values kept from earlier readings
+    /// for outcomes where `outcomes`, reusing the allocations. Values kept from earlier readings
     /// are not cleared: every caller writes every ray (an answer, or its agent's error).
-    pub(crate) fn reset(&mut self, agents: usize, rays_per_agent: usize, hits: bool) {
+    pub(crate) fn reset(&mut self, agents: usize, rays_per_agent: usize, outcomes: bool) {
         let n = agents * rays_per_agent;
         self.agents = agents;
         self.rays_per_agent = rays_per_agent;
         self.distances.resize(n, f32::INFINITY);
-        match (&mut self.outcomes, hits) {
+        match (&mut self.outcomes, outcomes) {
             (Some(o), true) => o.resize(n, RaycastOutcome::Miss),
             (o, true) => *o = Some(vec![RaycastOutcome::Miss; n]),
             (o, false) => *o = None,
@@ -619,7 +619,7 @@ pub(crate) fn word(outcome: &RaycastOutcome) -> f32 {
 
 /// Casts every ray of `rig` from every pose against `world`, on all threads: the CPU reference
 /// of the GPU's sensor call, and its fallback. Ray `k` of agent `a` is
-/// [`SensorPose::ray`]`(rig, k)` of `poses[a]`, cast with [`voxel_raycast_with`]; with `hits`
+/// [`SensorPose::ray`]`(rig, k)` of `poses[a]`, cast with [`voxel_raycast_with`]; with `outcomes`
 /// the readings keep each ray's outcome too. An agent whose pose is bad gets its error on every
 /// ray, and the others are answered.
 #[must_use]
@@ -628,10 +628,10 @@ pub fn sense(
     poses: &[SensorPose],
     world: &VoxelWorld,
     opts: &RaycastOptions,
-    hits: bool,
+    outcomes: bool,
 ) -> SensorReadings {
     let mut readings = SensorReadings::default();
-    sense_into(rig, poses, world, opts, hits, &mut readings);
+    sense_into(rig, poses, world, opts, outcomes, &mut readings);
     readings
 }
 
@@ -641,11 +641,11 @@ pub fn sense_into(
     poses: &[SensorPose],
     world: &VoxelWorld,
     opts: &RaycastOptions,
-    hits: bool,
+    outcomes: bool,
     readings: &mut SensorReadings,
 ) {
     let n = rig.len();
-    readings.reset(poses.len(), n, hits);
+    readings.reset(poses.len(), n, outcomes);
     if n == 0 {
         for (a, p) in poses.iter().enumerate() {
             if let Err(e) = p.prepare() {
@@ -739,11 +739,11 @@ mod tests {
         assert_eq!(one.ray(0), Some((Vec3::NEG_Z, 4.0)));
     }
 
-    /// A LiDAR's rows are the centres of equal bands of its field of view (the top row of 16
+    /// A LiDAR's rows are the centers of equal bands of its field of view (the top row of 16
     /// over 30 degrees at 14.0625, not 15), top row first; each row's first ray is straight
     /// ahead and the next turns left.
     #[test]
-    fn lidar_rows_lie_at_band_centres() {
+    fn lidar_rows_lie_at_band_centers() {
         let (rows, columns) = (16, 8);
         let rig = SensorRig::lidar(rows, columns, 30.0, 100.0).expect("a valid rig");
         assert_eq!(rig.len(), rows * columns);

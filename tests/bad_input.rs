@@ -481,8 +481,8 @@ fn camera_looks_at_a_target_beyond_any_max_distance() {
             .unwrap_or_else(|e| panic!("look_at {target:?}: {e}"));
         let sign = |a: i128, b: i128| a.cmp(&b) as i8 as f32;
         let toward = Vec3::new(sign(target.x, eye.x), sign(target.y, eye.y), 0.0).normalize();
-        let centre = (cam.pixel_dir(1, 1) + cam.pixel_dir(2, 2)).normalize();
-        assert!(centre.dot(toward) > 0.99, "{target:?}: {centre}");
+        let center = (cam.pixel_dir(1, 1) + cam.pixel_dir(2, 2)).normalize();
+        assert!(center.dot(toward) > 0.99, "{target:?}: {center}");
     }
     assert!(matches!(
         voxcast::Camera::look_at(eye, Vec3::ZERO, eye, Vec3::ZERO, 60.0, 4, 4, 10.0),
@@ -496,7 +496,7 @@ fn camera_with_another_up_looks_straight_down() {
     let eye = WorldPos::new(3, 10, -4);
     let sub = Vec3::splat(0.5);
     // Camera::new keeps +Y up, so it cannot look straight down; with_up can, with the image's
-    // top towards +Z: the centre pixel looks straight down, the top row leans to +Z and
+    // top towards +Z: the center pixel looks straight down, the top row leans to +Z and
     // (right = forward × up = -X) the right column to -X.
     assert!(matches!(
         Camera::new(eye, sub, Vec3::NEG_Y, 90.0, 5, 5, 64.0),
@@ -507,7 +507,7 @@ fn camera_with_another_up_looks_straight_down() {
     assert_eq!(cam.pixel_dir(2, 2), Vec3::NEG_Y);
     assert!(cam.pixel_dir(2, 0).z > 0.3 && cam.pixel_dir(2, 4).z < -0.3);
     assert!(cam.pixel_dir(4, 2).x < -0.3 && cam.pixel_dir(0, 2).x > 0.3);
-    // The block under the eye is hit on its top face by the centre pixel.
+    // The block under the eye is hit on its top face by the center pixel.
     let below = WorldPos::new(3, 2, -4);
     let world = world_with(&[(below, STONE)]);
     let hit = voxel_raycast(&cam.ray(2, 2).expect("ray"), &world).expect("the block below");

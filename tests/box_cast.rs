@@ -41,7 +41,7 @@ fn oracle_round(seed: u64, min: WorldPos, n: usize, origin: OriginPolicy) -> usi
     let mut rng = SplitMix64::new(seed ^ 0x5eed);
     let mut ties = 0;
     for i in 0..n {
-        let centre = offset(min, std::array::from_fn(|_| rng.below(16) as i128 - 2));
+        let center = offset(min, std::array::from_fn(|_| rng.below(16) as i128 - 2));
         let sub = Vec3::from_array(std::array::from_fn(|_| {
             sub_of_kind(rng.below(3) as u8, rng.next_f32())
         }));
@@ -55,7 +55,7 @@ fn oracle_round(seed: u64, min: WorldPos, n: usize, origin: OriginPolicy) -> usi
             dir = Vec3::Y;
         }
         let max = [0.0, 0.5, 3.0, 10.0, 30.0][rng.below(5) as usize];
-        let cast = BoxCast::new(centre, sub, h, dir, max).expect("a valid cast");
+        let cast = BoxCast::new(center, sub, h, dir, max).expect("a valid cast");
         let got = box_cast(&cast, &world, &opts(origin));
         let c = contacts(&cast, &solids);
         match judge(&cast, &got, &c, origin) {
@@ -81,7 +81,7 @@ fn box_casts_agree_with_the_oracle() {
             total += 1500;
         }
     }
-    // Ties are where the exact answer is on a knife edge: integer and half-integer centres and
+    // Ties are where the exact answer is on a knife edge: integer and half-integer centers and
     // extents along axis-aligned and diagonal moves make many on purpose, but not most.
     assert!(ties * 3 < total, "{ties} of {total} casts needed a tie");
 }
@@ -399,7 +399,7 @@ fn unloaded_chunks_stop_the_box_under_stop() {
     assert_eq!(
         box_cast(&cast, &w, &stop),
         BoxCastOutcome::Unloaded {
-            at: WorldPos::new(32, 5, 5),
+            voxel_pos: WorldPos::new(32, 5, 5),
             distance: 3.0
         }
     );
@@ -743,7 +743,7 @@ fn world_edges_flat_slides_and_tiny_offsets() {
         s.moved.x <= 3.0 && s.moved.y <= 4.0 && s.moved.x > 2.999 && s.moved.y > 3.999,
         "{s:?}"
     );
-    // A centre a hair above a face, moving down a little faster than unit length: the
+    // A center a hair above a face, moving down a little faster than unit length: the
     // distance to the face is 0 or a normal number, never subnormal.
     let hair = BoxCast {
         center: WorldPos::new(0, 0, 0),

@@ -202,13 +202,13 @@ fn an_edit_shows_in_the_next_image() {
     .expect("valid camera");
     let o = RaycastOptions::default();
     assert_camera_parity(&cam, &world, &o);
-    // A block in the open air the centre pixel looks through, then gone again.
+    // A block in the open air the center pixel looks through, then gone again.
     let r = cam.ray(16, 12).expect("valid ray");
     let (block, _) = r.point_at(12.0).expect("in the world");
     world.set_voxel(block, VoxelId(9));
     assert_camera_parity(&cam, &world, &o);
-    let centre = raycast_camera(&cam, &world, &o).expect("fits")[12 * 32 + 16];
-    assert_eq!(centre.hit().map(|h| h.voxel_pos), Some(block));
+    let center = raycast_camera(&cam, &world, &o).expect("fits")[12 * 32 + 16];
+    assert_eq!(center.hit().map(|h| h.voxel_pos), Some(block));
     world.set_voxel(block, VoxelId::AIR);
     assert_camera_parity(&cam, &world, &o);
 }

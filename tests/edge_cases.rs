@@ -57,7 +57,7 @@ fn negative_coordinates() {
         "{h:?}"
     );
 
-    // Every voxel of a negative block, aimed at through its centre from far away.
+    // Every voxel of a negative block, aimed at through its center from far away.
     let mut rng = SplitMix64::new(0xBAD);
     for _ in 0..500 {
         let target = WorldPos::new(
@@ -273,8 +273,11 @@ fn translation_changes_nothing() {
                     ..h
                 })
             }
-            RaycastOutcome::Unloaded { at, distance } => RaycastOutcome::Unloaded {
-                at: offset(at, shift),
+            RaycastOutcome::Unloaded {
+                voxel_pos: at,
+                distance,
+            } => RaycastOutcome::Unloaded {
+                voxel_pos: offset(at, shift),
                 distance,
             },
             other => other,
@@ -357,7 +360,7 @@ fn edges_of_the_i128_world() {
                     assert_eq!(
                         o_out,
                         RaycastOutcome::Unloaded {
-                            at: at(i128::MAX - 1000),
+                            voxel_pos: at(i128::MAX - 1000),
                             distance: 0.0
                         },
                         "{}",
@@ -456,11 +459,14 @@ fn world_and_ray_2_to_the_127_apart() {
                     let expected = match (unloaded, origin_policy) {
                         (UnloadedPolicy::Air, _) => RaycastOutcome::Miss,
                         (UnloadedPolicy::Stop, OriginPolicy::Report) => RaycastOutcome::Unloaded {
-                            at: r.origin,
+                            voxel_pos: r.origin,
                             distance: 0.0,
                         },
                         _ => match r.origin.checked_offset(step) {
-                            Some(at) => RaycastOutcome::Unloaded { at, distance: 0.5 },
+                            Some(at) => RaycastOutcome::Unloaded {
+                                voxel_pos: at,
+                                distance: 0.5,
+                            },
                             None => RaycastOutcome::Miss,
                         },
                     };

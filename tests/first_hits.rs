@@ -46,7 +46,7 @@ fn test_ray_hits_solid_voxel() {
         describe(&r)
     );
 
-    // From the centre of voxel 0 the face is 4.5 away.
+    // From the center of voxel 0 the face is 4.5 away.
     let r = ray_at([0, 0, 0], [0.5; 3], [1.0, 0.0, 0.0], 10.0);
     let hit = voxel_raycast(&r, &world).unwrap_or_else(|| panic!("no hit for {}", describe(&r)));
     assert_eq!(
@@ -131,7 +131,7 @@ fn test_hit_face_normal_correct() {
         assert_eq!(
             hit.hit_uv,
             Vec2::splat(0.5),
-            "centre of the face for {}",
+            "center of the face for {}",
             describe(&r)
         );
     }
@@ -260,7 +260,7 @@ fn test_diagonal_ray_crosses_voxels_correctly() {
     let target = WorldPos::new(3, 3, 0);
     let world = world_with(&[(target, STONE)]);
 
-    // From the centre of voxel 0 the ray passes exactly through the edges (1,1), (2,2), (3,3):
+    // From the center of voxel 0 the ray passes exactly through the edges (1,1), (2,2), (3,3):
     // it enters voxel (3,3,0) at the point (3, 3), 2.5·√2 away. At the edge x and y cross at the
     // same distance; ties go to x first, so the last crossing, through which (3,3,0) is
     // entered, is the y crossing: the face normal is -y.

@@ -659,7 +659,7 @@ fn no_limit_means_the_cap_on_every_call() {
     );
     assert!(
         cam_gpu[4].hit().is_some(),
-        "the centre pixel reaches the far block"
+        "the center pixel reaches the far block"
     );
 
     let rig = SensorRig::new(&[(Vec3::NEG_Z, f32::MAX), (Vec3::Y, f32::INFINITY)]).expect("rig");

@@ -1,6 +1,6 @@
 //! Box casts on the GPU against the CPU reference, cast by cast: the terrain and adversarial
 //! casts under every option, the i128 edge (`voxcast_testkit::gpu::box_parity`, also run on
-//! every spec variant by `spec_variants.rs`), a window that follows a centre, the
+//! every spec variant by `spec_variants.rs`), a window that follows a center, the
 //! non-blocking form, bad casts and casts far from the window.
 
 #![cfg(feature = "gpu")]
@@ -64,7 +64,7 @@ fn bad_and_far_casts_are_answered_alone() {
     assert!(matches!(later[0], BoxCastOutcome::Hit(_)), "{:?}", later[0]);
 }
 
-/// On a window that follows a centre: a box that stays in the window's box of chunks gets the
+/// On a window that follows a center: a box that stays in the window's box of chunks gets the
 /// CPU's answer on those chunks; one that touches a voxel outside it is `Unloaded` there,
 /// under either policy (the CPU's answer on the held chunks under `Stop`).
 #[test]

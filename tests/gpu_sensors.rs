@@ -231,10 +231,10 @@ fn sensors_in_a_window_that_follows() {
         })
         .collect();
     let mut left = 0;
-    for centre in [ChunkPos::new(2, 1, 2), ChunkPos::new(5, 1, 4)] {
-        gw.recenter(tw, centre).expect("move");
+    for center in [ChunkPos::new(2, 1, 2), ChunkPos::new(5, 1, 4)] {
+        gw.recenter(tw, center).expect("move");
         for opts in every_option().into_iter().take(4) {
-            let what = format!("centre {centre:?}, {opts:?}");
+            let what = format!("center {center:?}, {opts:?}");
             let g = gpu
                 .cast(
                     SensorSweep {

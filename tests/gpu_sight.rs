@@ -15,7 +15,7 @@ use voxcast::{
     WorldPos, glam::Vec3, line_of_sight_batch,
 };
 
-/// Segments between voxel centres and between voxel corners that pass through voxel edges and
+/// Segments between voxel centers and between voxel corners that pass through voxel edges and
 /// corners in exact arithmetic (found with integers by `lattice_ties`; about a quarter of such
 /// crossings are 1-3 ulps apart in f32): conservative line of sight tests the same voxels beside
 /// them on the GPU as on the CPU. First in a world where one voxel in 25 is solid, then in
@@ -199,7 +199,7 @@ fn blocked_by_one_voxel(
     }
 }
 
-/// Segments from voxel centres that end exactly on a corner of the one solid voxel: the edge
+/// Segments from voxel centers that end exactly on a corner of the one solid voxel: the edge
 /// crossings there round to either side of max distance. The GPU's conservative answers equal
 /// the CPU's walking voxel by voxel, not only the CPU's with skips.
 #[test]
@@ -293,7 +293,10 @@ fn conservative_sight_from_outside_the_window_tests_the_first_tie() {
         // conservatively the voxel across z alone, unloaded, makes the answer unknown.
         let tie = 0.25 * 3f32.sqrt();
         match g[0] {
-            LineOfSight::Unknown { at, distance } if conservative => {
+            LineOfSight::Unknown {
+                voxel_pos: at,
+                distance,
+            } if conservative => {
                 assert_eq!(at, WorldPos::new(i128::MIN, 0, 1));
                 assert!((distance - tie).abs() < 1e-6, "{distance}");
             }
@@ -308,7 +311,7 @@ fn conservative_sight_from_outside_the_window_tests_the_first_tie() {
             [-71, 3, 9]
         };
         assert!(
-            matches!(g[1], LineOfSight::Unknown { at, distance }
+            matches!(g[1], LineOfSight::Unknown { voxel_pos: at, distance }
                 if at == WorldPos::new(first[0], first[1], first[2]) && (distance - tie).abs() < 1e-6),
             "conservative {conservative}: {:?}",
             g[1]

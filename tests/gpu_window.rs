@@ -73,16 +73,16 @@ fn chunk_at(pos: ChunkPos) -> Option<Chunk> {
     Some(chunk)
 }
 
-/// The chunks within `radius` of `centre` (per axis), clamped to the i128 world.
-fn around(centre: ChunkPos, radius: [i128; 3]) -> Box3 {
+/// The chunks within `radius` of `center` (per axis), clamped to the i128 world.
+fn around(center: ChunkPos, radius: [i128; 3]) -> Box3 {
     let lo = std::array::from_fn(|a| {
-        centre
+        center
             .axis(a)
             .saturating_sub(radius[a])
             .max(ChunkPos::MIN_INDEX)
     });
     let hi = std::array::from_fn(|a| {
-        centre
+        center
             .axis(a)
             .saturating_add(radius[a])
             .min(ChunkPos::MAX_INDEX)
@@ -121,20 +121,20 @@ struct Streamed {
 }
 
 impl Streamed {
-    fn new(centre: ChunkPos, radius: [i128; 3], chunk_at: fn(ChunkPos) -> Option<Chunk>) -> Self {
+    fn new(center: ChunkPos, radius: [i128; 3], chunk_at: fn(ChunkPos) -> Option<Chunk>) -> Self {
         let mut s = Self {
             world: VoxelWorld::new(),
             radius,
             chunk_at,
         };
         s.world.set_track_changes(true);
-        s.stream(centre);
+        s.stream(center);
         s
     }
 
-    /// Loads the chunks that came within reach of `centre` and unloads those that left it.
-    fn stream(&mut self, centre: ChunkPos) {
-        let keep = around(centre, self.radius);
+    /// Loads the chunks that came within reach of `center` and unloads those that left it.
+    fn stream(&mut self, center: ChunkPos) {
+        let keep = around(center, self.radius);
         let gone: Vec<ChunkPos> = self
             .world
             .chunks()
@@ -232,16 +232,16 @@ fn walk_in(
 ) {
     let Some(gpu) = gpu() else { return };
     let mut rng = SplitMix64::new(seed);
-    let mut centre = start;
-    let mut s = Streamed::new(centre, radius, chunk_at);
+    let mut center = start;
+    let mut s = Streamed::new(center, radius, chunk_at);
     s.world.take_changed_chunks();
-    let mut gw = gpu.upload_window(&s.world, centre, half).expect("window");
+    let mut gw = gpu.upload_window(&s.world, center, half).expect("window");
     let mut through = 0u64;
     for step in 0..steps {
-        let what = format!("walk from {start:?}, step {step}, centre {centre:?}");
+        let what = format!("walk from {start:?}, step {step}, center {center:?}");
         // Edits near the player, and chunks streamed around it.
         for _ in 0..rng.below(4) {
-            let p = centre.origin();
+            let p = center.origin();
             let at = WorldPos::new(
                 p.x.saturating_add(rng.below(64) as i128 - 16),
                 p.y.saturating_add(rng.below(64) as i128 - 16),
@@ -252,7 +252,7 @@ fn walk_in(
         let changed = s.world.take_changed_chunks();
         gw.update_chunks(&s.world, &changed).expect("update");
         // The move.
-        let mut next = centre.to_array();
+        let mut next = center.to_array();
         match rng.below(20) {
             0 => {}
             1 => {
@@ -269,15 +269,15 @@ fn walk_in(
                 next[a] = next[a].saturating_add(if rng.below(3) == 0 { -1 } else { 1 });
             }
         }
-        centre =
+        center =
             ChunkPos::from_array(next.map(|c| c.clamp(ChunkPos::MIN_INDEX, ChunkPos::MAX_INDEX)));
-        s.stream(centre);
+        s.stream(center);
         let changed = s.world.take_changed_chunks();
         gw.update_chunks(&s.world, &changed)
             .expect("streamed chunks");
         let before = gw.loadable_chunks();
         let uploaded = gw.uploaded_bytes();
-        let mv = gw.recenter(&s.world, centre).expect("move");
+        let mv = gw.recenter(&s.world, center).expect("move");
         let after = gw.loadable_chunks();
         let (b, a) = (
             (before.0.to_array(), before.1.to_array()),
@@ -293,9 +293,9 @@ fn walk_in(
             .unwrap_or_else(|e| panic!("{what}: the table after the move: {e}"));
         through += mv.entered;
         let player = WorldPos::new(
-            centre.origin().x.saturating_add(16),
-            centre.origin().y.saturating_add(9),
-            centre.origin().z.saturating_add(16),
+            center.origin().x.saturating_add(16),
+            center.origin().y.saturating_add(9),
+            center.origin().z.saturating_add(16),
         );
         check_around(gpu, &what, &s, &gw, player, seed ^ step as u64);
     }
@@ -363,9 +363,9 @@ fn a_window_walks_into_the_edges_of_the_i128_world() {
 fn a_one_chunk_move_uploads_one_slab() {
     let Some(gpu) = gpu() else { return };
     let (_, terrain) = terrain();
-    let centre = ChunkPos::new(3, 1, 3);
+    let center = ChunkPos::new(3, 1, 3);
     let mut gw = gpu
-        .upload_window(terrain, centre, [2, 1, 2])
+        .upload_window(terrain, center, [2, 1, 2])
         .expect("window");
     let stored = gw.stored_chunks() as u64;
     let average = gw.stored_bytes() / stored.max(1);
@@ -415,9 +415,9 @@ fn a_one_chunk_move_uploads_one_slab() {
         .product();
     assert_eq!(mv.entered, volume, "a jump past the window fills it anew");
     // Back to the start: the answers are those of a window made there.
-    gw.recenter(terrain, centre).expect("back");
+    gw.recenter(terrain, center).expect("back");
     let fresh = gpu
-        .upload_window(terrain, centre, [2, 1, 2])
+        .upload_window(terrain, center, [2, 1, 2])
         .expect("window");
     let rays = adversarial_rays(WorldPos::new(100, 40, 100), 600, 9);
     let g1 = gpu
@@ -429,7 +429,7 @@ fn a_one_chunk_move_uploads_one_slab() {
     assert_eq!(g1, g2, "a window moved back answers as one made there");
 }
 
-/// Bad input: a centre outside the i128 world, a window wider than the shader's coordinates
+/// Bad input: a center outside the i128 world, a window wider than the shader's coordinates
 /// or the device allow, a fixed window asked to move, agents of the window before a move.
 #[test]
 fn bad_windows_get_clear_errors() {
@@ -438,7 +438,7 @@ fn bad_windows_get_clear_errors() {
     let outside = ChunkPos::new(ChunkPos::MAX_INDEX + 1, 0, 0);
     assert_eq!(
         gpu.upload_window(&world, outside, [1, 1, 1]).map(|_| ()),
-        Err(GpuError::CentreOutsideWorld(outside))
+        Err(GpuError::CenterOutsideWorld(outside))
     );
     assert!(matches!(
         gpu.upload_window(&world, ChunkPos::new(0, 0, 0), [1 << 25, 1, 1]),
@@ -460,7 +460,7 @@ fn bad_windows_get_clear_errors() {
     let before = gw.loadable_chunks();
     assert_eq!(
         gw.recenter(&world, ChunkPos::new(0, ChunkPos::MIN_INDEX - 1, 0)),
-        Err(GpuError::CentreOutsideWorld(ChunkPos::new(
+        Err(GpuError::CenterOutsideWorld(ChunkPos::new(
             0,
             ChunkPos::MIN_INDEX - 1,
             0
@@ -517,9 +517,9 @@ fn bad_windows_get_clear_errors() {
 fn batches_in_flight_see_the_world_they_were_cast_on() {
     let Some(mut gpu) = own_gpu() else { return };
     let (_, terrain) = terrain();
-    let centre = ChunkPos::new(3, 1, 3);
+    let center = ChunkPos::new(3, 1, 3);
     let mut gw = gpu
-        .upload_window(terrain, centre, [2, 1, 2])
+        .upload_window(terrain, center, [2, 1, 2])
         .expect("window");
     // What the GPU answers on the window before the move (checked against the CPU there).
     let rays = adversarial_rays(WorldPos::new(110, 50, 110), 500, 12);
@@ -634,7 +634,7 @@ fn eight_thousand_terrain_chunks_fit_the_default_limits() {
     );
 }
 
-/// Rays, line of sight, cameras and agent pairs that leave a window that follows a centre:
+/// Rays, line of sight, cameras and agent pairs that leave a window that follows a center:
 /// every answer is the CPU's on the whole world or says it left the window (`Unloaded` at the
 /// first voxel outside the box, under both unloaded policies), exactly where it left it (the
 /// CPU on the window's chunks alone, holes filled with air, under `Stop`), and the completing
@@ -652,9 +652,9 @@ fn rays_that_leave_a_window_say_so() {
         .expect("window");
     let mut rng = SplitMix64::new(5);
     let (mut left, mut total) = (0, 0);
-    for centre in [ChunkPos::new(3, 1, 3), ChunkPos::new(4, 1, 3)] {
-        gw.recenter(tw, centre).expect("move");
-        let o = centre.origin();
+    for center in [ChunkPos::new(3, 1, 3), ChunkPos::new(4, 1, 3)] {
+        gw.recenter(tw, center).expect("move");
+        let o = center.origin();
         // From anywhere in the box (and a few from its margin), in every direction, long
         // enough to leave it.
         let rays: Vec<VoxelRay> = (0..3000)
@@ -671,7 +671,7 @@ fn rays_that_leave_a_window_say_so() {
             })
             .collect();
         for opts in every_option() {
-            let what = format!("centre {centre:?}, {opts:?}");
+            let what = format!("center {center:?}, {opts:?}");
             left += check_window_rays(gpu, &what, &gw, tw, &rays, &opts);
             total += rays.len();
         }
@@ -681,7 +681,7 @@ fn rays_that_leave_a_window_say_so() {
                 ..Default::default()
             };
             let segs: Vec<VoxelRay> = rays[..800].to_vec();
-            left += check_window_sight(gpu, &format!("centre {centre:?}"), &gw, tw, &segs, &opts);
+            left += check_window_sight(gpu, &format!("center {center:?}"), &gw, tw, &segs, &opts);
             // A camera in the box looking out of it.
             let cam = voxcast::Camera::new(
                 WorldPos::new(o.x + 16, o.y + 20, o.z + 16),
@@ -696,7 +696,7 @@ fn rays_that_leave_a_window_say_so() {
             let cam_rays = cam.rays().expect("camera rays");
             let image = gpu.cast(CameraImage(&cam), &gw, &opts).expect("camera");
             left += check_window_edge(
-                &format!("centre {centre:?}, camera, {unloaded:?}"),
+                &format!("center {center:?}, camera, {unloaded:?}"),
                 &gw,
                 tw,
                 &cam_rays,
@@ -741,7 +741,7 @@ fn rays_that_leave_a_window_say_so() {
                 let c = RaycastOutcome::from(*c);
                 assert!(
                     g.matches(&c) || gw.left_window(g),
-                    "centre {centre:?}, pair {i}: gpu {g:?}, cpu {c:?}"
+                    "center {center:?}, pair {i}: gpu {g:?}, cpu {c:?}"
                 );
                 left += usize::from(gw.left_window(g));
             }

@@ -63,7 +63,7 @@ fn line_of_sight_answers() {
     assert_eq!(
         line_of_sight(&far, &world, &stop),
         LineOfSight::Unknown {
-            at: WorldPos::new(32, 3, 3),
+            voxel_pos: WorldPos::new(32, 3, 3),
             distance: 31.5
         }
     );
@@ -190,7 +190,7 @@ fn conservative_line_of_sight_blocks_diagonal_cracks() {
     );
 }
 
-/// Every segment between two voxel centres, or two voxel corners, that passes through a voxel
+/// Every segment between two voxel centers, or two voxel corners, that passes through a voxel
 /// edge or corner in exact arithmetic is blocked by each voxel touching that edge or corner,
 /// whether or not its f32 crossing distances come out equal (for about a quarter of such
 /// crossings they differ by 1 to 3 ulps). The ties are found with integers (`lattice_ties`); the
@@ -340,7 +340,7 @@ fn conservative_sight_along_a_face_plane_tests_both_sides() {
 }
 
 /// Conservative line of sight answers the same with and without skips where an edge's crossings
-/// straddle max distance, as they do for a segment from a voxel centre to a voxel corner, which
+/// straddle max distance, as they do for a segment from a voxel center to a voxel corner, which
 /// ends exactly on that corner: its crossings there round to either side of the end. (Found in
 /// review: a skip whose box exit lay beyond max distance ended the ray, passing over an edge
 /// whose first crossing lies within it.)
@@ -370,7 +370,7 @@ fn conservative_sight_at_max_distance_is_the_same_with_skips() {
             "per_voxel {per_voxel}: {got:?}"
         );
     }
-    // Every centre-to-corner segment up to 8 voxels on each axis, with one solid voxel touching
+    // Every center-to-corner segment up to 8 voxels on each axis, with one solid voxel touching
     // its end corner.
     let from = WorldPos::new(29, -3, 6);
     let mut world = VoxelWorld::new();
@@ -430,7 +430,7 @@ fn conservative_sight_from_unloaded_space_tests_the_first_tie() {
         .expect("in the world");
     for (what, world) in [("empty", VoxelWorld::new()), ("one far chunk", far)] {
         assert!(
-            matches!(line_of_sight(&r, &world, &opts), LineOfSight::Unknown { at, .. }
+            matches!(line_of_sight(&r, &world, &opts), LineOfSight::Unknown { voxel_pos: at, .. }
                 if at == WorldPos::new(i128::MIN, 0, 1)),
             "{what}"
         );

@@ -117,7 +117,7 @@ fn unloaded_stop_reports_the_first_unloaded_voxel() {
     assert_eq!(
         voxel_raycast_with(&r, &world, &stop),
         RaycastOutcome::Unloaded {
-            at: WorldPos::new(32, 5, 5),
+            voxel_pos: WorldPos::new(32, 5, 5),
             distance: 26.5
         }
     );
@@ -137,14 +137,17 @@ fn unloaded_stop_reports_the_first_unloaded_voxel() {
     assert_eq!(
         voxel_raycast_with(&r, &world, &stop),
         RaycastOutcome::Unloaded {
-            at: WorldPos::new(-1, 5, 5),
+            voxel_pos: WorldPos::new(-1, 5, 5),
             distance: 5.5
         }
     );
     // Oblique, through the y = 32 face.
     let r = ray_at([5, 5, 5], [0.5; 3], [0.0, 1.0, 1.0], 100.0);
     match voxel_raycast_with(&r, &world, &stop) {
-        RaycastOutcome::Unloaded { at, distance } => {
+        RaycastOutcome::Unloaded {
+            voxel_pos: at,
+            distance,
+        } => {
             assert_eq!(at, WorldPos::new(5, 32, 31), "{}", describe(&r));
             assert!(
                 (f64::from(distance) - 26.5 * 2f64.sqrt()).abs() < 1e-4,
@@ -168,7 +171,7 @@ fn unloaded_stop_reports_the_first_unloaded_voxel() {
     assert_eq!(
         voxel_raycast_with(&down, &world, &stop),
         RaycastOutcome::Unloaded {
-            at: WorldPos::new(-1, 7, 7),
+            voxel_pos: WorldPos::new(-1, 7, 7),
             distance: 32.0
         }
     );
@@ -176,7 +179,7 @@ fn unloaded_stop_reports_the_first_unloaded_voxel() {
     assert_eq!(
         voxel_raycast_with(&up, &world, &stop),
         RaycastOutcome::Unloaded {
-            at: WorldPos::new(32, 7, 7),
+            voxel_pos: WorldPos::new(32, 7, 7),
             distance: 0.0
         }
     );
@@ -186,14 +189,14 @@ fn unloaded_stop_reports_the_first_unloaded_voxel() {
     assert_eq!(
         voxel_raycast_with(&r, &world, &stop),
         RaycastOutcome::Unloaded {
-            at: WorldPos::new(40, 7, 7),
+            voxel_pos: WorldPos::new(40, 7, 7),
             distance: 0.0
         }
     );
     assert_eq!(
         voxel_raycast_with(&r, &world, &skip_stop),
         RaycastOutcome::Unloaded {
-            at: WorldPos::new(39, 7, 7),
+            voxel_pos: WorldPos::new(39, 7, 7),
             distance: 0.5
         }
     );
@@ -201,7 +204,7 @@ fn unloaded_stop_reports_the_first_unloaded_voxel() {
     assert_eq!(
         voxel_raycast_with(&r, &world, &skip_stop),
         RaycastOutcome::Unloaded {
-            at: WorldPos::new(-1, 7, 7),
+            voxel_pos: WorldPos::new(-1, 7, 7),
             distance: 32.5
         }
     );
@@ -211,14 +214,14 @@ fn unloaded_stop_reports_the_first_unloaded_voxel() {
     assert_eq!(
         voxel_raycast_with(&r, &empty, &stop),
         RaycastOutcome::Unloaded {
-            at: WorldPos::new(32, 7, 7),
+            voxel_pos: WorldPos::new(32, 7, 7),
             distance: 0.0
         }
     );
     assert_eq!(
         voxel_raycast_with(&r, &empty, &skip_stop),
         RaycastOutcome::Unloaded {
-            at: WorldPos::new(31, 7, 7),
+            voxel_pos: WorldPos::new(31, 7, 7),
             distance: 0.5
         }
     );
@@ -236,7 +239,7 @@ fn unloaded_stop_reports_the_first_unloaded_voxel() {
     assert_eq!(
         voxel_raycast_with(&r, &world, &stop),
         RaycastOutcome::Unloaded {
-            at: WorldPos::new(32, 3, 3),
+            voxel_pos: WorldPos::new(32, 3, 3),
             distance: 28.5
         }
     );

@@ -167,7 +167,7 @@ fn oracle_rejects_wrong_answers() {
         o => o,
     };
     let unloaded = |x: i128, distance: f32| RaycastOutcome::Unloaded {
-        at: WorldPos::new(x, 0, 0),
+        voxel_pos: WorldPos::new(x, 0, 0),
         distance,
     };
     let x = IVec3::NEG_X;
@@ -295,7 +295,10 @@ fn check_consistent(
                 return Err(format!("hit {h:?}: uv outside [0, 1]"));
             }
         }
-        RaycastOutcome::Unloaded { at, distance } => {
+        RaycastOutcome::Unloaded {
+            voxel_pos: at,
+            distance,
+        } => {
             if opts.unloaded != UnloadedPolicy::Stop || world.is_loaded(at.chunk()) {
                 return Err(format!(
                     "unloaded at {at:?} ({distance}) but policy {:?}, loaded {}",

@@ -54,7 +54,7 @@ fn outcomes_convert_both_ways_and_refuse_what_does_not_fit() {
     assert_eq!(
         o,
         WindowOutcome::Hit(WindowHit {
-            voxel: IVec3::new(3, -2, 7),
+            voxel_pos: IVec3::new(3, -2, 7),
             face_normal: IVec3::NEG_Y,
             distance: 2.5,
             voxel_type: VoxelId(9),
@@ -64,7 +64,7 @@ fn outcomes_convert_both_ways_and_refuse_what_does_not_fit() {
     assert_eq!(o.to_outcome(origin), Some(RaycastOutcome::Hit(hit)));
     assert!(o.matches(&o) && !o.matches(&WindowOutcome::Miss));
     let unloaded = RaycastOutcome::Unloaded {
-        at: WorldPos::new(1000 + (1 << 31), 0, 0),
+        voxel_pos: WorldPos::new(1000 + (1 << 31), 0, 0),
         distance: 1.0,
     };
     assert_eq!(
@@ -79,7 +79,7 @@ fn outcomes_convert_both_ways_and_refuse_what_does_not_fit() {
         assert_eq!(w.to_outcome(origin), Some(plain));
     }
     let edge = WindowOutcome::Unloaded {
-        voxel: IVec3::new(0, 0, 1),
+        voxel_pos: IVec3::new(0, 0, 1),
         distance: 0.0,
     };
     assert_eq!(edge.to_outcome(WorldPos::new(0, 0, i128::MAX)), None);

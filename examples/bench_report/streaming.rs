@@ -61,8 +61,8 @@ fn with_default_limits(gpu: &GpuRaycaster) -> Result<GpuRaycaster, String> {
 
 /// Waits until everything sent to the device so far is done: one ray cast after it.
 fn settle(gpu: &GpuRaycaster, gw: &GpuWorld) {
-    let centre = gw.centre().unwrap_or(ChunkPos::new(0, 0, 0)).origin();
-    let ray = VoxelRay::new(centre, Vec3::splat(0.5), Vec3::NEG_Y, 8.0).expect("a valid ray");
+    let center = gw.center().unwrap_or(ChunkPos::new(0, 0, 0)).origin();
+    let ray = VoxelRay::new(center, Vec3::splat(0.5), Vec3::NEG_Y, 8.0).expect("a valid ray");
     let _ = gpu.cast(Rays(&[ray]), gw, &RaycastOptions::default());
 }
 

@@ -40,9 +40,9 @@ impl Default for SlideOptions {
 /// Where [`collide_and_slide`] left the box.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Slide {
-    /// The voxel holding the box's centre.
+    /// The voxel holding the box's center.
     pub center: WorldPos,
-    /// The centre inside `center`, each component in `[0, 1)`.
+    /// The center inside `center`, each component in `[0, 1)`.
     pub center_offset: Vec3,
     /// How far the box moved on each axis, in voxels (f64, exact to f64 precision).
     pub moved: DVec3,
@@ -59,7 +59,7 @@ pub struct Slide {
 /// The most casts one slide makes: one per axis it can be blocked on.
 const PASSES: usize = 3;
 
-/// Moves the box with centre `center` + `center_offset` and `half_extents` by `displacement`
+/// Moves the box with center `center` + `center_offset` and `half_extents` by `displacement`
 /// (voxels) through `world`: a box cast along the displacement, the box stopped at the contact
 /// (flush with the touched face, never overlapping a stopping voxel), the blocked component
 /// dropped and the rest cast again, at most three passes (see the box cast rules in the crate
@@ -67,7 +67,7 @@ const PASSES: usize = 3;
 /// block as walls do. A zero displacement returns the box where it is.
 ///
 /// # Errors
-/// [`BoxCastError`] for a bad centre, half extents or displacement (a non-finite component),
+/// [`BoxCastError`] for a bad center, half extents or displacement (a non-finite component),
 /// or one that moves the box out of the i128 world or farther than
 /// [`MAX_DISTANCE_CAP`](crate::ray::MAX_DISTANCE_CAP).
 pub fn collide_and_slide(
@@ -79,7 +79,7 @@ pub fn collide_and_slide(
     opts: &SlideOptions,
 ) -> Result<Slide, BoxCastError> {
     crate::ray::check_direction(displacement)?;
-    // Checks the box; the centre's normalised form; subnormal half extents as 0 (rule 1).
+    // Checks the box; the center's normalised form; subnormal half extents as 0 (rule 1).
     let probe = BoxCast::new(center, center_offset, half_extents, Vec3::X, 0.0)?;
     let half_extents = half_extents.map(flush_denormal);
     let start = (probe.center, probe.center_offset);
@@ -126,7 +126,7 @@ pub fn collide_and_slide(
     Ok(slide)
 }
 
-/// A box's centre: its voxel and the offset in it.
+/// A box's center: its voxel and the offset in it.
 type Place = (WorldPos, Vec3);
 
 /// What one cast of a slide did.
@@ -322,9 +322,9 @@ fn lead_face(origin: i128, sub: f32, h: f32, step: i8) -> (i128, f32) {
     split_sub(origin, v).unwrap_or((origin, 0.0))
 }
 
-/// A centre on one axis whose leading face (rule 1) lies on `plane` or, where f32 cannot put it
-/// there, as close behind it as f32 allows; `None` when that centre is outside the i128 world.
-/// A flat box (`h` 0) on the plane would cover the voxel beyond it (rule 2), so its centre
+/// A center on one axis whose leading face (rule 1) lies on `plane` or, where f32 cannot put it
+/// there, as close behind it as f32 allows; `None` when that center is outside the i128 world.
+/// A flat box (`h` 0) on the plane would cover the voxel beyond it (rule 2), so its center
 /// goes a step of f32 behind the plane instead.
 fn flush_at(plane: i128, h: f32, step: i8) -> Option<(i128, f32)> {
     if h == 0.0 {
@@ -334,7 +334,7 @@ fn flush_at(plane: i128, h: f32, step: i8) -> Option<(i128, f32)> {
             Some((plane, f32::EPSILON))
         };
     }
-    // The centre lies `h` behind the plane: whole voxels in the i128 part, the rest in f32.
+    // The center lies `h` behind the plane: whole voxels in the i128 part, the rest in f32.
     let back = -f64::from(step) * f64::from(h);
     let whole = back.floor();
     let base = plane.checked_add(whole as i128)?;

@@ -223,28 +223,28 @@ mod tests {
                 .filter_map(|(px, py)| cam.ray(px, py).ok()?.prepare().ok()?)
                 .collect()
         };
-        // The centre tile looks at the ground tens of voxels away.
-        let centre = tile(28, 16);
-        let t_air = air_before(&world, centre.iter());
-        let nearest = centre
+        // The center tile looks at the ground tens of voxels away.
+        let center = tile(28, 16);
+        let t_air = air_before(&world, center.iter());
+        let nearest = center
             .iter()
             .filter_map(|r| {
                 let o = cast_ray(r, &world, &RaycastOptions::default(), false, 0.0);
                 o.hit().map(|h| h.distance)
             })
             .fold(f32::INFINITY, f32::min);
-        assert!(nearest.is_finite(), "the centre tile sees the ground");
+        assert!(nearest.is_finite(), "the center tile sees the ground");
         assert!(
             t_air > 20.0 && t_air <= nearest,
             "air crossed together up to {t_air}, nearest hit {nearest}"
         );
         // Rays from different points share nothing; a tile in a solid voxel has no air.
-        let mut apart = centre.clone();
+        let mut apart = center.clone();
         apart[1].origin.x += 1;
         assert_eq!(air_before(&world, apart.iter()), 0.0);
         let mut buried = world.clone();
         buried.set_voxel(cam.position, VoxelId(1));
-        assert_eq!(air_before(&buried, centre.iter()), 0.0);
+        assert_eq!(air_before(&buried, center.iter()), 0.0);
         assert_eq!(air_before(&world, [].iter()), 0.0);
     }
 }

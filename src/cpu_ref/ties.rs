@@ -113,7 +113,7 @@ fn check_tie_extras(
         match voxel_at(&p) {
             None if opts.unloaded == UnloadedPolicy::Stop => {
                 return Some(RaycastOutcome::Unloaded {
-                    at: p,
+                    voxel_pos: p,
                     distance: t_cross,
                 });
             }

@@ -186,7 +186,7 @@ impl Visibility {
 
     /// Whether pair `i` sees each other: nothing blocks the segment between their eyes
     /// (`LineOfSight::Clear`). `false` when it is blocked, enters unloaded space under
-    /// `UnloadedPolicy::Stop` (or leaves a window that follows a centre, under either policy),
+    /// `UnloadedPolicy::Stop` (or leaves a window that follows a center, under either policy),
     /// or has no segment (an invalid agent, coinciding eyes, eyes more
     /// than `MAX_DISTANCE_CAP` apart), and for `i` past the end.
     #[must_use]
@@ -372,7 +372,7 @@ impl PairAnswers {
 /// A pair with an invalid agent ([`GpuAgents::errors`]) or an index past the end gets
 /// `LineOfSight::Invalid` (and is not visible); a pair with an agent outside the window is
 /// cast from a segment built on the host, as a batch of rays. On a window that follows a
-/// centre, a pair whose segment leaves it is `LineOfSight::Unknown` where it leaves and not
+/// center, a pair whose segment leaves it is `LineOfSight::Unknown` where it leaves and not
 /// visible: ask for `outcomes` to tell those pairs ([`GpuWorld::left_window`]) and complete
 /// them on the CPU ([`Sightlines::complete`](crate::gpu::Sightlines::complete) with
 /// [`agent_segment`](crate::agent_segment)).

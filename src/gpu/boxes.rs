@@ -75,7 +75,7 @@ fn gpu_box(p: &Prepared, w: &Window) -> Option<GpuBox> {
 /// of the i128 world leaving it where the window does not reach that edge. Nothing the window
 /// holds is near its start, so under `Air` nothing stops it (it cannot reach the window within
 /// its max distance, or leaves the world at once), and under `Stop` (or on a window that
-/// follows a centre, which does not know what is there) it starts touching unloaded voxels,
+/// follows a center, which does not know what is there) it starts touching unloaded voxels,
 /// the lowest of which is reported.
 fn far_answer(p: &Prepared, w: &Window, opts: &RaycastOptions) -> BoxCastOutcome {
     if opts.unloaded == UnloadedPolicy::Air && !w.partial() {
@@ -84,7 +84,7 @@ fn far_answer(p: &Prepared, w: &Window, opts: &RaycastOptions) -> BoxCastOutcome
     // The start's voxels (never none: see `Axis::new`) from their lowest corner.
     let lowest = |a: usize| p.axes[a].start_lo;
     BoxCastOutcome::Unloaded {
-        at: WorldPos::new(lowest(0), lowest(1), lowest(2)),
+        voxel_pos: WorldPos::new(lowest(0), lowest(1), lowest(2)),
         distance: 0.0,
     }
 }
@@ -94,7 +94,7 @@ fn far_answer(p: &Prepared, w: &Window, opts: &RaycastOptions) -> BoxCastOutcome
 /// in input order, exactly as the CPU gives it on the world uploaded: the same outcome, voxel,
 /// face and id, and the same distance bit for bit. A bad cast gets
 /// [`BoxCastOutcome::Invalid`] and the others are still answered. On a window that follows a
-/// centre, a box that touches a voxel outside the box of chunks the window holds is answered
+/// center, a box that touches a voxel outside the box of chunks the window holds is answered
 /// `Unloaded` there, under either unloaded policy (as rays that leave it are). 80 bytes go up
 /// a cast and 20 come down; casts the shader cannot place (too far from the window for its
 /// i32 voxels) are answered on the host.
@@ -178,9 +178,13 @@ impl Collect<BoxUpload> for BoxAnswers {
             }
             self.out[i as usize] = match decode(&self.window, h, lead)? {
                 RaycastOutcome::Miss => BoxCastOutcome::Miss,
-                RaycastOutcome::Unloaded { at, distance } => {
-                    BoxCastOutcome::Unloaded { at, distance }
-                }
+                RaycastOutcome::Unloaded {
+                    voxel_pos: at,
+                    distance,
+                } => BoxCastOutcome::Unloaded {
+                    voxel_pos: at,
+                    distance,
+                },
                 // A hit without a face: a voxel the box touches at its start.
                 RaycastOutcome::Hit(hit) if hit.face_normal == glam::IVec3::ZERO => {
                     BoxCastOutcome::StartsInside {

@@ -18,7 +18,7 @@ use crate::ray::{RaycastOptions, RaycastOutcome, VoxelRay};
 /// A camera's image cast on the GPU: one ray a pixel, row by row from the top. Pixel
 /// `(px, py)` gets the outcome of casting [`Camera::ray`]`(px, py)` on the CPU
 /// ([`raycast_camera`](crate::raycast_camera)): [`RaycastOutcome::Invalid`] where that ray is
-/// invalid (only a camera edited by hand has such pixels). On a window that follows a centre a
+/// invalid (only a camera edited by hand has such pixels). On a window that follows a center a
 /// pixel whose ray leaves it is `Unloaded` where it leaves
 /// ([`GpuRaycaster::upload_window`](crate::gpu::GpuRaycaster::upload_window));
 /// [`Rays::complete`](crate::gpu::Rays::complete) with [`Camera::rays`] completes those pixels

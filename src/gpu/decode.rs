@@ -38,7 +38,10 @@ pub(super) fn decode_window(h: &GpuHit, start: [i32; 3]) -> Option<WindowOutcome
     );
     let distance = f32::from_bits(h.distance);
     match status {
-        STATUS_UNLOADED => Some(WindowOutcome::Unloaded { voxel, distance }),
+        STATUS_UNLOADED => Some(WindowOutcome::Unloaded {
+            voxel_pos: voxel,
+            distance,
+        }),
         STATUS_HIT => {
             let axis = (status_word >> 4) & 3;
             let mut face_normal = IVec3::ZERO;
@@ -50,7 +53,7 @@ pub(super) fn decode_window(h: &GpuHit, start: [i32; 3]) -> Option<WindowOutcome
             let v = (h.uv >> 23) | (h.w2 >> 18) << 9;
             let unit = |q: u32| q as f32 * (1.0 / UV_STEPS);
             Some(WindowOutcome::Hit(WindowHit {
-                voxel,
+                voxel_pos: voxel,
                 face_normal,
                 distance,
                 voxel_type: VoxelId(id as u16),
@@ -165,7 +168,7 @@ mod tests {
         let Some(WindowOutcome::Hit(h)) = decode_window(&hit, start) else {
             panic!("a hit");
         };
-        assert_eq!(h.voxel, IVec3::new(35, 17 + 131_071, 3 - 131_072));
+        assert_eq!(h.voxel_pos, IVec3::new(35, 17 + 131_071, 3 - 131_072));
         assert_eq!((h.face_normal, h.voxel_type), (IVec3::Z, VoxelId(0xBEEF)));
         assert_eq!((h.distance, h.hit_uv), (7.25, Vec2::new(0.0, 1.0)));
         let below = packed([0; 3], 1, STATUS_HIT | AXIS_NONE << 4, 0.0, [0, 0]);

@@ -88,19 +88,19 @@ pub enum GpuError {
     )]
     WorldFromAnotherDevice,
     /// [`GpuRaycaster::upload_window`](crate::gpu::GpuRaycaster::upload_window) or
-    /// [`GpuWorld::recenter`](crate::gpu::GpuWorld::recenter) was given a centre that is no chunk
+    /// [`GpuWorld::recenter`](crate::gpu::GpuWorld::recenter) was given a center that is no chunk
     /// of the i128 world (an index outside [`ChunkPos::MIN_INDEX`]`..=`[`ChunkPos::MAX_INDEX`]).
     #[error(
-        "centre {0:?} is no chunk of the i128 world: chunk indices lie in \
+        "center {0:?} is no chunk of the i128 world: chunk indices lie in \
          ChunkPos::MIN_INDEX..=ChunkPos::MAX_INDEX (the chunk of a voxel: WorldPos::chunk)"
     )]
-    CentreOutsideWorld(ChunkPos),
+    CenterOutsideWorld(ChunkPos),
     /// [`GpuWorld::recenter`](crate::gpu::GpuWorld::recenter) on a world made by
     /// [`GpuRaycaster::upload_world`](crate::gpu::GpuRaycaster::upload_world), whose window is the
     /// box around the loaded chunks and does not move.
     #[error(
         "this GpuWorld covers the loaded chunks' box (GpuRaycaster::upload_world) and cannot \
-         move: upload it with GpuRaycaster::upload_window to follow a centre"
+         move: upload it with GpuRaycaster::upload_window to follow a center"
     )]
     WindowCannotMove,
     /// A batch still in flight would have seen an update or move of its world in a later dispatch

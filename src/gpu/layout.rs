@@ -98,9 +98,9 @@ const FLAG_PER_VOXEL: u32 = 32;
 /// The walk steps through empty bricks instead of skipping them (see
 /// `GpuWorld::skips_empty_bricks`).
 pub(super) const FLAG_STEP_EMPTY_BRICKS: u32 = 64;
-/// The chunk table is addressed toroidally (a window that follows a centre).
+/// The chunk table is addressed toroidally (a window that follows a center).
 pub(super) const FLAG_TOROIDAL: u32 = 128;
-/// The world may hold chunks outside the window's box (a window that follows a centre): a
+/// The world may hold chunks outside the window's box (a window that follows a center): a
 /// ray that leaves the box ends as unloaded there.
 pub(super) const FLAG_PARTIAL: u32 = 256;
 /// The device is a software rasteriser whose loops a shader may run a limited number of times

@@ -291,12 +291,12 @@ pub(super) fn encode(
     {
         return Prepared::Gpu(gpu_ray_at(r, voxel, AXIS_NONE, [0; 3], false));
     }
-    // A window that follows a centre knows nothing outside its box: the ray ends where it
+    // A window that follows a center knows nothing outside its box: the ray ends where it
     // starts, as unloaded, whatever the unloaded policy (as the shader ends a ray that leaves
     // the box).
     if w.partial() {
         return Prepared::Answered(RaycastOutcome::Unloaded {
-            at: r.start,
+            voxel_pos: r.start,
             distance: 0.0,
         });
     }
@@ -325,13 +325,13 @@ pub(super) fn encode(
                 gpu_ray(w, &d, true).map_or(Prepared::Answered(RaycastOutcome::Miss), Prepared::Gpu)
             } else {
                 Prepared::Answered(RaycastOutcome::Unloaded {
-                    at: d.voxel(),
+                    voxel_pos: d.voxel(),
                     distance: d.t,
                 })
             }
         }
         UnloadedPolicy::Stop => Prepared::Answered(RaycastOutcome::Unloaded {
-            at: r.start,
+            voxel_pos: r.start,
             distance: 0.0,
         }),
     }

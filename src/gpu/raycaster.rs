@@ -248,8 +248,8 @@ impl GpuRaycaster {
         GpuWorld::from_world(&self.batches.device, world)
     }
 
-    /// Uploads the chunks of `world` within `half_extent` chunks of `centre` on each axis
-    /// (`2 · half_extent + 1` chunks a side), in a window that follows the centre as
+    /// Uploads the chunks of `world` within `half_extent` chunks of `center` on each axis
+    /// (`2 · half_extent + 1` chunks a side), in a window that follows the center as
     /// [`GpuWorld::recenter`] moves it. Near the edge of the i128 world the box is moved inward
     /// to stay in it (and then reaches the edge).
     ///
@@ -266,17 +266,17 @@ impl GpuRaycaster {
     /// stored chunks inside it: plan `half_extent` from the chunks the player should see.
     ///
     /// # Errors
-    /// [`GpuError::CentreOutsideWorld`] when `centre` is no chunk of the i128 world;
+    /// [`GpuError::CenterOutsideWorld`] when `center` is no chunk of the i128 world;
     /// [`GpuError::LimitExceeded`] when the window (`2 · half_extent + 3` chunks a side, with
     /// its margin) is wider than about 2^26 chunks, its table exceeds a storage binding, or
     /// the stored chunks exceed a device limit; [`GpuError::Device`] when an allocation fails.
     pub fn upload_window(
         &self,
         world: &VoxelWorld,
-        centre: ChunkPos,
+        center: ChunkPos,
         half_extent: [u32; 3],
     ) -> Result<GpuWorld, GpuError> {
-        GpuWorld::with_window(&self.batches.device, world, centre, half_extent)
+        GpuWorld::with_window(&self.batches.device, world, center, half_extent)
     }
 
     /// Uploads the eyes of `agents` for visibility batches on `world`

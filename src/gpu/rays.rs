@@ -42,7 +42,7 @@ use crate::world::VoxelWorld;
 ///   [`RayError::OriginOutOfRange`](crate::RayError::OriginOutOfRange). Rays and answers are
 ///   relative to the origin the window has when the batch is submitted.
 ///
-/// On a window that follows a centre
+/// On a window that follows a center
 /// ([`GpuRaycaster::upload_window`](crate::gpu::GpuRaycaster::upload_window)), a ray that
 /// leaves it is `Unloaded` where it leaves: [`Rays::complete`] answers those on the CPU.
 /// A blocking cast of more than 2^20 rays goes in bands of that many, the next band prepared

@@ -244,7 +244,7 @@ impl SensorAnswers {
 }
 
 /// Every ray of a sensor rig from every agent's pose on the GPU, the twin of
-/// [`sense`](crate::sense): its readings bit for bit (on a window that follows a centre, a ray
+/// [`sense`](crate::sense): its readings bit for bit (on a window that follows a center, a ray
 /// that leaves it reads as unloaded where it leaves, a negated distance, see
 /// [`GpuRaycaster::upload_window`](crate::gpu::GpuRaycaster::upload_window); with `outcomes`,
 /// its outcome tells it apart, [`GpuWorld::left_window`]). The shader makes each ray from the

@@ -24,7 +24,7 @@ use crate::world::VoxelWorld;
 ///   [`WindowOutcome::Hit`] for a blocked one, [`WindowOutcome::Unloaded`] for one whose end
 ///   cannot be known ([`WindowOutcome::to_line_of_sight`] gives the [`LineOfSight`]).
 ///
-/// On a window that follows a centre, a segment that leaves it is `Unknown` where it leaves:
+/// On a window that follows a center, a segment that leaves it is `Unknown` where it leaves:
 /// [`Sightlines::complete`] answers those on the CPU.
 #[derive(Clone, Copy, Debug)]
 pub struct Sightlines<'a, R = VoxelRay>(pub &'a [R]);

@@ -11,7 +11,7 @@ use crate::world::REGION_SHIFT;
 
 /// The window of chunks a [`GpuWorld`] covers, and the i128 ↔ i32 split around it.
 ///
-/// A window that follows a centre addresses its chunk table toroidally: chunk `c` of the
+/// A window that follows a center addresses its chunk table toroidally: chunk `c` of the
 /// window has table entry `c mod dims` per axis, and region `r` (chunk coordinates
 /// `>> REGION_SHIFT`) has region record `r mod region_dims`. A window moved by a chunk then
 /// changes only the entries of the chunks that enter it (which take the slots of those that
@@ -30,7 +30,7 @@ pub(super) struct Window {
     /// The region records' grid: room for every region a window of `dims` chunks touches,
     /// wherever it lies.
     region_dims: [u32; 3],
-    /// Whether the table is addressed toroidally (a window that follows a centre).
+    /// Whether the table is addressed toroidally (a window that follows a center).
     pub(super) toroidal: bool,
 }
 
@@ -73,17 +73,17 @@ impl Window {
         Ok(Self::new(lo, dims, interior, false))
     }
 
-    /// The window of `2 · half_extent + 1` chunks a side centred on `centre` that may be
+    /// The window of `2 · half_extent + 1` chunks a side centered on `center` that may be
     /// loaded, plus its margin: moved inside the i128 world where it would cross its edge
     /// (then the chunks at the edge may be loaded, as the world has no margin there).
-    /// `centre` must lie in the world and `half_extent` below [`MAX_WINDOW_CHUNKS`] / 2 - 1.
-    pub(super) fn following(centre: ChunkPos, half_extent: [u32; 3]) -> Self {
+    /// `center` must lie in the world and `half_extent` below [`MAX_WINDOW_CHUNKS`] / 2 - 1.
+    pub(super) fn following(center: ChunkPos, half_extent: [u32; 3]) -> Self {
         let dims = half_extent.map(|h| 2 * h + 3);
         let mut anchor = [0; 3];
         let mut interior = ([0; 3], [0; 3]);
         for a in 0..3 {
             let span = i128::from(dims[a]) - 1;
-            let lo = (centre.axis(a) - i128::from(half_extent[a]) - 1)
+            let lo = (center.axis(a) - i128::from(half_extent[a]) - 1)
                 .clamp(ChunkPos::MIN_INDEX, ChunkPos::MAX_INDEX - span);
             anchor[a] = lo;
             interior.0[a] = if lo == ChunkPos::MIN_INDEX {
@@ -211,7 +211,7 @@ impl Window {
     }
 
     /// The shader's `OPTIONS` bits this window decides: `FLAG_TOROIDAL` and `FLAG_PARTIAL`
-    /// where it follows a centre.
+    /// where it follows a center.
     pub(super) fn flags(&self) -> u32 {
         if self.toroidal {
             FLAG_TOROIDAL | FLAG_PARTIAL
@@ -220,7 +220,7 @@ impl Window {
         }
     }
 
-    /// Whether the world may hold chunks this window does not (it follows a centre): then a
+    /// Whether the world may hold chunks this window does not (it follows a center): then a
     /// ray that leaves the box of chunks it holds ([`Window::interior`]) ends as unloaded
     /// where it leaves it, under either unloaded policy.
     pub(super) fn partial(&self) -> bool {

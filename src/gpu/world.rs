@@ -25,7 +25,7 @@ use crate::world::{ChunkView, VoxelWorld};
 ///   loaded chunk, for a world that stays within it (edits and loads inside it go through
 ///   [`GpuWorld::update_chunks`]);
 /// - [`GpuRaycaster::upload_window`](crate::gpu::GpuRaycaster::upload_window): a box of a fixed
-///   size around a centre that the caller moves ([`GpuWorld::recenter`]), for a world streamed
+///   size around a center that the caller moves ([`GpuWorld::recenter`]), for a world streamed
 ///   around a player. A move uploads only the chunks that enter the window.
 ///
 /// A stored chunk takes its `32³` occupancy bits (4 KiB), a 16-byte slot record and its ids
@@ -36,8 +36,8 @@ pub struct GpuWorld {
     /// The device of the raycaster that uploaded it.
     device: Arc<Device>,
     pub(super) window: Window,
-    /// The window's half extent in chunks and its centre as last given, where it follows a
-    /// centre (`GpuRaycaster::upload_window`).
+    /// The window's half extent in chunks and its center as last given, where it follows a
+    /// center (`GpuRaycaster::upload_window`).
     following: Option<([u32; 3], ChunkPos)>,
     table: wgpu::Buffer,
     store: ChunkStore,
@@ -89,15 +89,15 @@ impl GpuWorld {
     }
 
     /// The world of [`GpuRaycaster::upload_window`](crate::gpu::GpuRaycaster::upload_window):
-    /// the window of `half_extent` chunks around `centre`, which follows it.
+    /// the window of `half_extent` chunks around `center`, which follows it.
     pub(super) fn with_window(
         device: &Arc<Device>,
         world: &VoxelWorld,
-        centre: ChunkPos,
+        center: ChunkPos,
         half_extent: [u32; 3],
     ) -> Result<Self, GpuError> {
-        if !centre.is_in_world() {
-            return Err(GpuError::CentreOutsideWorld(centre));
+        if !center.is_in_world() {
+            return Err(GpuError::CenterOutsideWorld(center));
         }
         for &h in &half_extent {
             let span = 2 * u64::from(h) + 3;
@@ -112,8 +112,8 @@ impl GpuWorld {
         Self::build(
             device,
             world,
-            Window::following(centre, half_extent),
-            Some((half_extent, centre)),
+            Window::following(center, half_extent),
+            Some((half_extent, center)),
         )
     }
 
@@ -436,7 +436,7 @@ impl GpuWorld {
     /// is uploaded again ([`GpuRaycaster::upload_world`](crate::gpu::GpuRaycaster::upload_world)),
     /// around its loaded bounds as they are now, on the same raycaster. Returns `true` when it
     /// did so. A rebuild uploads every chunk as `world` has it, also chunks edited but not
-    /// listed, and keeps [`GpuWorld::set_skip_empty_bricks`]. A window that follows a centre
+    /// listed, and keeps [`GpuWorld::set_skip_empty_bricks`]. A window that follows a center
     /// ([`GpuRaycaster::upload_window`](crate::gpu::GpuRaycaster::upload_window)) is never
     /// rebuilt: chunks outside it wait for a move.
     ///
@@ -462,12 +462,12 @@ impl GpuWorld {
 
     /// Moves a window made by
     /// [`GpuRaycaster::upload_window`](crate::gpu::GpuRaycaster::upload_window) so that it
-    /// centres on `centre`, with the same half extent. The chunks of `world` that enter the box
+    /// centers on `center`, with the same half extent. The chunks of `world` that enter the box
     /// the window may load are uploaded as `world` has them now; those that leave it answer as
     /// unloaded from now on and give their GPU memory back; every other chunk stays as it is
     /// on the GPU (edited chunks still go through [`GpuWorld::update_chunks`]). A move of one
     /// chunk along an axis uploads one slab of chunks; a move farther than the window's size
-    /// fills it anew. The same centre again does nothing.
+    /// fills it anew. The same center again does nothing.
     ///
     /// Works anywhere in the i128 world: the shader's coordinates are relative to the window,
     /// whatever its distance from the origin. The move is ordered after every batch submitted
@@ -477,24 +477,24 @@ impl GpuWorld {
     /// # Errors
     /// [`GpuError::WindowCannotMove`] for a `GpuWorld` made by
     /// [`GpuRaycaster::upload_world`](crate::gpu::GpuRaycaster::upload_world);
-    /// [`GpuError::CentreOutsideWorld`] when `centre` is no chunk of the i128 world;
+    /// [`GpuError::CenterOutsideWorld`] when `center` is no chunk of the i128 world;
     /// [`GpuError::LimitExceeded`] when the stored chunks outgrow a device limit;
     /// [`GpuError::Device`] when growing a buffer runs out of GPU memory. The window is left
     /// where it was when an error is returned.
     pub fn recenter(
         &mut self,
         world: &VoxelWorld,
-        centre: ChunkPos,
+        center: ChunkPos,
     ) -> Result<WindowMove, GpuError> {
-        let Some((half, old_centre)) = self.following else {
+        let Some((half, old_center)) = self.following else {
             return Err(GpuError::WindowCannotMove);
         };
-        if !centre.is_in_world() {
-            return Err(GpuError::CentreOutsideWorld(centre));
+        if !center.is_in_world() {
+            return Err(GpuError::CenterOutsideWorld(center));
         }
         let old = self.window;
-        let new = Window::following(centre, half);
-        self.following = Some((half, centre));
+        let new = Window::following(center, half);
+        self.following = Some((half, center));
         if new == old {
             return Ok(WindowMove::default());
         }
@@ -519,7 +519,7 @@ impl GpuWorld {
             }
             Err(e) => {
                 self.window = old;
-                self.following = Some((half, old_centre));
+                self.following = Some((half, old_center));
                 return Err(e);
             }
         }
@@ -528,14 +528,14 @@ impl GpuWorld {
         Ok(moved)
     }
 
-    /// The centre a window made by
+    /// The center a window made by
     /// [`GpuRaycaster::upload_window`](crate::gpu::GpuRaycaster::upload_window) was last given;
     /// `None` for one made by
     /// [`GpuRaycaster::upload_world`](crate::gpu::GpuRaycaster::upload_world). Near the edge of
     /// the i128 world the window lies inward of it ([`GpuWorld::loadable_chunks`]).
     #[must_use]
-    pub fn centre(&self) -> Option<ChunkPos> {
-        self.following.map(|(_, centre)| centre)
+    pub fn center(&self) -> Option<ChunkPos> {
+        self.following.map(|(_, center)| center)
     }
 
     /// Whether line of sight between voxels `a` and `b` (a segment from a point in `a` to a
@@ -543,7 +543,7 @@ impl GpuWorld {
     /// hold loaded ([`GpuWorld::loadable_chunks`]): both lie inside them with a voxel to spare
     /// on every side. Then the GPU's answer on this world is the CPU's on the whole
     /// `VoxelWorld` it was uploaded from (as far as its chunks are up to date); a segment that
-    /// reaches further may leave a window that follows a centre, which its answer then says
+    /// reaches further may leave a window that follows a center, which its answer then says
     /// ([`GpuWorld::left_window`]).
     #[must_use]
     pub fn holds_segment(&self, a: WorldPos, b: WorldPos) -> bool {
@@ -613,7 +613,7 @@ impl GpuWorld {
     }
 
     /// Whether this world holds voxel `at`: it lies in [`GpuWorld::loadable_chunks`]. A window
-    /// that follows a centre ([`GpuRaycaster::upload_window`](crate::gpu::GpuRaycaster::upload_window))
+    /// that follows a center ([`GpuRaycaster::upload_window`](crate::gpu::GpuRaycaster::upload_window))
     /// knows nothing outside them: its answer for a ray that leaves them is
     /// `Unloaded` at the first voxel outside, with `holds(at) == false`
     /// ([`GpuWorld::left_window`]).
@@ -624,7 +624,7 @@ impl GpuWorld {
 
     /// Whether `outcome`, a GPU answer on this world, says the ray left what the world holds
     /// rather than answering it: `Unloaded` at a voxel outside the box of a window that follows
-    /// a centre. Never for a world uploaded whole
+    /// a center. Never for a world uploaded whole
     /// ([`GpuRaycaster::upload_world`](crate::gpu::GpuRaycaster::upload_world)), whose answers
     /// are the CPU's. It reads the window as it is now: ask it (and complete) before
     /// [`GpuWorld::recenter`] moves the window under answers cast before the move.
@@ -640,7 +640,7 @@ impl GpuWorld {
     #[must_use]
     pub fn left_window(&self, outcome: &RaycastOutcome) -> bool {
         self.window.partial()
-            && matches!(outcome, RaycastOutcome::Unloaded { at, .. } if !self.holds(*at))
+            && matches!(outcome, RaycastOutcome::Unloaded { voxel_pos: at, .. } if !self.holds(*at))
     }
 
     /// Number of chunks stored voxel by voxel (the others are uniform and cost one table entry).

@@ -158,7 +158,7 @@ pub struct LineOfSightOptions {
     /// "Through an edge" is decided on the DDA's f32 crossing distances (see the crate docs):
     /// two or three axes are crossed at one edge or corner when their next crossings lie
     /// within a factor of `1 + 2⁻²⁰` (about 16 ulps, one part in a million) of each other.
-    /// Exact edge passes, such as segments between voxel centres or voxel corners through a
+    /// Exact edge passes, such as segments between voxel centers or voxel corners through a
     /// lattice edge, come out of f32 arithmetic with crossings up to 3 ulps apart, so all of
     /// them are caught; a segment that passes within about a millionth of its distance of an
     /// edge counts as passing through it.

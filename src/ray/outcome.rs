@@ -56,11 +56,11 @@ pub enum RaycastOutcome {
     /// the chunks that hold anything but air, under [`UnloadedPolicy::Air`](crate::ray::UnloadedPolicy::Air), or the edge of the
     /// i128 world).
     Miss,
-    /// Under [`UnloadedPolicy::Stop`](crate::ray::UnloadedPolicy::Stop): the ray entered unloaded space at voxel `at`, at
+    /// Under [`UnloadedPolicy::Stop`](crate::ray::UnloadedPolicy::Stop): the ray entered unloaded space at voxel `voxel_pos`, at
     /// `distance` voxels.
     Unloaded {
         /// The first unloaded voxel on the ray.
-        at: WorldPos,
+        voxel_pos: WorldPos,
         /// Distance to the point where the ray entered it, in voxels.
         distance: f32,
     },
@@ -94,11 +94,11 @@ impl RaycastOutcome {
             (Self::Hit(a), Self::Hit(b)) => a.matches(b),
             (
                 Self::Unloaded {
-                    at: a,
+                    voxel_pos: a,
                     distance: da,
                 },
                 Self::Unloaded {
-                    at: b,
+                    voxel_pos: b,
                     distance: db,
                 },
             ) => a == b && da.to_bits() == db.to_bits(),
@@ -129,9 +129,9 @@ pub enum LineOfSight {
     Unknown {
         /// The first unloaded voxel the segment reaches (under conservative line of sight
         /// possibly one beside it, across an edge, corner or face plane it passes): the chunk
-        /// to load to know more is `at.chunk()`.
-        at: WorldPos,
-        /// Distance from the segment's start to the point where it entered `at`, in voxels.
+        /// to load to know more is `voxel_pos.chunk()`.
+        voxel_pos: WorldPos,
+        /// Distance from the segment's start to the point where it entered `voxel_pos`, in voxels.
         distance: f32,
     },
     /// The segment was rejected.
@@ -152,7 +152,13 @@ impl From<RaycastOutcome> for LineOfSight {
         match o {
             RaycastOutcome::Hit(h) => Self::Blocked(h),
             RaycastOutcome::Miss => Self::Clear,
-            RaycastOutcome::Unloaded { at, distance } => Self::Unknown { at, distance },
+            RaycastOutcome::Unloaded {
+                voxel_pos: at,
+                distance,
+            } => Self::Unknown {
+                voxel_pos: at,
+                distance,
+            },
             RaycastOutcome::Invalid(e) => Self::Invalid(e),
         }
     }
@@ -165,7 +171,13 @@ impl From<LineOfSight> for RaycastOutcome {
         match l {
             LineOfSight::Clear => Self::Miss,
             LineOfSight::Blocked(h) => Self::Hit(h),
-            LineOfSight::Unknown { at, distance } => Self::Unloaded { at, distance },
+            LineOfSight::Unknown {
+                voxel_pos: at,
+                distance,
+            } => Self::Unloaded {
+                voxel_pos: at,
+                distance,
+            },
             LineOfSight::Invalid(e) => Self::Invalid(e),
         }
     }

@@ -33,7 +33,7 @@ use crate::world::VoxelId;
 /// let opts = RaycastOptions::default();
 /// voxcast::raycast_window_batch_into(&[ray], origin, &world, &opts, &mut out);
 /// let hit = out[0].hit().expect("hit");
-/// assert_eq!((hit.voxel, hit.distance), (IVec3::new(5, 0, 0), 4.5));
+/// assert_eq!((hit.voxel_pos, hit.distance), (IVec3::new(5, 0, 0), 4.5));
 /// # Ok::<(), voxcast::RayError>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -102,7 +102,7 @@ impl WindowRay {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct WindowHit {
     /// The voxel that was hit, relative to the origin voxel.
-    pub voxel: IVec3,
+    pub voxel_pos: IVec3,
     /// As [`VoxelRaycastHit::face_normal`].
     pub face_normal: IVec3,
     /// As [`VoxelRaycastHit::distance`], in voxels.
@@ -125,7 +125,7 @@ pub enum WindowOutcome {
     /// As [`RaycastOutcome::Unloaded`].
     Unloaded {
         /// The first unloaded voxel on the ray, relative to the origin voxel.
-        voxel: IVec3,
+        voxel_pos: IVec3,
         /// Distance to the point where the ray entered it, in voxels.
         distance: f32,
     },
@@ -148,7 +148,7 @@ impl WindowOutcome {
         match *outcome {
             RaycastOutcome::Hit(h) => rel(h.voxel_pos).map_or(far, |voxel| {
                 Self::Hit(WindowHit {
-                    voxel,
+                    voxel_pos: voxel,
                     face_normal: h.face_normal,
                     distance: h.distance,
                     voxel_type: h.voxel_type,
@@ -156,9 +156,13 @@ impl WindowOutcome {
                 })
             }),
             RaycastOutcome::Miss => Self::Miss,
-            RaycastOutcome::Unloaded { at, distance } => {
-                rel(at).map_or(far, |voxel| Self::Unloaded { voxel, distance })
-            }
+            RaycastOutcome::Unloaded {
+                voxel_pos: at,
+                distance,
+            } => rel(at).map_or(far, |voxel| Self::Unloaded {
+                voxel_pos: voxel,
+                distance,
+            }),
             RaycastOutcome::Invalid(e) => Self::Invalid(e),
         }
     }
@@ -171,15 +175,18 @@ impl WindowOutcome {
         let abs = |v: IVec3| origin.checked_offset(v);
         Some(match *self {
             Self::Hit(h) => RaycastOutcome::Hit(VoxelRaycastHit {
-                voxel_pos: abs(h.voxel)?,
+                voxel_pos: abs(h.voxel_pos)?,
                 face_normal: h.face_normal,
                 distance: h.distance,
                 voxel_type: h.voxel_type,
                 hit_uv: h.hit_uv,
             }),
             Self::Miss => RaycastOutcome::Miss,
-            Self::Unloaded { voxel, distance } => RaycastOutcome::Unloaded {
-                at: abs(voxel)?,
+            Self::Unloaded {
+                voxel_pos: voxel,
+                distance,
+            } => RaycastOutcome::Unloaded {
+                voxel_pos: abs(voxel)?,
                 distance,
             },
             Self::Invalid(e) => RaycastOutcome::Invalid(e),

@@ -7,7 +7,7 @@
 //! view π/4, near plane 0.1, reversed depth), so that the example needs no window and no
 //! renderer. A system in `PostUpdate` (after the transforms are propagated) turns the cursor
 //! into a ray with `viewport_ray` and casts it with `VoxelQuery`; the camera also carries a
-//! `BlockTargeter`, and the block under the centre of the view is the block it targets.
+//! `BlockTargeter`, and the block under the center of the view is the block it targets.
 //!
 //! ```text
 //! cargo run --release -p voxcast-bevy --example picking
@@ -15,8 +15,8 @@
 //!
 //! It prints the block under each of a few cursor positions, with its distance along the ray:
 //! `viewport_ray` starts the ray on the near plane, so that distance is counted from there (0.1
-//! voxels ahead of the eye at the centre of the view). Exit status 0, or 1 when the block
-//! picked at the centre is not the one the camera's targeter aims at.
+//! voxels ahead of the eye at the center of the view). Exit status 0, or 1 when the block
+//! picked at the center is not the one the camera's targeter aims at.
 
 use std::process::ExitCode;
 
@@ -142,8 +142,8 @@ fn main() -> ExitCode {
     // Its `VoxelPosition` is where it is; its `Transform` only turns it (the translation a
     // renderer would use is relative to a floating origin, see `VoxelPosition`).
     let eye = VoxelPosition::new(WorldPos::new(0, 2, 6), Vec3::new(0.5, 0.6, 0.5));
-    let gold_centre = Vec3::new(2.5, 2.5, -7.5);
-    let look = gold_centre - Vec3::new(0.5, 2.6, 6.5);
+    let gold_center = Vec3::new(2.5, 2.5, -7.5);
+    let look = gold_center - Vec3::new(0.5, 2.6, 6.5);
     let camera = app
         .world_mut()
         .spawn((
@@ -157,10 +157,10 @@ fn main() -> ExitCode {
         ))
         .id();
 
-    let mut centre = None;
+    let mut center = None;
     for (name, cursor) in [
-        ("centre", viewport / 2.0),
-        ("left of centre", Vec2::new(400.0, 360.0)),
+        ("center", viewport / 2.0),
+        ("left of center", Vec2::new(400.0, 360.0)),
         ("lower left", Vec2::new(200.0, 450.0)),
         ("bottom", Vec2::new(640.0, 700.0)),
         ("top right corner", Vec2::new(1279.0, 0.0)),
@@ -169,7 +169,7 @@ fn main() -> ExitCode {
         app.update();
         let picked = app.world().resource::<Picked>().0.expect("the system ran");
         println!("cursor {name} {cursor}: {}", describe(&picked));
-        centre.get_or_insert(picked);
+        center.get_or_insert(picked);
     }
 
     let target = *app
@@ -178,9 +178,9 @@ fn main() -> ExitCode {
         .expect("a targeter has a target");
     println!("the camera's targeter: {}", describe(&target.outcome));
     let voxel = |o: &RaycastOutcome| o.hit().map(|h| (h.voxel_pos, h.face_normal));
-    let centre = centre.expect("picked at the centre");
-    if voxel(&centre) != voxel(&target.outcome) || voxel(&centre).is_none() {
-        eprintln!("picking: the centre of the view is not the targeted block");
+    let center = center.expect("picked at the center");
+    if voxel(&center) != voxel(&target.outcome) || voxel(&center).is_none() {
+        eprintln!("picking: the center of the view is not the targeted block");
         return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS

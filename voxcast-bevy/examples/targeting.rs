@@ -208,7 +208,7 @@ fn describe(target: &BlockTarget) -> String {
             ),
         ),
         RaycastOutcome::Miss => "nothing in reach".to_owned(),
-        RaycastOutcome::Unloaded { at, .. } => format!("unloaded space at {at:?}"),
+        RaycastOutcome::Unloaded { voxel_pos: at, .. } => format!("unloaded space at {at:?}"),
         RaycastOutcome::Invalid(e) => format!("none: {e}"),
     }
 }
@@ -256,7 +256,7 @@ fn relative(camera: &Camera, p: WorldPos, corner: Vec3) -> Vec3 {
 }
 
 /// Where a point `rel` (relative to the eye) lands in the image, in pixels from the top left
-/// (pixel centres at `.5`), and how far it is; `None` behind the eye.
+/// (pixel centers at `.5`), and how far it is; `None` behind the eye.
 fn project(camera: &Camera, rel: Vec3) -> Option<(f32, f32, f32)> {
     let depth = rel.dot(camera.forward);
     if depth < 0.05 {

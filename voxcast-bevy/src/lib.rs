@@ -17,7 +17,7 @@
 //! // `TransformPlugin` (in `DefaultPlugins`) computes the `GlobalTransform` targeters aim with.
 //! app.add_plugins((TransformPlugin, VoxcastPlugin))
 //!     .insert_resource(Voxels::new(world));
-//! // A player at the centre of voxel (0, 0, 0), looking along +x (Bevy looks along -Z).
+//! // A player at the center of voxel (0, 0, 0), looking along +x (Bevy looks along -Z).
 //! let player = app
 //!     .world_mut()
 //!     .spawn((

@@ -112,21 +112,21 @@ impl VoxelQuery<'_> {
 }
 
 impl VoxelQuery<'_> {
-    /// [`voxcast::box_cast`] of the box centred at `centre` with `half_extents` (voxels, each
+    /// [`voxcast::box_cast`] of the box centered at `center` with `half_extents` (voxels, each
     /// `0..=`[`voxcast::MAX_HALF_EXTENT`]) moving along `direction` for `max_distance` voxels:
     /// where it first touches a stopping voxel (an invalid cast is answered `Invalid`).
     #[must_use]
     pub fn box_cast(
         &self,
-        centre: &VoxelPosition,
+        center: &VoxelPosition,
         half_extents: Vec3,
         direction: Vec3,
         max_distance: f32,
         options: &RaycastOptions,
     ) -> BoxCastOutcome {
         let cast = BoxCast {
-            center: centre.voxel,
-            center_offset: centre.offset,
+            center: center.voxel,
+            center_offset: center.offset,
             half_extents,
             direction,
             max_distance,
@@ -134,22 +134,22 @@ impl VoxelQuery<'_> {
         box_cast(&cast, &self.voxels, options)
     }
 
-    /// Moves the box centred at `centre` with `half_extents` by `displacement` voxels as a
-    /// character controller does ([`voxcast::collide_and_slide`]): the new centre, and which
+    /// Moves the box centered at `center` with `half_extents` by `displacement` voxels as a
+    /// character controller does ([`voxcast::collide_and_slide`]): the new center, and which
     /// axes were blocked (`blocked.y` after a fall: on the ground).
     ///
     /// # Errors
     /// [`BoxCastError`] for a bad box or displacement, or a move out of the i128 world.
     pub fn slide(
         &self,
-        centre: &VoxelPosition,
+        center: &VoxelPosition,
         half_extents: Vec3,
         displacement: Vec3,
         options: &SlideOptions,
     ) -> Result<(VoxelPosition, voxcast::Slide), BoxCastError> {
         let s = collide_and_slide(
-            centre.voxel,
-            centre.offset,
+            center.voxel,
+            center.offset,
             half_extents,
             displacement,
             &self.voxels,

@@ -391,9 +391,9 @@ fn submit_to_gpu(
     let Some(gpu) = gpu else {
         return Some(batch);
     };
-    // The window's centre: the focus's chunk, its offset carried into its voxel.
-    let centre = focus.iter().next().map(|p| voxel_of(p).chunk());
-    match gpu_world.submit(gpu, voxels, &mut batch, centre) {
+    // The window's center: the focus's chunk, its offset carried into its voxel.
+    let center = focus.iter().next().map(|p| voxel_of(p).chunk());
+    match gpu_world.submit(gpu, voxels, &mut batch, center) {
         Ok(pending) => {
             gpu_world.set_in_flight(pending, batch);
             None

@@ -81,7 +81,7 @@ fn bevy_vectors_are_voxcast_vectors() {
 #[test]
 fn a_first_person_rig_aims_through_its_child_camera() {
     let mut app = app();
-    // Turned 30 degrees left, looking 8 degrees down: at the wall, left of centre.
+    // Turned 30 degrees left, looking 8 degrees down: at the wall, left of center.
     let (yaw, pitch) = (30f32.to_radians(), -8f32.to_radians());
     let (body, camera) = spawn_player(&mut app, yaw, pitch);
     app.update();
@@ -215,7 +215,7 @@ fn a_cast_along_forward_is_the_targeters_answer_bit_for_bit() {
 }
 
 /// The ray under the cursor of a perspective camera (Bevy's reversed-depth projection): through
-/// the centre it is the camera's forward direction; through any other pixel it is the
+/// the center it is the camera's forward direction; through any other pixel it is the
 /// direction the pixel's point on the image plane gives, and it picks the block seen there.
 #[test]
 fn picking_from_a_cursor_position() {
@@ -228,11 +228,11 @@ fn picking_from_a_cursor_position() {
         .world()
         .get::<GlobalTransform>(camera)
         .expect("required");
-    let centre =
+    let center =
         viewport_ray(size / 2.0, size, &global, clip_from_view, &eye(), 20.0).expect("a ray");
     assert!(
-        centre.direction.abs_diff_eq(Vec3::NEG_Z, 1e-6),
-        "{centre:?}"
+        center.direction.abs_diff_eq(Vec3::NEG_Z, 1e-6),
+        "{center:?}"
     );
     for cursor in [
         Vec2::new(100.0, 450.0),

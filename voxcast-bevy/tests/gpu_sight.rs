@@ -175,7 +175,7 @@ fn a_gpu_window_follows_the_focus() {
         let at = WorldPos::new(10 + step, 40, 10 + step / 2).chunk();
         assert!(
             (0..3).all(|a| lo.axis(a) + 1 == at.axis(a) && at.axis(a) + 1 == hi.axis(a)),
-            "frame {frame}: the window {lo:?}..={hi:?} is not centred on the player's chunk {at:?}"
+            "frame {frame}: the window {lo:?}..={hi:?} is not centered on the player's chunk {at:?}"
         );
         total += got.len();
         // Edits by message near the player, and a block set far outside the box.

@@ -147,7 +147,7 @@ fn targets_use_the_targeters_options() {
         "glass after the skipped origin"
     );
     assert!(
-        matches!(target(3).outcome, RaycastOutcome::Unloaded { at, .. } if at == WorldPos::new(32, 0, 0)),
+        matches!(target(3).outcome, RaycastOutcome::Unloaded { voxel_pos: at, .. } if at == WorldPos::new(32, 0, 0)),
         "{:?}",
         target(3)
     );

@@ -14,14 +14,14 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
-use voxcast::gpu::Rays;
+use voxcast::gpu::{GpuConfig, GpuRaycaster, GpuWorld, Rays};
 
 use clap::Parser;
 use voxcast::glam::Vec3;
 use voxcast::{Camera, RaycastOptions, VoxelId, VoxelRay, WorldPos, raycast_batch};
 use voxcast_import::vox;
 use voxcast_testkit::common::package_dir;
-use voxcast_testkit::demo::{gpu_setup, render_checked, secs};
+use voxcast_testkit::demo::{no_gpu, render_checked, secs};
 use voxcast_testkit::scene::SplitMix64;
 use voxcast_testkit::shading::write_pictures;
 
@@ -83,25 +83,25 @@ fn main() -> ExitCode {
         secs(started.elapsed())
     );
     let (a, b) = (lo.origin(), hi.origin());
-    let centre = WorldPos::new(
+    let center = WorldPos::new(
         (a.x + b.x + 32) / 2,
         (a.y + b.y + 32) / 2,
         (a.z + b.z + 32) / 2,
     );
     let size = (b.x - a.x + 32).max(b.y - a.y + 32).max(b.z - a.z + 32);
     let opts = RaycastOptions::default();
-    let gpu = gpu_setup(&world, None);
+    let gpu = gpu_setup(&world);
 
     // From above and to one side, the whole model in view.
     let eye = WorldPos::new(
-        centre.x + size,
-        centre.y + size * 3 / 4,
-        centre.z + size * 5 / 4,
+        center.x + size,
+        center.y + size * 3 / 4,
+        center.z + size * 5 / 4,
     );
     let camera = match Camera::look_at(
         eye,
         Vec3::splat(0.5),
-        centre,
+        center,
         Vec3::splat(0.5),
         45.0,
         args.width,
@@ -148,9 +148,9 @@ fn main() -> ExitCode {
             let to = (rng.unit_vector() * (size / 4) as f32) - from;
             VoxelRay::new(
                 WorldPos::new(
-                    centre.x + from.x as i128,
-                    centre.y + from.y as i128,
-                    centre.z + from.z as i128,
+                    center.x + from.x as i128,
+                    center.y + from.y as i128,
+                    center.z + from.z as i128,
                 ),
                 Vec3::splat(0.5),
                 to,
@@ -184,4 +184,17 @@ fn main() -> ExitCode {
         eprintln!("magica: {differ} answers differ from the CPU reference");
         ExitCode::FAILURE
     }
+}
+
+/// The GPU and the world on it, or `None` after saying why (the CPU reference answers then).
+fn gpu_setup(world: &VoxelWorld) -> Option<(GpuRaycaster, GpuWorld)> {
+    // One raycaster for the program: it picks the adapter (`WGPU_BACKEND`,
+    // `WGPU_ADAPTER_NAME`) and checks it against the CPU reference before it is returned.
+    let gpu = GpuRaycaster::new_blocking(GpuConfig::default())
+        .inspect_err(no_gpu)
+        .ok()?;
+    println!("adapter: {}", gpu.adapter_summary());
+    // The world's chunks, uploaded once; later edits go up as lists of changed chunks.
+    let gpu_world = gpu.upload_world(world).inspect_err(no_gpu).ok()?;
+    Some((gpu, gpu_world))
 }

@@ -16,7 +16,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
-use voxcast::gpu::{Rays, Sightlines};
+use voxcast::gpu::{GpuConfig, GpuRaycaster, GpuWorld, Rays, Sightlines};
 
 use clap::Parser;
 use voxcast::glam::Vec3;
@@ -26,7 +26,7 @@ use voxcast::{
 };
 use voxcast_import::{Palette, anvil};
 use voxcast_testkit::common::package_dir;
-use voxcast_testkit::demo::{gpu_setup, render_checked, secs};
+use voxcast_testkit::demo::{no_gpu, render_checked, secs};
 use voxcast_testkit::scene::SplitMix64;
 use voxcast_testkit::shading::write_pictures;
 
@@ -128,16 +128,16 @@ fn main() -> ExitCode {
     };
     let (x0, z0, x1, z1) = (lo.x * 32, lo.z * 32, hi.x * 32 + 31, hi.z * 32 + 31);
     let top = hi.y * 32 + 31;
-    let centre = ((x0 + x1) / 2, (z0 + z1) / 2);
-    let centre_y = ground(&world, &opts, centre.0, centre.1, top).unwrap_or(64);
-    let gpu = gpu_setup(&world, None);
+    let center = ((x0 + x1) / 2, (z0 + z1) / 2);
+    let center_y = ground(&world, &opts, center.0, center.1, top).unwrap_or(64);
+    let gpu = gpu_setup(&world);
 
     // The picture: from above one corner, across the region.
-    let eye = WorldPos::new(x0 + 20, centre_y + 70, z0 + 20);
+    let eye = WorldPos::new(x0 + 20, center_y + 70, z0 + 20);
     let camera = match Camera::look_at(
         eye,
         Vec3::splat(0.5),
-        WorldPos::new(centre.0, centre_y, centre.1),
+        WorldPos::new(center.0, center_y, center.1),
         Vec3::splat(0.5),
         60.0,
         args.width,
@@ -253,4 +253,17 @@ fn main() -> ExitCode {
         eprintln!("minecraft: {differ} answers differ from the CPU reference");
         ExitCode::FAILURE
     }
+}
+
+/// The GPU and the world on it, or `None` after saying why (the CPU reference answers then).
+fn gpu_setup(world: &VoxelWorld) -> Option<(GpuRaycaster, GpuWorld)> {
+    // One raycaster for the program: it picks the adapter (`WGPU_BACKEND`,
+    // `WGPU_ADAPTER_NAME`) and checks it against the CPU reference before it is returned.
+    let gpu = GpuRaycaster::new_blocking(GpuConfig::default())
+        .inspect_err(no_gpu)
+        .ok()?;
+    println!("adapter: {}", gpu.adapter_summary());
+    // The world's chunks, uploaded once; later edits go up as lists of changed chunks.
+    let gpu_world = gpu.upload_world(world).inspect_err(no_gpu).ok()?;
+    Some((gpu, gpu_world))
 }

@@ -8,7 +8,7 @@
 //!
 //! The scene graph places each model: a transform node's translation (`_t`) and rotation (`_r`,
 //! a signed permutation of the axes) apply to its subtree, as MagicaVoxel applies them. A model
-//! of size `s` has its centre at the translation: its voxel `v` lands on voxel
+//! of size `s` has its center at the translation: its voxel `v` lands on voxel
 //! `T + floor(R · (2v + 1 - s) / 2)`, per axis. A file without a scene graph places every
 //! model with its low corner at the origin.
 //!

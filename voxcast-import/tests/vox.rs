@@ -120,7 +120,7 @@ fn scene(nodes: Vec<SceneNode>) -> Vec<u8> {
     out
 }
 
-/// The model's centre at the translation; the second instance turned a quarter about z
+/// The model's center at the translation; the second instance turned a quarter about z
 /// (`_r` 17: +x to +y). Scene voxels `T + floor(R (2v + 1 - s) / 2)`, then (x, z, -y - 1):
 /// the first instance at scene (9, 0, 0) and (10, 0, 0), the second at (0, -1, 0) and
 /// (0, 0, 0).

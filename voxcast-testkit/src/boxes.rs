@@ -1,4 +1,4 @@
-//! The box casts' brute-force oracle: the ray of the box's centre against every stopping voxel
+//! The box casts' brute-force oracle: the ray of the box's center against every stopping voxel
 //! grown by the half extents, in f64, knowing nothing of crossing counts; and the judge that
 //! accepts an answer where the exact one is a tie within the f32 arithmetic's reach.
 
@@ -56,7 +56,7 @@ pub fn contacts(cast: &BoxCast, solids: &[(WorldPos, VoxelId)]) -> Vec<Contact> 
             let (lo, hi) = (rel[a] - h[a], rel[a] + 1.0 + h[a]);
             if d[a] == 0.0 {
                 // Still: the open box overlaps the voxel or not; a flat box holds the voxel
-                // its centre is in.
+                // its center is in.
                 let inside = if h[a] == 0.0 {
                     rel[a] <= 0.0 && 0.0 < rel[a] + 1.0
                 } else {

@@ -218,7 +218,7 @@ pub fn region_rays(base: [i128; 3], seed: u64, n: usize) -> Vec<VoxelRay> {
 
 /// A chunk at `base` (in chunks) whose top 8 voxel layers are solid with probability 1/8,
 /// optionally with an all-air chunk loaded above it, and diagonal rays that start above it,
-/// with every crossing a tie (voxel centres, directions of ±1 components). Where the air chunk
+/// with every crossing a tie (voxel centers, directions of ±1 components). Where the air chunk
 /// is not loaded the rays start outside the loaded and the occupied bounds, so they are clipped
 /// to the box, often inside a tie group whose extra voxels conservative line of sight tests.
 pub fn tie_entry_world(base: [i128; 3], air_above: bool) -> (VoxelWorld, Vec<VoxelRay>) {
@@ -265,17 +265,17 @@ pub fn tie_entry_world(base: [i128; 3], air_above: bool) -> (VoxelWorld, Vec<Vox
 
 /// Where a segment between two lattice points passes exactly (in exact arithmetic) through a
 /// voxel edge or corner. The segment runs from `from + (h, h, h)` to `from + d + (h, h, h)` with
-/// `h = 0.5` (voxel centres) or `h = 0` (voxel corners; then every component of `d` must be
+/// `h = 0.5` (voxel centers) or `h = 0` (voxel corners; then every component of `d` must be
 /// non-zero, so that the segment does not run along a face plane). Returns, for each such point
 /// strictly between the ends, its parameter `s` in `(0, 1)`, the voxel the segment is in just
 /// before it (relative to `from`), and the tied axes as a bit mask (two or three bits).
 /// Computed with integers only: crossing `k` (from 0) on axis `a` lies at
-/// `s = (2k + 1) / (2|d_a|)` for centres and `s = (k + 1) / |d_a|` for corners.
-pub fn lattice_ties(d: [i64; 3], centres: bool) -> Vec<(f64, [i64; 3], u32)> {
+/// `s = (2k + 1) / (2|d_a|)` for centers and `s = (k + 1) / |d_a|` for corners.
+pub fn lattice_ties(d: [i64; 3], centers: bool) -> Vec<(f64, [i64; 3], u32)> {
     // Crossings as fractions num / den of s.
     let crossing = |a: usize, k: i64| -> (i64, i64) {
         let m = d[a].abs();
-        if centres {
+        if centers {
             (2 * k + 1, 2 * m)
         } else {
             (k + 1, m)
@@ -283,7 +283,7 @@ pub fn lattice_ties(d: [i64; 3], centres: bool) -> Vec<(f64, [i64; 3], u32)> {
     };
     let count = |a: usize| -> i64 {
         let m = d[a].abs();
-        if centres { m } else { m - 1 }
+        if centers { m } else { m - 1 }
     };
     let lt = |p: (i64, i64), q: (i64, i64)| p.0 * q.1 < q.0 * p.1;
     let eq = |p: (i64, i64), q: (i64, i64)| p.0 * q.1 == q.0 * p.1;
@@ -307,7 +307,7 @@ pub fn lattice_ties(d: [i64; 3], centres: bool) -> Vec<(f64, [i64; 3], u32)> {
             // move down) moved by every crossing strictly before s.
             let before = std::array::from_fn(|b| {
                 let sign = d[b].signum();
-                let start = if !centres && sign < 0 { -1 } else { 0 };
+                let start = if !centers && sign < 0 { -1 } else { 0 };
                 let crossed = (0..count(b)).filter(|&j| lt(crossing(b, j), s)).count() as i64;
                 start + sign * crossed
             });
@@ -325,9 +325,9 @@ pub type Touching = (f64, [i64; 3], bool);
 /// edge or corner the segment passes through, but the voxel it is in just before: those that
 /// stop conservative line of sight there. Each with the tie's parameter `s` and whether it is
 /// a corner.
-pub fn lattice_touching(d: [i64; 3], centres: bool) -> Vec<Touching> {
+pub fn lattice_touching(d: [i64; 3], centers: bool) -> Vec<Touching> {
     let mut out = Vec::new();
-    for (s, before, tied) in lattice_ties(d, centres) {
+    for (s, before, tied) in lattice_ties(d, centers) {
         for mask in (1..8u32).filter(|&m| m & tied == m) {
             let v = std::array::from_fn(|a| before[a] + i64::from(mask >> a & 1) * d[a].signum());
             out.push((s, v, tied == 7));
@@ -345,19 +345,19 @@ pub fn cube(reach: i32) -> impl Iterator<Item = IVec3> {
 }
 
 /// The segments from `from` to every lattice point up to `reach` away on each axis that pass
-/// through a voxel edge or corner, first between voxel centres, then between voxel corners
+/// through a voxel edge or corner, first between voxel centers, then between voxel corners
 /// (those with a zero component skipped: they run along a face plane), each with the voxels
 /// touching its edges and corners as [`lattice_touching`] gives them (relative to `from`).
 pub fn lattice_segments(from: WorldPos, reach: i32) -> Vec<(VoxelRay, Vec<Touching>)> {
     let mut out = Vec::new();
-    for centres in [true, false] {
-        let h = Vec3::splat(if centres { 0.5 } else { 0.0 });
+    for centers in [true, false] {
+        let h = Vec3::splat(if centers { 0.5 } else { 0.0 });
         for d in cube(reach) {
             let d64 = d.to_array().map(i64::from);
-            if d == IVec3::ZERO || (!centres && d64.contains(&0)) {
+            if d == IVec3::ZERO || (!centers && d64.contains(&0)) {
                 continue;
             }
-            let touching = lattice_touching(d64, centres);
+            let touching = lattice_touching(d64, centers);
             if !touching.is_empty() {
                 let to = from.checked_offset(d).expect("lattice points lie near 0");
                 let seg = VoxelRay::between(from, h, to, h).expect("valid segment");

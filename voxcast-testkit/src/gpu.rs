@@ -794,7 +794,7 @@ pub fn exits_cleanly(runs: usize, program: fn()) {
     println!("{runs} runs of a GPU program, every one ended with status 0");
 }
 
-/// What `gw`, a window that follows a centre, holds of `world`: the chunks in its box
+/// What `gw`, a window that follows a center, holds of `world`: the chunks in its box
 /// ([`GpuWorld::loadable_chunks`]), with every chunk of the box that `world` does not load
 /// loaded as air. Under [`UnloadedPolicy::Stop`] a CPU ray on it stops as unloaded exactly
 /// where it leaves the box (the first voxel outside, at the distance it enters it): what the
@@ -867,7 +867,7 @@ pub fn check_window_edge(
                 held[i]
             ),
             Ok(s) if !matches!(g, RaycastOutcome::Invalid(_)) => assert!(
-                matches!(g, RaycastOutcome::Unloaded { at, distance } if *at == s && *distance == 0.0),
+                matches!(g, RaycastOutcome::Unloaded { voxel_pos: at, distance } if *at == s && *distance == 0.0),
                 "{what}: ray {i} {:?} starts outside the window: gpu {g:?}",
                 rays[i]
             ),
@@ -1251,14 +1251,14 @@ pub fn window_ray_parity(gpu: &GpuRaycaster) {
             }
         }
     }
-    // A window that follows a centre, moved between batches: each batch's rays and answers
+    // A window that follows a center, moved between batches: each batch's rays and answers
     // are relative to the origin it had, and equal the plain call's (itself checked against
     // the CPU by the window tests) ray by ray.
     let mut follow = gpu
         .upload_window(tw, ChunkPos::new(3, 1, 3), [2, 1, 2])
         .expect("window");
-    for centre in [ChunkPos::new(3, 1, 3), ChunkPos::new(4, 1, 2)] {
-        follow.recenter(tw, centre).expect("recenter");
+    for center in [ChunkPos::new(3, 1, 3), ChunkPos::new(4, 1, 2)] {
+        follow.recenter(tw, center).expect("recenter");
         let origin = follow.window_origin();
         let plain: Vec<VoxelRay> = t
             .reach_rays(5_000, 36)
@@ -1278,7 +1278,7 @@ pub fn window_ray_parity(gpu: &GpuRaycaster) {
             .iter()
             .map(|o| WindowOutcome::from_outcome(o, origin))
             .collect();
-        compare(&format!("following window at {centre:?}"), &rays, &g, &p);
+        compare(&format!("following window at {center:?}"), &rays, &g, &p);
         let left = p
             .iter()
             .filter(|o| matches!(o, WindowOutcome::Unloaded { .. }))

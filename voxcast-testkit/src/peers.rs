@@ -319,7 +319,7 @@ pub fn region_path() -> Option<std::path::PathBuf> {
 /// W7's world: fastanvil's 1.19.4 region at the origin (block names to ids, every non-air
 /// block stops rays), eye voxels on the ground of random columns (the voxel above the first
 /// stopping voxel straight down; 40,000 of them, in a fixed order), and the camera's eye and
-/// target (above one corner, looking at the centre's ground).
+/// target (above one corner, looking at the center's ground).
 ///
 /// # Panics
 /// When fastanvil's package or its region cannot be read.
@@ -363,11 +363,11 @@ pub fn region_world() -> (VoxelWorld, Vec<WorldPos>, (WorldPos, WorldPos)) {
             eyes.push(WorldPos::new(x, y + 1, z));
         }
     }
-    let centre = (x0 + w / 2, z0 + d / 2);
-    let cy = ground(centre.0, centre.1).unwrap_or(64);
+    let center = (x0 + w / 2, z0 + d / 2);
+    let cy = ground(center.0, center.1).unwrap_or(64);
     let camera = (
         WorldPos::new(x0 + 20, cy + 70, z0 + 20),
-        WorldPos::new(centre.0, cy, centre.1),
+        WorldPos::new(center.0, cy, center.1),
     );
     (world, eyes, camera)
 }
@@ -644,13 +644,13 @@ impl ParryScene {
         rays.iter().map(|r| self.cast(r)).collect()
     }
 
-    /// Casts one box with `cast_shapes`: a `Cuboid` of the box's half extents at its centre
+    /// Casts one box with `cast_shapes`: a `Cuboid` of the box's half extents at its center
     /// (in f32), moving along its direction against the `Voxels` at rest, max time of impact =
     /// max distance (a unit direction, so time of impact is distance). The time of impact, or
     /// `None` for no impact.
     #[inline]
     pub fn box_cast(&self, c: &voxcast::BoxCast) -> Option<f32> {
-        let centre = Vector::new(
+        let center = Vector::new(
             c.center.x as f32 + c.center_offset.x,
             c.center.y as f32 + c.center_offset.y,
             c.center.z as f32 + c.center_offset.z,
@@ -662,7 +662,7 @@ impl ParryScene {
             &Pose::IDENTITY,
             Vector::ZERO,
             &self.voxels,
-            &Pose::from_translation(centre),
+            &Pose::from_translation(center),
             Vector::new(d.x, d.y, d.z),
             &cuboid,
             ShapeCastOptions::with_max_time_of_impact(c.max_distance),

@@ -314,7 +314,7 @@ impl Terrain {
         out
     }
 
-    /// The standard camera: a pinhole camera 40 voxels above the ground, centred in x and an eighth of the
+    /// The standard camera: a pinhole camera 40 voxels above the ground, centered in x and an eighth of the
     /// way in along z, looking across the terrain (mostly +z) and slightly down, 60 degree
     /// vertical field of view, max distance 1024. A width or height of 0 is taken as 1.
     #[must_use]

@@ -132,7 +132,7 @@ impl std::ops::DerefMut for VoxelGpu {
 }
 
 /// The entity whose position the GPU window of [`VoxelGpu::with_window`] follows (the player,
-/// the camera): the window centres on the chunk of its [`VoxelPosition`](crate::VoxelPosition)
+/// the camera): the window centers on the chunk of its [`VoxelPosition`](crate::VoxelPosition)
 /// at each sight batch. With several, one of them; with none, the window stays.
 #[derive(Component, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct GpuWindowFocus;
@@ -240,7 +240,7 @@ impl GpuSightWorld {
             return Err(e.clone());
         }
         let result = self.synced(gpu, world, focus).and_then(|gpu_world| {
-            if gpu_world.centre().is_some() {
+            if gpu_world.center().is_some() {
                 batch.set_window(gpu_world.loadable_chunks());
             }
             gpu.submit(Sightlines(batch.gpu_rays()), gpu_world, &batch.options)
@@ -269,8 +269,8 @@ impl GpuSightWorld {
                     gpu_world.update_or_rebuild(world, &self.pending)?;
                     self.pending.clear();
                 }
-                if let Some(centre) = focus.filter(|_| gpu_world.centre().is_some()) {
-                    gpu_world.recenter(world, centre)?;
+                if let Some(center) = focus.filter(|_| gpu_world.center().is_some()) {
+                    gpu_world.recenter(world, center)?;
                 }
                 gpu_world
             }
@@ -278,8 +278,8 @@ impl GpuSightWorld {
                 self.pending.clear();
                 match gpu.window {
                     Some(half) => {
-                        let centre = focus.unwrap_or(ChunkPos::new(0, 0, 0));
-                        gpu.upload_window(world, centre, half)?
+                        let center = focus.unwrap_or(ChunkPos::new(0, 0, 0));
+                        gpu.upload_window(world, center, half)?
                     }
                     None => gpu.upload_world(world)?,
                 }

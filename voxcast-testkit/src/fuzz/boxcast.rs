@@ -20,7 +20,7 @@ use crate::fuzz::input::{
 /// One cast.
 #[derive(Arbitrary, Debug)]
 pub struct CastIn {
-    centre: [CoordIn; 3],
+    center: [CoordIn; 3],
     sub: [F32In; 3],
     half: [F32In; 3],
     dir: [F32In; 3],
@@ -70,7 +70,7 @@ fn check(input: &Input) -> Result<(), String> {
         .map(|c| {
             let cast = BoxCast {
                 center: WorldPos::from_array(std::array::from_fn(|a| {
-                    c.centre[a].get(anchor.axis(a))
+                    c.center[a].get(anchor.axis(a))
                 })),
                 center_offset: vec3(c.sub),
                 half_extents: vec3(c.half),

@@ -249,7 +249,7 @@ fn well_formed(c: &Camera) -> Result<(), String> {
         return Err("empty image".into());
     }
     if let Err(e) = c.ray(c.width / 2, c.height / 2) {
-        return Err(format!("the centre pixel's ray is invalid: {e}"));
+        return Err(format!("the center pixel's ray is invalid: {e}"));
     }
     Ok(())
 }

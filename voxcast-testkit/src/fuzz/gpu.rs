@@ -1,6 +1,6 @@
 //! Target `gpu`: the GPU batch against the CPU reference on random worlds, after edits sent
 //! with `GpuWorld::update_chunks`, in a window around the loaded chunks or one that follows a
-//! centre through moves (`GpuRaycaster::upload_window`, `recenter`; its table checked against a
+//! center through moves (`GpuRaycaster::upload_window`, `recenter`; its table checked against a
 //! recount after each, the CPU answering on the chunks the window may hold), with batches
 //! that mix valid and invalid rays, under every option: raycasts, line of sight (plain and
 //! conservative), a small camera and box casts made from the rays, outcome by
@@ -30,7 +30,7 @@ use crate::gpu::{check_window_edge, window_cpu};
 const EDITS: usize = 16;
 const LATER_EDITS: usize = 8;
 const RAYS: usize = 32;
-/// Most moves of a window that follows a centre.
+/// Most moves of a window that follows a center.
 const MOVES: usize = 6;
 
 /// The shared raycaster, `None` where no adapter is usable (a failure under
@@ -80,15 +80,15 @@ pub struct CameraIn {
     pub max: F32In,
 }
 
-/// A window that follows a centre: where it starts (in chunks from the anchor's chunk), its
+/// A window that follows a center: where it starts (in chunks from the anchor's chunk), its
 /// half extent (0 to 2 chunks per axis) and its moves (in chunks, jumps too).
 #[derive(Arbitrary, Debug)]
 pub struct WindowIn {
-    /// The first centre, relative to the anchor's chunk.
-    pub centre: [i8; 3],
+    /// The first center, relative to the anchor's chunk.
+    pub center: [i8; 3],
     /// The half extent, taken modulo 3.
     pub half: [u8; 3],
-    /// Each move, relative to the last centre.
+    /// Each move, relative to the last center.
     pub moves: Vec<[i8; 3]>,
 }
 
@@ -109,11 +109,11 @@ pub struct Input {
     pub options: OptionsIn,
     /// A camera rendered on both.
     pub camera: Option<CameraIn>,
-    /// A window that follows a centre instead of the one around the loaded chunks.
+    /// A window that follows a center instead of the one around the loaded chunks.
     pub window: Option<WindowIn>,
 }
 
-/// `from` moved by `by` chunks, `None` beyond the i128 world (no centre there).
+/// `from` moved by `by` chunks, `None` beyond the i128 world (no center there).
 fn moved(from: ChunkPos, by: [i8; 3]) -> Option<ChunkPos> {
     let c = ChunkPos::from_array(std::array::from_fn(|a| {
         from.axis(a).saturating_add(i128::from(by[a]))
@@ -219,10 +219,10 @@ pub fn check(gpu: &GpuRaycaster, input: &Input) -> Result<(), String> {
     let start = input
         .window
         .as_ref()
-        .and_then(|w| moved(anchor.chunk(), w.centre).map(|c| (w, c)));
+        .and_then(|w| moved(anchor.chunk(), w.center).map(|c| (w, c)));
     let mut gw = match start {
-        Some((w, centre)) => gpu
-            .upload_window(&world, centre, w.half.map(|h| u32::from(h % 3)))
+        Some((w, center)) => gpu
+            .upload_window(&world, center, w.half.map(|h| u32::from(h % 3)))
             .map_err(|e| format!("with_window: {e}"))?,
         None => gpu
             .upload_world(&world)
@@ -256,15 +256,15 @@ pub fn check(gpu: &GpuRaycaster, input: &Input) -> Result<(), String> {
         }
         Err(e) => return Err(format!("update_chunks: {e}")),
     }
-    if let Some((w, mut centre)) = start {
+    if let Some((w, mut center)) = start {
         for &by in w.moves.iter().take(MOVES) {
             let to = ChunkPos::from_array(std::array::from_fn(|a| {
-                centre.axis(a).saturating_add(i128::from(by[a]))
+                center.axis(a).saturating_add(i128::from(by[a]))
             }));
             let before = gw.loadable_chunks();
             match gw.recenter(&world, to) {
-                Ok(_) if to.is_in_world() => centre = to,
-                Err(GpuError::CentreOutsideWorld(c))
+                Ok(_) if to.is_in_world() => center = to,
+                Err(GpuError::CenterOutsideWorld(c))
                     if c == to && !to.is_in_world() && gw.loadable_chunks() == before => {}
                 other => return Err(format!("recenter to {to:?}: {other:?}")),
             }
@@ -293,7 +293,7 @@ pub fn check(gpu: &GpuRaycaster, input: &Input) -> Result<(), String> {
         rays.extend(generated_rays(anchor, seed, usize::from(count % 65)));
     }
     let what = format!("{opts:?}");
-    // On a window that follows a centre a ray may leave it: checked with the window's rules
+    // On a window that follows a center a ray may leave it: checked with the window's rules
     // (`check_window_edge`, which panics with the difference), else by plain parity.
     let windowed = start.is_some();
     let g = gpu
@@ -389,7 +389,7 @@ pub fn check(gpu: &GpuRaycaster, input: &Input) -> Result<(), String> {
 
 /// Box casts from the batch's rays (their start, direction and max distance up to 16 voxels),
 /// their half extents by position in the batch (flat, player-sized, grid-aligned, a ray): the
-/// GPU's answers equal the CPU's on the world uploaded, or on a window that follows a centre,
+/// GPU's answers equal the CPU's on the world uploaded, or on a window that follows a center,
 /// the CPU's on the chunks it holds under its rule (`window_cpu`).
 fn boxes(
     gpu: &GpuRaycaster,

@@ -464,7 +464,10 @@ pub fn judge(
             }
             Ok(())
         }
-        RaycastOutcome::Unloaded { at, distance } => {
+        RaycastOutcome::Unloaded {
+            voxel_pos: at,
+            distance,
+        } => {
             if opts.unloaded != UnloadedPolicy::Stop {
                 return Err("Unloaded under UnloadedPolicy::Air".into());
             }
@@ -550,9 +553,16 @@ pub fn identical(a: &RaycastOutcome, b: &RaycastOutcome) -> bool {
                 && x.hit_uv.x.to_bits() == y.hit_uv.x.to_bits()
                 && x.hit_uv.y.to_bits() == y.hit_uv.y.to_bits()
         }
-        (Unloaded { at: p, distance: s }, Unloaded { at: q, distance: t }) => {
-            p == q && s.to_bits() == t.to_bits()
-        }
+        (
+            Unloaded {
+                voxel_pos: p,
+                distance: s,
+            },
+            Unloaded {
+                voxel_pos: q,
+                distance: t,
+            },
+        ) => p == q && s.to_bits() == t.to_bits(),
         (a, b) => a == b,
     }
 }

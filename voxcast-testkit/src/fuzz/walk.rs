@@ -140,7 +140,7 @@ pub fn expected(
         match model.get(s.voxel) {
             None if opts.unloaded == UnloadedPolicy::Stop && !skip => {
                 return Some(RaycastOutcome::Unloaded {
-                    at: s.voxel,
+                    voxel_pos: s.voxel,
                     distance: s.t_enter,
                 });
             }
