@@ -18,7 +18,7 @@ use voxcast::gpu::{GpuConfig, GpuRaycaster, GpuWorld, Rays};
 
 use clap::Parser;
 use voxcast::glam::Vec3;
-use voxcast::{Camera, RaycastOptions, VoxelId, VoxelRay, WorldPos, raycast_batch};
+use voxcast::{Camera, RaycastOptions, VoxelId, VoxelRay, VoxelWorld, WorldPos, raycast_batch};
 use voxcast_import::vox;
 use voxcast_testkit::common::package_dir;
 use voxcast_testkit::demo::{no_gpu, render_checked, secs};
