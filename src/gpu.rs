@@ -54,8 +54,11 @@
 //!
 //! Nothing blocks inside a call except those whose job is to wait ([`PendingBatch::wait`],
 //! [`GpuRaycaster::cast`], [`GpuRaycaster::new_blocking`]): error scopes are popped without
-//! waiting (a scope whose answer is still to come is read with the batch), and the courier
-//! thread is the one place that waits on the device. (Adding a query kind: `src/gpu/query.rs`.)
+//! waiting (a scope whose answer is still to come is read with the batch). Who drives the
+//! device is a choice ([`Driver`]): voxcast's courier thread, the one place that waits on the
+//! device, or the host, with no thread at all: each job runs on the thread that sends it and
+//! the host's own polling of the device (a browser's event loop, a game's frame) maps the
+//! answers and wakes the batches. (Adding a query kind: `src/gpu/query.rs`.)
 //!
 //! The modules, each importing only those before it: `layout` and `error`; `queue`
 //! (submissions and world writes, in order); `device`; `window`, `store`, `follow` and `world`
@@ -94,7 +97,7 @@ pub use wgpu;
 pub use agents::{AgentPairs, GpuAgents, Visibility};
 pub use boxes::BoxCasts;
 pub use camera::CameraImage;
-pub use device::{DispatchMemory, GpuConfig, RaySetup, SelfCheck};
+pub use device::{DispatchMemory, Driver, GpuConfig, RaySetup, SelfCheck};
 pub use error::GpuError;
 pub use flight::{BatchStats, KeptMemory};
 pub use follow::WindowMove;

@@ -334,3 +334,46 @@ fn concurrent_batches_report_their_own_stats() {
         });
     });
 }
+
+/// With the device driven by the host (`Driver::Host`: no thread of voxcast's, the
+/// application polls the device, as a browser's event loop does), every form of rays and of a
+/// camera still equals the CPU, and an awaited batch is woken by the host's polling.
+#[test]
+fn a_device_driven_by_the_host_answers_every_form() {
+    if gpu().is_none() {
+        return;
+    }
+    let gpu = GpuRaycaster::new_blocking(voxcast::gpu::GpuConfig {
+        driver: voxcast::gpu::Driver::Host,
+        ..voxcast::gpu::GpuConfig::default()
+    })
+    .expect("a raycaster the host drives");
+    let (t, tw) = terrain();
+    let gw = gpu.upload_world(tw).expect("upload");
+    let opts = RaycastOptions::default();
+    // The host's event loop: polls the device until the test is done.
+    let done = Arc::new(AtomicBool::new(false));
+    let event_loop = {
+        let (device, done) = (gpu.device().0.clone(), Arc::clone(&done));
+        std::thread::spawn(move || {
+            while !done.load(Ordering::SeqCst) {
+                let _ = device.poll(voxcast::gpu::wgpu::PollType::Poll);
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        })
+    };
+    let rays = t.reach_rays(3_000, 31);
+    let others = t.reach_rays(500, 32);
+    let c = raycast_batch(&rays, tw, &opts);
+    every_form(&gpu, Rays(&rays), Rays(&others), &gw, &opts, |form, g| {
+        assert_parity(&format!("host-driven rays, {form}"), &rays, g, &c);
+    });
+    let (cam, small) = (t.camera(80, 45), t.camera(8, 8));
+    let cam_rays = cam.rays().expect("camera rays");
+    let c = raycast_camera(&cam, tw, &opts).expect("cpu camera");
+    every_form(&gpu, CameraImage(&cam), CameraImage(&small), &gw, &opts, |form, g| {
+        assert_parity(&format!("host-driven camera, {form}"), &cam_rays, g, &c);
+    });
+    done.store(true, Ordering::SeqCst);
+    event_loop.join().expect("the event loop ends");
+}

@@ -39,6 +39,27 @@ pub struct GpuConfig {
     pub dispatch_memory: DispatchMemory,
     /// Where uploaded rays are set up for the walk, and in which order they go up.
     pub ray_setup: RaySetup,
+    /// Who submits to the device and polls it while batches are in flight.
+    pub driver: Driver,
+}
+
+/// Who drives the device: submits voxcast's work to its queue and polls it so that batches'
+/// answers are mapped. Either gives the same answers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Driver {
+    /// A thread of voxcast's own (joined when the raycaster, its worlds and batches are
+    /// dropped): it submits and polls while batches are in flight, and wakes each batch as its
+    /// answers come, so the caller's thread never waits on a driver. For a native program.
+    #[default]
+    Thread,
+    /// The host: voxcast starts no thread, submits from the calling thread (one submission at
+    /// a time), and the device is polled by whoever drives it: a browser's event loop, or the
+    /// application's own `wgpu::Device::poll` (once a frame, say), and a pending batch polls it
+    /// without waiting each time it is polled. A batch awaited is woken when a poll maps its
+    /// answers; the calls whose job is to wait (`PendingBatch::wait`, `GpuRaycaster::cast`)
+    /// poll the device themselves until then.
+    Host,
 }
 
 /// Where uploaded rays are set up for the walk (each axis's first crossing and inverse
@@ -370,7 +391,10 @@ impl Device {
             }
         }
         Ok(Self {
-            courier: Courier::start(&device, &queue)?,
+            courier: match config.driver {
+                Driver::Thread => Courier::start(&device, &queue)?,
+                Driver::Host => Courier::on_host(&device, &queue),
+            },
             period_ns: f64::from(queue.get_timestamp_period()),
             wgpu: device,
             queue,

@@ -584,6 +584,8 @@ impl<U: Upload> Flight<U> {
         wait: bool,
         sink: &mut impl FnMut(&U, u64, u64, &[u8]) -> Result<(), GpuError>,
     ) -> Result<bool, GpuError> {
+        let courier = &Arc::clone(&self.batches).device.courier;
+        courier.drive(false);
         loop {
             if self.stale {
                 return Err(GpuError::WorldChanged);
@@ -594,8 +596,12 @@ impl<U: Upload> Flight<U> {
             if !wait && !oldest.done.load(Ordering::Acquire) {
                 return Ok(false);
             }
-            let mut f = self.in_flight.pop_front().expect("checked above");
             let t = std::time::Instant::now();
+            // Where the host drives the device, waiting is polling it until the answers map.
+            while wait && !oldest.done.load(Ordering::Acquire) && courier.drives_on_host() {
+                courier.drive(true);
+            }
+            let mut f = self.in_flight.pop_front().expect("checked above");
             // Waits (with `wait`) on the channel the courier's poll completes, not spinning.
             let mapped = f
                 .hits_mapped
@@ -654,6 +660,10 @@ impl<U: Upload> Flight<U> {
     /// but not yet done, which wgpu reports as an error (a panic under its default handler).
     fn release(&self, mut f: InFlight, mapped: Option<(bool, bool)>) {
         let asked = f.submitted.recv().is_ok();
+        if mapped.is_none() {
+            // A dropped dispatch's mappings settle once the device has done its work.
+            self.batches.device.courier.settle();
+        }
         let (hits, stamps) = mapped.unwrap_or_else(|| {
             (
                 asked && settled(&f.hits_mapped),

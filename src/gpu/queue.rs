@@ -24,10 +24,18 @@ use crate::gpu::error::{GpuError, device_error};
 /// [`FINAL_WAIT`] for a device that never does): nothing of voxcast
 /// uses the device after that, so a program can return from `main` at once (the driver may be
 /// unloaded by the exit handlers).
+///
+/// Where the host drives the device ([`Driver::Host`](crate::gpu::Driver::Host)) there is no
+/// thread: each job runs on the thread that sends it, one at a time, and the device is polled
+/// by the host (its event loop, or a frame's `wgpu::Device::poll`), by [`Courier::drive`] when
+/// a batch is polled, or, where a call's job is to wait, until the work is done.
 #[derive(Debug)]
 pub(super) struct Courier {
     jobs: Option<Sender<Job>>,
     thread: Option<std::thread::JoinHandle<()>>,
+    /// The device and queue, and the lock that keeps submissions one at a time, where the
+    /// host drives the device.
+    host: Option<(wgpu::Device, wgpu::Queue, Mutex<()>)>,
 }
 
 impl Drop for Courier {
@@ -38,6 +46,13 @@ impl Drop for Courier {
         {
             // The thread catches nothing: a panic there has been reported already.
             let _ = thread.join();
+        }
+        if let Some((device, ..)) = &self.host {
+            // As the thread does before it ends: what was submitted finishes first.
+            let _ = device.poll(wgpu::PollType::Wait {
+                submission_index: None,
+                timeout: Some(FINAL_WAIT),
+            });
         }
     }
 }
@@ -237,6 +252,47 @@ impl WorldWrite {
 const COURIER_WAIT: std::time::Duration = std::time::Duration::from_millis(1);
 
 impl Courier {
+    /// The courier of `device` and `queue` where the host drives the device: no thread.
+    pub(super) fn on_host(device: &wgpu::Device, queue: &wgpu::Queue) -> Self {
+        Self {
+            jobs: None,
+            thread: None,
+            host: Some((device.clone(), queue.clone(), Mutex::new(()))),
+        }
+    }
+
+    /// Polls the device where the host drives it (nothing where voxcast's thread does):
+    /// without waiting, or with `wait` for at most [`COURIER_WAIT`], so that a caller waiting
+    /// for a mapping can poll again until it is done.
+    pub(super) fn drive(&self, wait: bool) {
+        if let Some((device, ..)) = &self.host {
+            let _ = device.poll(if wait {
+                wgpu::PollType::Wait {
+                    submission_index: None,
+                    timeout: Some(COURIER_WAIT),
+                }
+            } else {
+                wgpu::PollType::Poll
+            });
+        }
+    }
+
+    /// Whether the host drives the device ([`Courier::on_host`]).
+    pub(super) fn drives_on_host(&self) -> bool {
+        self.host.is_some()
+    }
+
+    /// Where the host drives the device, waits (at most [`FINAL_WAIT`]) until it has done
+    /// everything submitted, so that every mapping asked for has settled.
+    pub(super) fn settle(&self) {
+        if let Some((device, ..)) = &self.host {
+            let _ = device.poll(wgpu::PollType::Wait {
+                submission_index: None,
+                timeout: Some(FINAL_WAIT),
+            });
+        }
+    }
+
     /// Starts the thread for `device` and `queue`.
     pub(super) fn start(device: &wgpu::Device, queue: &wgpu::Queue) -> Result<Self, GpuError> {
         let (jobs, todo) = channel::<Job>();
@@ -248,6 +304,7 @@ impl Courier {
         Ok(Self {
             jobs: Some(jobs),
             thread: Some(thread),
+            host: None,
         })
     }
 
@@ -298,6 +355,10 @@ impl Courier {
     /// errors are the call's. (Only the courier submits: wgpu's submission bookkeeping does
     /// not expect submits from two threads at once.)
     pub(super) fn upload_now(&self, upload: WorldWrite) -> Result<(), GpuError> {
+        if let Some((device, queue, lock)) = &self.host {
+            let _one_at_a_time = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            return upload.submit(device, queue).map_or(Ok(()), |e| Err(GpuError::Device(e)));
+        }
         let (reply, answer) = channel();
         self.send(Job::World(upload, Some(reply)))?;
         match answer.recv() {
@@ -308,6 +369,11 @@ impl Courier {
     }
 
     fn send(&self, job: Job) -> Result<(), GpuError> {
+        if let Some((device, queue, lock)) = &self.host {
+            let _one_at_a_time = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            run(device, queue, job);
+            return Ok(());
+        }
         self.jobs
             .as_ref()
             .and_then(|jobs| jobs.send(job).ok())
@@ -333,63 +399,9 @@ fn courier(device: &wgpu::Device, queue: &wgpu::Queue, todo: &Receiver<Job>) {
             }
         };
         match job {
-            Some(Job::Submit(Dispatch {
-                commands,
-                readback,
-                output_bytes,
-                done,
-                wake,
-                hits,
-                timestamps,
-                stamps,
-                reply,
-            })) => {
-                // Errors of the submission itself are this thread's to catch.
-                let scope_oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-                let scope_val = device.push_error_scope(wgpu::ErrorFilter::Validation);
-                let index = queue.submit([commands]);
-                readback
-                    .slice(..output_bytes)
-                    .map_async(wgpu::MapMode::Read, move |r| {
-                        done.store(true, Ordering::Release);
-                        let _ = hits.send(r);
-                        wake.wake();
-                    });
-                if let Some(ts) = timestamps {
-                    ts.slice(..).map_async(wgpu::MapMode::Read, move |r| {
-                        let _ = stamps.send(r);
-                    });
-                }
-                let errors = [
-                    crate::gpu::error::error_now(scope_val),
-                    crate::gpu::error::error_now(scope_oom),
-                ];
-                let answer = match errors.into_iter().flatten().next() {
-                    Some(e) => Err(device_error(e)),
-                    None => {
-                        running.push_back(index.clone());
-                        Ok(index)
-                    }
-                };
-                let _ = reply.send(answer);
-            }
-            Some(Job::Remap { upload, mapped }) => {
-                upload.slice(..).map_async(wgpu::MapMode::Write, move |r| {
-                    let _ = mapped.send(r);
-                });
-                // An idle buffer: one poll maps it.
-                let _ = device.poll(wgpu::PollType::Poll);
-            }
-            Some(Job::Write {
-                buffer,
-                offset,
-                data,
-            }) => queue.write_buffer(&buffer, offset, &data),
-            Some(Job::World(upload, reply)) => {
-                // A failure is recorded in the world's flag, which its batches check.
-                let failed = upload.submit(device, queue);
-                if let Some(reply) = reply {
-                    let _ = reply.send(failed);
+            Some(job) => {
+                if let Some(index) = run(device, queue, job) {
+                    running.push_back(index);
                 }
             }
             None => {
@@ -414,6 +426,72 @@ fn courier(device: &wgpu::Device, queue: &wgpu::Queue, todo: &Receiver<Job>) {
         submission_index: None,
         timeout: Some(FINAL_WAIT),
     });
+}
+
+/// Runs one job on this thread: a dispatch submitted (its readback mapped once it is done;
+/// returns its submission index), an upload buffer mapped again, a write, a world's changes.
+fn run(device: &wgpu::Device, queue: &wgpu::Queue, job: Job) -> Option<wgpu::SubmissionIndex> {
+    match job {
+            Job::Submit(Dispatch {
+                commands,
+                readback,
+                output_bytes,
+                done,
+                wake,
+                hits,
+                timestamps,
+                stamps,
+                reply,
+            }) => {
+                // Errors of the submission itself are this thread's to catch.
+                let scope_oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+                let scope_val = device.push_error_scope(wgpu::ErrorFilter::Validation);
+                let index = queue.submit([commands]);
+                readback
+                    .slice(..output_bytes)
+                    .map_async(wgpu::MapMode::Read, move |r| {
+                        done.store(true, Ordering::Release);
+                        let _ = hits.send(r);
+                        wake.wake();
+                    });
+                if let Some(ts) = timestamps {
+                    ts.slice(..).map_async(wgpu::MapMode::Read, move |r| {
+                        let _ = stamps.send(r);
+                    });
+                }
+                let errors = [
+                    crate::gpu::error::error_now(scope_val),
+                    crate::gpu::error::error_now(scope_oom),
+                ];
+                let answer = match errors.into_iter().flatten().next() {
+                    Some(e) => Err(device_error(e)),
+                    None => Ok(index.clone()),
+                };
+                let submitted = answer.is_ok();
+                let _ = reply.send(answer);
+                return submitted.then_some(index);
+            }
+            Job::Remap { upload, mapped } => {
+                upload.slice(..).map_async(wgpu::MapMode::Write, move |r| {
+                    let _ = mapped.send(r);
+                });
+                // An idle buffer: one poll maps it.
+                let _ = device.poll(wgpu::PollType::Poll);
+            }
+            Job::Write {
+                buffer,
+                offset,
+                data,
+            } => queue.write_buffer(&buffer, offset, &data),
+            Job::World(upload, reply) => {
+                // A failure is recorded in the world's flag, which its batches check.
+                let failed = upload.submit(device, queue);
+                if let Some(reply) = reply {
+                    let _ = reply.send(failed);
+                }
+            }
+    }
+    None
 }
 
 /// How long the courier waits, when its raycaster is dropped, for the device to finish the work
