@@ -166,33 +166,6 @@ impl BoxCast {
         Ok(cast)
     }
 
-    /// The cast that moves a box by `displacement` (voxels): its direction and length, as
-    /// [`collide_and_slide`] takes a move; a zero displacement is a cast of max distance 0.
-    ///
-    /// # Errors
-    /// [`BoxCastError::Ray`] with [`RayError::NanDirection`] or
-    /// [`RayError::InfiniteDirection`] for a displacement with a NaN or infinite component;
-    /// those of [`BoxCast::new`].
-    pub fn moving(
-        center: WorldPos,
-        center_offset: Vec3,
-        half_extents: Vec3,
-        displacement: Vec3,
-    ) -> Result<Self, BoxCastError> {
-        crate::ray::check_direction(displacement)?;
-        let length = displacement.length();
-        if length == 0.0 {
-            return Self::new(center, center_offset, half_extents, Vec3::X, 0.0);
-        }
-        Self::new(
-            center,
-            center_offset,
-            half_extents,
-            displacement / length,
-            length,
-        )
-    }
-
     /// [`BoxCast::new`] with the center given as a point in f64 voxel coordinates (split as
     /// [`VoxelRay::from_point`] splits it).
     ///

@@ -471,8 +471,14 @@ fn bad_casts_are_errors_and_spoil_nothing_else() {
     // A slide by a NaN or infinite displacement is refused, saying which.
     let so = SlideOptions::default();
     let slide = |d: Vec3| {
-        BoxCast::moving(good.center, good.center_offset, good.half_extents, d)
-            .and_then(|cast| collide_and_slide(&cast, &w, &so))
+        collide_and_slide(
+            good.center,
+            good.center_offset,
+            good.half_extents,
+            d,
+            &w,
+            &so,
+        )
     };
     assert_eq!(
         slide(Vec3::new(f32::NAN, 0.0, 0.0)),
@@ -506,22 +512,29 @@ fn slides_along_walls_and_lands_flush() {
     let h = Vec3::new(0.3, 0.9, 0.3);
     let so = SlideOptions::default();
     // Falling onto the floor: stops with the box's bottom exactly on y = 1.
-    let s = BoxCast::moving(
+    let s = collide_and_slide(
         WorldPos::new(0, 3, 0),
         Vec3::new(0.5, 0.5, 0.5),
         h,
         Vec3::new(0.0, -5.0, 0.0),
+        &w,
+        &so,
     )
-    .and_then(|cast| collide_and_slide(&cast, &w, &so))
     .expect("valid");
     assert!(s.blocked.y && !s.blocked.x && !s.blocked.z);
     let bottom = s.center.y as f64 + f64::from(s.center_offset.y) - 0.9;
     assert!((bottom - 1.0).abs() < 1e-6, "bottom at {bottom}");
     assert!(overlaps_nothing(&w, s.center, s.center_offset, h));
     // Walking diagonally into the wall while falling: x blocked, z and y go on.
-    let s2 = BoxCast::moving(s.center, s.center_offset, h, Vec3::new(4.0, -0.5, 1.0))
-        .and_then(|cast| collide_and_slide(&cast, &w, &so))
-        .expect("valid");
+    let s2 = collide_and_slide(
+        s.center,
+        s.center_offset,
+        h,
+        Vec3::new(4.0, -0.5, 1.0),
+        &w,
+        &so,
+    )
+    .expect("valid");
     assert!(s2.blocked.x && s2.blocked.y, "{s2:?}");
     assert!((s2.moved.z - 1.0).abs() < 1e-5, "{s2:?}");
     let right = s2.center.x as f64 + f64::from(s2.center_offset.x) + 0.3;
@@ -554,8 +567,7 @@ fn steps_up_one_voxel_ledges_only() {
         step_up: 1.01,
         ..SlideOptions::default()
     };
-    let s = BoxCast::moving(start.0, start.1, h, Vec3::new(3.0, 0.0, 0.0))
-        .and_then(|cast| collide_and_slide(&cast, &w, &climb))
+    let s = collide_and_slide(start.0, start.1, h, Vec3::new(3.0, 0.0, 0.0), &w, &climb)
         .expect("valid");
     assert!(s.stepped_up && !s.blocked.x, "{s:?}");
     let bottom = s.center.y as f64 + f64::from(s.center_offset.y) - 0.9;
@@ -565,15 +577,27 @@ fn steps_up_one_voxel_ledges_only() {
     );
     assert!(overlaps_nothing(&w, s.center, s.center_offset, h));
     // Without the option, the step blocks.
-    let s = BoxCast::moving(start.0, start.1, h, Vec3::new(3.0, 0.0, 0.0))
-        .and_then(|cast| collide_and_slide(&cast, &w, &SlideOptions::default()))
-        .expect("valid");
+    let s = collide_and_slide(
+        start.0,
+        start.1,
+        h,
+        Vec3::new(3.0, 0.0, 0.0),
+        &w,
+        &SlideOptions::default(),
+    )
+    .expect("valid");
     assert!(s.blocked.x && !s.stepped_up);
     // From the step, the two-high wall is not climbed.
     let on_step = (WorldPos::new(4, 2, 0), Vec3::new(0.5, 0.9, 0.5));
-    let s = BoxCast::moving(on_step.0, on_step.1, h, Vec3::new(3.0, 0.0, 0.0))
-        .and_then(|cast| collide_and_slide(&cast, &w, &climb))
-        .expect("valid");
+    let s = collide_and_slide(
+        on_step.0,
+        on_step.1,
+        h,
+        Vec3::new(3.0, 0.0, 0.0),
+        &w,
+        &climb,
+    )
+    .expect("valid");
     assert!(s.blocked.x, "{s:?}");
     let right = s.center.x as f64 + f64::from(s.center_offset.x) + 0.3;
     assert!(
@@ -602,9 +626,7 @@ fn slides_never_overlap() {
             continue;
         }
         let d = (Vec3::new(rng.next_f32(), rng.next_f32(), rng.next_f32()) * 2.0 - 1.0) * 4.0;
-        let s = BoxCast::moving(c, sub, h, d)
-            .and_then(|cast| collide_and_slide(&cast, &w, &SlideOptions::default()))
-            .expect("valid");
+        let s = collide_and_slide(c, sub, h, d, &w, &SlideOptions::default()).expect("valid");
         assert!(
             overlaps_nothing(&w, s.center, s.center_offset, h),
             "{c} {sub} {h} {d}: {s:?}"
@@ -658,17 +680,24 @@ fn world_edges_flat_slides_and_tiny_offsets() {
     // A box flat on x slid into the wall at x = 3, twice: it stays in front of it.
     let h = Vec3::new(0.0, 0.4, 0.4);
     let so = SlideOptions::default();
-    let s1 = BoxCast::moving(
+    let s1 = collide_and_slide(
         WorldPos::new(0, 0, 0),
         Vec3::splat(0.5),
         h,
         Vec3::new(5.0, 0.0, 0.0),
+        &w,
+        &so,
     )
-    .and_then(|cast| collide_and_slide(&cast, &w, &so))
     .expect("valid");
-    let s2 = BoxCast::moving(s1.center, s1.center_offset, h, Vec3::new(5.0, 0.0, 0.0))
-        .and_then(|cast| collide_and_slide(&cast, &w, &so))
-        .expect("valid");
+    let s2 = collide_and_slide(
+        s1.center,
+        s1.center_offset,
+        h,
+        Vec3::new(5.0, 0.0, 0.0),
+        &w,
+        &so,
+    )
+    .expect("valid");
     for s in [s1, s2] {
         assert!(s.blocked.x, "{s:?}");
         assert!(
@@ -678,29 +707,37 @@ fn world_edges_flat_slides_and_tiny_offsets() {
     }
     // Falling flat onto the floor (y = -1) twice: it stays on it.
     let h = Vec3::new(0.4, 0.0, 0.4);
-    let f1 = BoxCast::moving(
+    let f1 = collide_and_slide(
         WorldPos::new(0, 2, 0),
         Vec3::splat(0.5),
         h,
         Vec3::new(0.0, -5.0, 0.0),
+        &w,
+        &so,
     )
-    .and_then(|cast| collide_and_slide(&cast, &w, &so))
     .expect("valid");
-    let f2 = BoxCast::moving(f1.center, f1.center_offset, h, Vec3::new(0.0, -5.0, 0.0))
-        .and_then(|cast| collide_and_slide(&cast, &w, &so))
-        .expect("valid");
+    let f2 = collide_and_slide(
+        f1.center,
+        f1.center_offset,
+        h,
+        Vec3::new(0.0, -5.0, 0.0),
+        &w,
+        &so,
+    )
+    .expect("valid");
     for f in [f1, f2] {
         assert!(f.blocked.y && f.center.y == 0, "{f:?}");
     }
     // Never farther than asked.
     let empty = VoxelWorld::new();
-    let s = BoxCast::moving(
+    let s = collide_and_slide(
         WorldPos::ZERO,
         Vec3::splat(0.5),
         Vec3::splat(0.3),
         Vec3::new(3.0, 4.0, 0.0),
+        &empty,
+        &so,
     )
-    .and_then(|cast| collide_and_slide(&cast, &empty, &so))
     .expect("valid");
     assert!(
         s.moved.x <= 3.0 && s.moved.y <= 4.0 && s.moved.x > 2.999 && s.moved.y > 3.999,

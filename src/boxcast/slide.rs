@@ -59,32 +59,26 @@ pub struct Slide {
 /// The most casts one slide makes: one per axis it can be blocked on.
 const PASSES: usize = 3;
 
-/// Moves `cast`'s box by `cast.direction · cast.max_distance` voxels through `world` (make the
-/// cast from a displacement with [`BoxCast::moving`]): a box cast along the displacement, the
-/// box stopped at the contact
+/// Moves the box with center `center` + `center_offset` and `half_extents` by `displacement`
+/// (voxels) through `world`: a box cast along the displacement, the box stopped at the contact
 /// (flush with the touched face, never overlapping a stopping voxel), the blocked component
 /// dropped and the rest cast again, at most three passes (see the box cast rules in the crate
 /// docs). Under [`UnloadedPolicy::Stop`](crate::ray::UnloadedPolicy::Stop) unloaded voxels
-/// block as walls do. A cast of max distance 0 returns the box where it is.
+/// block as walls do. A zero displacement returns the box where it is.
 ///
 /// # Errors
-/// [`BoxCastError`] for a bad center, half extents or displacement (a non-finite component: an
-/// infinite max distance is refused here, a slide moves a finite way), or one that moves the
-/// box out of the i128 world or farther than
+/// [`BoxCastError`] for a bad center, half extents or displacement (a non-finite component),
+/// or one that moves the box out of the i128 world or farther than
 /// [`MAX_DISTANCE_CAP`](crate::ray::MAX_DISTANCE_CAP).
 pub fn collide_and_slide(
-    cast: &BoxCast,
+    center: WorldPos,
+    center_offset: Vec3,
+    half_extents: Vec3,
+    displacement: Vec3,
     world: &VoxelWorld,
     opts: &SlideOptions,
 ) -> Result<Slide, BoxCastError> {
-    let BoxCast {
-        center,
-        center_offset,
-        half_extents,
-        ..
-    } = *cast;
-    let displacement = cast.direction.as_dvec3() * f64::from(cast.max_distance);
-    crate::ray::check_direction(displacement.as_vec3())?;
+    crate::ray::check_direction(displacement)?;
     // Checks the box; the center's normalised form; subnormal half extents as 0 (rule 1).
     let probe = BoxCast::new(center, center_offset, half_extents, Vec3::X, 0.0)?;
     let half_extents = half_extents.map(flush_denormal);
@@ -98,7 +92,7 @@ pub fn collide_and_slide(
         stepped_up: false,
         stuck: false,
     };
-    let mut rest = displacement;
+    let mut rest = displacement.as_dvec3();
     let mut tried_step = false;
     for _ in 0..PASSES {
         match slide_pass(pos, half_extents, rest, world, &opts.cast)? {

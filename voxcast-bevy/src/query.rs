@@ -147,8 +147,14 @@ impl VoxelQuery<'_> {
         displacement: Vec3,
         options: &SlideOptions,
     ) -> Result<(VoxelPosition, voxcast::Slide), BoxCastError> {
-        let s = voxcast::BoxCast::moving(center.voxel, center.offset, half_extents, displacement)
-            .and_then(|cast| collide_and_slide(&cast, &self.voxels, options))?;
+        let s = collide_and_slide(
+            center.voxel,
+            center.offset,
+            half_extents,
+            displacement,
+            &self.voxels,
+            options,
+        )?;
         Ok((VoxelPosition::new(s.center, s.center_offset), s))
     }
 }

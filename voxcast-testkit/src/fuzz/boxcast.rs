@@ -135,9 +135,14 @@ fn check(input: &Input) -> Result<(), String> {
                 step_up: 1.0,
             };
             if clear(cast.center, cast.center_offset)
-                && let Ok(s) =
-                    voxcast::BoxCast::moving(cast.center, cast.center_offset, cast.half_extents, d)
-                        .and_then(|cast| collide_and_slide(&cast, &world, &opts))
+                && let Ok(s) = collide_and_slide(
+                    cast.center,
+                    cast.center_offset,
+                    cast.half_extents,
+                    d,
+                    &world,
+                    &opts,
+                )
                 && !clear(s.center, s.center_offset)
             {
                 return Err(format!(
