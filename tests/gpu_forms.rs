@@ -371,9 +371,27 @@ fn a_device_driven_by_the_host_answers_every_form() {
     let (cam, small) = (t.camera(80, 45), t.camera(8, 8));
     let cam_rays = cam.rays().expect("camera rays");
     let c = raycast_camera(&cam, tw, &opts).expect("cpu camera");
-    every_form(&gpu, CameraImage(&cam), CameraImage(&small), &gw, &opts, |form, g| {
-        assert_parity(&format!("host-driven camera, {form}"), &cam_rays, g, &c);
-    });
+    every_form(
+        &gpu,
+        CameraImage(&cam),
+        CameraImage(&small),
+        &gw,
+        &opts,
+        |form, g| {
+            assert_parity(&format!("host-driven camera, {form}"), &cam_rays, g, &c);
+        },
+    );
     done.store(true, Ordering::SeqCst);
     event_loop.join().expect("the event loop ends");
+    // With nobody polling, the calls whose job is to wait poll the device themselves.
+    let c = raycast_batch(&rays, tw, &opts);
+    let g = gpu.cast(Rays(&rays), &gw, &opts).expect("cast");
+    assert_parity("host-driven rays, cast with nobody polling", &rays, &g, &c);
+    let waited = gpu.submit(Rays(&rays), &gw, &opts).expect("submit").wait();
+    assert_parity(
+        "host-driven rays, wait with nobody polling",
+        &rays,
+        &waited.expect("wait"),
+        &c,
+    );
 }

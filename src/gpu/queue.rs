@@ -356,8 +356,12 @@ impl Courier {
     /// not expect submits from two threads at once.)
     pub(super) fn upload_now(&self, upload: WorldWrite) -> Result<(), GpuError> {
         if let Some((device, queue, lock)) = &self.host {
-            let _one_at_a_time = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            return upload.submit(device, queue).map_or(Ok(()), |e| Err(GpuError::Device(e)));
+            let _one_at_a_time = lock
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            return upload
+                .submit(device, queue)
+                .map_or(Ok(()), |e| Err(GpuError::Device(e)));
         }
         let (reply, answer) = channel();
         self.send(Job::World(upload, Some(reply)))?;
@@ -370,7 +374,9 @@ impl Courier {
 
     fn send(&self, job: Job) -> Result<(), GpuError> {
         if let Some((device, queue, lock)) = &self.host {
-            let _one_at_a_time = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let _one_at_a_time = lock
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             run(device, queue, job);
             return Ok(());
         }
@@ -432,64 +438,64 @@ fn courier(device: &wgpu::Device, queue: &wgpu::Queue, todo: &Receiver<Job>) {
 /// returns its submission index), an upload buffer mapped again, a write, a world's changes.
 fn run(device: &wgpu::Device, queue: &wgpu::Queue, job: Job) -> Option<wgpu::SubmissionIndex> {
     match job {
-            Job::Submit(Dispatch {
-                commands,
-                readback,
-                output_bytes,
-                done,
-                wake,
-                hits,
-                timestamps,
-                stamps,
-                reply,
-            }) => {
-                // Errors of the submission itself are this thread's to catch.
-                let scope_oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-                let scope_val = device.push_error_scope(wgpu::ErrorFilter::Validation);
-                let index = queue.submit([commands]);
-                readback
-                    .slice(..output_bytes)
-                    .map_async(wgpu::MapMode::Read, move |r| {
-                        done.store(true, Ordering::Release);
-                        let _ = hits.send(r);
-                        wake.wake();
-                    });
-                if let Some(ts) = timestamps {
-                    ts.slice(..).map_async(wgpu::MapMode::Read, move |r| {
-                        let _ = stamps.send(r);
-                    });
-                }
-                let errors = [
-                    crate::gpu::error::error_now(scope_val),
-                    crate::gpu::error::error_now(scope_oom),
-                ];
-                let answer = match errors.into_iter().flatten().next() {
-                    Some(e) => Err(device_error(e)),
-                    None => Ok(index.clone()),
-                };
-                let submitted = answer.is_ok();
-                let _ = reply.send(answer);
-                return submitted.then_some(index);
-            }
-            Job::Remap { upload, mapped } => {
-                upload.slice(..).map_async(wgpu::MapMode::Write, move |r| {
-                    let _ = mapped.send(r);
+        Job::Submit(Dispatch {
+            commands,
+            readback,
+            output_bytes,
+            done,
+            wake,
+            hits,
+            timestamps,
+            stamps,
+            reply,
+        }) => {
+            // Errors of the submission itself are this thread's to catch.
+            let scope_oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+            let scope_val = device.push_error_scope(wgpu::ErrorFilter::Validation);
+            let index = queue.submit([commands]);
+            readback
+                .slice(..output_bytes)
+                .map_async(wgpu::MapMode::Read, move |r| {
+                    done.store(true, Ordering::Release);
+                    let _ = hits.send(r);
+                    wake.wake();
                 });
-                // An idle buffer: one poll maps it.
-                let _ = device.poll(wgpu::PollType::Poll);
+            if let Some(ts) = timestamps {
+                ts.slice(..).map_async(wgpu::MapMode::Read, move |r| {
+                    let _ = stamps.send(r);
+                });
             }
-            Job::Write {
-                buffer,
-                offset,
-                data,
-            } => queue.write_buffer(&buffer, offset, &data),
-            Job::World(upload, reply) => {
-                // A failure is recorded in the world's flag, which its batches check.
-                let failed = upload.submit(device, queue);
-                if let Some(reply) = reply {
-                    let _ = reply.send(failed);
-                }
+            let errors = [
+                crate::gpu::error::error_now(scope_val),
+                crate::gpu::error::error_now(scope_oom),
+            ];
+            let answer = match errors.into_iter().flatten().next() {
+                Some(e) => Err(device_error(e)),
+                None => Ok(index.clone()),
+            };
+            let submitted = answer.is_ok();
+            let _ = reply.send(answer);
+            return submitted.then_some(index);
+        }
+        Job::Remap { upload, mapped } => {
+            upload.slice(..).map_async(wgpu::MapMode::Write, move |r| {
+                let _ = mapped.send(r);
+            });
+            // An idle buffer: one poll maps it.
+            let _ = device.poll(wgpu::PollType::Poll);
+        }
+        Job::Write {
+            buffer,
+            offset,
+            data,
+        } => queue.write_buffer(&buffer, offset, &data),
+        Job::World(upload, reply) => {
+            // A failure is recorded in the world's flag, which its batches check.
+            let failed = upload.submit(device, queue);
+            if let Some(reply) = reply {
+                let _ = reply.send(failed);
             }
+        }
     }
     None
 }
