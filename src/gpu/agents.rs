@@ -12,7 +12,7 @@ use crate::cpu_ref::LONG_RAY;
 use crate::gpu::decode::decode;
 use crate::gpu::device::Device;
 use crate::gpu::error::{GpuError, device_error};
-use crate::gpu::flight::{Upload, write_bytes};
+use crate::gpu::flight::Upload;
 use crate::gpu::layout::{Entry, GpuAgent, GpuHit, option_flags};
 use crate::gpu::pending::{Collect, Joined, Launch, Leg, PendingBatch};
 use crate::gpu::query::{Query, sealed::Sealed};
@@ -269,15 +269,8 @@ impl Upload for PairUpload {
         (n * 8, bit_words(n) * 4 + answers)
     }
 
-    fn write_input(
-        &self,
-        base: u64,
-        count: u64,
-        buffer: &wgpu::Buffer,
-        at: u64,
-    ) -> Result<(), wgpu::MapRangeError> {
-        let pairs = &self.pairs[base as usize..(base + count) as usize];
-        write_bytes(bytemuck::cast_slice(pairs), buffer, at)
+    fn input(&self, base: u64, count: u64) -> &[u8] {
+        bytemuck::cast_slice(&self.pairs[base as usize..(base + count) as usize])
     }
 
     fn extra(&self) -> Option<&wgpu::Buffer> {

@@ -9,7 +9,7 @@ use crate::boxcast::{BoxCast, BoxCastOutcome, BoxHit, Prepared};
 use crate::coords::WorldPos;
 use crate::gpu::decode::decode;
 use crate::gpu::error::GpuError;
-use crate::gpu::flight::{Upload, write_bytes};
+use crate::gpu::flight::Upload;
 use crate::gpu::layout::{
     BOX_LEAD_ON_SHIFT, BOX_MOVING_SHIFT, BOX_NEGATIVE_SHIFT, BOX_ON_PLANE_SHIFT, BOX_RANKS_SHIFT,
     BOX_TRAIL_ON_SHIFT, Entry, FLAG_LOOP_BUDGET, GpuBox, GpuHit, GpuRay, STATUS_RUNAWAY,
@@ -136,15 +136,8 @@ impl Upload for BoxUpload {
         )
     }
 
-    fn write_input(
-        &self,
-        base: u64,
-        count: u64,
-        buffer: &wgpu::Buffer,
-        at: u64,
-    ) -> Result<(), wgpu::MapRangeError> {
-        let boxes = &self.0[base as usize..(base + count) as usize];
-        write_bytes(bytemuck::cast_slice(boxes), buffer, at)
+    fn input(&self, base: u64, count: u64) -> &[u8] {
+        bytemuck::cast_slice(&self.0[base as usize..(base + count) as usize])
     }
 }
 

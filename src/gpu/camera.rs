@@ -91,16 +91,6 @@ impl Upload for Pixels {
     fn bytes(&self, n: u64) -> (u64, u64) {
         (0, n * size_of::<GpuHit>() as u64)
     }
-
-    fn write_input(
-        &self,
-        _base: u64,
-        _count: u64,
-        _buffer: &wgpu::Buffer,
-        _at: u64,
-    ) -> Result<(), wgpu::MapRangeError> {
-        Ok(())
-    }
 }
 
 /// A camera's pixels in order, relative to the eye's voxel.

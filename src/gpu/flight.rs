@@ -181,15 +181,28 @@ pub(super) trait Upload: Sized + Send + std::fmt::Debug + 'static {
     /// Input and output bytes of `n` items.
     fn bytes(&self, n: u64) -> (u64, u64);
 
+    /// The input bytes of items `base..base + count`, for a kind whose items go up as they
+    /// are (none for a kind whose invocations need no input).
+    fn input(&self, _base: u64, _count: u64) -> &[u8] {
+        &[]
+    }
+
     /// Writes the input bytes of items `base..base + count` into the mapped `buffer` from
-    /// byte `at` on (nothing for a kind whose invocations need no input).
+    /// byte `at` on: [`Upload::input`], unless the kind gathers them itself.
     fn write_input(
         &self,
         base: u64,
         count: u64,
         buffer: &wgpu::Buffer,
         at: u64,
-    ) -> Result<(), wgpu::MapRangeError>;
+    ) -> Result<(), wgpu::MapRangeError> {
+        let bytes = self.input(base, count);
+        let mut view = buffer
+            .slice(at..at + bytes.len() as u64)
+            .get_mapped_range_mut()?;
+        view.copy_from_slice(bytes);
+        Ok(())
+    }
 
     /// A buffer bound besides the world's and the dispatch's own (agents' eyes, a rig).
     fn extra(&self) -> Option<&wgpu::Buffer> {
@@ -204,20 +217,6 @@ pub(super) trait Upload: Sized + Send + std::fmt::Debug + 'static {
 
     /// Hands what the batch kept back to `batches` once it is done (host working buffers).
     fn recycle(self, _batches: &Batches) {}
-}
-
-/// Writes `bytes` into the mapped `buffer` from byte `at` on: the input of a kind whose items
-/// go up as they are.
-pub(super) fn write_bytes(
-    bytes: &[u8],
-    buffer: &wgpu::Buffer,
-    at: u64,
-) -> Result<(), wgpu::MapRangeError> {
-    let mut view = buffer
-        .slice(at..at + bytes.len() as u64)
-        .get_mapped_range_mut()?;
-    view.copy_from_slice(bytes);
-    Ok(())
 }
 
 /// The world's buffers and the pipeline a batch binds, kept so that later dispatches of the

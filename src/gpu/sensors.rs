@@ -11,7 +11,7 @@ use crate::cpu_ref::LONG_RAY;
 use crate::gpu::decode::decode;
 use crate::gpu::device::Device;
 use crate::gpu::error::{GpuError, device_error};
-use crate::gpu::flight::{Upload, write_bytes};
+use crate::gpu::flight::Upload;
 use crate::gpu::layout::{Entry, GpuHit, GpuPose, option_flags};
 use crate::gpu::pending::{Collect, Joined, Launch, Leg, PendingBatch};
 use crate::gpu::query::{Query, sealed::Sealed};
@@ -147,16 +147,10 @@ impl Upload for PoseUpload {
         (poses * size_of::<GpuPose>() as u64, n * per_ray)
     }
 
-    fn write_input(
-        &self,
-        base: u64,
-        count: u64,
-        buffer: &wgpu::Buffer,
-        at: u64,
-    ) -> Result<(), wgpu::MapRangeError> {
+    /// Whole poses: a dispatch's rays start and end at a pose's.
+    fn input(&self, base: u64, count: u64) -> &[u8] {
         let r = u64::from(self.rays.max(1));
-        let poses = &self.poses[(base / r) as usize..((base + count) / r) as usize];
-        write_bytes(bytemuck::cast_slice(poses), buffer, at)
+        bytemuck::cast_slice(&self.poses[(base / r) as usize..((base + count) / r) as usize])
     }
 
     fn extra(&self) -> Option<&wgpu::Buffer> {
