@@ -5,10 +5,10 @@
 //!
 //! 1. the NPCs move, and their eyes go to the GPU (`GpuAgents::update`, 32 bytes an NPC);
 //! 2. one agent call asks line of sight for every pair whose eyes are at most 64 voxels apart
-//!    (`submit_visible_pairs_within`: pairs found on the host, segments built in the shader, a
-//!    bit per pair back) and one sensor call casts each NPC's vision fan (a rig of 16
+//!    (`gpu.submit(PairsWithin { .. })`: pairs found on the host, segments built in the shader,
+//!    a bit per pair back) and one sensor call casts each NPC's vision fan (a rig of 16
 //!    whiskers over 90 degrees ahead, 32 voxels, uploaded once; a 32-byte pose an NPC up, a
-//!    distance a ray back, every ray made in the shader; `submit_sense`); both return at once;
+//!    distance a ray back, every ray made in the shader; `gpu.submit(SensorSweep { .. })`); both return at once;
 //! 3. the batches submitted the frame before are taken: without waiting if they are ready
 //!    (the frame's own work gave the GPU that time), else waited for.
 //!
