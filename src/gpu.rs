@@ -13,7 +13,7 @@
 //! One [`GpuRaycaster`] casts every kind of query ([`Query`]): [`Rays`], [`Sightlines`],
 //! [`CameraImage`], [`AgentPairs`], [`PairsWithin`], [`SensorSweep`] and [`BoxCasts`], each
 //! the twin of a CPU call. [`GpuRaycaster::submit`] returns a [`PendingBatch`], a
-//! [`Future`](std::future::Future) that any executor can await, and that a frame loop can also
+//! [`std::future::Future`] that any executor can await, and that a frame loop can also
 //! take without blocking ([`PendingBatch::try_take`]) or wait for ([`PendingBatch::wait`]);
 //! [`GpuRaycaster::cast`] submits and waits. The `_into` forms reuse the answers' allocations,
 //! and each batch reports its own cost ([`BatchStats`]).

@@ -226,7 +226,7 @@ fn visible_pairs_within_a_radius_equal_the_cpus() {
             .cast(
                 PairsWithin {
                     agents: &on_gpu,
-                    radius: radius,
+                    radius,
                 },
                 &gw,
                 &opts,

@@ -274,10 +274,6 @@ struct InFlight {
     /// Set by the readback's mapping callback: the dispatch's results can be read.
     done: Arc<AtomicBool>,
     /// Error scopes of its commands whose outcome was not known when it was submitted.
-    #[expect(
-        clippy::struct_field_names,
-        reason = "the scopes still to answer, as the other fields say what is in flight"
-    )]
     later: Vec<ScopeFuture>,
 }
 

@@ -60,7 +60,7 @@ pub trait Query: sealed::Sealed + Sized {
     /// Checks and prepares the queries on the host and starts their batch, filling `reuse`
     /// (cleared first, its allocation kept). Called by
     /// [`GpuRaycaster::submit_into`](crate::gpu::GpuRaycaster::submit_into), which alone makes
-    /// a [`Launch`].
+    /// the `Launch` it needs (voxcast's own: a query cannot be started any other way).
     ///
     /// # Errors
     /// As [`GpuRaycaster::submit`](crate::gpu::GpuRaycaster::submit).

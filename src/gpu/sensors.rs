@@ -241,9 +241,9 @@ impl SensorAnswers {
 /// [`sense`](crate::sense): its readings bit for bit (on a window that follows a center, a ray
 /// that leaves it reads as unloaded where it leaves, a negated distance, see
 /// [`GpuRaycaster::upload_window`](crate::gpu::GpuRaycaster::upload_window); with `outcomes`,
-/// its outcome tells it apart, [`GpuWorld::left_window`]). The shader makes each ray from the
-/// agent's pose (32 bytes up an agent, the rig uploaded once) exactly as [`SensorPose::ray`]
-/// makes it, and sends back one word a ray (4 bytes: the distance, see [`SensorReadings`]), or
+/// its outcome tells it apart, [`GpuWorld::left_window`](crate::gpu::GpuWorld::left_window)).
+/// The shader makes each ray from the agent's pose (32 bytes up an agent, the rig uploaded
+/// once) exactly as [`SensorPose::ray`] makes it, and sends back one word a ray (4 bytes: the distance, see [`SensorReadings`]), or
 /// with `outcomes` each ray's whole answer (20 bytes: the hit voxel, face, id and UV too). An
 /// agent whose pose is bad gets its error on every ray and the others are answered; an agent
 /// whose pose lies outside the window is cast from rays built on the host.

@@ -630,7 +630,8 @@ impl GpuWorld {
     /// [`GpuWorld::recenter`] moves the window under answers cast before the move.
     ///
     /// It is meant for the GPU's answers before they are completed
-    /// ([`GpuWorld::complete_raycasts`], [`GpuWorld::complete_line_of_sight`]). It looks at the
+    /// ([`Rays::complete`](crate::gpu::Rays::complete),
+    /// [`Sightlines::complete`](crate::gpu::Sightlines::complete)). It looks at the
     /// outcome alone, so it cannot tell a completed answer from a GPU one: under
     /// [`UnloadedPolicy::Stop`](crate::UnloadedPolicy::Stop) the CPU's own answer for a ray
     /// that reaches unloaded space outside [`GpuWorld::loadable_chunks`] (just past the
