@@ -47,13 +47,8 @@ impl Drop for Courier {
             // The thread catches nothing: a panic there has been reported already.
             let _ = thread.join();
         }
-        if let Some((device, ..)) = &self.host {
-            // As the thread does before it ends: what was submitted finishes first.
-            let _ = device.poll(wgpu::PollType::Wait {
-                submission_index: None,
-                timeout: Some(FINAL_WAIT),
-            });
-        }
+        // As the thread does before it ends: what was submitted finishes first.
+        self.settle();
     }
 }
 
@@ -355,14 +350,7 @@ impl Courier {
     /// errors are the call's. (Only the courier submits: wgpu's submission bookkeeping does
     /// not expect submits from two threads at once.)
     pub(super) fn upload_now(&self, upload: WorldWrite) -> Result<(), GpuError> {
-        if let Some((device, queue, lock)) = &self.host {
-            let _one_at_a_time = lock
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            return upload
-                .submit(device, queue)
-                .map_or(Ok(()), |e| Err(GpuError::Device(e)));
-        }
+        // Where the host drives the device, `send` runs the job at once and the reply is in.
         let (reply, answer) = channel();
         self.send(Job::World(upload, Some(reply)))?;
         match answer.recv() {
