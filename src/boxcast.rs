@@ -26,18 +26,84 @@ pub const MAX_HALF_EXTENT: f32 = 8.0;
 /// Face fractions between 0 and this count as this (rule 1): `2^-64`.
 const TINY_FRACTION: f32 = 1.0 / 18_446_744_073_709_551_616.0;
 
-/// An axis-aligned box moving along a straight line: what [`box_cast`] casts.
+/// An axis-aligned box standing in the i128 world: where its center is and how large it is.
+/// A player's or an NPC's collision box; [`BoxBody::cast`] moves it along a line
+/// ([`box_cast`]) and [`collide_and_slide`] moves it by a displacement.
 ///
-/// Build it with [`BoxCast::new`] or [`BoxCast::from_point`]; the fields are public so that
-/// engines can fill them directly, and every cast checks them again.
+/// Build it with [`BoxBody::new`] or [`BoxBody::from_point`]; the fields are public so that
+/// engines can fill them directly, and every cast and slide checks them again.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct BoxCast {
+pub struct BoxBody {
     /// The voxel holding the box's center.
     pub center: WorldPos,
     /// The center inside `center`, in voxels; any finite value (whole units move into `center`).
     pub center_offset: Vec3,
     /// Half the box's size on each axis, in voxels, each in `0..=MAX_HALF_EXTENT`.
     pub half_extents: Vec3,
+}
+
+impl BoxBody {
+    /// Validates and builds a box: the center's whole units moved into `center`, so that
+    /// `center_offset` lies in `[0, 1)` on each axis.
+    ///
+    /// # Errors
+    /// [`BoxCastError::Ray`] for a center [`VoxelRay::new`] refuses as an origin;
+    /// [`BoxCastError::HalfExtents`] for a half extent that is not a number in
+    /// `0..=MAX_HALF_EXTENT`; [`BoxCastError::OutOfWorld`] when a face lies outside the i128
+    /// world.
+    ///
+    /// # Example
+    /// ```
+    /// use voxcast::{BoxBody, WorldPos, glam::Vec3};
+    /// // A player-sized box, its feet on the top face of voxel y = 63.
+    /// let player = BoxBody::new(
+    ///     WorldPos::new(0, 64, 0),
+    ///     Vec3::new(0.5, 0.9, 0.5),
+    ///     Vec3::new(0.3, 0.9, 0.3),
+    /// )?;
+    /// # Ok::<(), voxcast::BoxCastError>(())
+    /// ```
+    pub fn new(
+        center: WorldPos,
+        center_offset: Vec3,
+        half_extents: Vec3,
+    ) -> Result<Self, BoxCastError> {
+        BoxCast::new(center, center_offset, half_extents, Vec3::X, 0.0).map(|c| c.body)
+    }
+
+    /// [`BoxBody::new`] with the center given as a point in f64 voxel coordinates (split as
+    /// [`VoxelRay::from_point`] splits it).
+    ///
+    /// # Errors
+    /// Those of [`VoxelRay::from_point`] and [`BoxBody::new`].
+    pub fn from_point(center: DVec3, half_extents: Vec3) -> Result<Self, BoxCastError> {
+        BoxCast::from_point(center, half_extents, Vec3::X, 0.0).map(|c| c.body)
+    }
+
+    /// This box moving along `direction` (normalised unless within `1e-5` of unit length) for
+    /// up to `max_distance` voxels: the cast [`box_cast`] answers.
+    ///
+    /// # Errors
+    /// As [`BoxCast::new`].
+    pub fn cast(self, direction: Vec3, max_distance: f32) -> Result<BoxCast, BoxCastError> {
+        BoxCast::new(
+            self.center,
+            self.center_offset,
+            self.half_extents,
+            direction,
+            max_distance,
+        )
+    }
+}
+
+/// An axis-aligned box moving along a straight line: what [`box_cast`] casts.
+///
+/// Build it with [`BoxBody::cast`], [`BoxCast::new`] or [`BoxCast::from_point`]; the fields
+/// are public so that engines can fill them directly, and every cast checks them again.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BoxCast {
+    /// The box at its start.
+    pub body: BoxBody,
     /// Direction of motion, as a ray's (normalised unless within `1e-5` of unit length).
     pub direction: Vec3,
     /// How far the box moves, in voxels, as a ray's max distance (`f32::INFINITY` means the
@@ -156,9 +222,11 @@ impl BoxCast {
     ) -> Result<Self, BoxCastError> {
         let ray = VoxelRay::new(center, center_offset, direction, max_distance)?;
         let cast = Self {
-            center: ray.origin,
-            center_offset: ray.sub_offset,
-            half_extents,
+            body: BoxBody {
+                center: ray.origin,
+                center_offset: ray.sub_offset,
+                half_extents,
+            },
             direction: ray.direction,
             max_distance: ray.max_distance,
         };
@@ -193,8 +261,8 @@ impl BoxCast {
     /// As [`VoxelRay::new`].
     pub fn center_ray(&self) -> Result<VoxelRay, RayError> {
         VoxelRay::new(
-            self.center,
-            self.center_offset,
+            self.body.center,
+            self.body.center_offset,
             self.direction,
             self.max_distance,
         )
@@ -206,7 +274,7 @@ impl BoxCast {
         let mut axes = [Axis::default(); 3];
         let mut misses = false;
         for (a, axis) in axes.iter_mut().enumerate() {
-            let h = self.half_extents[a];
+            let h = self.body.half_extents[a];
             if !(0.0..=MAX_HALF_EXTENT).contains(&h) {
                 return Err(BoxCastError::HalfExtents);
             }

@@ -184,8 +184,8 @@ pub use aabb::{ray_aabb, ray_aabb_f64};
 pub use agents::{Agent, agent_segment, agent_visibility, pairs_within, visible_pairs_within};
 pub use blocks::{EditError, break_block, place_block};
 pub use boxcast::{
-    BoxCast, BoxCastError, BoxCastOutcome, BoxHit, MAX_HALF_EXTENT, Slide, SlideOptions, box_cast,
-    box_cast_batch, collide_and_slide,
+    BoxBody, BoxCast, BoxCastError, BoxCastOutcome, BoxHit, MAX_HALF_EXTENT, Slide, SlideOptions,
+    box_cast, box_cast_batch, collide_and_slide,
 };
 pub use camera::{Camera, CameraError, CameraSpec};
 pub use coords::{CHUNK_EDGE, CHUNK_VOLUME, ChunkPos, LocalPos, VoxelBox, WorldPos};

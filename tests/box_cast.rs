@@ -4,7 +4,7 @@
 
 use voxcast::glam::{IVec3, Vec3};
 use voxcast::{
-    BoxCast, BoxCastError, BoxCastOutcome, Chunk, ChunkPos, MAX_HALF_EXTENT, OriginPolicy,
+    BoxBody, BoxCast, BoxCastError, BoxCastOutcome, Chunk, ChunkPos, MAX_HALF_EXTENT, OriginPolicy,
     RayError, RaycastOptions, RaycastOutcome, SlideOptions, UnloadedPolicy, VoxelId, VoxelRay,
     VoxelWorld, WorldPos, box_cast, box_cast_batch, collide_and_slide, voxel_raycast_with,
 };
@@ -234,7 +234,10 @@ fn aligned_boxes_touch_exactly() {
     assert_eq!(box_cast(&up, &w, &o), BoxCastOutcome::Miss);
     // Sunk into the floor a little: starts inside, or walks out under the other policies.
     let sunk = BoxCast {
-        center_offset: Vec3::new(0.5, 0.4, 0.5),
+        body: BoxBody {
+            center_offset: Vec3::new(0.5, 0.4, 0.5),
+            ..up.body
+        },
         ..up
     };
     assert!(
@@ -299,7 +302,10 @@ fn edges_and_corners_pick_the_fastest_axis() {
     assert_eq!(box_cast(&beside, &w, &o), BoxCastOutcome::Miss);
     // Shifted a hair into the voxel's column: touches its bottom face.
     let inside = BoxCast {
-        center_offset: Vec3::new(0.5001, 0.5, 0.5),
+        body: BoxBody {
+            center_offset: Vec3::new(0.5001, 0.5, 0.5),
+            ..beside.body
+        },
         ..beside
     };
     let h = hit_of(box_cast(&inside, &w, &o));
@@ -409,7 +415,10 @@ fn unloaded_chunks_stop_the_box_under_stop() {
     );
     // Starting across the border: unloaded at once.
     let across = BoxCast {
-        center: WorldPos::new(31, 5, 5),
+        body: BoxBody {
+            center: WorldPos::new(31, 5, 5),
+            ..cast.body
+        },
         ..cast
     };
     assert!(matches!(
@@ -432,8 +441,8 @@ fn bad_casts_are_errors_and_spoil_nothing_else() {
     for h in [-0.1, f32::NAN, f32::INFINITY, MAX_HALF_EXTENT + 0.01] {
         assert_eq!(
             BoxCast::new(
-                good.center,
-                good.center_offset,
+                good.body.center,
+                good.body.center_offset,
                 Vec3::new(0.3, h, 0.3),
                 Vec3::X,
                 1.0
@@ -443,16 +452,16 @@ fn bad_casts_are_errors_and_spoil_nothing_else() {
     }
     assert_eq!(
         BoxCast::new(
-            good.center,
-            good.center_offset,
-            good.half_extents,
+            good.body.center,
+            good.body.center_offset,
+            good.body.half_extents,
             Vec3::ZERO,
             1.0
         ),
         Err(BoxCastError::Ray(RayError::ZeroDirection))
     );
     let mut casts = vec![good; 5];
-    casts[1].half_extents.x = f32::NAN;
+    casts[1].body.half_extents.x = f32::NAN;
     casts[2].direction = Vec3::new(f32::NAN, 0.0, 0.0);
     casts[3].max_distance = -1.0;
     let out = box_cast_batch(&casts, &w, &RaycastOptions::default());
@@ -472,9 +481,11 @@ fn bad_casts_are_errors_and_spoil_nothing_else() {
     let so = SlideOptions::default();
     let slide = |d: Vec3| {
         collide_and_slide(
-            good.center,
-            good.center_offset,
-            good.half_extents,
+            &BoxBody {
+                center: good.body.center,
+                center_offset: good.body.center_offset,
+                half_extents: good.body.half_extents,
+            },
             d,
             &w,
             &so,
@@ -513,36 +524,35 @@ fn slides_along_walls_and_lands_flush() {
     let so = SlideOptions::default();
     // Falling onto the floor: stops with the box's bottom exactly on y = 1.
     let s = collide_and_slide(
-        WorldPos::new(0, 3, 0),
-        Vec3::new(0.5, 0.5, 0.5),
-        h,
+        &BoxBody {
+            center: WorldPos::new(0, 3, 0),
+            center_offset: Vec3::new(0.5, 0.5, 0.5),
+            half_extents: h,
+        },
         Vec3::new(0.0, -5.0, 0.0),
         &w,
         &so,
     )
     .expect("valid");
     assert!(s.blocked.y && !s.blocked.x && !s.blocked.z);
-    let bottom = s.center.y as f64 + f64::from(s.center_offset.y) - 0.9;
+    let bottom = s.body.center.y as f64 + f64::from(s.body.center_offset.y) - 0.9;
     assert!((bottom - 1.0).abs() < 1e-6, "bottom at {bottom}");
-    assert!(overlaps_nothing(&w, s.center, s.center_offset, h));
+    assert!(overlaps_nothing(&w, s.body.center, s.body.center_offset, h));
     // Walking diagonally into the wall while falling: x blocked, z and y go on.
-    let s2 = collide_and_slide(
-        s.center,
-        s.center_offset,
-        h,
-        Vec3::new(4.0, -0.5, 1.0),
-        &w,
-        &so,
-    )
-    .expect("valid");
+    let s2 = collide_and_slide(&s.body, Vec3::new(4.0, -0.5, 1.0), &w, &so).expect("valid");
     assert!(s2.blocked.x && s2.blocked.y, "{s2:?}");
     assert!((s2.moved.z - 1.0).abs() < 1e-5, "{s2:?}");
-    let right = s2.center.x as f64 + f64::from(s2.center_offset.x) + 0.3;
+    let right = s2.body.center.x as f64 + f64::from(s2.body.center_offset.x) + 0.3;
     assert!(
         (right - 3.0).abs() < 1e-6 && right <= 3.0,
         "right face at {right}"
     );
-    assert!(overlaps_nothing(&w, s2.center, s2.center_offset, h));
+    assert!(overlaps_nothing(
+        &w,
+        s2.body.center,
+        s2.body.center_offset,
+        h
+    ));
 }
 
 #[test]
@@ -567,20 +577,31 @@ fn steps_up_one_voxel_ledges_only() {
         step_up: 1.01,
         ..SlideOptions::default()
     };
-    let s = collide_and_slide(start.0, start.1, h, Vec3::new(3.0, 0.0, 0.0), &w, &climb)
-        .expect("valid");
+    let s = collide_and_slide(
+        &BoxBody {
+            center: start.0,
+            center_offset: start.1,
+            half_extents: h,
+        },
+        Vec3::new(3.0, 0.0, 0.0),
+        &w,
+        &climb,
+    )
+    .expect("valid");
     assert!(s.stepped_up && !s.blocked.x, "{s:?}");
-    let bottom = s.center.y as f64 + f64::from(s.center_offset.y) - 0.9;
+    let bottom = s.body.center.y as f64 + f64::from(s.body.center_offset.y) - 0.9;
     assert!(
         (bottom - 2.0).abs() < 1e-5,
         "on the step: bottom at {bottom}"
     );
-    assert!(overlaps_nothing(&w, s.center, s.center_offset, h));
+    assert!(overlaps_nothing(&w, s.body.center, s.body.center_offset, h));
     // Without the option, the step blocks.
     let s = collide_and_slide(
-        start.0,
-        start.1,
-        h,
+        &BoxBody {
+            center: start.0,
+            center_offset: start.1,
+            half_extents: h,
+        },
         Vec3::new(3.0, 0.0, 0.0),
         &w,
         &SlideOptions::default(),
@@ -590,16 +611,18 @@ fn steps_up_one_voxel_ledges_only() {
     // From the step, the two-high wall is not climbed.
     let on_step = (WorldPos::new(4, 2, 0), Vec3::new(0.5, 0.9, 0.5));
     let s = collide_and_slide(
-        on_step.0,
-        on_step.1,
-        h,
+        &BoxBody {
+            center: on_step.0,
+            center_offset: on_step.1,
+            half_extents: h,
+        },
         Vec3::new(3.0, 0.0, 0.0),
         &w,
         &climb,
     )
     .expect("valid");
     assert!(s.blocked.x, "{s:?}");
-    let right = s.center.x as f64 + f64::from(s.center_offset.x) + 0.3;
+    let right = s.body.center.x as f64 + f64::from(s.body.center_offset.x) + 0.3;
     assert!(
         (right - 6.0).abs() < 1e-5,
         "against the wall: right face at {right}"
@@ -626,9 +649,19 @@ fn slides_never_overlap() {
             continue;
         }
         let d = (Vec3::new(rng.next_f32(), rng.next_f32(), rng.next_f32()) * 2.0 - 1.0) * 4.0;
-        let s = collide_and_slide(c, sub, h, d, &w, &SlideOptions::default()).expect("valid");
+        let s = collide_and_slide(
+            &BoxBody {
+                center: c,
+                center_offset: sub,
+                half_extents: h,
+            },
+            d,
+            &w,
+            &SlideOptions::default(),
+        )
+        .expect("valid");
         assert!(
-            overlaps_nothing(&w, s.center, s.center_offset, h),
+            overlaps_nothing(&w, s.body.center, s.body.center_offset, h),
             "{c} {sub} {h} {d}: {s:?}"
         );
         for a in 0..3 {
@@ -675,65 +708,61 @@ fn world_edges_flat_slides_and_tiny_offsets() {
     )
     .expect("a point inside the world");
     assert_eq!(box_cast(&flat, &w, &o), BoxCastOutcome::Miss);
-    let ray = VoxelRay::new(flat.center, flat.center_offset, flat.direction, 4.0).expect("valid");
+    let ray = VoxelRay::new(
+        flat.body.center,
+        flat.body.center_offset,
+        flat.direction,
+        4.0,
+    )
+    .expect("valid");
     assert_eq!(voxel_raycast_with(&ray, &w, &o), RaycastOutcome::Miss);
     // A box flat on x slid into the wall at x = 3, twice: it stays in front of it.
     let h = Vec3::new(0.0, 0.4, 0.4);
     let so = SlideOptions::default();
     let s1 = collide_and_slide(
-        WorldPos::new(0, 0, 0),
-        Vec3::splat(0.5),
-        h,
+        &BoxBody {
+            center: WorldPos::new(0, 0, 0),
+            center_offset: Vec3::splat(0.5),
+            half_extents: h,
+        },
         Vec3::new(5.0, 0.0, 0.0),
         &w,
         &so,
     )
     .expect("valid");
-    let s2 = collide_and_slide(
-        s1.center,
-        s1.center_offset,
-        h,
-        Vec3::new(5.0, 0.0, 0.0),
-        &w,
-        &so,
-    )
-    .expect("valid");
+    let s2 = collide_and_slide(&s1.body, Vec3::new(5.0, 0.0, 0.0), &w, &so).expect("valid");
     for s in [s1, s2] {
         assert!(s.blocked.x, "{s:?}");
         assert!(
-            (s.center.x as f64 + f64::from(s.center_offset.x)) < 3.0,
+            (s.body.center.x as f64 + f64::from(s.body.center_offset.x)) < 3.0,
             "{s:?}"
         );
     }
     // Falling flat onto the floor (y = -1) twice: it stays on it.
     let h = Vec3::new(0.4, 0.0, 0.4);
     let f1 = collide_and_slide(
-        WorldPos::new(0, 2, 0),
-        Vec3::splat(0.5),
-        h,
+        &BoxBody {
+            center: WorldPos::new(0, 2, 0),
+            center_offset: Vec3::splat(0.5),
+            half_extents: h,
+        },
         Vec3::new(0.0, -5.0, 0.0),
         &w,
         &so,
     )
     .expect("valid");
-    let f2 = collide_and_slide(
-        f1.center,
-        f1.center_offset,
-        h,
-        Vec3::new(0.0, -5.0, 0.0),
-        &w,
-        &so,
-    )
-    .expect("valid");
+    let f2 = collide_and_slide(&f1.body, Vec3::new(0.0, -5.0, 0.0), &w, &so).expect("valid");
     for f in [f1, f2] {
-        assert!(f.blocked.y && f.center.y == 0, "{f:?}");
+        assert!(f.blocked.y && f.body.center.y == 0, "{f:?}");
     }
     // Never farther than asked.
     let empty = VoxelWorld::new();
     let s = collide_and_slide(
-        WorldPos::ZERO,
-        Vec3::splat(0.5),
-        Vec3::splat(0.3),
+        &BoxBody {
+            center: WorldPos::ZERO,
+            center_offset: Vec3::splat(0.5),
+            half_extents: Vec3::splat(0.3),
+        },
         Vec3::new(3.0, 4.0, 0.0),
         &empty,
         &so,
@@ -746,9 +775,11 @@ fn world_edges_flat_slides_and_tiny_offsets() {
     // A center a hair above a face, moving down a little faster than unit length: the
     // distance to the face is 0 or a normal number, never subnormal.
     let hair = BoxCast {
-        center: WorldPos::new(0, 0, 0),
-        center_offset: Vec3::new(0.5, f32::MIN_POSITIVE, 0.5),
-        half_extents: Vec3::ZERO,
+        body: BoxBody {
+            center: WorldPos::new(0, 0, 0),
+            center_offset: Vec3::new(0.5, f32::MIN_POSITIVE, 0.5),
+            half_extents: Vec3::ZERO,
+        },
         direction: Vec3::new(0.0, -1.000_004, 0.0),
         max_distance: 2.0,
     };
@@ -756,7 +787,10 @@ fn world_edges_flat_slides_and_tiny_offsets() {
     // that, a normal number.
     for sub in [f32::MIN_POSITIVE, 1e-19, 1e-30] {
         let cast = BoxCast {
-            center_offset: Vec3::new(0.5, sub, 0.5),
+            body: BoxBody {
+                center_offset: Vec3::new(0.5, sub, 0.5),
+                ..hair.body
+            },
             ..hair
         };
         let h = hit_of(box_cast(&cast, &w, &o));

@@ -36,11 +36,11 @@ fn bad_and_far_casts_are_answered_alone() {
     )
     .expect("valid");
     let mut casts = vec![good; 6];
-    casts[1].half_extents.y = -1.0;
+    casts[1].body.half_extents.y = -1.0;
     casts[2].direction = Vec3::ZERO;
     // Far beyond the window, and at the other end of i128.
-    casts[3].center = WorldPos::new(1 << 40, 80, 20);
-    casts[4].center = WorldPos::new(i128::MIN + 100, i128::MIN + 100, 0);
+    casts[3].body.center = WorldPos::new(1 << 40, 80, 20);
+    casts[4].body.center = WorldPos::new(i128::MIN + 100, i128::MIN + 100, 0);
     for opts in every_option() {
         let g = gpu.cast(BoxCasts(&casts), &gw, &opts).expect("box casts");
         let c = box_cast_batch(&casts, tw, &opts);

@@ -3,7 +3,7 @@
 
 use glam::{BVec3, DVec3, Vec3};
 
-use crate::boxcast::{BoxCast, BoxCastError, BoxCastOutcome, End, walk};
+use crate::boxcast::{BoxBody, BoxCast, BoxCastError, BoxCastOutcome, End, walk};
 use crate::coords::WorldPos;
 use crate::ray::{
     OriginPolicy, RaycastOptions, add_whole, difference, flush_denormal, set_axis, split_sub,
@@ -40,10 +40,9 @@ impl Default for SlideOptions {
 /// Where [`collide_and_slide`] left the box.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Slide {
-    /// The voxel holding the box's center.
-    pub center: WorldPos,
-    /// The center inside `center`, each component in `[0, 1)`.
-    pub center_offset: Vec3,
+    /// The box where it stopped: the box given, moved (its center's offset in `[0, 1)` on
+    /// each axis). Give it to the next call to go on from there.
+    pub body: BoxBody,
     /// How far the box moved on each axis, in voxels (f64, exact to f64 precision).
     pub moved: DVec3,
     /// The axes on which a contact stopped the box (a wall on x or z, a floor or ceiling on y).
@@ -59,11 +58,10 @@ pub struct Slide {
 /// The most casts one slide makes: one per axis it can be blocked on.
 const PASSES: usize = 3;
 
-/// Moves the box with center `center` + `center_offset` and `half_extents` by `displacement`
-/// (voxels) through `world`: a box cast along the displacement, the box stopped at the contact
-/// (flush with the touched face, never overlapping a stopping voxel), the blocked component
-/// dropped and the rest cast again, at most three passes (see the box cast rules in the crate
-/// docs). Under [`UnloadedPolicy::Stop`](crate::ray::UnloadedPolicy::Stop) unloaded voxels
+/// Moves `body` by `displacement` (voxels) through `world`: a box cast along the displacement,
+/// the box stopped at the contact (flush with the touched face, never overlapping a stopping
+/// voxel), the blocked component dropped and the rest cast again, at most three passes (see
+/// the box cast rules in the crate docs). Under [`UnloadedPolicy::Stop`](crate::ray::UnloadedPolicy::Stop) unloaded voxels
 /// block as walls do. A zero displacement returns the box where it is.
 ///
 /// # Errors
@@ -71,22 +69,19 @@ const PASSES: usize = 3;
 /// or one that moves the box out of the i128 world or farther than
 /// [`MAX_DISTANCE_CAP`](crate::ray::MAX_DISTANCE_CAP).
 pub fn collide_and_slide(
-    center: WorldPos,
-    center_offset: Vec3,
-    half_extents: Vec3,
+    body: &BoxBody,
     displacement: Vec3,
     world: &VoxelWorld,
     opts: &SlideOptions,
 ) -> Result<Slide, BoxCastError> {
     crate::ray::check_direction(displacement)?;
     // Checks the box; the center's normalised form; subnormal half extents as 0 (rule 1).
-    let probe = BoxCast::new(center, center_offset, half_extents, Vec3::X, 0.0)?;
-    let half_extents = half_extents.map(flush_denormal);
+    let probe = BoxBody::new(body.center, body.center_offset, body.half_extents)?;
+    let half_extents = body.half_extents.map(flush_denormal);
     let start = (probe.center, probe.center_offset);
     let mut pos = start;
     let mut slide = Slide {
-        center: pos.0,
-        center_offset: pos.1,
+        body: probe,
         moved: DVec3::ZERO,
         blocked: BVec3::FALSE,
         stepped_up: false,
@@ -120,8 +115,8 @@ pub fn collide_and_slide(
             }
         }
     }
-    slide.center = pos.0;
-    slide.center_offset = pos.1;
+    slide.body.center = pos.0;
+    slide.body.center_offset = pos.1;
     slide.moved = difference(start.0, start.1, pos.0, pos.1)?;
     Ok(slide)
 }
@@ -166,8 +161,8 @@ fn slide_pass(
     let t = match outcome {
         BoxCastOutcome::Miss => {
             // The whole move, kept out of layers the cast did not enter.
-            let at =
-                advance((cast.center, cast.center_offset), rest).ok_or(BoxCastError::OutOfWorld)?;
+            let at = advance((cast.body.center, cast.body.center_offset), rest)
+                .ok_or(BoxCastError::OutOfWorld)?;
             let at = if end.left_bounds {
                 at
             } else {
@@ -184,7 +179,8 @@ fn slide_pass(
     // The cast's own (normalised) direction and start, so that the move is the cast's, and
     // on no axis more than asked.
     let moved = within(cast.direction.as_dvec3() * f64::from(t), rest);
-    let at = advance((cast.center, cast.center_offset), moved).ok_or(BoxCastError::OutOfWorld)?;
+    let at = advance((cast.body.center, cast.body.center_offset), moved)
+        .ok_or(BoxCastError::OutOfWorld)?;
     let at = inside(place_at_contact(at, h, &prepared.axes, &end), h)?;
     let done = difference(pos.0, pos.1, at.0, at.1)?;
     Ok(Pass::Blocked {

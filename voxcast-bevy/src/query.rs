@@ -6,7 +6,7 @@ use bevy_ecs::system::SystemParam;
 use bevy_math::{Mat4, Vec2, Vec3};
 use bevy_transform::components::GlobalTransform;
 use voxcast::{
-    BoxCast, BoxCastError, BoxCastOutcome, LineOfSight, LineOfSightOptions, RayError,
+    BoxBody, BoxCast, BoxCastError, BoxCastOutcome, LineOfSight, LineOfSightOptions, RayError,
     RaycastOptions, RaycastOutcome, SlideOptions, VoxelRay, VoxelWorld, box_cast,
     collide_and_slide, line_of_sight, voxel_raycast_with,
 };
@@ -125,9 +125,11 @@ impl VoxelQuery<'_> {
         options: &RaycastOptions,
     ) -> BoxCastOutcome {
         let cast = BoxCast {
-            center: center.voxel,
-            center_offset: center.offset,
-            half_extents,
+            body: BoxBody {
+                center: center.voxel,
+                center_offset: center.offset,
+                half_extents,
+            },
             direction,
             max_distance,
         };
@@ -147,15 +149,13 @@ impl VoxelQuery<'_> {
         displacement: Vec3,
         options: &SlideOptions,
     ) -> Result<(VoxelPosition, voxcast::Slide), BoxCastError> {
-        let s = collide_and_slide(
-            center.voxel,
-            center.offset,
+        let body = BoxBody {
+            center: center.voxel,
+            center_offset: center.offset,
             half_extents,
-            displacement,
-            &self.voxels,
-            options,
-        )?;
-        Ok((VoxelPosition::new(s.center, s.center_offset), s))
+        };
+        let s = collide_and_slide(&body, displacement, &self.voxels, options)?;
+        Ok((VoxelPosition::new(s.body.center, s.body.center_offset), s))
     }
 }
 

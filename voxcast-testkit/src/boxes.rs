@@ -33,9 +33,9 @@ pub fn tolerance(t: f64) -> f64 {
 /// somewhere along its path, from a distance below its max distance plus the tolerance.
 #[must_use]
 pub fn contacts(cast: &BoxCast, solids: &[(WorldPos, VoxelId)]) -> Vec<Contact> {
-    let c = cast.center;
-    let off = cast.center_offset.as_dvec3();
-    let h = cast.half_extents.as_dvec3();
+    let c = cast.body.center;
+    let off = cast.body.center_offset.as_dvec3();
+    let h = cast.body.half_extents.as_dvec3();
     let d = cast.direction.as_dvec3();
     let max = f64::from(cast.max_distance);
     let mut out = Vec::new();

@@ -577,9 +577,9 @@ pub fn box_solids_near(
     world: &VoxelWorld,
     cast: &voxcast::BoxCast,
 ) -> Vec<(WorldPos, voxcast::VoxelId)> {
-    let reach = cast.half_extents + cast.direction.abs() * cast.max_distance + 2.0;
-    let lo = |a: usize| cast.center.axis(a) - reach[a].ceil() as i128;
-    let hi = |a: usize| cast.center.axis(a) + reach[a].ceil() as i128;
+    let reach = cast.body.half_extents + cast.direction.abs() * cast.max_distance + 2.0;
+    let lo = |a: usize| cast.body.center.axis(a) - reach[a].ceil() as i128;
+    let hi = |a: usize| cast.body.center.axis(a) + reach[a].ceil() as i128;
     let mut out = Vec::new();
     for z in lo(2)..=hi(2) {
         for y in lo(1)..=hi(1) {
@@ -651,11 +651,11 @@ impl ParryScene {
     #[inline]
     pub fn box_cast(&self, c: &voxcast::BoxCast) -> Option<f32> {
         let center = Vector::new(
-            c.center.x as f32 + c.center_offset.x,
-            c.center.y as f32 + c.center_offset.y,
-            c.center.z as f32 + c.center_offset.z,
+            c.body.center.x as f32 + c.body.center_offset.x,
+            c.body.center.y as f32 + c.body.center_offset.y,
+            c.body.center.z as f32 + c.body.center_offset.z,
         );
-        let h = c.half_extents;
+        let h = c.body.half_extents;
         let cuboid = Cuboid::new(Vector::new(h.x, h.y, h.z));
         let d = c.direction;
         let hit = cast_shapes(

@@ -8,8 +8,8 @@
 use arbitrary::Arbitrary;
 use voxcast::glam::Vec3;
 use voxcast::{
-    BoxCast, BoxCastOutcome, OriginPolicy, RaycastOptions, SlideOptions, UnloadedPolicy, VoxelId,
-    VoxelWorld, WorldPos, box_cast, box_cast_batch, collide_and_slide,
+    BoxBody, BoxCast, BoxCastOutcome, OriginPolicy, RaycastOptions, SlideOptions, UnloadedPolicy,
+    VoxelId, VoxelWorld, WorldPos, box_cast, box_cast_batch, collide_and_slide,
 };
 
 use crate::boxes::{contacts, judge};
@@ -69,11 +69,13 @@ fn check(input: &Input) -> Result<(), String> {
         .take(16)
         .map(|c| {
             let cast = BoxCast {
-                center: WorldPos::from_array(std::array::from_fn(|a| {
-                    c.center[a].get(anchor.axis(a))
-                })),
-                center_offset: vec3(c.sub),
-                half_extents: vec3(c.half),
+                body: BoxBody {
+                    center: WorldPos::from_array(std::array::from_fn(|a| {
+                        c.center[a].get(anchor.axis(a))
+                    })),
+                    center_offset: vec3(c.sub),
+                    half_extents: vec3(c.half),
+                },
                 direction: vec3(c.dir),
                 max_distance: c.max.get(),
             };
@@ -92,9 +94,9 @@ fn check(input: &Input) -> Result<(), String> {
         };
         let got = box_cast(&raw, &world, &air);
         let cast = match BoxCast::new(
-            raw.center,
-            raw.center_offset,
-            raw.half_extents,
+            raw.body.center,
+            raw.body.center_offset,
+            raw.body.half_extents,
             raw.direction,
             raw.max_distance,
         ) {
@@ -122,7 +124,7 @@ fn check(input: &Input) -> Result<(), String> {
         if slide && origin != OriginPolicy::Report {
             let d = cast.direction * cast.max_distance.min(64.0);
             let clear = |c: WorldPos, s: Vec3| {
-                let probe = BoxCast::new(c, s, cast.half_extents, Vec3::Y, 0.0);
+                let probe = BoxCast::new(c, s, cast.body.half_extents, Vec3::Y, 0.0);
                 probe.is_ok_and(|p| {
                     !matches!(
                         box_cast(&p, &world, &RaycastOptions::default()),
@@ -134,16 +136,9 @@ fn check(input: &Input) -> Result<(), String> {
                 cast: air.clone(),
                 step_up: 1.0,
             };
-            if clear(cast.center, cast.center_offset)
-                && let Ok(s) = collide_and_slide(
-                    cast.center,
-                    cast.center_offset,
-                    cast.half_extents,
-                    d,
-                    &world,
-                    &opts,
-                )
-                && !clear(s.center, s.center_offset)
+            if clear(cast.body.center, cast.body.center_offset)
+                && let Ok(s) = collide_and_slide(&cast.body, d, &world, &opts)
+                && !clear(s.body.center, s.body.center_offset)
             {
                 return Err(format!(
                     "{cast:?}: the slide by {d} ends overlapping: {s:?}"

@@ -411,9 +411,11 @@ fn boxes(
         .iter()
         .enumerate()
         .map(|(i, r)| voxcast::BoxCast {
-            center: r.origin,
-            center_offset: r.sub_offset,
-            half_extents: HALVES[i % HALVES.len()],
+            body: voxcast::BoxBody {
+                center: r.origin,
+                center_offset: r.sub_offset,
+                half_extents: HALVES[i % HALVES.len()],
+            },
             direction: r.direction,
             max_distance: if r.max_distance.is_nan() {
                 r.max_distance
