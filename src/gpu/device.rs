@@ -50,15 +50,19 @@ pub struct GpuConfig {
 pub enum Driver {
     /// A thread of voxcast's own (joined when the raycaster, its worlds and batches are
     /// dropped): it submits and polls while batches are in flight, and wakes each batch as its
-    /// answers come, so the caller's thread never waits on a driver. For a native program.
-    #[default]
+    /// answers come, so the caller's thread never waits on a driver. For a native program;
+    /// the default there. On the web (`wasm32`), which has no threads, opening a device with
+    /// it fails with [`GpuError::Device`](crate::gpu::GpuError::Device).
+    #[cfg_attr(not(target_arch = "wasm32"), default)]
     Thread,
     /// The host: voxcast starts no thread, submits from the calling thread (one submission at
     /// a time), and the device is polled by whoever drives it: a browser's event loop, or the
     /// application's own `wgpu::Device::poll` (once a frame, say), and a pending batch polls it
     /// without waiting each time it is polled. A batch awaited is woken when a poll maps its
     /// answers; the calls whose job is to wait (`PendingBatch::wait`, `GpuRaycaster::cast`)
-    /// poll the device themselves until then.
+    /// poll the device themselves until then. The default on the web (`wasm32`), where the
+    /// browser drives the device and the waiting calls do not exist.
+    #[cfg_attr(target_arch = "wasm32", default)]
     Host,
 }
 

@@ -114,6 +114,7 @@ pub struct BatchStats {
 impl BatchStats {
     /// Adds `other`'s counts and times to these (the bands of one blocking call); kernel
     /// times add where both have them.
+    #[cfg(not(target_arch = "wasm32"))]
     pub(super) fn add(&mut self, other: &BatchStats) {
         self.gpu_rays += other.gpu_rays;
         self.dispatches += other.dispatches;
@@ -591,7 +592,7 @@ impl<U: Upload> Flight<U> {
             if !wait && !oldest.done.load(Ordering::Acquire) {
                 return Ok(false);
             }
-            let t = std::time::Instant::now();
+            let t = web_time::Instant::now();
             // Where the host drives the device, waiting is polling it until the answers map.
             while wait && !oldest.done.load(Ordering::Acquire) && courier.drives_on_host() {
                 courier.drive(true);
@@ -603,7 +604,10 @@ impl<U: Upload> Flight<U> {
                 .recv()
                 .map_err(|_| GpuError::Device("a readback was abandoned".into()))
                 .and_then(|r| r.map_err(device_error));
-            let stamps = f.timestamps_mapped.as_ref().is_some_and(settled);
+            let stamps = f
+                .timestamps_mapped
+                .as_ref()
+                .is_some_and(|m| settled(m, courier.drives_on_host()));
             self.totals.waited += t.elapsed().as_secs_f64();
             let hits = mapped.is_ok();
             let read = mapped
@@ -659,12 +663,21 @@ impl<U: Upload> Flight<U> {
             // A dropped dispatch's mappings settle once the device has done its work.
             self.batches.device.courier.settle();
         }
+        let host = self.batches.device.courier.drives_on_host();
         let (hits, stamps) = mapped.unwrap_or_else(|| {
             (
-                asked && settled(&f.hits_mapped),
-                asked && f.timestamps_mapped.as_ref().is_some_and(settled),
+                asked && settled(&f.hits_mapped, host),
+                asked
+                    && f.timestamps_mapped
+                        .as_ref()
+                        .is_some_and(|m| settled(m, host)),
             )
         });
+        if mapped.is_none() && asked && (!hits || (f.set.timer.is_some() && !stamps)) {
+            // A mapping still to come (on the web, the page's event loop maps it later): the
+            // set cannot be used again before it settles, so it is dropped, not pooled.
+            return;
+        }
         if hits {
             f.set.readback.unmap();
         }
@@ -672,6 +685,12 @@ impl<U: Upload> Flight<U> {
             && stamps
         {
             ts.unmap();
+        }
+        if cfg!(target_arch = "wasm32") {
+            // On the web a set serves one dispatch and is dropped: written after a second
+            // mapping (`mapAsync`), its upload buffer reached the GPU with the last dispatch's
+            // bytes in Chromium (SwiftShader), while a buffer mapped at creation never did.
+            return;
         }
         f.set.remap(&self.batches.device.courier);
         self.batches.buffers.give_back(f.set);
@@ -706,7 +725,13 @@ impl<U: Upload> Drop for Flight<U> {
 const SETTLE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Whether a mapping's callback has reported the buffer mapped, waiting for it at most
-/// [`SETTLE`]; `false` for a failed or abandoned mapping (the buffer is not mapped then).
-fn settled(mapped: &Receiver<Result<(), wgpu::BufferAsyncError>>) -> bool {
-    matches!(mapped.recv_timeout(SETTLE), Ok(Ok(())))
+/// [`SETTLE`] where voxcast's thread drives the device, not at all where the host does (its
+/// device was polled to the end already: `Courier::settle`); `false` for a failed, abandoned
+/// or pending mapping (the buffer is not mapped then).
+fn settled(mapped: &Receiver<Result<(), wgpu::BufferAsyncError>>, host: bool) -> bool {
+    if host {
+        matches!(mapped.try_recv(), Ok(Ok(())))
+    } else {
+        matches!(mapped.recv_timeout(SETTLE), Ok(Ok(())))
+    }
 }

@@ -7,7 +7,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Instant;
+use web_time::Instant;
 
 use crate::gpu::error::GpuError;
 use crate::gpu::flight::{BatchStats, Batches, Binding, Flight, Totals, Upload};
@@ -164,6 +164,7 @@ pub struct Launch<'a> {
 
 impl<'a> Launch<'a> {
     /// A launch of another batch on the same world (a band of a blocking call), started now.
+    #[cfg(not(target_arch = "wasm32"))]
     pub(super) fn again(&self) -> Launch<'a> {
         Launch {
             batches: self.batches,
@@ -303,6 +304,7 @@ impl<T> PendingBatch<T> {
     /// # Errors
     /// As [`PendingBatch::try_take`]: the device's errors, and [`GpuError::AlreadyTaken`]
     /// when `try_take` returned the answers already.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn wait(self) -> Result<T, GpuError> {
         self.wait_with_stats().map(|(answers, _)| answers)
     }
@@ -311,6 +313,7 @@ impl<T> PendingBatch<T> {
     ///
     /// # Errors
     /// As [`PendingBatch::wait`].
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn wait_with_stats(mut self) -> Result<(T, BatchStats), GpuError> {
         self.progress(true);
         let answers = self.take()?;

@@ -581,6 +581,7 @@ impl Buckets {
 /// Rays (or host-built camera pixels) a blocking call prepares at a time: larger batches are
 /// cast in bands of this many, so that the host's working buffers (at most 60 bytes a ray,
 /// `HostStaging`, for two bands at once) stay near 130 MB however large the batch.
+#[cfg(not(target_arch = "wasm32"))]
 pub(super) const HOST_BAND: usize = 1 << 20;
 
 /// Batches at least this large are sorted for coherence before upload.

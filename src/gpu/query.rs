@@ -37,6 +37,7 @@
 //! upload, `pending` drives any collector and measures any batch.
 
 use crate::gpu::error::GpuError;
+#[cfg(not(target_arch = "wasm32"))]
 use crate::gpu::flight::BatchStats;
 use crate::gpu::pending::{Launch, PendingBatch};
 
@@ -79,6 +80,7 @@ pub trait Query: sealed::Sealed + Sized {
     /// # Errors
     /// As [`GpuRaycaster::submit`](crate::gpu::GpuRaycaster::submit); `out` is then
     /// unspecified.
+    #[cfg(not(target_arch = "wasm32"))]
     fn cast_into(
         self,
         launch: Launch<'_>,

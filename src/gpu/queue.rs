@@ -290,6 +290,13 @@ impl Courier {
 
     /// Starts the thread for `device` and `queue`.
     pub(super) fn start(device: &wgpu::Device, queue: &wgpu::Queue) -> Result<Self, GpuError> {
+        if cfg!(target_arch = "wasm32") {
+            return Err(GpuError::Device(
+                "the web has no threads for voxcast's courier: drive the device from the page \
+                 (gpu::Driver::Host, the default there)"
+                    .into(),
+            ));
+        }
         let (jobs, todo) = channel::<Job>();
         let (device, queue) = (device.clone(), queue.clone());
         let thread = std::thread::Builder::new()

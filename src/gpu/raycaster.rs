@@ -2,7 +2,7 @@
 //! submitted (a [`PendingBatch`]) or cast and waited for, each with answers reused or not.
 
 use std::sync::Arc;
-use std::time::Instant;
+use web_time::Instant;
 
 use crate::agents::Agent;
 use crate::coords::ChunkPos;
@@ -10,7 +10,9 @@ use crate::gpu::agents::GpuAgents;
 use crate::gpu::camera::CameraImage;
 use crate::gpu::device::{Device, GpuConfig, SelfCheck};
 use crate::gpu::error::GpuError;
-use crate::gpu::flight::{BatchStats, Batches, KeptMemory};
+#[cfg(not(target_arch = "wasm32"))]
+use crate::gpu::flight::BatchStats;
+use crate::gpu::flight::{Batches, KeptMemory};
 use crate::gpu::layout::{MAX_DISPATCH_RAYS, SHADER_SOURCE};
 use crate::gpu::pending::{Launch, PendingBatch};
 use crate::gpu::probe::{Probe, SelfCheckReport};
@@ -88,7 +90,7 @@ impl GpuRaycaster {
     /// [`GpuError::SelfCheckFailed`] when the device's answers differ from the CPU reference
     /// (unless `config` allows that).
     pub async fn new(config: GpuConfig) -> Result<Self, GpuError> {
-        Self::checked(Device::open(config, SHADER_SOURCE.into()).await?, config)
+        Self::checked(Device::open(config, SHADER_SOURCE.into()).await?, config).await
     }
 
     /// [`GpuRaycaster::new`], blocking on the future with pollster: for a native program
@@ -96,6 +98,7 @@ impl GpuRaycaster {
     ///
     /// # Errors
     /// As [`GpuRaycaster::new`].
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn new_blocking(config: GpuConfig) -> Result<Self, GpuError> {
         pollster::block_on(Self::new(config))
     }
@@ -108,10 +111,10 @@ impl GpuRaycaster {
     ///
     /// # Errors
     /// As [`GpuRaycaster::new`]; [`GpuError::Device`] when the device rejects `wgsl`.
-    #[cfg(feature = "test-hooks")]
+    #[cfg(all(feature = "test-hooks", not(target_arch = "wasm32")))]
     pub fn with_shader_blocking(wgsl: String, config: GpuConfig) -> Result<Self, GpuError> {
         let device = pollster::block_on(Device::open(config, wgsl.into()))?;
-        Self::checked(device, config)
+        pollster::block_on(Self::checked(device, config))
     }
 
     /// A raycaster on a device the application already has (a game engine's own wgpu device),
@@ -142,7 +145,32 @@ impl GpuRaycaster {
     /// [`GpuError::Device`] when the device rejects the shader,
     /// [`GpuError::SelfCheckFailed`] when the device's answers differ from the CPU reference
     /// (unless `config` allows that).
+    ///
+    /// On the web (`wasm32`) it is an `async fn`: the self-check awaits the device there.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn from_device(
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        config: GpuConfig,
+    ) -> Result<Self, GpuError> {
+        // The self-check waits for its batches inside, so this future is ready when polled.
+        pollster::block_on(Self::on_device(device, queue, config))
+    }
+
+    /// [`GpuRaycaster::from_device`] on the web, where the self-check awaits the device.
+    ///
+    /// # Errors
+    /// As [`GpuRaycaster::from_device`] on native targets.
+    #[cfg(target_arch = "wasm32")]
+    pub async fn from_device(
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        config: GpuConfig,
+    ) -> Result<Self, GpuError> {
+        Self::on_device(device, queue, config).await
+    }
+
+    async fn on_device(
         device: &wgpu::Device,
         queue: &wgpu::Queue,
         config: GpuConfig,
@@ -155,12 +183,13 @@ impl GpuRaycaster {
             SHADER_SOURCE.into(),
             config,
         )?;
-        Self::checked(device, config)
+        Self::checked(device, config).await
     }
 
     /// The raycaster on `device`, once the self-check has run on it: refused when the check
-    /// fails and `config` requires it.
-    fn checked(device: Device, config: GpuConfig) -> Result<Self, GpuError> {
+    /// fails and `config` requires it. Its batches are waited for on native targets (so the
+    /// future is ready when first polled) and awaited on the web.
+    async fn checked(device: Device, config: GpuConfig) -> Result<Self, GpuError> {
         let mut gpu = Self {
             batches: Arc::new(Batches::new(Arc::new(device))),
             max_dispatch_rays: MAX_DISPATCH_RAYS,
@@ -169,8 +198,10 @@ impl GpuRaycaster {
         let started = Instant::now();
         let probe = Probe::new()?;
         let world = gpu.upload_world(&probe.world)?;
-        let answers = gpu.cast(Rays(&probe.rays), &world, &probe.opts)?;
-        let pixels = gpu.cast(CameraImage(&probe.camera), &world, &probe.opts)?;
+        let answers = gpu.submit(Rays(&probe.rays), &world, &probe.opts)?;
+        let answers = answers_of(answers).await?;
+        let pixels = gpu.submit(CameraImage(&probe.camera), &world, &probe.opts)?;
+        let pixels = answers_of(pixels).await?;
         let report = probe.report(&answers, &pixels, started.elapsed().as_secs_f64());
         if let Some(difference) = &report.difference
             && config.self_check == SelfCheck::Required
@@ -347,6 +378,7 @@ impl GpuRaycaster {
     ///
     /// # Errors
     /// As [`GpuRaycaster::submit`].
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn cast<Q: Query>(
         &self,
         query: Q,
@@ -365,6 +397,7 @@ impl GpuRaycaster {
     ///
     /// # Errors
     /// As [`GpuRaycaster::submit`]; `out`'s contents are then unspecified.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn cast_into<Q: Query>(
         &self,
         query: Q,
@@ -420,4 +453,13 @@ impl GpuRaycaster {
             started: Instant::now(),
         })
     }
+}
+
+/// A batch's answers for the raycaster's own self-check: waited for on native targets (the
+/// host-driven device polled meanwhile), awaited on the web, where nothing may block.
+async fn answers_of<T>(batch: PendingBatch<T>) -> Result<T, GpuError> {
+    #[cfg(not(target_arch = "wasm32"))]
+    return batch.wait();
+    #[cfg(target_arch = "wasm32")]
+    return batch.await;
 }

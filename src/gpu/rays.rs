@@ -9,14 +9,19 @@ use rayon::iter::{
     IndexedParallelIterator, IntoParallelRefIterator, IntoParallelRefMutIterator, ParallelIterator,
 };
 use rayon::slice::{ParallelSlice, ParallelSliceMut};
-use std::time::Instant;
+#[cfg(not(target_arch = "wasm32"))]
+use web_time::Instant;
 
 use crate::gpu::decode::{HostAnswer, undecodable};
 use crate::gpu::error::GpuError;
-use crate::gpu::flight::{BatchStats, Batches, Upload};
+#[cfg(not(target_arch = "wasm32"))]
+use crate::gpu::flight::BatchStats;
+use crate::gpu::flight::{Batches, Upload};
 use crate::gpu::layout::{Entry, FLAG_RAYS_AS_GIVEN, GpuHit, GpuRay, option_flags};
 use crate::gpu::pending::{Collect, Launch, Leg, PendingBatch};
-use crate::gpu::prepare::{HOST_BAND, HostRay, HostStaging, prepare_rays};
+#[cfg(not(target_arch = "wasm32"))]
+use crate::gpu::prepare::HOST_BAND;
+use crate::gpu::prepare::{HostRay, HostStaging, prepare_rays};
 use crate::gpu::query::{Query, sealed::Sealed};
 use crate::gpu::window::Window;
 use crate::gpu::world::GpuWorld;
@@ -75,6 +80,7 @@ impl Query for Rays<'_, VoxelRay> {
         submit_rays(launch, self.0, opts, false, reuse)
     }
 
+    #[cfg(not(target_arch = "wasm32"))]
     fn cast_into(
         self,
         launch: Launch<'_>,
@@ -98,6 +104,7 @@ impl Query for Rays<'_, WindowRay> {
         submit_rays(launch, self.0, opts, false, reuse)
     }
 
+    #[cfg(not(target_arch = "wasm32"))]
     fn cast_into(
         self,
         launch: Launch<'_>,
@@ -307,6 +314,7 @@ pub(super) fn submit_rays<R: HostRay, T: HostAnswer + Clone + std::fmt::Debug + 
 
 /// A batch of rays cast and waited for, into `out`: in bands of at most [`HOST_BAND`] rays,
 /// the next band prepared while the GPU runs the last. Returns what all the bands cost.
+#[cfg(not(target_arch = "wasm32"))]
 pub(super) fn cast_in_bands<R: HostRay, T: HostAnswer + Clone + std::fmt::Debug + 'static>(
     launch: Launch<'_>,
     rays: &[R],

@@ -5,10 +5,13 @@
 //! through the rays' leg (`rays.rs`) with the conservative mode's flag where asked.
 
 use crate::gpu::error::GpuError;
+#[cfg(not(target_arch = "wasm32"))]
 use crate::gpu::flight::BatchStats;
 use crate::gpu::pending::{Launch, PendingBatch};
 use crate::gpu::query::{Query, sealed::Sealed};
-use crate::gpu::rays::{cast_in_bands, submit_rays};
+#[cfg(not(target_arch = "wasm32"))]
+use crate::gpu::rays::cast_in_bands;
+use crate::gpu::rays::submit_rays;
 use crate::gpu::world::GpuWorld;
 use crate::ray::{LineOfSight, LineOfSightOptions, VoxelRay, WindowOutcome, WindowRay};
 use crate::world::VoxelWorld;
@@ -44,6 +47,7 @@ impl Query for Sightlines<'_, VoxelRay> {
         submit_rays(launch, self.0, &opts.raycast, opts.conservative, reuse)
     }
 
+    #[cfg(not(target_arch = "wasm32"))]
     fn cast_into(
         self,
         launch: Launch<'_>,
@@ -67,6 +71,7 @@ impl Query for Sightlines<'_, WindowRay> {
         submit_rays(launch, self.0, &opts.raycast, opts.conservative, reuse)
     }
 
+    #[cfg(not(target_arch = "wasm32"))]
     fn cast_into(
         self,
         launch: Launch<'_>,

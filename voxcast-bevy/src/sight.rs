@@ -249,7 +249,10 @@ impl Batch {
 
 /// Answers the GPU batch submitted in the last frame's
 /// [`VoxcastSystems::Sight`](crate::VoxcastSystems::Sight), waiting for the GPU only if it
-/// has not finished yet (it had a frame); on a GPU failure the CPU answers it instead.
+/// has not finished yet (it had a frame); on a GPU failure the CPU answers it instead. On the
+/// web (`wasm32`), where nothing may block, a batch the GPU has not finished stays in flight
+/// until a later frame, and new requests wait in the queue until then (answers keep the
+/// order of their requests).
 #[cfg(feature = "gpu")]
 pub(crate) fn collect_gpu_answers(
     voxels: Res<Voxels>,
@@ -260,18 +263,28 @@ pub(crate) fn collect_gpu_answers(
     collect(&voxels, &mut gpu_world, &mut status, &mut answers);
 }
 
-/// The in-flight GPU batch's answers, if one is in flight.
+/// Answers the GPU batch in flight, if one is; `false` when it stays in flight (on the web, not
+/// finished yet).
 #[cfg(feature = "gpu")]
 fn collect(
     voxels: &Voxels,
     gpu_world: &mut GpuSightWorld,
     status: &mut SightStatus,
     answers: &mut MessageWriter<SightAnswer>,
-) {
+) -> bool {
     let Some((pending, batch, upload)) = gpu_world.take_in_flight() else {
-        return;
+        return true;
     };
-    let result = pending.wait().and_then(|mut outcomes| {
+    #[cfg(not(target_arch = "wasm32"))]
+    let result = pending.wait();
+    #[cfg(target_arch = "wasm32")]
+    let mut pending = pending;
+    #[cfg(target_arch = "wasm32")]
+    let Some(result) = pending.try_take() else {
+        gpu_world.put_back((pending, batch, upload));
+        return false;
+    };
+    let result = result.and_then(|mut outcomes| {
         if outcomes.len() != batch.rays.len() {
             return Err(GpuError::Internal(format!(
                 "{} answers for {} segments",
@@ -304,6 +317,7 @@ fn collect(
             batch.answer_on_cpu(voxels, status, answers);
         }
     }
+    true
 }
 
 /// Answers every queued request in one batch: on the GPU when a `VoxelGpu` resource exists
@@ -335,8 +349,11 @@ pub(crate) fn answer_sight_requests(
             gpu_world.reset();
         }
         // A batch still in flight (`collect_gpu_answers` did not run since): answered first, so
-        // that answers keep the order of their requests.
-        collect(&voxels, &mut gpu_world, &mut status, &mut answers);
+        // that answers keep the order of their requests; on the web, where it may not be done
+        // yet, the requests wait in the queue for a later frame.
+        if !collect(&voxels, &mut gpu_world, &mut status, &mut answers) {
+            return;
+        }
     }
     if queue.is_empty() {
         return;

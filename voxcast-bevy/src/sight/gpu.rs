@@ -191,6 +191,12 @@ impl GpuSightWorld {
         *self.in_flight() = Some((pending, batch, None));
     }
 
+    /// Puts back a batch taken from flight that the GPU has not finished.
+    #[cfg(target_arch = "wasm32")]
+    pub(super) fn put_back(&mut self, in_flight: InFlight) {
+        *self.in_flight() = Some(in_flight);
+    }
+
     /// The batch in flight, taken.
     pub(super) fn take_in_flight(&mut self) -> Option<InFlight> {
         self.in_flight().take()

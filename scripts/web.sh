@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# voxcast in the browser.
+#   scripts/web.sh build          builds the page into target/web/site (wasm32 + wasm-bindgen)
+#   scripts/web.sh serve [PORT]   builds it and serves it on http://127.0.0.1:PORT (default 8731)
+#   scripts/web.sh test           builds it and tests it in headless Chromium (Playwright):
+#                                 parity in the page, click-to-break, a screenshot, CPU fallback
+# Installs what is missing: the wasm32 target (rustup), wasm-bindgen-cli at the version of
+# Cargo.lock (into target/web-tools), Debian's chromium (apt) and npm's playwright-core (into
+# target/web-tools). Fails with a clear message, never skips, when one cannot be had.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+root=$(pwd)
+out="$root/target/web"
+tools="$root/target/web-tools"
+say() { echo "web.sh: $*"; }
+die() { echo "web.sh: $*" >&2; exit 1; }
+
+need_wasm() {
+    rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown && return
+    say "installing the wasm32-unknown-unknown target"
+    rustup target add wasm32-unknown-unknown || die "cannot install the wasm32-unknown-unknown target with rustup"
+}
+
+need_bindgen() {
+    local v
+    v=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)
+    [[ -n "$v" ]] || die "no wasm-bindgen in Cargo.lock"
+    if ! "$tools/bin/wasm-bindgen" --version 2>/dev/null | grep -qF " $v"; then
+        say "installing wasm-bindgen-cli $v (the version of Cargo.lock) into target/web-tools"
+        # Not --locked: a locked dependency of the CLI is missing from some registries.
+        cargo install -q wasm-bindgen-cli --version "$v" --root "$tools" \
+            || die "cannot install wasm-bindgen-cli $v"
+    fi
+}
+
+need_browser() {
+    if ! command -v chromium >/dev/null; then
+        command -v apt-get >/dev/null || die "no chromium, and no apt-get to install it"
+        say "installing Debian's chromium"
+        { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; } >/dev/null \
+            || die "cannot install chromium with apt-get"
+    fi
+    if [[ ! -d "$tools/node_modules/playwright-core" ]]; then
+        command -v npm >/dev/null || die "no npm to install playwright-core"
+        say "installing npm's playwright-core into target/web-tools"
+        mkdir -p "$tools"
+        (cd "$tools" && { [[ -f package.json ]] || npm init -y >/dev/null; } && npm install --silent playwright-core) \
+            || die "cannot install playwright-core with npm"
+    fi
+}
+
+build() {
+    need_wasm
+    need_bindgen
+    say "building voxcast-web for wasm32-unknown-unknown"
+    cargo build -q --release --target wasm32-unknown-unknown -p voxcast-web
+    rm -rf "$out/site" && mkdir -p "$out/site"
+    "$tools/bin/wasm-bindgen" --target web --no-typescript --out-dir "$out/site" \
+        target/wasm32-unknown-unknown/release/voxcast_web.wasm
+    cp web/static/index.html web/static/main.js "$out/site/"
+    say "built $out/site ($(du -sh "$out/site" | cut -f1))"
+}
+
+serve() {
+    local port=${1:-8731}
+    say "serving on http://127.0.0.1:$port (Ctrl-C stops)"
+    exec python3 -m http.server "$port" --bind 127.0.0.1 --directory "$out/site"
+}
+
+test_page() {
+    need_browser
+    local port=8732 digest
+    say "the native build's digest of the parity suite's CPU answers"
+    digest=$(cargo run -q --release -p voxcast-web --example digest)
+    say "native: $digest"
+    python3 -m http.server "$port" --bind 127.0.0.1 --directory "$out/site" >/dev/null 2>&1 &
+    server=$!
+    trap 'kill "$server" 2>/dev/null || true' EXIT
+    for _ in $(seq 50); do
+        python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/')" 2>/dev/null && break
+        sleep 0.2
+    done
+    # Run from target/web-tools, where node finds playwright-core.
+    cp web/check.mjs "$tools/check.mjs"
+    timeout 900 node "$tools/check.mjs" "http://127.0.0.1:$port/index.html" \
+        "${digest%% *}" "$out"
+}
+
+case "${1:-}" in
+    build) build ;;
+    serve) build; serve "${2:-}" ;;
+    test) build; test_page ;;
+    *) die "usage: scripts/web.sh build | serve [PORT] | test" ;;
+esac

@@ -1,0 +1,96 @@
+// The page's test in headless Chromium (Playwright, Debian's chromium): parity in the page,
+// click-to-break, a screenshot, the size limit, and the CPU fallback without WebGPU.
+// Usage: node check.mjs URL NATIVE_DIGEST OUT_DIR   (run by `scripts/web.sh test`)
+import { chromium } from 'playwright-core';
+import { writeFileSync } from 'node:fs';
+
+const [url, nativeDigest, outDir] = process.argv.slice(2);
+let failures = 0;
+const ok = (cond, what) => {
+  console.log(`${cond ? 'ok  ' : 'FAIL'} ${what}`);
+  if (!cond) failures += 1;
+};
+
+async function open(webgpu) {
+  const args = ['--headless=new', '--no-sandbox', '--no-first-run', '--disable-background-networking',
+    '--disable-component-update', '--disable-sync'];
+  if (webgpu) args.push('--enable-unsafe-webgpu');
+  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args, headless: true });
+  const page = await browser.newPage({ viewport: { width: 1320, height: 900 } });
+  page.on('console', (m) => { if (m.type() === 'error') console.log('console:', m.text()); });
+  page.on('pageerror', (e) => console.log('page error:', e.message));
+  await page.goto(url);
+  await page.waitForFunction(() => document.getElementById('status').dataset.ready !== 'no', null, { timeout: 300000 });
+  return { browser, page };
+}
+
+const canvasPixels = (page) => page.evaluate(() => {
+  const c = document.getElementById('view');
+  return Array.from(c.getContext('2d').getImageData(0, 0, c.width, c.height).data);
+});
+
+// With WebGPU: the GPU renders, the frame and the parity suite match the CPU reference.
+{
+  const { browser, page } = await open(true);
+  ok(await page.evaluate(() => document.getElementById('status').dataset.ready) === 'yes', 'the page started');
+  const adapter = await page.textContent('#adapter');
+  console.log(`adapter: ${adapter}`);
+  ok(await page.evaluate(() => window.voxcast.onGpu()), 'the page renders on WebGPU');
+  const frame = await page.evaluate(() => window.voxcast.check());
+  console.log(`frame: ${await page.textContent('#check')}`);
+  ok(frame.pixels === 1280 * 720 && frame.differ === 0, `the frame's ${frame.pixels} pixels equal the CPU reference's (${frame.differ} differ)`);
+  console.log(`rate: ${await page.textContent('#rate')}`);
+  const report = await page.evaluate(() => window.voxcast.parity());
+  for (const c of report.checks) ok(c.differ === 0, `parity ${c.name}: ${c.differ} of ${c.compared} differ${c.first ? ` (first: ${c.first})` : ''}`);
+  ok(report.checks.length === 40, `${report.checks.length} kinds and worlds checked, ${report.answers} answers`);
+  ok(report.gpu_exact_digest === report.cpu_exact_digest, `GPU digest ${report.gpu_exact_digest} equals the CPU's ${report.cpu_exact_digest}`);
+  ok(report.cpu_digest === nativeDigest, `the page's CPU digest ${report.cpu_digest} equals the native build's ${nativeDigest}`);
+  writeFileSync(`${outDir}/parity.json`, JSON.stringify(report, null, 1));
+
+  await page.screenshot({ path: `${outDir}/page.png` });
+  console.log(`screenshot: ${outDir}/page.png`);
+
+  // Click-to-break at the middle of the picture: the picture changes there and only there.
+  const before = await canvasPixels(page);
+  const box = await page.locator('#view').boundingBox();
+  const [cx, cy] = [640, 420];
+  const clicks = await page.evaluate(() => Number(document.getElementById('status').dataset.clicks ?? 0));
+  await page.mouse.click(box.x + cx * box.width / 1280, box.y + cy * box.height / 720);
+  await page.waitForFunction((n) => Number(document.getElementById('status').dataset.clicks ?? 0) > n, clicks, { timeout: 120000 });
+  const broken = await page.evaluate(() => document.getElementById('status').dataset.last);
+  const after = await canvasPixels(page);
+  let changed = 0, x0 = 1e9, y0 = 1e9, x1 = -1, y1 = -1;
+  for (let i = 0; i < before.length; i += 4) {
+    if (before[i] !== after[i] || before[i + 1] !== after[i + 1] || before[i + 2] !== after[i + 2]) {
+      const p = i / 4, x = p % 1280, y = Math.floor(p / 1280);
+      changed += 1; x0 = Math.min(x0, x); x1 = Math.max(x1, x); y0 = Math.min(y0, y); y1 = Math.max(y1, y);
+    }
+  }
+  ok(broken !== '', `a click broke voxel ${broken}`);
+  ok(changed > 0 && x0 <= cx && cx <= x1 && y0 <= cy && cy <= y1, `the picture changed under the cursor (${changed} pixels in x ${x0}..${x1}, y ${y0}..${y1})`);
+  ok((x1 - x0) < 320 && (y1 - y0) < 240, 'and only around it');
+  const frame2 = await page.evaluate(() => window.voxcast.check());
+  ok(frame2.differ === 0, `after the edit the GPU's frame equals the CPU reference's (${frame2.differ} differ)`);
+
+  // Size limits: a clear error, nothing else changes.
+  const refused = await page.evaluate(() => window.voxcast.resize(100000, 100000));
+  ok(refused !== 'ok' && /canvas/.test(refused), `a 100000x100000 canvas is refused: ${refused}`);
+  await browser.close();
+}
+
+// Without WebGPU: the page says so and renders on the CPU.
+{
+  const { browser, page } = await open(false);
+  const notice = await page.textContent('#notice');
+  ok(/No WebGPU/.test(notice), `without WebGPU the page says so: ${notice}`);
+  ok(!(await page.evaluate(() => window.voxcast.onGpu())), 'and renders with the CPU reference');
+  const px = await canvasPixels(page);
+  let sky = 0;
+  for (let i = 0; i < px.length; i += 4) if (px[i + 3] === 255) sky += 1;
+  ok(sky === 1280 * 720, 'every pixel drawn');
+  await page.screenshot({ path: `${outDir}/page-cpu.png` });
+  await browser.close();
+}
+
+console.log(failures === 0 ? 'web: every check passed' : `web: ${failures} checks failed`);
+process.exit(failures === 0 ? 0 : 1);

@@ -1,0 +1,99 @@
+// The demo page: one voxcast batch a frame on WebGPU (or the CPU reference without it).
+// Every call into the module goes through `run`, one at a time: the module lends its state
+// to one call at a time.
+import init, { Demo } from './voxcast_web.js';
+
+const $ = (id) => document.getElementById(id);
+const canvas = $('view');
+const ctx = canvas.getContext('2d');
+let demo = null;
+let chain = Promise.resolve();
+const run = (f) => (chain = chain.then(f, f));
+
+async function draw() {
+  const rgba = await demo.render();
+  const image = new ImageData(new Uint8ClampedArray(rgba.buffer), canvas.width, canvas.height);
+  ctx.putImageData(image, 0, 0);
+  const ms = demo.last_ms();
+  const pixels = canvas.width * canvas.height;
+  $('rate').textContent = `${(pixels / ms / 1000).toFixed(2)} M rays/s ` +
+    `(${pixels.toLocaleString('en-US')} pixels in ${ms.toFixed(1)} ms, ` +
+    `${demo.on_gpu() ? 'GPU' : 'CPU reference'})`;
+}
+
+function check() {
+  const [differ, pixels] = demo.check_frame();
+  $('check').textContent = `${differ.toLocaleString('en-US')} of ${pixels.toLocaleString('en-US')} pixels differ from the CPU reference`;
+  return { differ, pixels };
+}
+
+let dirty = false;
+function redraw() {
+  if (dirty) return;
+  dirty = true;
+  requestAnimationFrame(() => run(async () => { dirty = false; await draw(); }));
+}
+
+async function main() {
+  await init();
+  const webgpu = !!navigator.gpu;
+  try {
+    demo = await Demo.create(canvas.width, canvas.height, webgpu);
+  } catch (e) {
+    $('notice').textContent = `voxcast could not start: ${e.message ?? e}`;
+    $('status').dataset.ready = 'failed';
+    return;
+  }
+  $('adapter').textContent = demo.adapter();
+  if (!demo.on_gpu()) $('notice').textContent = `No WebGPU here: the CPU reference renders this page (${demo.adapter()}).`;
+  await run(draw);
+  await run(async () => check());
+  $('status').dataset.ready = 'yes';
+
+  const keys = { KeyW: [2, 0, 0], KeyS: [-2, 0, 0], KeyD: [0, 2, 0], KeyA: [0, -2, 0],
+    KeyR: [0, 0, 2], KeyF: [0, 0, -2] };
+  const turns = { ArrowLeft: [-0.05, 0], ArrowRight: [0.05, 0], ArrowUp: [0, 0.05], ArrowDown: [0, -0.05] };
+  canvas.addEventListener('keydown', (e) => {
+    const m = keys[e.code], t = turns[e.code];
+    if (!m && !t) return;
+    e.preventDefault();
+    run(async () => demo.move_by(...(m ?? [0, 0, 0]), ...(t ?? [0, 0])));
+    redraw();
+  });
+  let drag = null, moved = false;
+  canvas.addEventListener('mousedown', (e) => { drag = [e.clientX, e.clientY]; moved = false; canvas.focus(); });
+  window.addEventListener('mouseup', () => { drag = null; });
+  canvas.addEventListener('mousemove', (e) => {
+    if (!drag) return;
+    const dx = e.clientX - drag[0], dy = e.clientY - drag[1];
+    if (Math.abs(dx) + Math.abs(dy) < 3) return;
+    moved = true;
+    drag = [e.clientX, e.clientY];
+    run(async () => demo.move_by(0, 0, 0, dx * 0.004, -dy * 0.004));
+    redraw();
+  });
+  canvas.addEventListener('click', (e) => {
+    if (moved) return;
+    const r = canvas.getBoundingClientRect();
+    const x = Math.floor((e.clientX - r.left) * canvas.width / r.width);
+    const y = Math.floor((e.clientY - r.top) * canvas.height / r.height);
+    run(async () => {
+      const changed = await demo.click(x, y, e.shiftKey);
+      $('status').dataset.last = changed ?? '';
+      await draw();
+      $('status').dataset.clicks = String(Number($('status').dataset.clicks ?? 0) + 1);
+    });
+  });
+  // For the page's tests: the parity suite and the frame check, run in turn with the rest.
+  window.voxcast = {
+    parity: () => run(async () => JSON.parse(await demo.parity())),
+    check: () => run(async () => check()),
+    resize: (w, h) => run(async () => { try { demo.resize(w, h); return 'ok'; } catch (e) { return String(e.message ?? e); } }),
+    onGpu: () => run(async () => demo.on_gpu()),
+  };
+}
+
+main().catch((e) => {
+  $('notice').textContent = `voxcast failed: ${e.message ?? e}`;
+  $('status').dataset.ready = 'failed';
+});
