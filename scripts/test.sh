@@ -143,5 +143,16 @@ cargo run -p voxcast-import --profile checked --example magica -- \
 echo "test.sh: voxcast-bevy's picking example"
 cargo run -p voxcast-bevy --profile checked --example picking
 
+# The browser: voxcast (with and without its GPU side) and the Bevy plugin build for wasm32,
+# and the demo page passes its test in headless Chromium, with WebGPU (SwiftShader) and
+# without: parity in the page against the CPU reference and the native digest, a click that
+# breaks a block, the size limit, the CPU fallback (scripts/web.sh installs what it needs).
+echo "test.sh: voxcast and voxcast-bevy for wasm32, and the page in headless Chromium"
+rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
+cargo build -q --target wasm32-unknown-unknown -p voxcast
+cargo build -q --target wasm32-unknown-unknown -p voxcast --no-default-features
+cargo build -q --target wasm32-unknown-unknown -p voxcast-bevy
+./scripts/web.sh test
+
 elapsed=$((SECONDS - start))
 printf 'test.sh: all tests passed in %dm%02ds\n' $((elapsed / 60)) $((elapsed % 60))

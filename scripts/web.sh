@@ -71,7 +71,7 @@ test_page() {
     need_browser
     local port=8732 digest
     say "the native build's digest of the parity suite's CPU answers"
-    digest=$(cargo run -q --release -p voxcast-web --example digest)
+    digest=$(cargo run -q --profile checked -p voxcast-web --example digest)
     say "native: $digest"
     python3 -m http.server "$port" --bind 127.0.0.1 --directory "$out/site" >/dev/null 2>&1 &
     server=$!
