@@ -34,7 +34,7 @@ const canvasPixels = (page) => page.evaluate(() => {
   const { browser, page } = await open(true);
   ok(await page.evaluate(() => document.getElementById('status').dataset.ready) === 'yes', 'the page started');
   const adapter = await page.textContent('#adapter');
-  console.log(`adapter: ${adapter}`);
+  ok(adapter.length > 0 && !adapter.startsWith('starting'), `the page names its adapter: ${adapter}`);
   ok(await page.evaluate(() => window.voxcast.onGpu()), 'the page renders on WebGPU');
   const frame = await page.evaluate(() => window.voxcast.check());
   console.log(`frame: ${await page.textContent('#check')}`);

@@ -8,7 +8,13 @@ const canvas = $('view');
 const ctx = canvas.getContext('2d');
 let demo = null;
 let chain = Promise.resolve();
-const run = (f) => (chain = chain.then(f, f));
+// A call that fails (a lost device, a world the GPU cannot hold) says so on the page.
+const fail = (e) => { $('notice').textContent = `voxcast: ${e?.message ?? e}`; };
+const run = (f) => {
+  const done = chain.then(f, f);
+  chain = done.catch(fail);
+  return done;
+};
 
 async function draw() {
   const rgba = await demo.render();
@@ -44,7 +50,12 @@ async function main() {
     $('status').dataset.ready = 'failed';
     return;
   }
-  $('adapter').textContent = demo.adapter();
+  let name = demo.adapter();
+  // The browser's own description of its adapter, where it gives one.
+  const info = webgpu ? (await navigator.gpu.requestAdapter())?.info : null;
+  const described = info && [info.vendor, info.architecture, info.description].filter(Boolean).join(' ');
+  if (demo.on_gpu() && described) name += `: ${described}`;
+  $('adapter').textContent = name;
   if (!demo.on_gpu()) $('notice').textContent = `No WebGPU here: the CPU reference renders this page (${demo.adapter()}).`;
   await run(draw);
   await run(async () => check());
