@@ -572,22 +572,16 @@ fn steps_up_one_voxel_ledges_only() {
         }
     }
     let h = Vec3::new(0.3, 0.9, 0.3);
-    let start = (WorldPos::new(1, 1, 0), Vec3::new(0.5, 0.9, 0.5));
+    let start = BoxBody {
+        center: WorldPos::new(1, 1, 0),
+        center_offset: Vec3::new(0.5, 0.9, 0.5),
+        half_extents: h,
+    };
     let climb = SlideOptions {
         step_up: 1.01,
         ..SlideOptions::default()
     };
-    let s = collide_and_slide(
-        &BoxBody {
-            center: start.0,
-            center_offset: start.1,
-            half_extents: h,
-        },
-        Vec3::new(3.0, 0.0, 0.0),
-        &w,
-        &climb,
-    )
-    .expect("valid");
+    let s = collide_and_slide(&start, Vec3::new(3.0, 0.0, 0.0), &w, &climb).expect("valid");
     assert!(s.stepped_up && !s.blocked.x, "{s:?}");
     let bottom = s.body.center.y as f64 + f64::from(s.body.center_offset.y) - 0.9;
     assert!(
@@ -597,11 +591,7 @@ fn steps_up_one_voxel_ledges_only() {
     assert!(overlaps_nothing(&w, s.body.center, s.body.center_offset, h));
     // Without the option, the step blocks.
     let s = collide_and_slide(
-        &BoxBody {
-            center: start.0,
-            center_offset: start.1,
-            half_extents: h,
-        },
+        &start,
         Vec3::new(3.0, 0.0, 0.0),
         &w,
         &SlideOptions::default(),
@@ -609,18 +599,11 @@ fn steps_up_one_voxel_ledges_only() {
     .expect("valid");
     assert!(s.blocked.x && !s.stepped_up);
     // From the step, the two-high wall is not climbed.
-    let on_step = (WorldPos::new(4, 2, 0), Vec3::new(0.5, 0.9, 0.5));
-    let s = collide_and_slide(
-        &BoxBody {
-            center: on_step.0,
-            center_offset: on_step.1,
-            half_extents: h,
-        },
-        Vec3::new(3.0, 0.0, 0.0),
-        &w,
-        &climb,
-    )
-    .expect("valid");
+    let on_step = BoxBody {
+        center: WorldPos::new(4, 2, 0),
+        ..start
+    };
+    let s = collide_and_slide(&on_step, Vec3::new(3.0, 0.0, 0.0), &w, &climb).expect("valid");
     assert!(s.blocked.x, "{s:?}");
     let right = s.body.center.x as f64 + f64::from(s.body.center_offset.x) + 0.3;
     assert!(

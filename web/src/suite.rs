@@ -12,8 +12,9 @@ use voxcast::gpu::{
 };
 use voxcast::{
     Agent, BoxCast, BoxCastOutcome, Camera, LineOfSight, LineOfSightOptions, RaycastOptions,
-    RaycastOutcome, SensorPose, SensorRig, UnloadedPolicy, VoxelRay, VoxelWorld, agent_visibility,
-    box_cast_batch, line_of_sight_batch, pairs_within, raycast_batch, raycast_camera, sense,
+    RaycastOutcome, SensorPose, SensorReadings, SensorRig, UnloadedPolicy, VoxelRay, VoxelWorld,
+    agent_visibility, box_cast_batch, line_of_sight_batch, pairs_within, raycast_batch,
+    raycast_camera, sense,
 };
 use voxcast_testkit::SplitMix64;
 use voxcast_testkit::common::{region_rays, region_world};
@@ -147,8 +148,6 @@ impl Answer for LineOfSight {
 }
 
 impl Answer for BoxCastOutcome {}
-
-impl Answer for u32 {}
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 
@@ -406,8 +405,6 @@ fn compare<T: std::fmt::Debug>(
 /// reported then).
 pub async fn run(gpu: Option<&GpuRaycaster>, terrain: &VoxelWorld) -> Result<Report, GpuError> {
     let mut report = Report::default();
-    let mut cpu_digest = Digest::new();
-    let mut gpu_digest = Digest::new();
     let mut worlds = vec![(terrain_case(), None)];
     for (i, (name, base)) in offset_worlds().into_iter().enumerate() {
         let seed = 40 + i as u64;
@@ -433,22 +430,64 @@ pub async fn run(gpu: Option<&GpuRaycaster>, terrain: &VoxelWorld) -> Result<Rep
         }
     }
     report.inputs_digest = inputs;
+    let mut tally = Tally {
+        report: &mut report,
+        cpu: Digest::new(),
+        gpu: Digest::new(),
+    };
     for (case, own) in &worlds {
         let world = own.as_ref().unwrap_or(terrain);
-        run_case(
-            gpu,
-            case,
-            world,
-            &mut report,
-            &mut cpu_digest,
-            &mut gpu_digest,
-        )
-        .await?;
+        run_case(gpu, case, world, &mut tally).await?;
     }
-    report.cpu_digest = cpu_digest.full;
-    report.cpu_exact_digest = cpu_digest.exact;
+    let (cpu, gpu_digest) = (tally.cpu, tally.gpu);
+    report.cpu_digest = cpu.full;
+    report.cpu_exact_digest = cpu.exact;
     report.gpu_exact_digest = gpu.map(|_| gpu_digest.exact);
     Ok(report)
+}
+
+/// The report and the digests a run adds to.
+struct Tally<'a> {
+    report: &'a mut Report,
+    cpu: Digest,
+    gpu: Digest,
+}
+
+impl Tally<'_> {
+    /// One kind's answers: the CPU's into the CPU digest; where the GPU was asked, its
+    /// answers compared with the CPU's by `same` and added to the GPU digest.
+    fn list<T: Answer>(
+        &mut self,
+        name: String,
+        cpu: &[T],
+        gpu: Option<Result<Vec<T>, GpuError>>,
+        same: impl Fn(&T, &T) -> bool,
+    ) {
+        self.report.answers += cpu.len();
+        cpu.iter().for_each(|a| self.cpu.add(a));
+        if let Some(gpu) = gpu {
+            self.report.checks.push(compare(name, &gpu, cpu, same));
+            gpu.iter().flatten().for_each(|a| self.gpu.add(a));
+        }
+    }
+}
+
+/// A sensor ray's answer: its word (the distance's bits) and its whole outcome.
+type Sensed = (u32, Option<RaycastOutcome>);
+
+impl Answer for Sensed {
+    fn exact(&self) -> String {
+        format!("{:?}", (self.0, self.1.map(without_uv)))
+    }
+}
+
+/// Each ray's answer of `r`, in order.
+fn sensed(r: &SensorReadings) -> Vec<Sensed> {
+    r.distances()
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (d.to_bits(), r.outcomes().map(|o| o[i])))
+        .collect()
 }
 
 /// Every kind of `case` on `world`.
@@ -456,175 +495,92 @@ async fn run_case(
     gpu: Option<&GpuRaycaster>,
     case: &Case,
     world: &VoxelWorld,
-    report: &mut Report,
-    cpu_digest: &mut Digest,
-    gpu_digest: &mut Digest,
+    tally: &mut Tally<'_>,
 ) -> Result<(), GpuError> {
     let opts = RaycastOptions::default();
     let stop = RaycastOptions {
         unloaded: UnloadedPolicy::Stop,
         ..RaycastOptions::default()
     };
-    let gw = match gpu {
-        Some(g) => Some(g.upload_world(world)?),
+    let on_gpu = match gpu {
+        Some(g) => Some((g, g.upload_world(world)?)),
         None => None,
     };
     let name = |kind: &str| format!("{}: {kind}", case.name);
-    let mut record =
-        |check: Option<Check>, cpu: &dyn Fn(&mut Digest), gpu_side: &dyn Fn(&mut Digest)| {
-            cpu(cpu_digest);
-            if let Some(c) = check {
-                gpu_side(gpu_digest);
-                report.checks.push(c);
-            }
-        };
 
-    // Rays, under both unloaded policies.
     for (label, o) in [("rays", &opts), ("rays, unloaded stop", &stop)] {
-        let cpu = raycast_batch(&case.rays, world, o);
-        report.answers += cpu.len();
-        let got = match (gpu, &gw) {
-            (Some(g), Some(w)) => Some(answers(g.submit(Rays(&case.rays), w, o)).await),
-            _ => None,
+        let got = match &on_gpu {
+            Some((g, w)) => Some(answers(g.submit(Rays(&case.rays), w, o)).await),
+            None => None,
         };
-        let check = got
-            .as_ref()
-            .map(|g| compare(name(label), g, &cpu, |a, b| a.matches(b)));
-        let got = got.and_then(Result::ok);
-        record(check, &|d| cpu.iter().for_each(|a| d.add(a)), &|d| {
-            got.iter().flatten().for_each(|a| d.add(a))
-        });
+        let cpu = raycast_batch(&case.rays, world, o);
+        tally.list(name(label), &cpu, got, RaycastOutcome::matches);
     }
-    // Line of sight, plain and conservative.
-    for conservative in [false, true] {
+    for (label, conservative) in [
+        ("line of sight", false),
+        ("line of sight, conservative", true),
+    ] {
         let o = LineOfSightOptions {
             conservative,
             ..LineOfSightOptions::default()
         };
-        let label = if conservative {
-            "line of sight, conservative"
-        } else {
-            "line of sight"
+        let got = match &on_gpu {
+            Some((g, w)) => Some(answers(g.submit(Sightlines(&case.segments), w, &o)).await),
+            None => None,
         };
         let cpu = line_of_sight_batch(&case.segments, world, &o);
-        report.answers += cpu.len();
-        let got = match (gpu, &gw) {
-            (Some(g), Some(w)) => Some(answers(g.submit(Sightlines(&case.segments), w, &o)).await),
-            _ => None,
-        };
-        let check = got
-            .as_ref()
-            .map(|g| compare(name(label), g, &cpu, |a, b| a.matches(b)));
-        let got = got.and_then(Result::ok);
-        record(check, &|d| cpu.iter().for_each(|a| d.add(a)), &|d| {
-            got.iter().flatten().for_each(|a| d.add(a))
-        });
+        tally.list(name(label), &cpu, got, LineOfSight::matches);
     }
-    // The camera's pixels.
-    {
-        let cpu = raycast_camera(&case.camera, world, &opts).unwrap_or_default();
-        report.answers += cpu.len();
-        let got = match (gpu, &gw) {
-            (Some(g), Some(w)) => {
-                Some(answers(g.submit(CameraImage(&case.camera), w, &opts)).await)
-            }
-            _ => None,
-        };
-        let check = got
-            .as_ref()
-            .map(|g| compare(name("camera"), g, &cpu, |a, b| a.matches(b)));
-        let got = got.and_then(Result::ok);
-        record(check, &|d| cpu.iter().for_each(|a| d.add(a)), &|d| {
-            got.iter().flatten().for_each(|a| d.add(a))
-        });
-    }
-    // Sensor sweeps: the words and the whole answers.
-    {
-        let cpu = sense(&case.rig, &case.poses, world, &opts, true);
-        report.answers += cpu.distances().len();
-        let got = match (gpu, &gw) {
-            (Some(g), Some(w)) => {
-                let rig = g.upload_rig(&case.rig)?;
-                let query = SensorSweep {
-                    rig: &rig,
-                    poses: &case.poses,
-                    outcomes: true,
-                };
-                Some(answers(g.submit(query, w, &opts)).await)
-            }
-            _ => None,
-        };
-        let check = got.as_ref().map(|g| {
-            let g = match g {
-                Ok(g) => g,
-                Err(e) => return failed(name("sensors"), cpu.distances().len(), e),
+    let got = match &on_gpu {
+        Some((g, w)) => Some(answers(g.submit(CameraImage(&case.camera), w, &opts)).await),
+        None => None,
+    };
+    let cpu = raycast_camera(&case.camera, world, &opts).unwrap_or_default();
+    tally.list(name("camera"), &cpu, got, RaycastOutcome::matches);
+
+    let got = match &on_gpu {
+        Some((g, w)) => {
+            let rig = g.upload_rig(&case.rig)?;
+            let query = SensorSweep {
+                rig: &rig,
+                poses: &case.poses,
+                outcomes: true,
             };
-            let words = |r: &voxcast::SensorReadings| -> Vec<u32> {
-                r.distances().iter().map(|d| d.to_bits()).collect()
+            Some(answers(g.submit(query, w, &opts)).await.map(|r| sensed(&r)))
+        }
+        None => None,
+    };
+    let cpu = sensed(&sense(&case.rig, &case.poses, world, &opts, true));
+    tally.list(name("sensors"), &cpu, got, |a, b| {
+        a.0 == b.0
+            && match (&a.1, &b.1) {
+                (Some(x), Some(y)) => x.matches(y),
+                (x, y) => x.is_none() && y.is_none(),
+            }
+    });
+
+    let o = LineOfSightOptions::default();
+    let got = match &on_gpu {
+        Some((g, w)) => {
+            let agents = g.upload_agents(&case.agents, w)?;
+            let query = AgentPairs {
+                agents: &agents,
+                pairs: &case.pairs,
+                outcomes: true,
             };
-            let mut c = compare(name("sensors"), &Ok(words(g)), &words(&cpu), |a, b| a == b);
-            if !g.matches(&cpu) && c.differ == 0 {
-                c.differ = 1;
-                c.first = Some("the readings' outcomes differ".into());
-            }
-            c
-        });
-        let got = got.and_then(Result::ok);
-        record(
-            check,
-            &|d| {
-                cpu.distances().iter().for_each(|a| d.add(&a.to_bits()));
-                cpu.outcomes().into_iter().flatten().for_each(|a| d.add(a));
-            },
-            &|d| {
-                if let Some(g) = &got {
-                    g.distances().iter().for_each(|a| d.add(&a.to_bits()));
-                    g.outcomes().into_iter().flatten().for_each(|a| d.add(a));
-                }
-            },
-        );
-    }
-    // Agent pairs, with each pair's answer.
-    {
-        let o = LineOfSightOptions::default();
-        let cpu = agent_visibility(&case.agents, &case.pairs, world, &o);
-        report.answers += cpu.len();
-        let got = match (gpu, &gw) {
-            (Some(g), Some(w)) => {
-                let agents = g.upload_agents(&case.agents, w)?;
-                let query = AgentPairs {
-                    agents: &agents,
-                    pairs: &case.pairs,
-                    outcomes: true,
-                };
-                let v = answers(g.submit(query, w, &o)).await;
-                Some(v.map(|v| v.answers().map(<[_]>::to_vec).unwrap_or_default()))
-            }
-            _ => None,
-        };
-        let check = got
-            .as_ref()
-            .map(|g| compare(name("agent pairs"), g, &cpu, |a, b| a.matches(b)));
-        let got = got.and_then(Result::ok);
-        record(check, &|d| cpu.iter().for_each(|a| d.add(a)), &|d| {
-            got.iter().flatten().for_each(|a| d.add(a))
-        });
-    }
-    // Box casts.
-    {
-        let cpu = box_cast_batch(&case.boxes, world, &opts);
-        report.answers += cpu.len();
-        let got = match (gpu, &gw) {
-            (Some(g), Some(w)) => Some(answers(g.submit(BoxCasts(&case.boxes), w, &opts)).await),
-            _ => None,
-        };
-        let check = got
-            .as_ref()
-            .map(|g| compare(name("box casts"), g, &cpu, |a, b| a == b));
-        let got = got.and_then(Result::ok);
-        record(check, &|d| cpu.iter().for_each(|a| d.add(a)), &|d| {
-            got.iter().flatten().for_each(|a| d.add(a))
-        });
-    }
+            let v = answers(g.submit(query, w, &o)).await;
+            Some(v.map(|v| v.answers().map(<[_]>::to_vec).unwrap_or_default()))
+        }
+        None => None,
+    };
+    let cpu = agent_visibility(&case.agents, &case.pairs, world, &o);
+    tally.list(name("agent pairs"), &cpu, got, LineOfSight::matches);
+
+    let got = match &on_gpu {
+        Some((g, w)) => Some(answers(g.submit(BoxCasts(&case.boxes), w, &opts)).await),
+        None => None,
+    };
+    let cpu = box_cast_batch(&case.boxes, world, &opts);
+    tally.list(name("box casts"), &cpu, got, |a, b| a == b);
     Ok(())
 }
