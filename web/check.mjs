@@ -75,6 +75,12 @@ const canvasPixels = (page) => page.evaluate(() => {
   // Size limits: a clear error, nothing else changes.
   const refused = await page.evaluate(() => window.voxcast.resize(100000, 100000));
   ok(refused !== 'ok' && /canvas/.test(refused), `a 100000x100000 canvas is refused: ${refused}`);
+  // A lost device: the next frame fails with a message on the page, and nothing hangs.
+  await page.evaluate(() => window.voxcast.loseDevice());
+  const t = Date.now();
+  await page.evaluate(() => window.voxcast.redraw().catch(() => {}));
+  const lost = await page.textContent('#notice');
+  ok(/voxcast: .*(lost|destroy|device)/i.test(lost) && Date.now() - t < 60000, `a lost device is a message on the page: ${lost}`);
   await browser.close();
 }
 

@@ -376,6 +376,16 @@ impl Demo {
             .0)
     }
 
+    /// Destroys the GPU device, as the browser does when its GPU process dies (for the page's
+    /// tests): every later GPU call fails with an error the page shows, and none hangs.
+    pub fn lose_device(&self) -> Result<(), JsValue> {
+        let s = self.state.try_borrow().map_err(busy)?;
+        if let Some((gpu, _)) = &s.gpu {
+            gpu.device().0.destroy();
+        }
+        Ok(())
+    }
+
     /// Changes the picture's size; refuses a canvas larger than the page renders or the
     /// device allows, changing nothing then.
     pub fn resize(&self, width: u32, height: u32) -> Result<(), JsValue> {

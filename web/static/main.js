@@ -101,6 +101,8 @@ async function main() {
     check: () => run(async () => check()),
     resize: (w, h) => run(async () => { try { demo.resize(w, h); return 'ok'; } catch (e) { return String(e.message ?? e); } }),
     onGpu: () => run(async () => demo.on_gpu()),
+    loseDevice: () => run(async () => demo.lose_device()),
+    redraw: () => run(draw),
   };
 }
 
