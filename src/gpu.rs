@@ -60,6 +60,16 @@
 //! the host's own polling of the device (a browser's event loop, a game's frame) maps the
 //! answers and wakes the batches. (Adding a query kind: `src/gpu/query.rs`.)
 //!
+//! # On the web
+//! On `wasm32-unknown-unknown` (a browser's WebGPU) voxcast starts no thread and nothing
+//! blocks: the host drives the device ([`Driver::Host`] is the default there) and a batch is
+//! awaited, `gpu.submit(query, &world, &opts)?.await`. The waiting calls (`cast`, `cast_into`,
+//! `new_blocking`, `PendingBatch::wait`) do not exist there, and `from_device` is `async`.
+//! The CPU reference runs on the page's one thread (its batch calls are rayon loops, which run
+//! on the calling thread where there are no worker threads). Each dispatch there writes a set
+//! of buffers of its own instead of one taken from the pool. `web/` holds a page that shows it
+//! and its test (`scripts/web.sh`).
+//!
 //! The modules, each importing only those before it: `layout` and `error`; `queue`
 //! (submissions and world writes, in order); `device`; `window`, `store`, `follow` and `world`
 //! (the GPU worlds); `prepare` and `decode`; `buffers` and `flight`; `pending`; `query`; the
