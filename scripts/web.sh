@@ -4,6 +4,7 @@
 #   scripts/web.sh serve [PORT]   builds it and serves it on http://127.0.0.1:PORT (default 8731)
 #   scripts/web.sh test           builds it and tests it in headless Chromium (Playwright):
 #                                 parity in the page, click-to-break, a screenshot, CPU fallback
+#                                 (VOXCAST_NATIVE_DIGEST: the native digest, if computed already)
 # Installs what is missing: the wasm32 target (rustup), wasm-bindgen-cli at the version of
 # Cargo.lock (into target/web-tools), Debian's chromium (apt) and npm's playwright-core (into
 # target/web-tools). Fails with a clear message, never skips, when one cannot be had.
@@ -71,7 +72,11 @@ test_page() {
     need_browser
     local port=8732 digest
     say "the native build's digest of the parity suite's CPU answers"
-    digest=$(cargo run -q --profile checked -p voxcast-web --example digest)
+    if [[ -n "${VOXCAST_NATIVE_DIGEST:-}" ]]; then
+        digest=$VOXCAST_NATIVE_DIGEST   # computed by web/tests/suite.rs (scripts/test.sh)
+    else
+        digest=$(cargo run -q --profile checked -p voxcast-web --example digest)
+    fi
     say "native: $digest"
     python3 -m http.server "$port" --bind 127.0.0.1 --directory "$out/site" >/dev/null 2>&1 &
     server=$!
