@@ -67,8 +67,8 @@ fi
 free_kib="$(df -Pk . 2>/dev/null | awk 'NR == 2 { print $4 }' || true)"
 if [[ "$free_kib" =~ ^[0-9]+$ ]]; then
     echo "test.sh: $((free_kib / 1024)) MiB free on the disk of $(pwd)"
-    if (( free_kib < 3 * 1024 * 1024 )); then
-        echo "test.sh: WARNING: under 3 GiB free; a clean build of the suite writes about 2 GiB" \
+    if (( free_kib < 5 * 1024 * 1024 )); then
+        echo "test.sh: WARNING: under 5 GiB free; a clean build of the suite writes about 4 GiB" \
              "into target/ and cargo's registry takes about 0.6 GiB" >&2
     fi
 fi
