@@ -486,8 +486,7 @@ impl<U: Upload> Flight<U> {
         if let Err(e) = sent {
             // Its bind group may be the failure.
             batches.device.bind_groups.forget_set(set.id);
-            set.remap(&batches.device.courier);
-            batches.buffers.give_back(set);
+            retire(&batches, set);
             return Err(e);
         }
         // The world's changes are sent to the courier after their version is counted: a
@@ -657,7 +656,7 @@ impl<U: Upload> Flight<U> {
     /// `None` for a dispatch dropped unread, whose mappings are waited for first: the courier's
     /// poll maps a buffer on its own thread, and an unmap racing it can find the mapping taken
     /// but not yet done, which wgpu reports as an error (a panic under its default handler).
-    fn release(&self, mut f: InFlight, mapped: Option<(bool, bool)>) {
+    fn release(&self, f: InFlight, mapped: Option<(bool, bool)>) {
         let asked = f.submitted.recv().is_ok();
         if mapped.is_none() {
             // A dropped dispatch's mappings settle once the device has done its work.
@@ -676,6 +675,7 @@ impl<U: Upload> Flight<U> {
         if mapped.is_none() && asked && (!hits || (f.set.timer.is_some() && !stamps)) {
             // A mapping still to come (on the web, the page's event loop maps it later): the
             // set cannot be used again before it settles, so it is dropped, not pooled.
+            self.batches.device.bind_groups.forget_set(f.set.id);
             return;
         }
         if hits {
@@ -686,14 +686,7 @@ impl<U: Upload> Flight<U> {
         {
             ts.unmap();
         }
-        if cfg!(target_arch = "wasm32") {
-            // On the web a set serves one dispatch and is dropped: written after a second
-            // mapping (`mapAsync`), its upload buffer reached the GPU with the last dispatch's
-            // bytes in Chromium (SwiftShader), while a buffer mapped at creation never did.
-            return;
-        }
-        f.set.remap(&self.batches.device.courier);
-        self.batches.buffers.give_back(f.set);
+        retire(&self.batches, f.set);
     }
 
     /// Once every dispatch has been read: what the flight cost, its items recycled.
@@ -718,6 +711,19 @@ impl<U: Upload> Drop for Flight<U> {
             self.release(f, None);
         }
     }
+}
+
+/// Hands a set that no dispatch uses any more back to the pool, its upload buffer mapped
+/// again for the next. On the web a set serves one dispatch and is dropped instead (its bind
+/// group with it): written after a second mapping (`mapAsync`), an upload buffer reached the
+/// GPU with the last dispatch's bytes in Chromium, while one mapped at creation never did.
+fn retire(batches: &Batches, mut set: DispatchBuffers) {
+    if cfg!(target_arch = "wasm32") {
+        batches.device.bind_groups.forget_set(set.id);
+        return;
+    }
+    set.remap(&batches.device.courier);
+    batches.buffers.give_back(set);
 }
 
 /// How long a dropped dispatch's buffers wait for their mappings to settle (a device that never
