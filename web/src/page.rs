@@ -10,7 +10,7 @@ use std::rc::Rc;
 
 use glam::{DVec3, Vec3};
 use js_sys::Promise;
-use voxcast::gpu::{AgentPairs, CameraImage, GpuConfig, GpuRaycaster, GpuWorld};
+use voxcast::gpu::{AgentPairs, CameraImage, GpuAgents, GpuConfig, GpuRaycaster, GpuWorld};
 use voxcast::{
     Agent, Camera, LineOfSightOptions, RaycastOptions, RaycastOutcome, VoxelId, VoxelRay,
     VoxelWorld, WorldPos, agent_visibility, break_block, place_block, raycast_camera,
@@ -45,6 +45,8 @@ struct State {
     last: Vec<RaycastOutcome>,
     /// Milliseconds the last frame's batch took, and its pixels.
     last_ms: f64,
+    /// The NPCs' and the player's eyes on the GPU, updated each frame.
+    eyes: Option<GpuAgents>,
 }
 
 /// The page's demo: build it with [`Demo::create`].
@@ -169,9 +171,16 @@ async fn frame(state: &mut State) -> Result<Vec<u8>, String> {
             let image = gpu
                 .submit(CameraImage(&cam), gw, &opts)
                 .map_err(|e| e.to_string())?;
-            let on_gpu = gpu.upload_agents(&agents, gw).map_err(|e| e.to_string())?;
+            // The eyes' buffer is kept from frame to frame and only rewritten.
+            let on_gpu = match &mut state.eyes {
+                Some(eyes) => {
+                    eyes.update(&agents, gw).map_err(|e| e.to_string())?;
+                    eyes
+                }
+                eyes => eyes.insert(gpu.upload_agents(&agents, gw).map_err(|e| e.to_string())?),
+            };
             let query = AgentPairs {
-                agents: &on_gpu,
+                agents: on_gpu,
                 pairs: &pairs,
                 outcomes: false,
             };
@@ -253,6 +262,7 @@ impl Demo {
                 npcs,
                 last: Vec::new(),
                 last_ms: 0.0,
+                eyes: None,
             };
             Ok(JsValue::from(Demo {
                 state: Rc::new(RefCell::new(state)),
