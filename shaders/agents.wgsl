@@ -1,6 +1,13 @@
 // voxcast shader, agent pairs: the entry point cast_pairs, line of sight between two agents'
 // eyes (src/gpu/agents.rs). Twin: segment in src/ray.rs.
 
+// cast_pairs' bindings: pairs of agent indices, the agents' eyes, and per pair a visibility
+// bit (the dispatch's first ceil(count / 32) words), then with Params.details its answer (5
+// words).
+@group(0) @binding(8) var<storage, read> pairs: array<vec2<u32>>;
+@group(0) @binding(9) var<storage, read> agents: array<GpuAgent>;
+@group(0) @binding(10) var<storage, read_write> pair_out: array<atomic<u32>>;
+
 // Statuses of a pair's answer besides those of Hit.status: the eyes are too close
 // (RayError::ZeroDirection) or too far apart (RayError::MaxDistanceTooLarge).
 const STATUS_ZERO_LENGTH: u32 = 4u;

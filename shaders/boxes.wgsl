@@ -1,6 +1,10 @@
 // voxcast shader, box casts: the entry point cast_boxes (src/gpu/boxes.rs). Twin: cast_box is
 // `walk` in src/boxcast.rs (the rules in the crate docs, "Box casts").
 
+// cast_boxes' bindings: the dispatch's box casts and their answers.
+@group(0) @binding(14) var<storage, read> boxes: array<GpuBox>;
+@group(0) @binding(15) var<storage, read_write> box_hits: array<GpuHit>;
+
 // What voxel v does to a box: x = 0 nothing, 1 it stops the box (id in y), 2 it counts as
 // unloaded (under Stop, or outside the box of chunks a following window holds, whatever the
 // policy: the box cannot know what is there).

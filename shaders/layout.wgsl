@@ -204,8 +204,9 @@ struct Hit {
     n: vec3<u32>,           // the crossings done on reaching the voxel (finished's input)
 }
 
-// The bindings: twins of the table BINDINGS in src/gpu/layout.rs, which also says which entry
-// point binds which (a test checks both against this module).
+// The bindings every entry point binds: twins of SHARED_BINDINGS in src/gpu/layout.rs. Each
+// query kind declares its own bindings in its file, twins of its `ENTRY` in src/gpu/<kind>.rs
+// (a test checks them all against this module).
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> chunk_table: array<u32>;
 @group(0) @binding(2) var<storage, read> occupancy: array<u32>;
@@ -213,24 +214,6 @@ struct Hit {
 @group(0) @binding(4) var<storage, read> ids: array<u32>;
 // One bit per voxel id: the ids that stop a ray (MaterialFilter), 128 to an element.
 @group(0) @binding(5) var<uniform> filter_bits: array<vec4<u32>, 512>;
-@group(0) @binding(6) var<storage, read> rays: array<GpuRay>;
-@group(0) @binding(7) var<storage, read_write> hits: array<GpuHit>;
-// cast_pairs: pairs of agent indices, the agents' eyes, and per pair a visibility bit (the
-// dispatch's first ceil(count / 32) words), then with Params.details its answer (5 words).
-@group(0) @binding(8) var<storage, read> pairs: array<vec2<u32>>;
-@group(0) @binding(9) var<storage, read> agents: array<GpuAgent>;
-@group(0) @binding(10) var<storage, read_write> pair_out: array<atomic<u32>>;
-// cast_sensors: the dispatch's agents' poses, the rig, and per ray its word (sense_word), or
-// with Params.details its answer (5 words). The rig (src/gpu/sensors.rs, GpuSensorRig::new):
-// its rays in a coherent order (the bits of a unit direction xyz in the agent's frame, max
-// distance w), then each one's index in the rig, four to an element.
-@group(0) @binding(11) var<storage, read> poses: array<GpuPose>;
-@group(0) @binding(12) var<storage, read> rig: array<vec4<u32>>;
-@group(0) @binding(13) var<storage, read_write> sensed: array<u32>;
-
-// cast_boxes: the dispatch's box casts and their answers.
-@group(0) @binding(14) var<storage, read> boxes: array<GpuBox>;
-@group(0) @binding(15) var<storage, read_write> box_hits: array<GpuHit>;
 
 // 0, read from a uniform: `pin` (shaders/exact.wgsl) hides values behind it.
 fn opaque_zero() -> u32 {

@@ -3,6 +3,10 @@
 // invocation's index, a hit packed for the host (pack_hit), and a ray made in the shader
 // (made_ray and prepare_axis, twins of VoxelRay::new and VoxelRay::prepare in src/ray.rs).
 
+// cast_rays' bindings (cast_camera binds the same): rays in, answers out.
+@group(0) @binding(6) var<storage, read> rays: array<GpuRay>;
+@group(0) @binding(7) var<storage, read_write> hits: array<GpuHit>;
+
 fn unpack_ray(r: GpuRay) -> Ray {
     var ray: Ray;
     ray.voxel = r.voxel;

@@ -2,6 +2,14 @@
 // (src/gpu/sensors.rs). Twins: rotation_matrix, sensor_dir and sense_word (`word`) in
 // src/sensors.rs.
 
+// cast_sensors' bindings: the dispatch's agents' poses, the rig, and per ray its word
+// (sense_word), or with Params.details its answer (5 words). The rig (src/gpu/sensors.rs,
+// GpuSensorRig::new): its rays in a coherent order (the bits of a unit direction xyz in the
+// agent's frame, max distance w), then each one's index in the rig, four to an element.
+@group(0) @binding(11) var<storage, read> poses: array<GpuPose>;
+@group(0) @binding(12) var<storage, read> rig: array<vec4<u32>>;
+@group(0) @binding(13) var<storage, read_write> sensed: array<u32>;
+
 // A packed rotation's stored components are multiples of this.
 const ROTATION_STEP: f32 = 0x1p-19f;
 

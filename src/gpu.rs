@@ -58,7 +58,8 @@
 //! device is a choice ([`Driver`]): voxcast's courier thread, the one place that waits on the
 //! device, or the host, with no thread at all: each job runs on the thread that sends it and
 //! the host's own polling of the device (a browser's event loop, a game's frame) maps the
-//! answers and wakes the batches. (Adding a query kind: `src/gpu/query.rs`.)
+//! answers and wakes the batches. (Adding a query kind: `src/gpu/query.rs`; the kinds are
+//! registered at the end of this file.)
 //!
 //! # On the web
 //! On `wasm32-unknown-unknown` (a browser's WebGPU) voxcast starts no thread and nothing
@@ -111,9 +112,9 @@ pub use device::{DispatchMemory, Driver, GpuConfig, RaySetup, SelfCheck};
 pub use error::GpuError;
 pub use flight::{BatchStats, KeptMemory};
 pub use follow::WindowMove;
+pub use layout::MAX_DISPATCH_RAYS;
 #[cfg(test)]
 pub(crate) use layout::shader_place;
-pub use layout::{MAX_DISPATCH_RAYS, SHADER_SOURCE};
 pub use pairs_within::PairsWithin;
 pub use pending::PendingBatch;
 pub use probe::SelfCheckReport;
@@ -123,3 +124,39 @@ pub use rays::Rays;
 pub use sensors::{GpuSensorRig, SensorSweep};
 pub use sightlines::Sightlines;
 pub use world::GpuWorld;
+
+// The registration of the query kinds: each kind's module is declared above, its public types
+// are re-exported above, its entry point is listed in `ENTRIES` and its WGSL file in the
+// shader's stages below. Nothing else names the kinds.
+
+/// Every compute entry point, each declared by its kind's file with its own bindings: the
+/// device makes a bind group layout for each, and the layout tests check each against the
+/// shader.
+const ENTRIES: [layout::Entry; 5] = [
+    rays::ENTRY,
+    camera::ENTRY,
+    agents::ENTRY,
+    sensors::ENTRY,
+    boxes::ENTRY,
+];
+
+/// Declares `SHADER_SOURCE`, the stage files joined in the order given, and `SHADER_STAGES`,
+/// their names, from one list.
+macro_rules! shader_stages {
+    ($($stage:literal),+ $(,)?) => {
+        /// The WGSL source of the compute shader: the stage files of `shaders/` joined into one
+        /// module, in the order that `src/gpu/layout.rs` gives with its reason.
+        pub const SHADER_SOURCE: &str =
+            concat!($(include_str!(concat!("../shaders/", $stage, ".wgsl"))),+);
+
+        /// The stage files of [`SHADER_SOURCE`], in its order (`shaders/<stage>.wgsl`).
+        #[cfg(test)]
+        const SHADER_STAGES: &[&str] = &[$($stage),+];
+    };
+}
+
+// The shared stages first (`layout` to `cast`), then one file per query kind.
+shader_stages!(
+    "layout", "exact", "window", "dda", "ties", "cast", "rays", "camera", "agents", "sensors",
+    "boxes",
+);

@@ -13,13 +13,23 @@ use crate::gpu::decode::decode;
 use crate::gpu::device::Device;
 use crate::gpu::error::{GpuError, device_error};
 use crate::gpu::flight::Upload;
-use crate::gpu::layout::{Entry, GpuAgent, GpuHit, option_flags};
+use crate::gpu::layout::{Access, Entry, GpuAgent, GpuHit, bind, option_flags};
 use crate::gpu::pending::{Collect, Joined, Launch, Leg, PendingBatch};
 use crate::gpu::query::{Query, sealed::Sealed};
 use crate::gpu::rays::{RayAnswers, RayUpload, ray_leg};
 use crate::gpu::window::Window;
 use crate::gpu::world::GpuWorld;
 use crate::ray::{LineOfSight, LineOfSightOptions, RayError, VoxelRay};
+
+/// `cast_pairs`: line of sight between pairs of agents (`shaders/agents.wgsl`): pairs of agent
+/// indices and the agents' eyes in, the pairs' bits and answers out.
+pub(super) const ENTRY: Entry = Entry {
+    name: "cast_pairs",
+    input: bind(8, "pairs", Access::Read),
+    extra: Some(bind(9, "agents", Access::Read)),
+    output: bind(10, "pair_out", Access::ReadWrite),
+    reads_input: true,
+};
 
 /// Agents' eyes in GPU memory, for
 /// [`AgentPairs`]: made for one
@@ -253,7 +263,7 @@ pub(super) struct PairUpload {
 }
 
 impl Upload for PairUpload {
-    const ENTRY: Entry = Entry::Pairs;
+    const ENTRY: Entry = self::ENTRY;
 
     fn count(&self) -> u64 {
         self.pairs.len() as u64
@@ -495,7 +505,7 @@ pub(super) fn pair_job(
         let mut params = world.params();
         params.details = u32::from(answers);
         let binding = launch.binding(
-            Entry::Pairs,
+            ENTRY,
             option_flags(&opts.raycast, opts.conservative) | world.walk_flags(long),
             params,
             &opts.raycast,

@@ -11,14 +11,23 @@ use crate::gpu::decode::decode;
 use crate::gpu::error::GpuError;
 use crate::gpu::flight::Upload;
 use crate::gpu::layout::{
-    BOX_LEAD_ON_SHIFT, BOX_MOVING_SHIFT, BOX_NEGATIVE_SHIFT, BOX_ON_PLANE_SHIFT, BOX_RANKS_SHIFT,
-    BOX_TRAIL_ON_SHIFT, Entry, FLAG_LOOP_BUDGET, GpuBox, GpuHit, GpuRay, STATUS_RUNAWAY,
-    option_flags,
+    Access, BOX_LEAD_ON_SHIFT, BOX_MOVING_SHIFT, BOX_NEGATIVE_SHIFT, BOX_ON_PLANE_SHIFT,
+    BOX_RANKS_SHIFT, BOX_TRAIL_ON_SHIFT, Entry, FLAG_LOOP_BUDGET, GpuBox, GpuHit, GpuRay,
+    STATUS_RUNAWAY, bind, option_flags,
 };
 use crate::gpu::pending::{Collect, Launch, Leg, PendingBatch};
 use crate::gpu::query::{Query, sealed::Sealed};
 use crate::gpu::window::Window;
 use crate::ray::{RaycastOptions, RaycastOutcome, UnloadedPolicy, flush_denormal};
+
+/// `cast_boxes`: box casts prepared on the host in (`shaders/boxes.wgsl`), answers out.
+pub(super) const ENTRY: Entry = Entry {
+    name: "cast_boxes",
+    input: bind(14, "boxes", Access::Read),
+    extra: None,
+    output: bind(15, "box_hits", Access::ReadWrite),
+    reads_input: true,
+};
 
 /// How far outside its window a box may start and still be cast by the shader, in voxels: its
 /// window-relative voxels, plus the max distance, stay far inside i32.
@@ -123,7 +132,7 @@ impl Query for BoxCasts<'_> {
 pub(super) struct BoxUpload(Vec<GpuBox>);
 
 impl Upload for BoxUpload {
-    const ENTRY: Entry = Entry::Boxes;
+    const ENTRY: Entry = self::ENTRY;
 
     fn count(&self) -> u64 {
         self.0.len() as u64
@@ -257,7 +266,7 @@ fn box_leg(
         0
     };
     let binding = launch.binding(
-        Entry::Boxes,
+        ENTRY,
         option_flags(opts, false) | budget,
         world.params(),
         opts,

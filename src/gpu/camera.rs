@@ -11,9 +11,17 @@ use crate::gpu::flight::Upload;
 use crate::gpu::layout::{Entry, GpuHit, GpuParams, option_flags};
 use crate::gpu::pending::{Collect, Launch, Leg, PendingBatch};
 use crate::gpu::query::{Query, sealed::Sealed};
-use crate::gpu::rays::submit_rays;
+use crate::gpu::rays::{self, submit_rays};
 use crate::gpu::window::Window;
 use crate::ray::{RaycastOptions, RaycastOutcome, VoxelRay};
+
+/// `cast_camera`: a camera's pixels, rays made in the shader (`shaders/camera.wgsl`). It binds
+/// `cast_rays`'s bindings, so that the two share one layout: its input is bound, unread.
+pub(super) const ENTRY: Entry = Entry {
+    name: "cast_camera",
+    reads_input: false,
+    ..rays::ENTRY
+};
 
 /// A camera's image cast on the GPU: one ray a pixel, row by row from the top. Pixel
 /// `(px, py)` gets the outcome of casting [`Camera::ray`]`(px, py)` on the CPU
@@ -66,7 +74,7 @@ impl Query for CameraImage<'_> {
         let params = camera_params(world.params(), &camera, eye);
         let flags = option_flags(opts, false)
             | world.walk_flags(camera.max_distance >= crate::cpu_ref::LONG_RAY);
-        let binding = launch.binding(Entry::Camera, flags, params, opts)?;
+        let binding = launch.binding(ENTRY, flags, params, opts)?;
         let flight = launch.flight(binding, Pixels(pixels as u32))?;
         let collector = CameraAnswers {
             out,
@@ -82,7 +90,7 @@ impl Query for CameraImage<'_> {
 pub(super) struct Pixels(u32);
 
 impl Upload for Pixels {
-    const ENTRY: Entry = Entry::Camera;
+    const ENTRY: Entry = self::ENTRY;
 
     fn count(&self) -> u64 {
         u64::from(self.0)

@@ -7,12 +7,8 @@ use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 
 use crate::gpu::error::GpuError;
-use crate::gpu::layout::{
-    Access, BINDINGS, Entry, FLAG_RAYS_AS_GIVEN, FLAG_STEP_EMPTY_BRICKS, GpuRay, WORKGROUP_SIZE,
-    option_flags,
-};
+use crate::gpu::layout::{Access, Entry, GpuRay, WORKGROUP_SIZE};
 use crate::gpu::queue::Courier;
-use crate::ray::RaycastOptions;
 
 /// Whether a [`GpuRaycaster`](crate::gpu::GpuRaycaster) may be created on a device whose self-check
 /// differs from the CPU reference (see
@@ -131,9 +127,8 @@ pub(super) struct Device {
     pub(super) loop_budget: bool,
     /// Why the device was lost, once it was (set by the lost callback, where voxcast owns it).
     lost: Arc<Mutex<Option<String>>>,
-    /// The bind group and pipeline layouts of each entry point, in the order of [`Entry::ALL`]
-    /// ([`layout_index`]).
-    layouts: [(wgpu::BindGroupLayout, wgpu::PipelineLayout); Entry::ALL.len()],
+    /// Each entry point of the shader with its bind group and pipeline layouts.
+    layouts: Vec<(Entry, wgpu::BindGroupLayout, wgpu::PipelineLayout)>,
     module: wgpu::ShaderModule,
     /// The pipelines made so far, by entry point and option flags.
     pipelines: Mutex<FxHashMap<(Entry, u32), wgpu::ComputePipeline>>,
@@ -240,10 +235,12 @@ impl BindGroupCache {
 
 impl Device {
     /// Picks an adapter (honouring `WGPU_BACKEND`, `WGPU_ADAPTER_NAME` and `WGPU_POWER_PREF`),
-    /// creates a device with the adapter's own limits, and readies `shader` on it.
+    /// creates a device with the adapter's own limits, and readies `shader` with its entry
+    /// points `entries` on it.
     pub(super) async fn open(
         config: GpuConfig,
         shader: Cow<'static, str>,
+        entries: &[Entry],
     ) -> Result<Self, GpuError> {
         // Instance: primary backends unless WGPU_BACKEND says otherwise.
         let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
@@ -305,17 +302,18 @@ impl Device {
                 *l = Some(format!("device lost ({reason:?}): {message}"));
             }
         });
-        Self::on(device, queue, lost, shader, config)
+        Self::on(device, queue, lost, shader, entries, config)
     }
 
-    /// Readies `shader` on `device`: checks its limits, compiles the module and the default
-    /// pipelines, and starts the courier. `lost` is set by the device-lost callback, if voxcast
-    /// owns one.
+    /// Readies `shader` on `device`: checks its limits against the bindings of its entry points
+    /// `entries`, compiles the module, makes each entry point's layouts, and starts the
+    /// courier. `lost` is set by the device-lost callback, if voxcast owns one.
     pub(super) fn on(
         device: wgpu::Device,
         queue: wgpu::Queue,
         lost: Arc<Mutex<Option<String>>>,
         shader: Cow<'static, str>,
+        entries: &[Entry],
         config: GpuConfig,
     ) -> Result<Self, GpuError> {
         let info = device.adapter_info();
@@ -326,7 +324,7 @@ impl Device {
             && device
                 .features()
                 .contains(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS);
-        check_limits(&limits)?;
+        check_limits(&limits, entries)?;
 
         // Shader and pipelines, validated inside an error scope.
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
@@ -334,10 +332,9 @@ impl Device {
             label: Some("voxcast shader"),
             source: wgpu::ShaderSource::Wgsl(shader),
         });
-        // Each layout holds the bindings of its entry point (`Entry::bindings`, from the table
-        // of the shader's bindings in `layout`).
-        let make_layout = |entry: Entry| {
-            let label = entry.name();
+        // Each layout holds the bindings of its entry point (`Entry::bindings`).
+        let make_layout = |&entry: &Entry| {
+            let label = entry.name;
             let entries: Vec<_> = entry
                 .bindings()
                 .map(|b| wgpu::BindGroupLayoutEntry {
@@ -366,34 +363,17 @@ impl Device {
                 bind_group_layouts: &[Some(&layout)],
                 immediate_size: 0,
             });
-            (layout, pipeline_layout)
+            (entry, layout, pipeline_layout)
         };
-        let layouts = Entry::ALL.map(make_layout);
+        let layouts = entries.iter().map(make_layout).collect();
         if let Some(e) = crate::gpu::error::error_now(scope) {
             return Err(GpuError::Device(format!("shader rejected: {e}")));
         }
-        // The pipelines for the default options, with either walk, now: the shader's errors
-        // show here, and a first batch with those options does not wait for a compilation.
-        let default_flags = option_flags(&RaycastOptions::default(), false);
         let rays_set_up_in_shader = match config.ray_setup {
             RaySetup::Auto => !loop_budget,
             RaySetup::Host => false,
             RaySetup::Shader => true,
         };
-        let mut pipelines = FxHashMap::default();
-        for entry in [Entry::Rays, Entry::Camera] {
-            let setup = if entry == Entry::Rays && rays_set_up_in_shader {
-                FLAG_RAYS_AS_GIVEN
-            } else {
-                0
-            };
-            let layout = &layouts[layout_index(entry)].1;
-            for flags in [default_flags, default_flags | FLAG_STEP_EMPTY_BRICKS] {
-                let flags = flags | setup;
-                let p = make_pipeline(&device, &module, layout, entry, flags)?;
-                pipelines.insert((entry, flags), p);
-            }
-        }
         Ok(Self {
             courier: match config.driver {
                 Driver::Thread => Courier::start(&device, &queue)?,
@@ -411,14 +391,14 @@ impl Device {
             lost,
             layouts,
             module,
-            pipelines: Mutex::new(pipelines),
+            pipelines: Mutex::default(),
             bind_groups: BindGroupCache::default(),
         })
     }
 
     /// The pipeline of `entry` specialised for option `flags` (the shader's `OPTIONS`),
     /// compiled on first use and kept: each combination of options in use pays one
-    /// compilation (the default options' rays and camera are made with the device).
+    /// compilation (the raycaster makes the default options' rays and camera at creation).
     pub(super) fn pipeline(
         &self,
         entry: Entry,
@@ -432,15 +412,26 @@ impl Device {
         if let Some(p) = made.get(&(entry, flags)) {
             return Ok(p.clone());
         }
-        let layout = &self.layouts[layout_index(entry)].1;
+        let layout = &self.layouts_of(entry)?.2;
         let p = make_pipeline(&self.wgpu, &self.module, layout, entry, flags)?;
         made.insert((entry, flags), p.clone());
         Ok(p)
     }
 
     /// The bind group layout of `entry`'s pipelines.
-    pub(super) fn layout(&self, entry: Entry) -> &wgpu::BindGroupLayout {
-        &self.layouts[layout_index(entry)].0
+    pub(super) fn layout(&self, entry: Entry) -> Result<&wgpu::BindGroupLayout, GpuError> {
+        Ok(&self.layouts_of(entry)?.1)
+    }
+
+    /// `entry` with its layouts: each entry point the device was opened with has its own,
+    /// made from its bindings, so that a new entry point needs nothing here.
+    fn layouts_of(
+        &self,
+        entry: Entry,
+    ) -> Result<&(Entry, wgpu::BindGroupLayout, wgpu::PipelineLayout), GpuError> {
+        self.layouts.iter().find(|l| l.0 == entry).ok_or_else(|| {
+            GpuError::Internal(format!("entry point {} is not registered", entry.name))
+        })
     }
 
     /// `Err` once the device is lost.
@@ -473,21 +464,9 @@ impl Device {
     }
 }
 
-/// The device's bind group layouts, each with the entry point whose bindings it holds and its
-/// label.
-/// Where `entry`'s layouts are in [`Device`]'s: its place in [`Entry::ALL`]. Each entry point
-/// has its own, made from its bindings (`Entry::bindings`), so that a new entry point needs
-/// nothing here.
-fn layout_index(entry: Entry) -> usize {
-    Entry::ALL
-        .iter()
-        .position(|&e| e == entry)
-        .expect("every entry point is in Entry::ALL")
-}
-
-/// The most buffers of `access` that one entry point binds (`Entry::bindings`).
-fn most_bound(access: &[Access]) -> u32 {
-    Entry::ALL
+/// The most buffers of `access` that one of `entries` binds (`Entry::bindings`).
+fn most_bound(entries: &[Entry], access: &[Access]) -> u32 {
+    entries
         .iter()
         .map(|e| e.bindings().filter(|b| access.contains(&b.access)).count() as u32)
         .max()
@@ -496,10 +475,15 @@ fn most_bound(access: &[Access]) -> u32 {
 
 /// The limits below which the shader cannot run, checked so that such a device gets a clear
 /// error instead of a pipeline validation message.
-fn check_limits(limits: &wgpu::Limits) -> Result<(), GpuError> {
-    let storage = most_bound(&[Access::Read, Access::ReadWrite]);
+fn check_limits(limits: &wgpu::Limits, entries: &[Entry]) -> Result<(), GpuError> {
+    let storage = most_bound(entries, &[Access::Read, Access::ReadWrite]);
     // A bind group layout's binding numbers must lie below this limit.
-    let binding_numbers = BINDINGS.iter().map(|b| b.number + 1).max().unwrap_or(0);
+    let binding_numbers = entries
+        .iter()
+        .flat_map(|e| e.bindings())
+        .map(|b| b.number + 1)
+        .max()
+        .unwrap_or(0);
     let needs = [
         (
             "storage buffers per shader stage",
@@ -529,7 +513,7 @@ fn check_limits(limits: &wgpu::Limits) -> Result<(), GpuError> {
         (
             "uniform buffers per shader stage",
             limits.max_uniform_buffers_per_shader_stage,
-            most_bound(&[Access::Uniform]),
+            most_bound(entries, &[Access::Uniform]),
         ),
     ];
     match needs.iter().find(|(_, has, needs)| has < needs) {
@@ -540,7 +524,7 @@ fn check_limits(limits: &wgpu::Limits) -> Result<(), GpuError> {
     }
 }
 
-/// The compute pipeline of `cast_camera` (or `cast_rays`) with the shader's `OPTIONS` set to
+/// The compute pipeline of `entry` with the shader's `OPTIONS` set to
 /// `flags`, checked inside a validation error scope.
 fn make_pipeline(
     device: &wgpu::Device,
@@ -549,7 +533,7 @@ fn make_pipeline(
     entry: Entry,
     flags: u32,
 ) -> Result<wgpu::ComputePipeline, GpuError> {
-    let entry = entry.name();
+    let entry = entry.name;
     let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
     let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
         label: Some(entry),
@@ -578,27 +562,25 @@ fn shares_host_memory(config: &GpuConfig, kind: wgpu::DeviceType) -> bool {
 mod tests {
     use super::*;
 
-    /// Each entry point has a layout of its own.
-    #[test]
-    fn each_entry_point_has_its_layout() {
-        for (i, e) in Entry::ALL.into_iter().enumerate() {
-            assert_eq!(layout_index(e), i, "{}", e.name());
-        }
-    }
-
-    /// The limits checked are those the table of bindings needs: WebGPU's defaults suffice,
-    /// one binding number or storage buffer less does not.
+    /// The limits checked are those the entry points' bindings need: WebGPU's defaults
+    /// suffice, one binding number or storage buffer less does not.
     #[test]
     fn the_limits_follow_the_bindings() {
+        let entries = &crate::gpu::ENTRIES;
         let defaults = wgpu::Limits::default();
-        assert!(check_limits(&defaults).is_ok());
-        let highest = BINDINGS.iter().map(|b| b.number).max().unwrap_or(0);
+        assert!(check_limits(&defaults, entries).is_ok());
+        let highest = entries
+            .iter()
+            .flat_map(|e| e.bindings())
+            .map(|b| b.number)
+            .max()
+            .unwrap_or(0);
         let mut fewer = defaults.clone();
         fewer.max_bindings_per_bind_group = highest;
-        assert!(check_limits(&fewer).is_err());
+        assert!(check_limits(&fewer, entries).is_err());
         let mut fewer = defaults;
         fewer.max_storage_buffers_per_shader_stage =
-            most_bound(&[Access::Read, Access::ReadWrite]) - 1;
-        assert!(check_limits(&fewer).is_err());
+            most_bound(entries, &[Access::Read, Access::ReadWrite]) - 1;
+        assert!(check_limits(&fewer, entries).is_err());
     }
 }

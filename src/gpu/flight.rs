@@ -251,7 +251,7 @@ impl Binding {
     ) -> Result<Self, GpuError> {
         Ok(Self {
             pipeline: device.pipeline(entry, flags | world.window.flags())?,
-            layout: device.layout(entry).clone(),
+            layout: device.layout(entry)?.clone(),
             world: world.buffers(),
             sync: Arc::clone(&world.sync),
             version: world.sync.version(),
@@ -517,7 +517,7 @@ impl<U: Upload> Flight<U> {
                 resource: buffer.as_entire_binding(),
             }
         }
-        let own = U::ENTRY.own_bindings();
+        let own = U::ENTRY;
         // The input: in the upload buffer after the parameters and filter where it is shared.
         let input = |binding: u32| {
             if set.host_shared {

@@ -4,43 +4,21 @@
 //! constant, struct size and binding with its twin here.
 //!
 //! # The shader's stage files
-//! [`SHADER_SOURCE`] joins the files of `shaders/` into one WGSL module in this order: `layout`
-//! (constants, structs, bindings), `exact` (exact f32 arithmetic), `window` (the chunk table,
-//! the summaries, a voxel's id), `dda` (the walk and its hits), `ties` (edges and corners),
-//! `cast` (`cast_ray`, `cast_segment`), then one file per entry point: `rays` (`cast_rays`,
-//! with the invocation index, hit packing and ray set-up that the others share), `camera`,
-//! `agents` (`cast_pairs`), `sensors` and `boxes`. The order has one reason: each file uses
-//! only what the files before it declare. WGSL itself accepts declarations in any order, so
-//! the rule is for readers, who meet every name before its first use and can read each file
-//! on top of the ones before it. naga reports lines of the joined source; the tests name each
-//! one's file and line there.
+//! [`SHADER_SOURCE`](crate::gpu::SHADER_SOURCE) joins the files of `shaders/` into one WGSL
+//! module in the order `src/gpu.rs` lists them: `layout` (constants, structs, the shared
+//! bindings), `exact` (exact f32 arithmetic), `window` (the chunk table, the summaries, a
+//! voxel's id), `dda` (the walk and its hits), `ties` (edges and corners), `cast` (`cast_ray`,
+//! `cast_segment`), then one file per query kind, each with its entry point and its own
+//! bindings: `rays` (`cast_rays`, with the invocation index, hit packing and ray set-up that the
+//! others share), `camera`, `agents` (`cast_pairs`), `sensors` and `boxes`. The order has one
+//! reason: each file uses only what the files before it declare. WGSL itself accepts
+//! declarations in any order, so the rule is for readers, who meet every name before its first
+//! use and can read each file on top of the ones before it. naga reports lines of the joined
+//! source; the tests name each one's file and line there.
 
 use bytemuck::{Pod, Zeroable};
 
 use crate::ray::{OriginPolicy, RaycastOptions, UnloadedPolicy};
-
-/// The WGSL source of the compute shader: the stage files of `shaders/` joined into one module,
-/// in the order that `src/gpu/layout.rs` gives with its reason.
-pub const SHADER_SOURCE: &str = concat!(
-    include_str!("../../shaders/layout.wgsl"),
-    include_str!("../../shaders/exact.wgsl"),
-    include_str!("../../shaders/window.wgsl"),
-    include_str!("../../shaders/dda.wgsl"),
-    include_str!("../../shaders/ties.wgsl"),
-    include_str!("../../shaders/cast.wgsl"),
-    include_str!("../../shaders/rays.wgsl"),
-    include_str!("../../shaders/camera.wgsl"),
-    include_str!("../../shaders/agents.wgsl"),
-    include_str!("../../shaders/sensors.wgsl"),
-    include_str!("../../shaders/boxes.wgsl"),
-);
-
-/// The stage files of [`SHADER_SOURCE`], in its order (`shaders/<stage>.wgsl`).
-#[cfg(test)]
-const SHADER_STAGES: [&str; 11] = [
-    "layout", "exact", "window", "dda", "ties", "cast", "rays", "camera", "agents", "sensors",
-    "boxes",
-];
 
 /// The path and text of stage file `stage`, read from the crate's sources.
 #[cfg(test)]
@@ -56,7 +34,7 @@ fn stage_file(stage: &str) -> (String, String) {
 #[cfg(test)]
 pub(crate) fn shader_place(line: u32) -> String {
     let mut before = 0;
-    for stage in SHADER_STAGES {
+    for stage in crate::gpu::SHADER_STAGES {
         let (path, text) = stage_file(stage);
         let lines = text.lines().count() as u32;
         if line <= before + lines {
@@ -246,7 +224,7 @@ pub(super) const BOX_ON_PLANE_SHIFT: u32 = 12;
 pub(super) const BOX_RANKS_SHIFT: u32 = 15;
 
 /// How the shader declares a binding: its address space and access.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(super) enum Access {
     /// `var<uniform>`.
     Uniform,
@@ -257,7 +235,7 @@ pub(super) enum Access {
 }
 
 /// One buffer the shader binds: `@group(0) @binding(number) var<access> name`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(super) struct ShaderBinding {
     pub(super) number: u32,
     /// The shader's variable.
@@ -265,7 +243,7 @@ pub(super) struct ShaderBinding {
     pub(super) access: Access,
 }
 
-const fn bind(number: u32, name: &'static str, access: Access) -> ShaderBinding {
+pub(super) const fn bind(number: u32, name: &'static str, access: Access) -> ShaderBinding {
     ShaderBinding {
         number,
         name,
@@ -273,126 +251,47 @@ const fn bind(number: u32, name: &'static str, access: Access) -> ShaderBinding 
     }
 }
 
-// The shader's bindings, all in group 0: each written once here, listed in `BINDINGS`, and
-// bound per entry point by `Entry::bindings`. The test `bindings_match_the_shader` checks each
-// number, name and access, and which entry point uses which, against `shaders/layout.wgsl`.
-// First the dispatch's parameters, the world (chunk table with region records, occupancy,
-// slot records, id records) and the material filter, which every entry point binds.
+// The bindings every entry point binds, all in group 0 as all bindings are: the dispatch's
+// parameters, the world (chunk table with region records, occupancy, slot records, id records)
+// and the material filter. Each query kind declares its own bindings in its Rust file (its
+// [`Entry`]) and its WGSL file; the test `bindings_match_the_shader` checks every entry
+// point's numbers, names and access against the shader, through naga.
 pub(super) const PARAMS: ShaderBinding = bind(0, "params", Access::Uniform);
 pub(super) const CHUNK_TABLE: ShaderBinding = bind(1, "chunk_table", Access::Read);
 pub(super) const OCCUPANCY: ShaderBinding = bind(2, "occupancy", Access::Read);
 pub(super) const SLOTS: ShaderBinding = bind(3, "slots", Access::Read);
 pub(super) const IDS: ShaderBinding = bind(4, "ids", Access::Read);
 pub(super) const FILTER_BITS: ShaderBinding = bind(5, "filter_bits", Access::Uniform);
-// `cast_rays` (and `cast_camera`): rays in, answers out.
-pub(super) const RAYS: ShaderBinding = bind(6, "rays", Access::Read);
-pub(super) const HITS: ShaderBinding = bind(7, "hits", Access::ReadWrite);
-// `cast_pairs`: pairs of agent indices, the agents' eyes, and the pairs' bits and answers.
-pub(super) const PAIRS: ShaderBinding = bind(8, "pairs", Access::Read);
-pub(super) const AGENTS: ShaderBinding = bind(9, "agents", Access::Read);
-pub(super) const PAIR_OUT: ShaderBinding = bind(10, "pair_out", Access::ReadWrite);
-// `cast_sensors`: the agents' poses, the rig, and the rays' words or answers.
-pub(super) const POSES: ShaderBinding = bind(11, "poses", Access::Read);
-pub(super) const RIG: ShaderBinding = bind(12, "rig", Access::Read);
-pub(super) const SENSED: ShaderBinding = bind(13, "sensed", Access::ReadWrite);
-// `cast_boxes`: box casts in, answers out.
-pub(super) const BOXES: ShaderBinding = bind(14, "boxes", Access::Read);
-pub(super) const BOX_HITS: ShaderBinding = bind(15, "box_hits", Access::ReadWrite);
-
-/// Every binding of the shader, in number order.
-pub(super) const BINDINGS: [ShaderBinding; 16] = [
-    PARAMS,
-    CHUNK_TABLE,
-    OCCUPANCY,
-    SLOTS,
-    IDS,
-    FILTER_BITS,
-    RAYS,
-    HITS,
-    PAIRS,
-    AGENTS,
-    PAIR_OUT,
-    POSES,
-    RIG,
-    SENSED,
-    BOXES,
-    BOX_HITS,
-];
 
 /// The bindings every entry point binds: the dispatch's parameters, the world and the filter.
 pub(super) const SHARED_BINDINGS: [ShaderBinding; 6] =
     [PARAMS, CHUNK_TABLE, OCCUPANCY, SLOTS, IDS, FILTER_BITS];
 
-/// An entry point's own bindings, besides [`SHARED_BINDINGS`]: the dispatch's input (in the
-/// batch's upload or input buffer), a buffer the batch brings besides it (the agents' eyes,
-/// the rig), and the output (the batch's output buffer).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct OwnBindings {
+/// A compute entry point of the shader and its own bindings, besides [`SHARED_BINDINGS`]: the
+/// dispatch's input (in the batch's upload or input buffer), a buffer the batch brings besides
+/// it (the agents' eyes, the rig), and the output (the batch's output buffer). Each query
+/// kind's file declares its own; `ENTRIES` in `src/gpu.rs` lists them all, and the device makes
+/// a bind group layout for each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) struct Entry {
+    /// Its name in the shader (`@compute fn <name>`).
+    pub(super) name: &'static str,
     pub(super) input: ShaderBinding,
     pub(super) extra: Option<ShaderBinding>,
     pub(super) output: ShaderBinding,
-}
-
-/// A compute entry point of the shader.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(super) enum Entry {
-    /// `cast_rays`: rays prepared on the host.
-    Rays,
-    /// `cast_camera`: a camera's pixels, rays made in the shader.
-    Camera,
-    /// `cast_pairs`: line of sight between pairs of agents.
-    Pairs,
-    /// `cast_sensors`: the rays of a sensor rig from agents' poses.
-    Sensors,
-    /// `cast_boxes`: box casts prepared on the host.
-    Boxes,
+    /// Whether it reads its input: `cast_camera` makes its rays, and binds `cast_rays`'s
+    /// bindings only so that the two share one layout.
+    pub(super) reads_input: bool,
 }
 
 impl Entry {
-    /// Every entry point.
-    pub(super) const ALL: [Entry; 5] = [
-        Entry::Rays,
-        Entry::Camera,
-        Entry::Pairs,
-        Entry::Sensors,
-        Entry::Boxes,
-    ];
-
-    /// Its name in the shader.
-    pub(super) fn name(self) -> &'static str {
-        match self {
-            Entry::Rays => "cast_rays",
-            Entry::Camera => "cast_camera",
-            Entry::Pairs => "cast_pairs",
-            Entry::Sensors => "cast_sensors",
-            Entry::Boxes => "cast_boxes",
-        }
-    }
-
-    /// Its own bindings. `cast_camera` makes its rays and reads no input, but it binds
-    /// `cast_rays`'s bindings so that the two share one layout: its input is bound, unread.
-    pub(super) fn own_bindings(self) -> OwnBindings {
-        let (input, extra, output) = match self {
-            Entry::Rays | Entry::Camera => (RAYS, None, HITS),
-            Entry::Pairs => (PAIRS, Some(AGENTS), PAIR_OUT),
-            Entry::Sensors => (POSES, Some(RIG), SENSED),
-            Entry::Boxes => (BOXES, None, BOX_HITS),
-        };
-        OwnBindings {
-            input,
-            extra,
-            output,
-        }
-    }
-
     /// Every binding its bind group holds, in number order: [`SHARED_BINDINGS`], then its own.
     pub(super) fn bindings(self) -> impl Iterator<Item = ShaderBinding> {
-        let own = self.own_bindings();
         SHARED_BINDINGS
             .into_iter()
-            .chain([own.input])
-            .chain(own.extra)
-            .chain([own.output])
+            .chain([self.input])
+            .chain(self.extra)
+            .chain([self.output])
     }
 }
 

@@ -20,18 +20,21 @@
 //! forms reuse the allocation of the answers they are given.
 //!
 //! # Adding a query kind
-//! A kind is written in two files and registered in one, plus its `mod` line:
+//! A kind takes three files:
 //! 1. its Rust file in `src/gpu/`: the query type, its [`Query`] impl (`start`: check and
-//!    prepare on the host, then start a flight with [`Launch`]), its upload (the items each
+//!    prepare on the host, then start a flight with [`Launch`]), its entry point and that
+//!    entry point's own bindings (`ENTRY`, a `layout::Entry`), its upload (the items each
 //!    invocation takes: `flight::Upload`, which names its entry point) and the collector that
 //!    reads its answers (`pending::Collect` over that upload type: a collector of another
 //!    kind's items does not compile);
-//! 2. its WGSL file in `shaders/`, with its entry point and its bindings;
-//! 3. its registration in `src/gpu/layout.rs`: its WGSL file in `SHADER_SOURCE`, its entry
-//!    point in `Entry` (`ALL`, `name`, `own_bindings`) and its bindings in the table, which the
-//!    layout tests check against the shader; the device makes its pipelines and bind group
-//!    layout from that table;
-//! 4. its `mod` and `pub use` lines in `src/gpu.rs`.
+//! 2. its WGSL file in `shaders/`, with its bindings and its entry point;
+//! 3. its registration in `src/gpu.rs`: its `mod` and `pub use` lines, its `ENTRY` in
+//!    `ENTRIES` (the device makes a bind group layout for each, and the layout tests check
+//!    each binding's number, name and access, and which bindings each entry point uses,
+//!    against the shader through naga) and its WGSL file in the shader's stages.
+//!
+//! A kind whose items need a wire struct or constant of their own adds its twin to `layout`
+//! (`src/gpu/layout.rs` and `shaders/layout.wgsl`), whose tests check each against the other.
 //!
 //! The shared stages know nothing of the kinds: `flight` stages, dispatches and reads back any
 //! upload, `pending` drives any collector and measures any batch.

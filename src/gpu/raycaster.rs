@@ -13,13 +13,17 @@ use crate::gpu::error::GpuError;
 #[cfg(not(target_arch = "wasm32"))]
 use crate::gpu::flight::BatchStats;
 use crate::gpu::flight::{Batches, KeptMemory};
-use crate::gpu::layout::{MAX_DISPATCH_RAYS, SHADER_SOURCE};
+use crate::gpu::layout::{
+    FLAG_RAYS_AS_GIVEN, FLAG_STEP_EMPTY_BRICKS, MAX_DISPATCH_RAYS, option_flags,
+};
 use crate::gpu::pending::{Launch, PendingBatch};
 use crate::gpu::probe::{Probe, SelfCheckReport};
 use crate::gpu::query::Query;
 use crate::gpu::rays::Rays;
 use crate::gpu::sensors::GpuSensorRig;
 use crate::gpu::world::GpuWorld;
+use crate::gpu::{ENTRIES, SHADER_SOURCE, camera, rays};
+use crate::ray::RaycastOptions;
 use crate::sensors::SensorRig;
 use crate::world::VoxelWorld;
 
@@ -90,7 +94,11 @@ impl GpuRaycaster {
     /// [`GpuError::SelfCheckFailed`] when the device's answers differ from the CPU reference
     /// (unless `config` allows that).
     pub async fn new(config: GpuConfig) -> Result<Self, GpuError> {
-        Self::checked(Device::open(config, SHADER_SOURCE.into()).await?, config).await
+        Self::checked(
+            Device::open(config, SHADER_SOURCE.into(), &ENTRIES).await?,
+            config,
+        )
+        .await
     }
 
     /// [`GpuRaycaster::new`], blocking on the future with pollster: for a native program
@@ -113,7 +121,7 @@ impl GpuRaycaster {
     /// As [`GpuRaycaster::new`]; [`GpuError::Device`] when the device rejects `wgsl`.
     #[cfg(all(feature = "test-hooks", not(target_arch = "wasm32")))]
     pub fn with_shader_blocking(wgsl: String, config: GpuConfig) -> Result<Self, GpuError> {
-        let device = pollster::block_on(Device::open(config, wgsl.into()))?;
+        let device = pollster::block_on(Device::open(config, wgsl.into(), &ENTRIES))?;
         pollster::block_on(Self::checked(device, config))
     }
 
@@ -181,6 +189,7 @@ impl GpuRaycaster {
             queue.clone(),
             lost,
             SHADER_SOURCE.into(),
+            &ENTRIES,
             config,
         )?;
         Self::checked(device, config).await
@@ -190,6 +199,20 @@ impl GpuRaycaster {
     /// fails and `config` requires it. Its batches are waited for on native targets (so the
     /// future is ready when first polled) and awaited on the web.
     async fn checked(device: Device, config: GpuConfig) -> Result<Self, GpuError> {
+        // The pipelines of rays and the camera for the default options, with either walk, now:
+        // the shader's errors show here, and a first batch with those options does not wait
+        // for a compilation.
+        let defaults = option_flags(&RaycastOptions::default(), false);
+        let setup = if device.rays_set_up_in_shader {
+            FLAG_RAYS_AS_GIVEN
+        } else {
+            0
+        };
+        for (entry, flags) in [(rays::ENTRY, defaults | setup), (camera::ENTRY, defaults)] {
+            for walk in [0, FLAG_STEP_EMPTY_BRICKS] {
+                device.pipeline(entry, flags | walk)?;
+            }
+        }
         let mut gpu = Self {
             batches: Arc::new(Batches::new(Arc::new(device))),
             max_dispatch_rays: MAX_DISPATCH_RAYS,

@@ -17,7 +17,7 @@ use crate::gpu::error::GpuError;
 #[cfg(not(target_arch = "wasm32"))]
 use crate::gpu::flight::BatchStats;
 use crate::gpu::flight::{Batches, Upload};
-use crate::gpu::layout::{Entry, FLAG_RAYS_AS_GIVEN, GpuHit, GpuRay, option_flags};
+use crate::gpu::layout::{Access, Entry, FLAG_RAYS_AS_GIVEN, GpuHit, GpuRay, bind, option_flags};
 use crate::gpu::pending::{Collect, Launch, Leg, PendingBatch};
 #[cfg(not(target_arch = "wasm32"))]
 use crate::gpu::prepare::HOST_BAND;
@@ -27,6 +27,15 @@ use crate::gpu::window::Window;
 use crate::gpu::world::GpuWorld;
 use crate::ray::{RaycastOptions, RaycastOutcome, VoxelRay, WindowOutcome, WindowRay};
 use crate::world::VoxelWorld;
+
+/// `cast_rays`: rays prepared on the host in (`shaders/rays.wgsl`), answers out.
+pub(super) const ENTRY: Entry = Entry {
+    name: "cast_rays",
+    input: bind(6, "rays", Access::Read),
+    extra: None,
+    output: bind(7, "hits", Access::ReadWrite),
+    reads_input: true,
+};
 
 /// Rays to cast on the GPU: each ray's answer is exactly what the CPU reference gives
 /// ([`voxel_raycast_with`](crate::voxel_raycast_with)), in input order.
@@ -149,7 +158,7 @@ pub(super) struct RayUpload {
 }
 
 impl Upload for RayUpload {
-    const ENTRY: Entry = Entry::Rays;
+    const ENTRY: Entry = self::ENTRY;
 
     fn count(&self) -> u64 {
         self.uploaded as u64
@@ -295,7 +304,7 @@ pub(super) fn ray_leg<R: HostRay, T: HostAnswer + Clone + std::fmt::Debug + 'sta
     }
     let as_given = if in_shader { FLAG_RAYS_AS_GIVEN } else { 0 };
     let flags = option_flags(opts, conservative) | world.walk_flags(long) | as_given;
-    let binding = launch.binding(Entry::Rays, flags, world.params(), opts)?;
+    let binding = launch.binding(ENTRY, flags, world.params(), opts)?;
     let flight = launch.flight(binding, RayUpload { staging, uploaded })?;
     Ok((Leg::new(Some(flight), collector), uploaded as u64))
 }

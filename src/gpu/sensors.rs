@@ -12,13 +12,23 @@ use crate::gpu::decode::decode;
 use crate::gpu::device::Device;
 use crate::gpu::error::{GpuError, device_error};
 use crate::gpu::flight::Upload;
-use crate::gpu::layout::{Entry, GpuHit, GpuPose, option_flags};
+use crate::gpu::layout::{Access, Entry, GpuHit, GpuPose, bind, option_flags};
 use crate::gpu::pending::{Collect, Joined, Launch, Leg, PendingBatch};
 use crate::gpu::query::{Query, sealed::Sealed};
 use crate::gpu::rays::{RayAnswers, RayUpload, ray_leg};
 use crate::gpu::window::Window;
 use crate::ray::{RaycastOptions, RaycastOutcome, VoxelRay};
 use crate::sensors::{SensorPose, SensorReadings, SensorRig};
+
+/// `cast_sensors`: the rays of a sensor rig from agents' poses (`shaders/sensors.wgsl`): the
+/// poses and the rig in, the rays' words or answers out.
+pub(super) const ENTRY: Entry = Entry {
+    name: "cast_sensors",
+    input: bind(11, "poses", Access::Read),
+    extra: Some(bind(12, "rig", Access::Read)),
+    output: bind(13, "sensed", Access::ReadWrite),
+    reads_input: true,
+};
 
 /// A [`SensorRig`] in GPU memory (20 bytes a ray, uploaded once by
 /// [`GpuRaycaster::upload_rig`](crate::gpu::GpuRaycaster::upload_rig)), for the sensor calls
@@ -125,7 +135,7 @@ pub(super) struct PoseUpload {
 }
 
 impl Upload for PoseUpload {
-    const ENTRY: Entry = Entry::Sensors;
+    const ENTRY: Entry = self::ENTRY;
 
     fn count(&self) -> u64 {
         self.poses.len() as u64 * u64::from(self.rays)
@@ -352,7 +362,7 @@ fn sensor_job(
         params.details = u32::from(details);
         params.sensor_rays = n as u32;
         let binding = launch.binding(
-            Entry::Sensors,
+            ENTRY,
             option_flags(opts, false) | world.walk_flags(long),
             params,
             opts,

@@ -2,6 +2,7 @@
 //! struct sizes and bindings) against the Rust side.
 
 use super::*;
+use crate::gpu::{ENTRIES, SHADER_SOURCE, SHADER_STAGES};
 use crate::world::OCCUPANCY_WORDS;
 
 fn module() -> naga::Module {
@@ -168,13 +169,13 @@ fn shader_constants_equal_their_rust_twins() {
         );
     }
     // The workgroup size of every entry point.
-    for e in Entry::ALL {
+    for e in ENTRIES {
         let point = m
             .entry_points
             .iter()
-            .find(|p| p.name == e.name())
-            .unwrap_or_else(|| panic!("no entry point {}", e.name()));
-        assert_eq!(point.workgroup_size, [WORKGROUP_SIZE, 1, 1], "{}", e.name());
+            .find(|p| p.name == e.name)
+            .unwrap_or_else(|| panic!("no entry point {}", e.name));
+        assert_eq!(point.workgroup_size, [WORKGROUP_SIZE, 1, 1], "{}", e.name);
     }
 }
 
@@ -183,19 +184,21 @@ fn shader_parses_and_validates() {
     validated();
 }
 
-/// Every resource the shader declares is the row of [`BINDINGS`] with its number, name and
-/// access, and each entry point uses exactly the bindings of its bind group
+/// Every resource the shader declares is a binding of an entry point ([`ENTRIES`]) with its
+/// number, name and access, no two bindings share a number unless they are the same, every
+/// entry point is in the shader, and each uses exactly the bindings of its bind group
 /// ([`Entry::bindings`]) and writes only its output.
 #[test]
 fn bindings_match_the_shader() {
     use naga::valid::GlobalUse;
-    use std::collections::BTreeSet;
+    use std::collections::{BTreeMap, BTreeSet};
 
-    for (i, b) in BINDINGS.iter().enumerate() {
-        assert_eq!(
-            b.number, i as u32,
-            "BINDINGS is not in number order at {b:?}"
-        );
+    let mut rows: BTreeMap<u32, ShaderBinding> = BTreeMap::new();
+    for e in ENTRIES {
+        for b in e.bindings() {
+            let row = *rows.entry(b.number).or_insert(b);
+            assert_eq!(row, b, "{}: binding {} against another entry's", e.name, b.number);
+        }
     }
     let (m, info) = validated();
     let mut declared = BTreeSet::new();
@@ -205,13 +208,12 @@ fn bindings_match_the_shader() {
             continue;
         };
         assert_eq!(rb.group, 0, "{name}: group");
-        let row = BINDINGS
-            .iter()
-            .find(|b| b.number == rb.binding)
-            .unwrap_or_else(|| panic!("{name}: binding {} is not in BINDINGS", rb.binding));
+        let row = rows
+            .get(&rb.binding)
+            .unwrap_or_else(|| panic!("{name}: binding {} is no entry point's", rb.binding));
         assert_eq!(
             row.name, name,
-            "binding {}: BINDINGS against the shader",
+            "binding {}: the Rust side against the shader",
             rb.binding
         );
         let access = match var.space {
@@ -226,28 +228,27 @@ fn bindings_match_the_shader() {
             }
             ref other => panic!("{name}: address space {other:?}"),
         };
-        assert_eq!(row.access, access, "{name}: BINDINGS against the shader");
+        assert_eq!(row.access, access, "{name}: the Rust side against the shader");
         declared.insert(rb.binding);
     }
-    let rows: BTreeSet<u32> = BINDINGS.iter().map(|b| b.number).collect();
-    assert_eq!(declared, rows, "the shader's bindings against BINDINGS");
+    let numbers: BTreeSet<u32> = rows.keys().copied().collect();
+    assert_eq!(declared, numbers, "the shader's bindings against the entry points'");
 
-    for e in Entry::ALL {
-        let own = e.own_bindings();
+    for e in ENTRIES {
         assert!(
-            own.input.access == Access::Read
-                && own.extra.is_none_or(|b| b.access == Access::Read)
-                && own.output.access == Access::ReadWrite,
-            "{}: {own:?}",
-            e.name()
+            e.input.access == Access::Read
+                && e.extra.is_none_or(|b| b.access == Access::Read)
+                && e.output.access == Access::ReadWrite,
+            "{}: {e:?}",
+            e.name
         );
         let numbers: Vec<u32> = e.bindings().map(|b| b.number).collect();
-        assert!(numbers.is_sorted(), "{}: {numbers:?}", e.name());
+        assert!(numbers.is_sorted(), "{}: {numbers:?}", e.name);
         let index = m
             .entry_points
             .iter()
-            .position(|p| p.name == e.name())
-            .unwrap_or_else(|| panic!("no entry point {}", e.name()));
+            .position(|p| p.name == e.name)
+            .unwrap_or_else(|| panic!("no entry point {}", e.name));
         let uses = info.get_entry_point(index);
         let used_with = |wanted: GlobalUse| -> BTreeSet<u32> {
             m.global_variables
@@ -257,21 +258,28 @@ fn bindings_match_the_shader() {
                 .collect()
         };
         let mut bound: BTreeSet<u32> = numbers.into_iter().collect();
-        if e == Entry::Camera {
-            // It makes its rays: its input is bound (the layout of cast_rays), unread.
-            bound.remove(&own.input.number);
+        if !e.reads_input {
+            bound.remove(&e.input.number);
         }
         assert_eq!(
             used_with(GlobalUse::all()),
             bound,
             "{}: bindings used",
-            e.name()
+            e.name
         );
         assert_eq!(
             used_with(GlobalUse::WRITE | GlobalUse::ATOMIC),
-            BTreeSet::from([own.output.number]),
+            BTreeSet::from([e.output.number]),
             "{}: bindings written",
-            e.name()
+            e.name
+        );
+    }
+    // Every entry point of the shader is registered.
+    for p in &m.entry_points {
+        assert!(
+            ENTRIES.iter().any(|e| e.name == p.name),
+            "entry point {} is not in ENTRIES",
+            p.name
         );
     }
 }
