@@ -197,7 +197,11 @@ fn bindings_match_the_shader() {
     for e in ENTRIES {
         for b in e.bindings() {
             let row = *rows.entry(b.number).or_insert(b);
-            assert_eq!(row, b, "{}: binding {} against another entry's", e.name, b.number);
+            assert_eq!(
+                row, b,
+                "{}: binding {} against another entry's",
+                e.name, b.number
+            );
         }
     }
     let (m, info) = validated();
@@ -228,11 +232,17 @@ fn bindings_match_the_shader() {
             }
             ref other => panic!("{name}: address space {other:?}"),
         };
-        assert_eq!(row.access, access, "{name}: the Rust side against the shader");
+        assert_eq!(
+            row.access, access,
+            "{name}: the Rust side against the shader"
+        );
         declared.insert(rb.binding);
     }
     let numbers: BTreeSet<u32> = rows.keys().copied().collect();
-    assert_eq!(declared, numbers, "the shader's bindings against the entry points'");
+    assert_eq!(
+        declared, numbers,
+        "the shader's bindings against the entry points'"
+    );
 
     for e in ENTRIES {
         assert!(
