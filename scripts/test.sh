@@ -143,6 +143,11 @@ cargo run -p voxcast-import --profile checked --example magica -- \
 echo "test.sh: voxcast-bevy's picking example"
 cargo run -p voxcast-bevy --profile checked --example picking
 
+# Python: the package in python/ built into a virtual environment (target/py-venv) and its
+# pytest suite, the GPU tests on lavapipe as above (scripts/python.sh installs what it needs).
+echo "test.sh: the Python package and its tests"
+./scripts/python.sh test
+
 # The browser: voxcast (with and without its GPU side) and the Bevy plugin build for wasm32,
 # and the demo page passes its test in headless Chromium, with WebGPU (SwiftShader) and
 # without: parity in the page against the CPU reference and the native digest, a click that

@@ -1,0 +1,319 @@
+//! Between numpy and voxcast: frames (an i128 origin given as Python ints), points as float64
+//! offsets from a frame, rays built from them, and outcomes written into flat arrays.
+
+use glam::{DVec3, IVec3, Vec3};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use voxcast::{
+    LineOfSight, MaterialFilter, OriginPolicy, RayError, RaycastOptions, RaycastOutcome,
+    UnloadedPolicy, VoxelId, VoxelRay, WorldPos,
+};
+
+/// A ray's status: nothing within its max distance.
+pub(crate) const MISS: u8 = 0;
+/// A ray's status: a stopping voxel.
+pub(crate) const HIT: u8 = 1;
+/// A ray's status: it stopped where unloaded space begins (`unloaded="stop"`).
+pub(crate) const UNLOADED: u8 = 2;
+/// A ray's status: the ray is invalid (its error is in the answers' `errors`).
+pub(crate) const INVALID: u8 = 3;
+
+/// The largest offset from a frame, per axis, that a point may have: voxels then come back
+/// as int64 with room to spare.
+pub(crate) const MAX_OFFSET: f64 = 4_611_686_018_427_387_904.0; // 2^62
+
+/// `origin`, three Python ints, as a voxel of the i128 world; `name` names the argument in the
+/// error.
+pub(crate) fn frame_of(origin: &Bound<'_, PyAny>, name: &str) -> PyResult<WorldPos> {
+    let parts: Vec<Bound<'_, PyAny>> = origin
+        .try_iter()
+        .and_then(|it| it.collect::<PyResult<Vec<_>>>())
+        .map_err(|_| PyValueError::new_err(format!("{name}: three ints, (x, y, z)")))?;
+    if parts.len() != 3 {
+        return Err(PyValueError::new_err(format!(
+            "{name}: three ints, (x, y, z), not {}",
+            parts.len()
+        )));
+    }
+    let mut c = [0i128; 3];
+    for (a, p) in parts.iter().enumerate() {
+        c[a] = p.extract::<i128>().map_err(|_| {
+            PyValueError::new_err(format!(
+                "{name}: component {a} is not an int within the i128 world (|v| < 2**127)"
+            ))
+        })?;
+    }
+    Ok(WorldPos::new(c[0], c[1], c[2]))
+}
+
+/// Why a point cannot start a ray.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PointError {
+    /// A component is NaN or infinite.
+    NotFinite,
+    /// A component is `2^62` or more from the frame.
+    TooFar,
+    /// The voxel lies outside the i128 world.
+    OutsideWorld,
+}
+
+impl PointError {
+    pub(crate) fn message(self) -> &'static str {
+        match self {
+            PointError::NotFinite => "point is not finite",
+            PointError::TooFar => "point is 2**62 voxels or more from the frame",
+            PointError::OutsideWorld => "point lies outside the i128 world",
+        }
+    }
+}
+
+/// Point `p` (voxels from `frame`) as its voxel and the offset inside it. The offset is the
+/// exact f64 remainder rounded to f32 (a start point moves by at most 2^-25 voxels).
+pub(crate) fn point(frame: WorldPos, p: [f64; 3]) -> Result<(WorldPos, Vec3), PointError> {
+    if p.iter().any(|v| !v.is_finite()) {
+        return Err(PointError::NotFinite);
+    }
+    if p.iter().any(|v| v.abs() >= MAX_OFFSET) {
+        return Err(PointError::TooFar);
+    }
+    let f = p.map(f64::floor);
+    let voxel = frame
+        .checked_add([f[0] as i128, f[1] as i128, f[2] as i128])
+        .ok_or(PointError::OutsideWorld)?;
+    let sub = Vec3::new(
+        (p[0] - f[0]) as f32,
+        (p[1] - f[1]) as f32,
+        (p[2] - f[2]) as f32,
+    );
+    Ok((voxel, sub))
+}
+
+/// Why a ray could not be built: its point, or the ray itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BadRay {
+    Point(PointError),
+    Ray(RayError),
+}
+
+impl BadRay {
+    pub(crate) fn message(self) -> String {
+        match self {
+            BadRay::Point(e) => e.message().to_owned(),
+            BadRay::Ray(e) => e.to_string(),
+        }
+    }
+}
+
+/// A ray that every cast answers `Invalid` at once: what stands in for a bad ray in a batch, so
+/// that the batch keeps its order and the other rays are answered.
+pub(crate) fn stand_in() -> VoxelRay {
+    VoxelRay {
+        origin: WorldPos::ZERO,
+        sub_offset: Vec3::ZERO,
+        direction: Vec3::NAN,
+        max_distance: 0.0,
+    }
+}
+
+/// The ray from point `o` along `d` for `max` voxels ([`VoxelRay::new`]).
+pub(crate) fn ray(frame: WorldPos, o: [f64; 3], d: [f32; 3], max: f32) -> Result<VoxelRay, BadRay> {
+    let (voxel, sub) = point(frame, o).map_err(BadRay::Point)?;
+    VoxelRay::new(voxel, sub, Vec3::from_array(d), max).map_err(BadRay::Ray)
+}
+
+/// The segment from point `a` to point `b` ([`VoxelRay::between`]).
+pub(crate) fn segment(frame: WorldPos, a: [f64; 3], b: [f64; 3]) -> Result<VoxelRay, BadRay> {
+    let (va, sa) = point(frame, a).map_err(BadRay::Point)?;
+    let (vb, sb) = point(frame, b).map_err(BadRay::Point)?;
+    VoxelRay::between(va, sa, vb, sb).map_err(BadRay::Ray)
+}
+
+/// Rays built one per row, bad ones replaced by [`stand_in`] and listed with their index.
+pub(crate) fn built(
+    n: usize,
+    make: impl Fn(usize) -> Result<VoxelRay, BadRay> + Send + Sync,
+) -> (Vec<VoxelRay>, Vec<(usize, BadRay)>) {
+    use rayon::prelude::*;
+    let made: Vec<Result<VoxelRay, BadRay>> = (0..n).into_par_iter().map(make).collect();
+    let mut bad = Vec::new();
+    let rays = made
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| {
+            r.unwrap_or_else(|e| {
+                bad.push((i, e));
+                stand_in()
+            })
+        })
+        .collect();
+    (rays, bad)
+}
+
+/// The options of a cast: `origin` is `"report"`, `"skip"` or `"exit"`, `unloaded` is `"air"`
+/// or `"stop"`, `solid` the ids that stop a ray (`None`: every id but air).
+pub(crate) fn options(
+    origin: &str,
+    unloaded: &str,
+    solid: Option<Vec<u16>>,
+) -> PyResult<RaycastOptions> {
+    let origin = match origin {
+        "report" => OriginPolicy::Report,
+        "skip" => OriginPolicy::SkipOriginVoxel,
+        "exit" => OriginPolicy::ExitSolid,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "origin_policy: \"report\", \"skip\" or \"exit\", not {other:?}"
+            )));
+        }
+    };
+    let unloaded = match unloaded {
+        "air" => UnloadedPolicy::Air,
+        "stop" => UnloadedPolicy::Stop,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "unloaded: \"air\" or \"stop\", not {other:?}"
+            )));
+        }
+    };
+    let blocks = match solid {
+        None => MaterialFilter::every_non_air(),
+        Some(ids) => {
+            let ids: Vec<VoxelId> = ids.into_iter().map(VoxelId).collect();
+            MaterialFilter::only(&ids)
+        }
+    };
+    Ok(RaycastOptions {
+        origin,
+        blocks,
+        unloaded,
+        ..RaycastOptions::default()
+    })
+}
+
+/// Outcomes as flat arrays, row `i` for outcome `i`: what the Python side turns into numpy
+/// arrays without another copy.
+#[derive(Debug, Default)]
+pub(crate) struct Columns {
+    pub(crate) status: Vec<u8>,
+    /// The hit voxel (or where unloaded space began), relative to the frame; 0 otherwise.
+    pub(crate) voxel: Vec<i64>,
+    pub(crate) normal: Vec<i8>,
+    /// Hit or unloaded: the distance; miss: infinity; invalid: NaN.
+    pub(crate) distance: Vec<f32>,
+    pub(crate) id: Vec<u16>,
+    pub(crate) uv: Vec<f32>,
+    /// Invalid rows with why.
+    pub(crate) errors: Vec<(usize, String)>,
+}
+
+impl Columns {
+    pub(crate) fn with_capacity(n: usize) -> Self {
+        Self {
+            status: Vec::with_capacity(n),
+            voxel: Vec::with_capacity(3 * n),
+            normal: Vec::with_capacity(3 * n),
+            distance: Vec::with_capacity(n),
+            id: Vec::with_capacity(n),
+            uv: Vec::with_capacity(2 * n),
+            errors: Vec::new(),
+        }
+    }
+
+    /// Appends `outcome`, its voxel made relative to `frame`.
+    pub(crate) fn push(&mut self, frame: WorldPos, outcome: &RaycastOutcome) {
+        let relative = |v: WorldPos| -> [i64; 3] {
+            // A voxel within 2^62 + 2^17 of the frame: always fits in i64.
+            v.checked_sub(frame).map_or([0; 3], |d| d.map(|c| c as i64))
+        };
+        let row = self.status.len();
+        let (status, voxel, normal, distance, id, uv) = match outcome {
+            RaycastOutcome::Hit(h) => (
+                HIT,
+                relative(h.voxel_pos),
+                h.face_normal,
+                h.distance,
+                h.voxel_type.0,
+                h.hit_uv.to_array(),
+            ),
+            RaycastOutcome::Miss => (MISS, [0; 3], IVec3::ZERO, f32::INFINITY, 0, [0.0; 2]),
+            RaycastOutcome::Unloaded {
+                voxel_pos,
+                distance,
+            } => (
+                UNLOADED,
+                relative(*voxel_pos),
+                IVec3::ZERO,
+                *distance,
+                0,
+                [0.0; 2],
+            ),
+            RaycastOutcome::Invalid(e) => {
+                self.errors.push((row, e.to_string()));
+                (INVALID, [0; 3], IVec3::ZERO, f32::NAN, 0, [0.0; 2])
+            }
+        };
+        self.status.push(status);
+        self.voxel.extend(voxel);
+        self.normal.extend(normal.to_array().map(|c| c as i8));
+        self.distance.push(distance);
+        self.id.push(id);
+        self.uv.extend(uv);
+    }
+
+    /// Marks rows whose ray could not be built: their stand-in answered `Invalid`, the error
+    /// said here is the real one.
+    pub(crate) fn mark_bad(&mut self, bad: &[(usize, BadRay)]) {
+        if bad.is_empty() {
+            return;
+        }
+        let mut why: rustc_hash::FxHashMap<usize, String> =
+            bad.iter().map(|&(i, e)| (i, e.message())).collect();
+        for (row, message) in &mut self.errors {
+            if let Some(m) = why.remove(row) {
+                *message = m;
+            }
+        }
+        self.errors.sort_by_key(|e| e.0);
+    }
+
+    /// The columns of `outcomes`.
+    pub(crate) fn of(
+        frame: WorldPos,
+        outcomes: &[RaycastOutcome],
+        bad: &[(usize, BadRay)],
+    ) -> Self {
+        let mut c = Self::with_capacity(outcomes.len());
+        for o in outcomes {
+            c.push(frame, o);
+        }
+        c.mark_bad(bad);
+        c
+    }
+
+    /// The columns of line-of-sight answers: `Clear` is a miss, `Blocked` a hit, `Unknown`
+    /// unloaded.
+    pub(crate) fn of_sight(
+        frame: WorldPos,
+        answers: &[LineOfSight],
+        bad: &[(usize, BadRay)],
+    ) -> Self {
+        let mut c = Self::with_capacity(answers.len());
+        for a in answers {
+            c.push(frame, &RaycastOutcome::from(*a));
+        }
+        c.mark_bad(bad);
+        c
+    }
+}
+
+/// Where a ray's point at distance `t` lies, in voxels from `frame` (f64).
+pub(crate) fn point_at(frame: WorldPos, ray: &VoxelRay, t: f32) -> [f64; 3] {
+    let base = ray
+        .origin
+        .checked_sub(frame)
+        .map_or([f64::NAN; 3], |d| d.map(|c| c as f64));
+    let p = DVec3::from_array(base)
+        + ray.sub_offset.as_dvec3()
+        + ray.direction.as_dvec3() * f64::from(t);
+    p.to_array()
+}

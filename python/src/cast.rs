@@ -1,0 +1,198 @@
+//! The batch calls, written once for both devices: a [`Target`] is the CPU reference over a
+//! world, or a GPU raycaster over that world's upload. Inputs arrive as numpy views; answers
+//! leave as [`Columns`]. Each call runs without the GIL.
+
+use numpy::ndarray::{ArrayView1, ArrayView2};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use rayon::prelude::*;
+use voxcast::gpu::{GpuRaycaster, GpuSensorRig, GpuWorld, Rays, SensorSweep, Sightlines};
+use voxcast::{
+    LineOfSightOptions, RaycastOptions, RaycastOutcome, SensorPose, SensorRig, VoxelRay,
+    VoxelWorld, WorldPos,
+};
+
+use crate::batch::{self, BadRay, Columns};
+
+/// Where a batch is answered.
+pub(crate) enum Target<'a> {
+    /// The CPU reference, on every thread of rayon's pool.
+    Cpu(&'a VoxelWorld),
+    /// A GPU raycaster and the world as uploaded to it; the rigs uploaded there.
+    Gpu(&'a GpuRaycaster, &'a GpuWorld),
+}
+
+fn gpu_error(e: voxcast::gpu::GpuError) -> PyErr {
+    PyRuntimeError::new_err(format!("GPU: {e}"))
+}
+
+/// Checks that `a` is `(n, 3)`, naming it `name` in the error.
+pub(crate) fn rows3<T>(a: &ArrayView2<'_, T>, name: &str) -> PyResult<usize> {
+    if a.ncols() != 3 {
+        return Err(PyValueError::new_err(format!(
+            "{name}: shape (N, 3), not {:?}",
+            a.shape()
+        )));
+    }
+    Ok(a.nrows())
+}
+
+fn row3<T: Copy>(a: &ArrayView2<'_, T>, i: usize) -> [T; 3] {
+    [a[(i, 0)], a[(i, 1)], a[(i, 2)]]
+}
+
+impl Target<'_> {
+    fn rays(&self, rays: &[VoxelRay], opts: &RaycastOptions) -> PyResult<Vec<RaycastOutcome>> {
+        match self {
+            Target::Cpu(w) => Ok(voxcast::raycast_batch(rays, w, opts)),
+            Target::Gpu(g, w) => g.cast(Rays(rays), w, opts).map_err(gpu_error),
+        }
+    }
+
+    /// Raycasts from `origins` along `directions` for `max` voxels each, in `frame`.
+    pub(crate) fn raycast(
+        &self,
+        frame: WorldPos,
+        origins: ArrayView2<'_, f64>,
+        directions: ArrayView2<'_, f32>,
+        max: ArrayView1<'_, f32>,
+        opts: &RaycastOptions,
+    ) -> PyResult<Columns> {
+        let n = rows3(&origins, "origins")?;
+        if rows3(&directions, "directions")? != n || max.len() != n {
+            return Err(PyValueError::new_err(format!(
+                "directions and max_distance: one row per origin ({n}), not {} and {}",
+                directions.nrows(),
+                max.len()
+            )));
+        }
+        let (rays, bad) = batch::built(n, |i| {
+            batch::ray(frame, row3(&origins, i), row3(&directions, i), max[i])
+        });
+        let outcomes = self.rays(&rays, opts)?;
+        Ok(Columns::of(frame, &outcomes, &bad))
+    }
+
+    /// Line of sight from each point of `a` to the point of `b` in the same row.
+    pub(crate) fn line_of_sight(
+        &self,
+        frame: WorldPos,
+        a: ArrayView2<'_, f64>,
+        b: ArrayView2<'_, f64>,
+        opts: &LineOfSightOptions,
+    ) -> PyResult<Columns> {
+        let n = rows3(&a, "a")?;
+        if rows3(&b, "b")? != n {
+            return Err(PyValueError::new_err(format!(
+                "b: one row per row of a ({n}), not {}",
+                b.nrows()
+            )));
+        }
+        let (rays, bad) = batch::built(n, |i| batch::segment(frame, row3(&a, i), row3(&b, i)));
+        let answers = match self {
+            Target::Cpu(w) => voxcast::line_of_sight_batch(&rays, w, opts),
+            Target::Gpu(g, w) => g.cast(Sightlines(&rays), w, opts).map_err(gpu_error)?,
+        };
+        Ok(Columns::of_sight(frame, &answers, &bad))
+    }
+
+    /// Every ray of `rig` from every pose: the answers agent after agent, each ray's point where
+    /// it hit (NaN where it did not), and the agents whose pose is bad. `gpu_rigs` are the
+    /// parts of `rig` uploaded to this target's raycaster (unused on the CPU).
+    pub(crate) fn sense(
+        &self,
+        frame: WorldPos,
+        rig: &[SensorRig],
+        gpu_rigs: &[GpuSensorRig],
+        poses: ArrayView2<'_, f64>,
+        opts: &RaycastOptions,
+    ) -> PyResult<(Columns, Vec<f64>)> {
+        if poses.ncols() != 7 {
+            return Err(PyValueError::new_err(format!(
+                "poses: shape (A, 7) (x, y, z, qx, qy, qz, qw), not {:?}",
+                poses.shape()
+            )));
+        }
+        let agents = poses.nrows();
+        let mut bad_poses: Vec<(usize, BadRay)> = Vec::new();
+        let poses: Vec<SensorPose> = (0..agents)
+            .map(|i| {
+                let q = glam::Quat::from_xyzw(
+                    poses[(i, 3)] as f32,
+                    poses[(i, 4)] as f32,
+                    poses[(i, 5)] as f32,
+                    poses[(i, 6)] as f32,
+                );
+                match batch::point(frame, row3(&poses, i)) {
+                    Ok((voxel, sub)) => SensorPose::new(voxel, sub, q),
+                    Err(e) => {
+                        bad_poses.push((i, BadRay::Point(e)));
+                        // A rotation of zero length: the agent's rays are invalid.
+                        SensorPose::new(
+                            WorldPos::ZERO,
+                            glam::Vec3::ZERO,
+                            glam::Quat::from_xyzw(0.0, 0.0, 0.0, 0.0),
+                        )
+                    }
+                }
+            })
+            .collect();
+        let per_agent: usize = rig.iter().map(SensorRig::len).sum();
+        // The readings of each part of the rig, then interleaved agent by agent.
+        let mut parts = Vec::with_capacity(rig.len());
+        for (k, part) in rig.iter().enumerate() {
+            let readings = match self {
+                Target::Cpu(w) => voxcast::sense(part, &poses, w, opts, true),
+                Target::Gpu(g, w) => {
+                    let sweep = SensorSweep {
+                        rig: &gpu_rigs[k],
+                        poses: &poses,
+                        outcomes: true,
+                    };
+                    g.cast(sweep, w, opts).map_err(gpu_error)?
+                }
+            };
+            parts.push(readings);
+        }
+        let mut columns = Columns::with_capacity(agents * per_agent);
+        let mut points = vec![f64::NAN; agents * per_agent * 3];
+        for a in 0..agents {
+            for (part, readings) in rig.iter().zip(&parts) {
+                let outcomes = readings
+                    .outcomes()
+                    .ok_or_else(|| PyRuntimeError::new_err("sensor readings without outcomes"))?;
+                let n = part.len();
+                for o in &outcomes[a * n..(a + 1) * n] {
+                    columns.push(frame, o);
+                }
+            }
+        }
+        // Where each hit lies, from the ray as the sensor call made it.
+        points
+            .par_chunks_mut(3 * per_agent)
+            .enumerate()
+            .for_each(|(a, out)| {
+                let mut k = 0;
+                for part in rig {
+                    for r in 0..part.len() {
+                        let row = a * per_agent + k;
+                        if columns.status[row] == batch::HIT
+                            && let Ok(ray) = poses[a].ray(part, r)
+                        {
+                            let p = batch::point_at(frame, &ray, columns.distance[row]);
+                            out[3 * k..3 * k + 3].copy_from_slice(&p);
+                        }
+                        k += 1;
+                    }
+                }
+            });
+        if !bad_poses.is_empty() {
+            let rows: Vec<(usize, BadRay)> = bad_poses
+                .iter()
+                .flat_map(|&(a, e)| (a * per_agent..(a + 1) * per_agent).map(move |row| (row, e)))
+                .collect();
+            columns.mark_bad(&rows);
+        }
+        Ok((columns, points))
+    }
+}

@@ -1,0 +1,58 @@
+//! The native module of the `voxcast` Python package (`voxcast._voxcast`): worlds, batches on
+//! the CPU reference and on the GPU, and sensor rigs, over numpy arrays. The package's Python
+//! side (`python/voxcast/__init__.py`) checks and converts the arguments and names the answers;
+//! this module expects C-contiguous arrays of the dtypes its stubs (`_voxcast.pyi`) give.
+
+mod batch;
+mod cast;
+mod world;
+
+use numpy::ndarray::{Array, IxDyn};
+use numpy::{IntoPyArray, PyArrayDyn};
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+use crate::batch::Columns;
+
+/// `v` as a numpy array of `shape`.
+fn array<'py, T: numpy::Element>(
+    py: Python<'py>,
+    v: Vec<T>,
+    shape: &[usize],
+) -> PyResult<Bound<'py, PyArrayDyn<T>>> {
+    let a = Array::from_shape_vec(IxDyn(shape), v)
+        .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
+    Ok(a.into_pyarray(py))
+}
+
+/// The columns as a tuple of arrays, the rows shaped `rows` (`(N,)` or `(A, R)`):
+/// `(status, voxel, normal, distance, id, uv, errors)`, `errors` a list of (flat row,
+/// message).
+fn columns<'py>(py: Python<'py>, c: Columns, rows: &[usize]) -> PyResult<Bound<'py, PyTuple>> {
+    let with = |k: usize| -> Vec<usize> { rows.iter().copied().chain([k]).collect() };
+    let items: Vec<Bound<'py, PyAny>> = vec![
+        array(py, c.status, rows)?.into_any(),
+        array(py, c.voxel, &with(3))?.into_any(),
+        array(py, c.normal, &with(3))?.into_any(),
+        array(py, c.distance, rows)?.into_any(),
+        array(py, c.id, rows)?.into_any(),
+        array(py, c.uv, &with(2))?.into_any(),
+        c.errors.into_pyobject(py)?.into_any(),
+    ];
+    PyTuple::new(py, items)
+}
+
+#[pymodule]
+fn _voxcast(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<world::World>()?;
+    m.add_class::<world::Gpu>()?;
+    m.add_class::<world::GpuWorld>()?;
+    m.add_class::<world::Rig>()?;
+    m.add("MISS", batch::MISS)?;
+    m.add("HIT", batch::HIT)?;
+    m.add("UNLOADED", batch::UNLOADED)?;
+    m.add("INVALID", batch::INVALID)?;
+    m.add("MAX_RIG_PART", voxcast::MAX_RIG_RAYS)?;
+    m.add("MAX_DISTANCE", voxcast::MAX_DISTANCE_CAP)?;
+    Ok(())
+}

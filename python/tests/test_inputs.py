@@ -1,0 +1,93 @@
+"""Bad input: a clear error naming the argument, or a per-ray status; never a crash."""
+
+import numpy as np
+import pytest
+
+import voxcast as vc
+
+
+@pytest.fixture
+def world():
+    w = vc.World()
+    w.set_voxels([[0, 0, 0]], 1)
+    return w
+
+
+def test_wrong_shapes_name_the_argument(world):
+    with pytest.raises(ValueError, match="origins"):
+        world.raycast(np.zeros((4, 2)), np.zeros((4, 3)))
+    with pytest.raises(ValueError, match="directions"):
+        world.raycast(np.zeros((4, 3)), np.zeros((5, 3)))
+    with pytest.raises(ValueError, match="max_distance"):
+        world.raycast(np.zeros((4, 3)), np.ones((4, 3)), np.ones(3))
+    with pytest.raises(ValueError, match="b"):
+        world.line_of_sight(np.zeros((4, 3)), np.zeros((3, 3)))
+    with pytest.raises(ValueError, match="poses"):
+        world.sense(vc.SensorRig.ray_fan(2, 45), np.zeros((2, 6)))
+    with pytest.raises(ValueError, match="ids"):
+        world.set_voxels([[0, 0, 0], [1, 1, 1]], [1, 2, 3])
+
+
+def test_wrong_dtypes_name_the_argument(world):
+    with pytest.raises(TypeError, match="origins"):
+        world.raycast(np.array([["a", "b", "c"]]), np.ones((1, 3)))
+    with pytest.raises(TypeError, match="voxels"):
+        world.set_voxels(np.zeros((1, 3)), 1)
+    with pytest.raises(TypeError, match="ids"):
+        vc.World.from_dense(np.zeros((2, 2, 2), np.float32))
+    with pytest.raises(TypeError, match="rig"):
+        world.sense("lidar", np.zeros((1, 7)))
+
+
+def test_frames_and_offsets_outside_i128(world):
+    with pytest.raises(ValueError, match="frame"):
+        world.raycast(np.zeros((1, 3)), np.ones((1, 3)), frame=(2**127, 0, 0))
+    with pytest.raises(TypeError, match="frame"):
+        world.raycast(np.zeros((1, 3)), np.ones((1, 3)), frame=(0.5, 0, 0))
+    with pytest.raises(ValueError, match="frame"):
+        world.raycast(np.zeros((1, 3)), np.ones((1, 3)), frame=(0, 0))
+    with pytest.raises(ValueError, match="voxels"):
+        world.set_voxels([[1, 0, 0]], 1, frame=(2**127 - 1, 0, 0))
+    with pytest.raises(ValueError, match="ids"):
+        world.load_dense(np.ones((2, 2, 2), np.uint8), origin=(2**127 - 1, 0, 0))
+    # A ray that starts past the world's edge is one invalid row.
+    world.set_voxels([[1, 0, 0]], 1, frame=(2**127 - 2, 0, 0))
+    h = world.raycast([[0.5, 0.5, 0.5], [2.0, 0.5, 0.5]], [[1, 0, 0], [1, 0, 0]], frame=(2**127 - 2, 0, 0))
+    assert h.status.tolist() == [vc.HIT, vc.INVALID]
+    assert h.errors == [(1, "point lies outside the i128 world")]
+
+
+def test_a_block_too_large_is_refused(world):
+    big = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint16), shape=(2**20, 2**20, 2**20), strides=(0, 0, 0))
+    with pytest.raises(ValueError, match="too many chunks"):
+        world.load_dense(big)
+
+
+def test_bad_rays_are_rows_not_exceptions(world):
+    o = np.array([[0.5, 3, 0.5], [np.nan, 0, 0], [0, 0, 0], [0, 0, 0], [0, 0, 0], [np.inf, 0, 0], [2.0**62, 0, 0]])
+    d = np.array([[0, -1, 0], [0, 1, 0], [0, 0, 0], [np.nan, 1, 0], [1, 0, 0], [1, 0, 0], [1, 0, 0]])
+    m = np.array([10, 10, 10, 10, -1, 10, 10], np.float32)
+    h = world.raycast(o, d, m)
+    assert h.status.tolist() == [vc.HIT] + [vc.INVALID] * 6
+    why = dict(h.errors)
+    assert why[1] == "point is not finite" and "zero" in why[2] and "NaN" in why[3]
+    assert "negative" in why[4] and why[5] == "point is not finite" and "2**62" in why[6]
+    assert np.isnan(h.distance[1:]).all()
+
+
+def test_bad_options_and_rigs(world):
+    with pytest.raises(ValueError, match="origin_policy"):
+        world.raycast(np.zeros((1, 3)), np.ones((1, 3)), origin_policy="inside")
+    with pytest.raises(ValueError, match="unloaded"):
+        world.raycast(np.zeros((1, 3)), np.ones((1, 3)), unloaded="solid")
+    with pytest.raises(ValueError, match="solid"):
+        world.raycast(np.zeros((1, 3)), np.ones((1, 3)), solid=[70000])
+    with pytest.raises(ValueError, match="ray 1"):
+        vc.SensorRig([[0, 0, -1], [0, 0, 0]])
+    with pytest.raises(ValueError, match="azimuth"):
+        vc.SensorRig.lidar([0.0], 0.7)
+
+
+def test_empty_batches(world):
+    h = world.raycast(np.zeros((0, 3)), np.zeros((0, 3)))
+    assert len(h) == 0 and h.voxel.shape == (0, 3)

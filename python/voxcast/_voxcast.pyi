@@ -1,0 +1,116 @@
+"""Type stubs of the native module (``voxcast._voxcast``). Use the package's own classes
+(``voxcast.World`` and the rest): they check and convert their arguments, then call these with
+C-contiguous arrays of exactly the dtypes given here."""
+
+from os import PathLike
+from typing import List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import numpy.typing as npt
+
+MISS: int
+HIT: int
+UNLOADED: int
+INVALID: int
+MAX_RIG_PART: int
+MAX_DISTANCE: float
+
+Frame = Tuple[int, int, int]
+# (status uint8, voxel int64 (..., 3), normal int8 (..., 3), distance float32, id uint16,
+# uv float32 (..., 2), errors [(flat row, message)])
+Columns = Tuple[
+    npt.NDArray[np.uint8],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int8],
+    npt.NDArray[np.float32],
+    npt.NDArray[np.uint16],
+    npt.NDArray[np.float32],
+    List[Tuple[int, str]],
+]
+
+class Rig:
+    def __init__(self, directions: npt.NDArray[np.float32], max_distances: npt.NDArray[np.float32]) -> None: ...
+    def __len__(self) -> int: ...
+    def rays(self) -> Tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]: ...
+
+class World:
+    def __init__(self) -> None: ...
+    @staticmethod
+    def from_minecraft(path: Union[str, PathLike], origin: Frame, properties: bool) -> Tuple["World", List[Tuple[str, int]]]: ...
+    @staticmethod
+    def from_magica(path: Union[str, PathLike], origin: Frame) -> "World": ...
+    def load_dense(self, ids: npt.NDArray[np.uint16], origin: Frame) -> None: ...
+    def set_voxels(self, frame: Frame, voxels: npt.NDArray[np.int64], ids: npt.NDArray[np.uint16]) -> None: ...
+    def get_voxels(self, frame: Frame, voxels: npt.NDArray[np.int64]) -> Tuple[npt.NDArray[np.uint16], npt.NDArray[np.bool_]]: ...
+    @property
+    def chunk_count(self) -> int: ...
+    @property
+    def memory_bytes(self) -> int: ...
+    def raycast(
+        self,
+        frame: Frame,
+        origins: npt.NDArray[np.float64],
+        directions: npt.NDArray[np.float32],
+        max_distance: npt.NDArray[np.float32],
+        origin_policy: str,
+        unloaded: str,
+        solid: Optional[Sequence[int]],
+    ) -> Columns: ...
+    def line_of_sight(
+        self,
+        frame: Frame,
+        a: npt.NDArray[np.float64],
+        b: npt.NDArray[np.float64],
+        conservative: bool,
+        origin_policy: str,
+        unloaded: str,
+        solid: Optional[Sequence[int]],
+    ) -> Columns: ...
+    def sense(
+        self,
+        frame: Frame,
+        rig: Rig,
+        poses: npt.NDArray[np.float64],
+        origin_policy: str,
+        unloaded: str,
+        solid: Optional[Sequence[int]],
+    ) -> Tuple[Columns, npt.NDArray[np.float64]]: ...
+
+class GpuWorld:
+    @property
+    def world(self) -> World: ...
+    def raycast(
+        self,
+        frame: Frame,
+        origins: npt.NDArray[np.float64],
+        directions: npt.NDArray[np.float32],
+        max_distance: npt.NDArray[np.float32],
+        origin_policy: str,
+        unloaded: str,
+        solid: Optional[Sequence[int]],
+    ) -> Columns: ...
+    def line_of_sight(
+        self,
+        frame: Frame,
+        a: npt.NDArray[np.float64],
+        b: npt.NDArray[np.float64],
+        conservative: bool,
+        origin_policy: str,
+        unloaded: str,
+        solid: Optional[Sequence[int]],
+    ) -> Columns: ...
+    def sense(
+        self,
+        frame: Frame,
+        rig: Rig,
+        poses: npt.NDArray[np.float64],
+        origin_policy: str,
+        unloaded: str,
+        solid: Optional[Sequence[int]],
+    ) -> Tuple[Columns, npt.NDArray[np.float64]]: ...
+
+class Gpu:
+    def __init__(self) -> None: ...
+    @property
+    def adapter(self) -> str: ...
+    def upload(self, world: World) -> GpuWorld: ...
