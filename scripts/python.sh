@@ -2,7 +2,7 @@
 # voxcast from Python (the package in python/).
 #   scripts/python.sh test     installs the package into target/py-venv and runs its tests
 #                              (pytest python/tests; the GPU tests as the Rust ones, failing
-#                              without an adapter under VOXCAST_REQUIRE_GPU=1)
+#                              without an adapter under VOXCAST_REQUIRE_GPU=1) and examples
 #   scripts/python.sh install  installs the package into target/py-venv only
 #   scripts/python.sh bench    installs it with Open3D and pyoctomap and runs python/bench.py
 # Installs what is missing: Debian's python3-venv (apt) where venv is absent, and from PyPI
@@ -46,6 +46,13 @@ case "${1:-}" in
         install checked
         # From target/, so that python/voxcast (without its native module) is not on the path.
         (cd target && "$venv/bin/python" -m pytest -q -p no:cacheprovider "$root/python/tests")
+        # The examples write their files (the LiDAR sweep on the GPU, its answers the CPU's).
+        say "the examples, into target/py-examples"
+        "$venv/bin/python" python/examples/lidar_sweep.py --gpu --out-dir target/py-examples
+        for f in lidar.ply lidar_range.png lidar_top.png; do
+            [[ -s target/py-examples/$f ]] || die "the LiDAR example wrote no $f"
+        done
+        "$venv/bin/python" python/examples/agent_observations.py --steps 5
         ;;
     bench)
         install release

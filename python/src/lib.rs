@@ -42,12 +42,20 @@ fn columns<'py>(py: Python<'py>, c: Columns, rows: &[usize]) -> PyResult<Bound<'
     PyTuple::new(py, items)
 }
 
+/// Whether rays pass through a Minecraft block of this name (air, water, glass, leaves,
+/// plants and the like), as voxcast-import's `anvil::see_through` decides.
+#[pyfunction]
+fn minecraft_see_through(name: &str) -> bool {
+    voxcast_import::anvil::see_through(name)
+}
+
 #[pymodule]
 fn _voxcast(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<world::World>()?;
     m.add_class::<world::Gpu>()?;
     m.add_class::<world::GpuWorld>()?;
     m.add_class::<world::Rig>()?;
+    m.add_function(wrap_pyfunction!(minecraft_see_through, m)?)?;
     m.add("MISS", batch::MISS)?;
     m.add("HIT", batch::HIT)?;
     m.add("UNLOADED", batch::UNLOADED)?;

@@ -282,6 +282,15 @@ impl World {
         self.world.chunk_count()
     }
 
+    /// The inclusive voxel box `((x, y, z), (x, y, z))` of every loaded chunk (Python ints),
+    /// or `None` when nothing is loaded.
+    #[getter]
+    fn loaded_bounds(&self) -> Option<((i128, i128, i128), (i128, i128, i128))> {
+        self.world
+            .loaded_bounds()
+            .map(|b| ((b.min.x, b.min.y, b.min.z), (b.max.x, b.max.y, b.max.z)))
+    }
+
     /// Bytes of host memory the world takes.
     #[getter]
     fn memory_bytes(&self) -> u64 {

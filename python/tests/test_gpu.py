@@ -85,3 +85,26 @@ def test_bad_rays_are_answered_alike(gpu):
     cpu = world.raycast(o, d, 50.0)
     assert cpu.status.tolist() == [vc.HIT, vc.INVALID, vc.INVALID, vc.INVALID, vc.INVALID]
     assert_same(cpu, gpu.upload(world).raycast(o, d, 50.0), "bad rays")
+
+
+def test_lidar_realism_equals_on_cpu_and_gpu(gpu):
+    frame = (2**100, 0, 2**100)
+    world = vc.World.from_dense(terrain(), origin=frame)
+    on_gpu = gpu.upload(world)
+    lidar = vc.Lidar(
+        vc.SensorRig.lidar16(80.0),
+        divergence_deg=0.3,
+        sub_rays=3,
+        returns="strongest",
+        reflectivity={1: 0.3, 2: 0.7, 3: 0.5, 9: 1.0},
+        range_noise=0.02,
+        dropout=0.05,
+        seed=11,
+    )
+    poses = np.array([[48.0, 30.0, 48.0, 0, 0, 0, 1], [10.0, 25.0, 80.0, 0, 0.6, 0, 0.8]])
+    a = lidar.scan(world, poses, step=2, frame=frame)
+    b = lidar.scan(on_gpu, poses, step=2, frame=frame)
+    assert a.returned.sum() > 10000
+    for name in ("ranges", "intensity", "id"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+    assert np.array_equal(np.nan_to_num(a.points), np.nan_to_num(b.points))

@@ -3,7 +3,6 @@
 import math
 
 import numpy as np
-import pytest
 
 import voxcast as vc
 from conftest import terrain
@@ -85,3 +84,50 @@ def test_depth_image_and_ray_perception():
     assert obs.shape == (1024, 7 * 6) and obs.dtype == np.float32
     per_ray = obs.reshape(1024, 7, 6)
     assert np.all(per_ray[:, :, :5].sum(axis=2) <= 1) and np.all((per_ray[:, :, 5] >= 0) & (per_ray[:, :, 5] <= 1))
+
+
+def lidar_world():
+    return vc.World.from_dense(terrain(), origin=(2**70, 0, 0))
+
+
+def test_lidar_realism_is_reproducible_from_its_seed():
+    world = lidar_world()
+    rig = vc.SensorRig.lidar([-10.0, -5.0, 0.0], 2.0, 80.0)
+    poses = np.array([[48.0, 30.0, 48.0, 0, 0, 0, 1], [20.0, 30.0, 70.0, 0, 0.6, 0, 0.8]])
+    frame = (2**70, 0, 0)
+    kw = dict(range_noise=0.05, dropout=0.1, reflectivity={1: 0.2, 2: 0.9}, seed=3)
+    a = vc.Lidar(rig, **kw).scan(world, poses, step=5, frame=frame)
+    b = vc.Lidar(rig, **kw).scan(world, poses, step=5, frame=frame)
+    c = vc.Lidar(rig, **kw).scan(world, poses, step=6, frame=frame)
+    assert np.array_equal(a.ranges, b.ranges) and np.array_equal(a.intensity, b.intensity)
+    assert not np.array_equal(a.ranges, c.ranges)
+    clean = vc.Lidar(rig).scan(world, poses, frame=frame)
+    kept = a.returned
+    # Dropout near its rate, noise near its spread, intensity from the table and the angle.
+    assert 0.05 < 1 - kept.sum() / clean.returned.sum() < 0.15
+    diff = a.ranges[kept] - clean.ranges[kept]
+    assert 0.03 < diff.std() < 0.07
+    assert np.all(a.intensity[a.id == 1] <= 0.2 + 1e-6) and np.all(a.intensity[a.id == 2] <= 0.9 + 1e-6)
+    assert np.all(a.intensity[kept] > 0) and np.all(a.ranges[~kept] == np.inf)
+    # A point lies on its beam at its (noisy) range.
+    r = np.linalg.norm(a.points - poses[:, None, :3], axis=-1)
+    assert np.allclose(r[kept], a.ranges[kept], atol=1e-3)
+
+
+def test_lidar_divergence_and_return_modes():
+    world = lidar_world()
+    rig = vc.SensorRig.lidar([-8.0, 0.0], 5.0, 80.0)
+    poses = np.array([[48.0, 30.0, 48.0, 0, 0, 0, 1]])
+    frame = (2**70, 0, 0)
+    first = vc.Lidar(rig, divergence_deg=2.0, sub_rays=5, returns="first").scan(world, poses, frame=frame)
+    last = vc.Lidar(rig, divergence_deg=2.0, sub_rays=5, returns="last").scan(world, poses, frame=frame)
+    strong = vc.Lidar(rig, divergence_deg=2.0, sub_rays=5, returns="strongest").scan(world, poses, frame=frame)
+    both = first.returned & last.returned
+    assert both.sum() > 20
+    assert np.all(first.ranges[both] <= last.ranges[both])
+    assert np.any(first.ranges[both] < last.ranges[both])
+    assert np.all((first.ranges[both] <= strong.ranges[both]) & (strong.ranges[both] <= last.ranges[both]))
+    # The sub-rays lie on a ring a half divergence off their beam's axis.
+    subs = vc.sensors._sub_directions(rig.rays()[0].astype(np.float64), 2.0, 5)
+    cos = np.einsum("rkc,rc->rk", subs[:, 1:], subs[:, 0])
+    assert np.allclose(cos, math.cos(math.radians(1.0)))

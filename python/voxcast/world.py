@@ -1,0 +1,320 @@
+"""Worlds and their batch calls: :class:`World` on the CPU, :class:`GpuWorld` on the GPU, and
+the answers they give (:class:`Hits`, :class:`Scan`)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Iterable, Optional, Tuple, Union
+
+import numpy as np
+
+from . import _voxcast
+from ._common import (
+    HIT,
+    MISS,
+    ArrayLike,
+    Frame,
+    _MAX_DENSE_CHUNKS,
+    _array,
+    _frame,
+    _max_distances,
+    _solid,
+)
+
+if TYPE_CHECKING:
+    from .sensors import SensorRig
+
+
+@dataclass(frozen=True)
+class Hits:
+    """What a batch found, one row per ray (or per agent and ray: shape ``(A, R)``).
+
+    ``status``: :data:`MISS`, :data:`HIT`, :data:`UNLOADED` or :data:`INVALID` (uint8).
+    ``voxel``: the hit voxel, or where unloaded space began, as int64 offsets from ``frame``
+    (0 for misses and invalid rays). ``normal``: the face the ray entered the voxel through
+    (int8, zero where the ray started inside it). ``distance``: voxels along the ray (float32;
+    ``inf`` for a miss, NaN for an invalid ray). ``id``: the hit voxel's id (uint16). ``uv``: where
+    on that face (float32, each in [0, 1]). ``errors``: (row, why) for each invalid row, the row
+    counted in the flat order of ``status``.
+    """
+
+    frame: Frame
+    status: np.ndarray
+    voxel: np.ndarray
+    normal: np.ndarray
+    distance: np.ndarray
+    id: np.ndarray
+    uv: np.ndarray
+    errors: list = field(default_factory=list)
+
+    @property
+    def hit(self) -> np.ndarray:
+        """True where the ray hit a stopping voxel."""
+        return self.status == HIT
+
+    @property
+    def visible(self) -> np.ndarray:
+        """Line of sight: True where nothing stopped the segment (and it met no unloaded space
+        under ``unloaded="stop"``)."""
+        return self.status == MISS
+
+    def voxel_ints(self, index) -> Frame:
+        """Row `index`'s voxel as Python ints of the world: ``frame + voxel[index]``."""
+        v = self.voxel[index]
+        return (self.frame[0] + int(v[0]), self.frame[1] + int(v[1]), self.frame[2] + int(v[2]))
+
+    def __len__(self) -> int:
+        return len(self.status)
+
+
+@dataclass(frozen=True)
+class Scan(Hits):
+    """A sensor sweep's answers, shaped ``(A, R)`` (agents, rays of the rig), with each hit's
+    point ``points`` ``(A, R, 3)`` in float64 voxels from the frame (NaN where nothing was hit).
+    """
+
+    points: np.ndarray = None  # type: ignore[assignment]
+
+    @property
+    def ranges(self) -> np.ndarray:
+        """Distance of each ray's hit, ``inf`` where there was none (float32, ``(A, R)``)."""
+        return np.where(self.status == HIT, self.distance, np.float32(np.inf)).astype(np.float32)
+
+
+def _hits(frame: Frame, out) -> Hits:
+    status, voxel, normal, distance, ids, uv, errors = out
+    return Hits(frame, status, voxel, normal, distance, ids, uv, list(errors))
+
+
+def _policy(origin_policy: str, unloaded: str) -> Tuple[str, str]:
+    if origin_policy not in ("report", "skip", "exit"):
+        raise ValueError(f'origin_policy: "report", "skip" or "exit", not {origin_policy!r}')
+    if unloaded not in ("air", "stop"):
+        raise ValueError(f'unloaded: "air" or "stop", not {unloaded!r}')
+    return origin_policy, unloaded
+
+
+class _Casts:
+    """The batch calls, the same on a :class:`World` (CPU) and a :class:`GpuWorld` (GPU)."""
+
+    _native: object
+
+    def raycast(
+        self,
+        origins: ArrayLike,
+        directions: ArrayLike,
+        max_distance: Union[float, ArrayLike] = math.inf,
+        *,
+        frame: Iterable[int] = (0, 0, 0),
+        origin_policy: str = "report",
+        unloaded: str = "air",
+        solid: Optional[Iterable[int]] = None,
+    ) -> Hits:
+        """Casts one ray per row: from ``origins`` (float64 ``(N, 3)``, voxels from the frame)
+        along ``directions`` (``(N, 3)``, any non-zero length; rounded to float32) for
+        ``max_distance`` voxels (a number or ``(N,)``; ``inf`` means :data:`MAX_DISTANCE`).
+
+        ``origin_policy``: a ray that starts in a stopping voxel reports it at distance 0
+        (``"report"``), skips it (``"skip"``), or passes through solid until it has been in a
+        non-stopping voxel (``"exit"``). ``unloaded``: unloaded chunks are ``"air"``, or the ray
+        ``"stop"``s there (status :data:`UNLOADED`). ``solid``: the ids that stop rays (default
+        every id but 0).
+        """
+        f = _frame(frame)
+        o = _array("origins", origins, np.float64, (None, 3))
+        d = _array("directions", directions, np.float32, (o.shape[0], 3))
+        m = _max_distances(max_distance, o.shape[0])
+        p, u = _policy(origin_policy, unloaded)
+        return _hits(f, self._native.raycast(f, o, d, m, p, u, _solid(solid)))
+
+    def line_of_sight(
+        self,
+        a: ArrayLike,
+        b: ArrayLike,
+        *,
+        frame: Iterable[int] = (0, 0, 0),
+        conservative: bool = False,
+        origin_policy: str = "report",
+        unloaded: str = "air",
+        solid: Optional[Iterable[int]] = None,
+    ) -> Hits:
+        """Whether each segment from ``a[i]`` to ``b[i]`` (float64 ``(N, 3)``, voxels from the
+        frame) is clear: ``Hits.visible``; where it is blocked, the first blocking voxel is the
+        row's hit. The voxel that ``b[i]`` lies in counts. ``conservative=True`` also blocks a
+        segment that passes exactly through an edge or corner touching a stopping voxel (no
+        seeing through diagonal cracks). Other options as :meth:`raycast`.
+        """
+        f = _frame(frame)
+        pa = _array("a", a, np.float64, (None, 3))
+        pb = _array("b", b, np.float64, (pa.shape[0], 3))
+        p, u = _policy(origin_policy, unloaded)
+        return _hits(f, self._native.line_of_sight(f, pa, pb, bool(conservative), p, u, _solid(solid)))
+
+    def sense(
+        self,
+        rig: "SensorRig",
+        poses: ArrayLike,
+        *,
+        frame: Iterable[int] = (0, 0, 0),
+        origin_policy: str = "report",
+        unloaded: str = "air",
+        solid: Optional[Iterable[int]] = None,
+    ) -> Scan:
+        """Casts every ray of ``rig`` from every pose: ``poses`` is float64 ``(A, 7)``, each row
+        a position (voxels from the frame) and a unit quaternion ``(qx, qy, qz, qw)`` turning
+        the rig's frame (``-Z`` forward, ``+Y`` up, ``+X`` right) into the world's. A row whose
+        position is not finite, or whose quaternion is not of unit length, makes its agent's rays
+        :data:`INVALID`; the other agents are answered. Returns a :class:`Scan` ``(A, R)``.
+        """
+        from .sensors import SensorRig
+
+        if not isinstance(rig, SensorRig):
+            raise TypeError(f"rig: a SensorRig, not {type(rig).__name__}")
+        f = _frame(frame)
+        q = _array("poses", poses, np.float64, (None, 7))
+        p, u = _policy(origin_policy, unloaded)
+        cols, points = self._native.sense(f, rig._native, q, p, u, _solid(solid))
+        status, voxel, normal, distance, ids, uv, errors = cols
+        return Scan(f, status, voxel, normal, distance, ids, uv, list(errors), points)
+
+
+class World(_Casts):
+    """A voxel world on the host, answered by the CPU reference on every core.
+
+    Chunks are 32x32x32 voxels; a chunk that was never written is unloaded (``unloaded="air"``
+    treats it as air). Ids are uint16, 0 is air.
+    """
+
+    def __init__(self) -> None:
+        self._native = _voxcast.World()
+
+    @classmethod
+    def from_dense(cls, ids: ArrayLike, origin: Iterable[int] = (0, 0, 0)) -> "World":
+        """A world holding the dense block ``ids`` (uint8 or uint16, indexed ``[x, y, z]``)
+        with its ``[0, 0, 0]`` at voxel ``origin`` (Python ints)."""
+        w = cls()
+        w.load_dense(ids, origin)
+        return w
+
+    @classmethod
+    def from_minecraft(
+        cls, path, origin: Iterable[int] = (0, 0, 0), properties: bool = False
+    ) -> Tuple["World", dict]:
+        """A Minecraft region file (``r.X.Z.mca``) or a folder of them, block (x, y, z) of the
+        save at ``origin + (x, y, z)``; also returns the palette, block name to id. With
+        ``properties`` each block state gets its own id (``minecraft:oak_log[axis=y]``).
+        :func:`minecraft_solid` gives the ids rays should stop at (not air, water, glass,
+        leaves or plants)."""
+        w = cls.__new__(cls)
+        w._native, names = _voxcast.World.from_minecraft(str(path), _frame(origin, "origin"), bool(properties))
+        return w, dict(names)
+
+    @classmethod
+    def from_magica(cls, path, origin: Iterable[int] = (0, 0, 0)) -> "World":
+        """A MagicaVoxel model (``.vox``), its voxel (x, y, z) at ``origin + (x, z, -y - 1)``
+        (MagicaVoxel's z is up)."""
+        w = cls.__new__(cls)
+        w._native = _voxcast.World.from_magica(str(path), _frame(origin, "origin"))
+        return w
+
+    def load_dense(self, ids: ArrayLike, origin: Iterable[int] = (0, 0, 0)) -> None:
+        """Writes the dense block ``ids`` (uint8 or uint16, ``[x, y, z]``) at ``origin``. Every
+        chunk it touches becomes loaded; voxels of those chunks outside the block keep their ids."""
+        a = np.asarray(ids)
+        if a.dtype not in (np.uint8, np.uint16):
+            raise TypeError(f"ids: uint8 or uint16, not dtype {a.dtype}")
+        if a.ndim != 3:
+            raise ValueError(f"ids: three dimensions [x, y, z], not shape {a.shape}")
+        o = _frame(origin, "origin")
+        chunks = 1
+        for lo, n in zip(o, a.shape):
+            chunks *= ((lo + n - 1) >> 5) - (lo >> 5) + 1 if n else 0
+        if chunks > _MAX_DENSE_CHUNKS:
+            raise ValueError(f"ids: the block covers too many chunks ({chunks}, at most {_MAX_DENSE_CHUNKS})")
+        self._native.load_dense(np.ascontiguousarray(a, dtype=np.uint16), o)
+
+    def set_voxels(self, voxels: ArrayLike, ids: Union[int, ArrayLike], *, frame: Iterable[int] = (0, 0, 0)) -> None:
+        """Sets each voxel of ``voxels`` (integers ``(N, 3)``, from the frame) to its id (one id
+        or ``(N,)``). A voxel of an unloaded chunk loads that chunk, the rest of it air."""
+        v = _array("voxels", voxels, np.int64, (None, 3))
+        if np.ndim(ids) == 0:
+            i = int(ids)
+            if not 0 <= i < 65536:
+                raise ValueError(f"ids: voxel ids are 0..65535, not {i}")
+            idv = np.full(v.shape[0], i, dtype=np.uint16)
+        else:
+            raw = _array("ids", ids, np.int64, (v.shape[0],))
+            if raw.size and (raw.min() < 0 or raw.max() > 65535):
+                raise ValueError("ids: voxel ids are 0..65535")
+            idv = raw.astype(np.uint16)
+        self._native.set_voxels(_frame(frame), v, idv)
+
+    def clear_voxels(self, voxels: ArrayLike, *, frame: Iterable[int] = (0, 0, 0)) -> None:
+        """Sets each voxel of ``voxels`` to air (0)."""
+        self.set_voxels(voxels, 0, frame=frame)
+
+    def get_voxels(self, voxels: ArrayLike, *, frame: Iterable[int] = (0, 0, 0)) -> Tuple[np.ndarray, np.ndarray]:
+        """The ids of ``voxels`` (integers ``(N, 3)``, from the frame) and whether each one's
+        chunk is loaded (0 and False where it is not)."""
+        v = _array("voxels", voxels, np.int64, (None, 3))
+        return self._native.get_voxels(_frame(frame), v)
+
+    @property
+    def chunk_count(self) -> int:
+        """How many chunks are loaded."""
+        return self._native.chunk_count
+
+    @property
+    def loaded_bounds(self) -> Optional[Tuple[Frame, Frame]]:
+        """The inclusive voxel box ``(lowest, highest)`` of every loaded chunk, as Python ints,
+        or None when nothing is loaded."""
+        return self._native.loaded_bounds
+
+    @property
+    def memory_bytes(self) -> int:
+        """Host memory the world takes, in bytes."""
+        return self._native.memory_bytes
+
+
+class Gpu:
+    """A GPU raycaster (wgpu on Vulkan, Metal or DX12). Making one picks an adapter
+    (``WGPU_BACKEND`` and ``WGPU_ADAPTER_NAME`` choose), and checks its answers against the CPU
+    reference; ``RuntimeError`` when there is no adapter or they differ."""
+
+    def __init__(self) -> None:
+        self._native = _voxcast.Gpu()
+
+    @property
+    def adapter(self) -> str:
+        """The adapter and the self-check's outcome, in one line."""
+        return self._native.adapter
+
+    def upload(self, world: World) -> "GpuWorld":
+        """``world`` uploaded to the GPU. The upload follows the world: each call brings over
+        the chunks edited since the one before."""
+        if not isinstance(world, World):
+            raise TypeError(f"world: a World, not {type(world).__name__}")
+        g = GpuWorld.__new__(GpuWorld)
+        g._native = self._native.upload(world._native)
+        g._world = world
+        return g
+
+
+class GpuWorld(_Casts):
+    """A :class:`World` as uploaded to a :class:`Gpu` (:meth:`Gpu.upload`): the same calls,
+    answered on the GPU, equal to the world's own answers."""
+
+    _world: World
+
+    @property
+    def world(self) -> World:
+        """The world this upload follows."""
+        return self._world
+
+
+def minecraft_solid(palette: dict) -> list:
+    """The ids of a Minecraft palette (:meth:`World.from_minecraft`) that rays stop at: every
+    block but air, water, glass, leaves, plants and the like (voxcast-import's
+    ``see_through``). Pass it as ``solid=``."""
+    return sorted(i for name, i in palette.items() if not _voxcast.minecraft_see_through(name.split("[")[0]))
