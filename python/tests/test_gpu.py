@@ -108,3 +108,19 @@ def test_lidar_realism_equals_on_cpu_and_gpu(gpu):
     for name in ("ranges", "intensity", "id"):
         assert np.array_equal(getattr(a, name), getattr(b, name)), name
     assert np.array_equal(np.nan_to_num(a.points), np.nan_to_num(b.points))
+
+
+def test_the_readme_example_runs(gpu):
+    """The README's "From Python" example, run as written."""
+    import pathlib
+    import re
+
+    readme = pathlib.Path(__file__).resolve().parents[2] / "README.md"
+    section = readme.read_text().split("## From Python", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    scope: dict = {}
+    exec(compile(code, "README.md", "exec"), scope)
+    from conftest import assert_same
+
+    assert_same(scope["hits"], scope["same"], "README")
+    assert scope["hits"].hit.sum() > 1000 and scope["scan"].returned.sum() > 1000
