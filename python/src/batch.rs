@@ -1,12 +1,12 @@
 //! Between numpy and voxcast: frames (an i128 origin given as Python ints), points as float64
 //! offsets from a frame, rays built from them, and outcomes written into flat arrays.
 
-use glam::{DVec3, IVec3, Vec3};
+use glam::{DVec3, Vec3};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use voxcast::{
-    LineOfSight, MaterialFilter, OriginPolicy, RayError, RaycastOptions, RaycastOutcome,
-    UnloadedPolicy, VoxelId, VoxelRay, WorldPos,
+    MaterialFilter, OriginPolicy, RayError, RaycastOptions, RaycastOutcome, UnloadedPolicy,
+    VoxelId, VoxelRay, WorldPos,
 };
 
 /// A ray's status: nothing within its max distance.
@@ -134,7 +134,11 @@ pub(crate) fn built(
     make: impl Fn(usize) -> Result<VoxelRay, BadRay> + Send + Sync,
 ) -> (Vec<VoxelRay>, Vec<(usize, BadRay)>) {
     use rayon::prelude::*;
-    let made: Vec<Result<VoxelRay, BadRay>> = (0..n).into_par_iter().map(make).collect();
+    let made: Vec<Result<VoxelRay, BadRay>> = (0..n)
+        .into_par_iter()
+        .with_min_len(BLOCK)
+        .map(make)
+        .collect();
     let mut bad = Vec::new();
     let rays = made
         .into_iter()
@@ -202,107 +206,150 @@ pub(crate) struct Columns {
     pub(crate) distance: Vec<f32>,
     pub(crate) id: Vec<u16>,
     pub(crate) uv: Vec<f32>,
-    /// Invalid rows with why.
+    /// Invalid rows with why, in row order.
     pub(crate) errors: Vec<(usize, String)>,
 }
 
+/// Rows written by one task of [`Columns::filled`].
+pub(crate) const BLOCK: usize = 1024;
+
+/// One block's slices of the columns (status, voxel, normal, distance, id, uv), as rayon's
+/// zips nest them.
+type BlockColumns<'a> = (
+    (
+        (((&'a mut [u8], &'a mut [i64]), &'a mut [i8]), &'a mut [f32]),
+        &'a mut [u16],
+    ),
+    &'a mut [f32],
+);
+
+/// One row of [`Columns`].
+struct Row {
+    status: u8,
+    voxel: [i64; 3],
+    normal: [i8; 3],
+    distance: f32,
+    id: u16,
+    uv: [f32; 2],
+}
+
+/// Outcome `o` as a row, its voxel made relative to `frame`.
+fn row(frame: WorldPos, o: &RaycastOutcome) -> Row {
+    let relative = |v: WorldPos| -> [i64; 3] {
+        // A voxel within 2^62 + 2^17 of the frame: always fits in i64.
+        v.checked_sub(frame).map_or([0; 3], |d| d.map(|c| c as i64))
+    };
+    let empty = |status, distance| Row {
+        status,
+        voxel: [0; 3],
+        normal: [0; 3],
+        distance,
+        id: 0,
+        uv: [0.0; 2],
+    };
+    match o {
+        RaycastOutcome::Hit(h) => Row {
+            status: HIT,
+            voxel: relative(h.voxel_pos),
+            normal: h.face_normal.to_array().map(|c| c as i8),
+            distance: h.distance,
+            id: h.voxel_type.0,
+            uv: h.hit_uv.to_array(),
+        },
+        RaycastOutcome::Miss => empty(MISS, f32::INFINITY),
+        RaycastOutcome::Unloaded {
+            voxel_pos,
+            distance,
+        } => Row {
+            voxel: relative(*voxel_pos),
+            ..empty(UNLOADED, *distance)
+        },
+        RaycastOutcome::Invalid(_) => empty(INVALID, f32::NAN),
+    }
+}
+
 impl Columns {
-    pub(crate) fn with_capacity(n: usize) -> Self {
-        Self {
-            status: Vec::with_capacity(n),
-            voxel: Vec::with_capacity(3 * n),
-            normal: Vec::with_capacity(3 * n),
-            distance: Vec::with_capacity(n),
-            id: Vec::with_capacity(n),
-            uv: Vec::with_capacity(2 * n),
+    /// The columns of `n` outcomes, outcome `i` being `answer(i)`: the outcome and, for a row
+    /// whose ray could not be built, why (said instead of the outcome's own error). Rows are
+    /// made and written in parallel blocks, straight into the arrays the caller receives.
+    pub(crate) fn filled(
+        n: usize,
+        frame: WorldPos,
+        answer: impl Fn(usize) -> (RaycastOutcome, Option<BadRay>) + Sync,
+    ) -> Self {
+        use rayon::prelude::*;
+        let mut c = Self {
+            status: vec![0; n],
+            voxel: vec![0; 3 * n],
+            normal: vec![0; 3 * n],
+            distance: vec![0.0; n],
+            id: vec![0; n],
+            uv: vec![0.0; 2 * n],
             errors: Vec::new(),
-        }
-    }
-
-    /// Appends `outcome`, its voxel made relative to `frame`.
-    pub(crate) fn push(&mut self, frame: WorldPos, outcome: &RaycastOutcome) {
-        let relative = |v: WorldPos| -> [i64; 3] {
-            // A voxel within 2^62 + 2^17 of the frame: always fits in i64.
-            v.checked_sub(frame).map_or([0; 3], |d| d.map(|c| c as i64))
         };
-        let row = self.status.len();
-        let (status, voxel, normal, distance, id, uv) = match outcome {
-            RaycastOutcome::Hit(h) => (
-                HIT,
-                relative(h.voxel_pos),
-                h.face_normal,
-                h.distance,
-                h.voxel_type.0,
-                h.hit_uv.to_array(),
-            ),
-            RaycastOutcome::Miss => (MISS, [0; 3], IVec3::ZERO, f32::INFINITY, 0, [0.0; 2]),
-            RaycastOutcome::Unloaded {
-                voxel_pos,
-                distance,
-            } => (
-                UNLOADED,
-                relative(*voxel_pos),
-                IVec3::ZERO,
-                *distance,
-                0,
-                [0.0; 2],
-            ),
-            RaycastOutcome::Invalid(e) => {
-                self.errors.push((row, e.to_string()));
-                (INVALID, [0; 3], IVec3::ZERO, f32::NAN, 0, [0.0; 2])
+        // Block `b`'s rows, written into its slices of the columns; its invalid rows returned.
+        let block = |b: usize,
+                     (((((status, voxel), normal), distance), id), uv): BlockColumns<'_>|
+         -> Vec<(usize, String)> {
+            let mut errors = Vec::new();
+            for k in 0..status.len() {
+                let i = b * BLOCK + k;
+                let (outcome, bad) = answer(i);
+                let r = row(frame, &outcome);
+                if let RaycastOutcome::Invalid(e) = outcome {
+                    errors.push((i, bad.map_or_else(|| e.to_string(), BadRay::message)));
+                }
+                status[k] = r.status;
+                voxel[3 * k..3 * k + 3].copy_from_slice(&r.voxel);
+                normal[3 * k..3 * k + 3].copy_from_slice(&r.normal);
+                distance[k] = r.distance;
+                id[k] = r.id;
+                uv[2 * k..2 * k + 2].copy_from_slice(&r.uv);
             }
+            errors
         };
-        self.status.push(status);
-        self.voxel.extend(voxel);
-        self.normal.extend(normal.to_array().map(|c| c as i8));
-        self.distance.push(distance);
-        self.id.push(id);
-        self.uv.extend(uv);
+        let errors: Vec<Vec<(usize, String)>> = if n <= BLOCK {
+            // One block, on this thread: handing it to rayon's pool would cost more than it.
+            let all = (
+                (
+                    (
+                        (
+                            (c.status.as_mut_slice(), c.voxel.as_mut_slice()),
+                            c.normal.as_mut_slice(),
+                        ),
+                        c.distance.as_mut_slice(),
+                    ),
+                    c.id.as_mut_slice(),
+                ),
+                c.uv.as_mut_slice(),
+            );
+            vec![block(0, all)]
+        } else {
+            c.status
+                .par_chunks_mut(BLOCK)
+                .zip(c.voxel.par_chunks_mut(3 * BLOCK))
+                .zip(c.normal.par_chunks_mut(3 * BLOCK))
+                .zip(c.distance.par_chunks_mut(BLOCK))
+                .zip(c.id.par_chunks_mut(BLOCK))
+                .zip(c.uv.par_chunks_mut(2 * BLOCK))
+                .enumerate()
+                .map(|(b, cols)| block(b, cols))
+                .collect()
+        };
+        c.errors = errors.into_iter().flatten().collect();
+        c
     }
 
-    /// Marks rows whose ray could not be built: their stand-in answered `Invalid`, the error
-    /// said here is the real one.
-    pub(crate) fn mark_bad(&mut self, bad: &[(usize, BadRay)]) {
-        if bad.is_empty() {
-            return;
-        }
-        let mut why: rustc_hash::FxHashMap<usize, String> =
-            bad.iter().map(|&(i, e)| (i, e.message())).collect();
-        for (row, message) in &mut self.errors {
-            if let Some(m) = why.remove(row) {
-                *message = m;
-            }
-        }
-        self.errors.sort_by_key(|e| e.0);
-    }
-
-    /// The columns of `outcomes`.
+    /// The columns of `outcomes`, the rows of `bad` saying why their ray could not be built.
     pub(crate) fn of(
         frame: WorldPos,
         outcomes: &[RaycastOutcome],
         bad: &[(usize, BadRay)],
     ) -> Self {
-        let mut c = Self::with_capacity(outcomes.len());
-        for o in outcomes {
-            c.push(frame, o);
-        }
-        c.mark_bad(bad);
-        c
-    }
-
-    /// The columns of line-of-sight answers: `Clear` is a miss, `Blocked` a hit, `Unknown`
-    /// unloaded.
-    pub(crate) fn of_sight(
-        frame: WorldPos,
-        answers: &[LineOfSight],
-        bad: &[(usize, BadRay)],
-    ) -> Self {
-        let mut c = Self::with_capacity(answers.len());
-        for a in answers {
-            c.push(frame, &RaycastOutcome::from(*a));
-        }
-        c.mark_bad(bad);
-        c
+        let why: rustc_hash::FxHashMap<usize, BadRay> = bad.iter().copied().collect();
+        Self::filled(outcomes.len(), frame, |i| {
+            (outcomes[i], why.get(&i).copied())
+        })
     }
 }
 

@@ -8,11 +8,47 @@ use pyo3::prelude::*;
 use rayon::prelude::*;
 use voxcast::gpu::{GpuRaycaster, GpuSensorRig, GpuWorld, Rays, SensorSweep, Sightlines};
 use voxcast::{
-    LineOfSightOptions, RaycastOptions, RaycastOutcome, SensorPose, SensorRig, VoxelRay,
+    LineOfSightOptions, RayError, RaycastOptions, RaycastOutcome, SensorPose, SensorRig, VoxelRay,
     VoxelWorld, WorldPos,
 };
 
 use crate::batch::{self, BadRay, Columns};
+
+/// The pool the CPU's batches run on where the caller chose a thread count (`set_threads`);
+/// rayon's global pool (one thread a core) otherwise.
+static POOL: std::sync::RwLock<Option<std::sync::Arc<rayon::ThreadPool>>> =
+    std::sync::RwLock::new(None);
+
+/// Runs `f`, a batch of `n` rays, on the chosen pool; a batch of one block runs on the calling
+/// thread, which saves waking another for it.
+pub(crate) fn on_pool<R: Send>(n: usize, f: impl FnOnce() -> R + Send) -> R {
+    if n <= batch::BLOCK {
+        return f();
+    }
+    let pool = POOL.read().ok().and_then(|p| p.clone());
+    match pool {
+        Some(p) => p.install(f),
+        None => f(),
+    }
+}
+
+/// Makes the CPU's batches run on `threads` threads (0: one a core, rayon's own pool).
+pub(crate) fn set_threads(threads: usize) -> PyResult<()> {
+    let pool = if threads == 0 {
+        None
+    } else {
+        let p = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("voxcast-{i}"))
+            .build()
+            .map_err(|e| PyRuntimeError::new_err(format!("threads: {e}")))?;
+        Some(std::sync::Arc::new(p))
+    };
+    *POOL
+        .write()
+        .map_err(|_| PyRuntimeError::new_err("threads: the pool's lock is poisoned"))? = pool;
+    Ok(())
+}
 
 /// Where a batch is answered.
 pub(crate) enum Target<'a> {
@@ -66,11 +102,18 @@ impl Target<'_> {
                 max.len()
             )));
         }
-        let (rays, bad) = batch::built(n, |i| {
-            batch::ray(frame, row3(&origins, i), row3(&directions, i), max[i])
-        });
-        let outcomes = self.rays(&rays, opts)?;
-        Ok(Columns::of(frame, &outcomes, &bad))
+        let make = |i| batch::ray(frame, row3(&origins, i), row3(&directions, i), max[i]);
+        Ok(match self {
+            // Each ray made, cast and written in one pass: no batch-sized buffer in between.
+            Target::Cpu(w) => Columns::filled(n, frame, |i| match make(i) {
+                Ok(ray) => (voxcast::voxel_raycast_with(&ray, w, opts), None),
+                Err(e) => (RaycastOutcome::Invalid(RayError::NanDirection), Some(e)),
+            }),
+            Target::Gpu(..) => {
+                let (rays, bad) = batch::built(n, make);
+                Columns::of(frame, &self.rays(&rays, opts)?, &bad)
+            }
+        })
     }
 
     /// Line of sight from each point of `a` to the point of `b` in the same row.
@@ -88,12 +131,19 @@ impl Target<'_> {
                 b.nrows()
             )));
         }
-        let (rays, bad) = batch::built(n, |i| batch::segment(frame, row3(&a, i), row3(&b, i)));
-        let answers = match self {
-            Target::Cpu(w) => voxcast::line_of_sight_batch(&rays, w, opts),
-            Target::Gpu(g, w) => g.cast(Sightlines(&rays), w, opts).map_err(gpu_error)?,
-        };
-        Ok(Columns::of_sight(frame, &answers, &bad))
+        let make = |i| batch::segment(frame, row3(&a, i), row3(&b, i));
+        Ok(match self {
+            Target::Cpu(w) => Columns::filled(n, frame, |i| match make(i) {
+                Ok(ray) => (voxcast::line_of_sight(&ray, w, opts).into(), None),
+                Err(e) => (RaycastOutcome::Invalid(RayError::NanDirection), Some(e)),
+            }),
+            Target::Gpu(g, w) => {
+                let (rays, bad) = batch::built(n, make);
+                let answers = g.cast(Sightlines(&rays), w, opts).map_err(gpu_error)?;
+                let outcomes: Vec<RaycastOutcome> = answers.into_iter().map(Into::into).collect();
+                Columns::of(frame, &outcomes, &bad)
+            }
+        })
     }
 
     /// Every ray of `rig` from every pose: the answers agent after agent, each ray's point where
@@ -154,19 +204,27 @@ impl Target<'_> {
             };
             parts.push(readings);
         }
-        let mut columns = Columns::with_capacity(agents * per_agent);
+        let outcomes: Vec<&[RaycastOutcome]> = parts
+            .iter()
+            .map(|r| r.outcomes().unwrap_or_default())
+            .collect();
+        // Each ray of the rig (counted across its parts) as its part and its index there.
+        let place: Vec<(usize, usize)> = rig
+            .iter()
+            .enumerate()
+            .flat_map(|(p, part)| (0..part.len()).map(move |r| (p, r)))
+            .collect();
+        let bad: rustc_hash::FxHashMap<usize, BadRay> = bad_poses.iter().copied().collect();
+        let columns = Columns::filled(agents * per_agent, frame, |row| {
+            let (a, k) = (row / per_agent, row % per_agent);
+            let (p, r) = place[k];
+            let outcome = outcomes[p]
+                .get(a * rig[p].len() + r)
+                .copied()
+                .unwrap_or(RaycastOutcome::Invalid(RayError::BadRotation));
+            (outcome, bad.get(&a).copied())
+        });
         let mut points = vec![f64::NAN; agents * per_agent * 3];
-        for a in 0..agents {
-            for (part, readings) in rig.iter().zip(&parts) {
-                let outcomes = readings
-                    .outcomes()
-                    .ok_or_else(|| PyRuntimeError::new_err("sensor readings without outcomes"))?;
-                let n = part.len();
-                for o in &outcomes[a * n..(a + 1) * n] {
-                    columns.push(frame, o);
-                }
-            }
-        }
         // Where each hit lies, from the ray as the sensor call made it.
         points
             .par_chunks_mut(3 * per_agent)
@@ -186,13 +244,6 @@ impl Target<'_> {
                     }
                 }
             });
-        if !bad_poses.is_empty() {
-            let rows: Vec<(usize, BadRay)> = bad_poses
-                .iter()
-                .flat_map(|&(a, e)| (a * per_agent..(a + 1) * per_agent).map(move |row| (row, e)))
-                .collect();
-            columns.mark_bad(&rows);
-        }
         Ok((columns, points))
     }
 }

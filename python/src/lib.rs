@@ -49,6 +49,12 @@ fn minecraft_see_through(name: &str) -> bool {
     voxcast_import::anvil::see_through(name)
 }
 
+/// Runs the CPU's batches on `threads` threads from now on (0: one a core, the default).
+#[pyfunction]
+fn set_threads(threads: usize) -> PyResult<()> {
+    cast::set_threads(threads)
+}
+
 #[pymodule]
 fn _voxcast(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<world::World>()?;
@@ -56,6 +62,7 @@ fn _voxcast(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<world::GpuWorld>()?;
     m.add_class::<world::Rig>()?;
     m.add_function(wrap_pyfunction!(minecraft_see_through, m)?)?;
+    m.add_function(wrap_pyfunction!(set_threads, m)?)?;
     m.add("MISS", batch::MISS)?;
     m.add("HIT", batch::HIT)?;
     m.add("UNLOADED", batch::UNLOADED)?;

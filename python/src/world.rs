@@ -17,12 +17,15 @@ use voxcast::{
 };
 
 use crate::batch::{self, Columns};
-use crate::cast::{Target, rows3};
+use crate::cast::{Target, on_pool, rows3};
 
 /// The options of a call, from its keyword arguments.
 fn opts(origin_policy: &str, unloaded: &str, solid: Option<Vec<u16>>) -> PyResult<RaycastOptions> {
     batch::options(origin_policy, unloaded, solid)
 }
+
+/// A voxel as three Python ints.
+type Triple = (i128, i128, i128);
 
 /// A voxel world on the host: chunks of 32³ voxel ids in the i128 world, answered by the
 /// CPU reference. Every edit is remembered per chunk, so that each upload of it to a GPU
@@ -34,6 +37,8 @@ pub(crate) struct World {
     changed: FxHashMap<ChunkPos, u64>,
     /// How many edits the world has had.
     version: u64,
+    /// The caller's choice of walk ([`VoxelWorld::set_skip_empty_bricks`]).
+    skip_set: Option<bool>,
 }
 
 impl World {
@@ -43,6 +48,7 @@ impl World {
             world,
             changed: FxHashMap::default(),
             version: 0,
+            skip_set: None,
         };
         w.note_changes();
         w
@@ -170,37 +176,39 @@ impl World {
             .collect();
         let world = &self.world;
         let chunks: Vec<(ChunkPos, Chunk)> = py.detach(|| {
-            use rayon::prelude::*;
-            positions
-                .par_iter()
-                .map(|&c| {
-                    let base = c.origin();
-                    let mut out = vec![VoxelId::AIR; CHUNK_VOLUME];
-                    if let Some(old) = world.chunk(c) {
-                        for (i, v) in out.iter_mut().enumerate() {
-                            *v = old.get(voxcast::LocalPos::from_index(i));
+            on_pool(usize::MAX, || {
+                use rayon::prelude::*;
+                positions
+                    .par_iter()
+                    .map(|&c| {
+                        let base = c.origin();
+                        let mut out = vec![VoxelId::AIR; CHUNK_VOLUME];
+                        if let Some(old) = world.chunk(c) {
+                            for (i, v) in out.iter_mut().enumerate() {
+                                *v = old.get(voxcast::LocalPos::from_index(i));
+                            }
                         }
-                    }
-                    for z in 0..CHUNK_EDGE {
-                        for y in 0..CHUNK_EDGE {
-                            for x in 0..CHUNK_EDGE {
-                                let d = [
-                                    base.x + x - origin.x,
-                                    base.y + y - origin.y,
-                                    base.z + z - origin.z,
-                                ];
-                                if (0..3).all(|a| d[a] >= 0 && d[a] < size[a]) {
-                                    let id = ids[(d[0] as usize, d[1] as usize, d[2] as usize)];
-                                    out[(x + CHUNK_EDGE * y + CHUNK_EDGE * CHUNK_EDGE * z)
-                                        as usize] = VoxelId(id);
+                        for z in 0..CHUNK_EDGE {
+                            for y in 0..CHUNK_EDGE {
+                                for x in 0..CHUNK_EDGE {
+                                    let d = [
+                                        base.x + x - origin.x,
+                                        base.y + y - origin.y,
+                                        base.z + z - origin.z,
+                                    ];
+                                    if (0..3).all(|a| d[a] >= 0 && d[a] < size[a]) {
+                                        let id = ids[(d[0] as usize, d[1] as usize, d[2] as usize)];
+                                        out[(x + CHUNK_EDGE * y + CHUNK_EDGE * CHUNK_EDGE * z)
+                                            as usize] = VoxelId(id);
+                                    }
                                 }
                             }
                         }
-                    }
-                    let chunk = Chunk::from_ids(&out).expect("CHUNK_VOLUME ids");
-                    (c, chunk)
-                })
-                .collect()
+                        let chunk = Chunk::from_ids(&out).expect("CHUNK_VOLUME ids");
+                        (c, chunk)
+                    })
+                    .collect()
+            })
         });
         self.world
             .insert_chunks(chunks)
@@ -282,10 +290,23 @@ impl World {
         self.world.chunk_count()
     }
 
+    /// Whether rays skip empty 8³ bricks whole: `True`, `False`, or `None` (the default) to
+    /// let each ray's length and the world's air decide. Answers do not change, only speed.
+    #[getter]
+    fn get_skip_empty_bricks(&self) -> Option<bool> {
+        self.skip_set
+    }
+
+    #[setter]
+    fn set_skip_empty_bricks(&mut self, skip: Option<bool>) {
+        self.skip_set = skip;
+        self.world.set_skip_empty_bricks(skip);
+    }
+
     /// The inclusive voxel box `((x, y, z), (x, y, z))` of every loaded chunk (Python ints),
     /// or `None` when nothing is loaded.
     #[getter]
-    fn loaded_bounds(&self) -> Option<((i128, i128, i128), (i128, i128, i128))> {
+    fn loaded_bounds(&self) -> Option<(Triple, Triple)> {
         self.world
             .loaded_bounds()
             .map(|b| ((b.min.x, b.min.y, b.min.z), (b.max.x, b.max.y, b.max.z)))
@@ -321,7 +342,11 @@ impl World {
             max_distance.as_array(),
         );
         let n = o.nrows();
-        let c = py.detach(|| Target::Cpu(&self.world).raycast(frame, o, d, m, &opts))?;
+        let c = py.detach(|| {
+            on_pool(n, || {
+                Target::Cpu(&self.world).raycast(frame, o, d, m, &opts)
+            })
+        })?;
         crate::columns(py, c, &[n])
     }
 
@@ -345,7 +370,11 @@ impl World {
         let opts = sight_opts(origin_policy, unloaded, solid, conservative)?;
         let (a, b) = (a.as_array(), b.as_array());
         let n = a.nrows();
-        let c = py.detach(|| Target::Cpu(&self.world).line_of_sight(frame, a, b, &opts))?;
+        let c = py.detach(|| {
+            on_pool(n, || {
+                Target::Cpu(&self.world).line_of_sight(frame, a, b, &opts)
+            })
+        })?;
         crate::columns(py, c, &[n])
     }
 
@@ -368,7 +397,9 @@ impl World {
         let opts = opts(origin_policy, unloaded, solid)?;
         let poses = poses.as_array();
         let target = Target::Cpu(&self.world);
-        let out = py.detach(|| target.sense(frame, &rig.parts, &[], poses, &opts))?;
+        let n = poses.nrows() * rig.len();
+        let out =
+            py.detach(|| on_pool(n, || target.sense(frame, &rig.parts, &[], poses, &opts)))?;
         sensed(py, out, poses, rig)
     }
 }

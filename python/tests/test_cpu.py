@@ -159,3 +159,20 @@ def test_answers_do_not_depend_on_threads_or_layout():
         t.join()
     for r in out:
         assert np.array_equal(r.voxel, a.voxel) and np.array_equal(r.distance, a.distance)
+
+
+def test_either_walk_gives_the_same_answers():
+    world = vc.World.from_dense(terrain())
+    rng = np.random.default_rng(12)
+    o = rng.uniform(0, 96, (20000, 3))
+    d = rng.normal(size=(20000, 3))
+    answers = []
+    for skip in (None, True, False):
+        world.skip_empty_bricks = skip
+        assert world.skip_empty_bricks is skip
+        answers.append(world.raycast(o, d, 200.0))
+    for other in answers[1:]:
+        for name in ("status", "voxel", "normal", "id", "distance"):
+            assert np.array_equal(getattr(answers[0], name), getattr(other, name)), name
+    with pytest.raises(TypeError, match="skip_empty_bricks"):
+        world.skip_empty_bricks = "yes"

@@ -18,9 +18,21 @@ dtypes or options raise ``ValueError`` or ``TypeError`` naming the argument.
 
 from ._common import INVALID, HIT, MAX_DISTANCE, MISS, UNLOADED
 from .sensors import Lidar, LidarScan, SensorRig, depth_image, ray_perception
+from . import _voxcast
 from .world import Gpu, GpuWorld, Hits, Scan, World, minecraft_solid
 
+
+
+def set_threads(threads: int) -> None:
+    """Runs the CPU's batches on ``threads`` threads from now on (0, the default: one a core).
+    Batches from several Python threads share them."""
+    if not isinstance(threads, int) or threads < 0:
+        raise ValueError(f"threads: 0 or more, not {threads!r}")
+    _voxcast.set_threads(threads)
+
+
 __all__ = [
+    "set_threads",
     "MISS",
     "HIT",
     "UNLOADED",

@@ -266,6 +266,20 @@ class World(_Casts):
         return self._native.chunk_count
 
     @property
+    def skip_empty_bricks(self) -> Optional[bool]:
+        """Whether rays skip empty 8x8x8 bricks whole (True), step through them (False), or let
+        each ray's length and the world's air decide (None, the default). Answers never
+        change; a camera high above terrain gains from True, rays that hug the ground from
+        False."""
+        return self._native.skip_empty_bricks
+
+    @skip_empty_bricks.setter
+    def skip_empty_bricks(self, skip: Optional[bool]) -> None:
+        if skip is not None and not isinstance(skip, bool):
+            raise TypeError(f"skip_empty_bricks: True, False or None, not {skip!r}")
+        self._native.skip_empty_bricks = skip
+
+    @property
     def loaded_bounds(self) -> Optional[Tuple[Frame, Frame]]:
         """The inclusive voxel box ``(lowest, highest)`` of every loaded chunk, as Python ints,
         or None when nothing is loaded."""
