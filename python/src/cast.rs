@@ -6,10 +6,12 @@ use numpy::ndarray::{ArrayView1, ArrayView2};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use rayon::prelude::*;
-use voxcast::gpu::{GpuRaycaster, GpuSensorRig, GpuWorld, Rays, SensorSweep, Sightlines};
+use voxcast::gpu::{
+    AgentPairs, GpuRaycaster, GpuSensorRig, GpuWorld, PairsWithin, Rays, SensorSweep, Sightlines,
+};
 use voxcast::{
-    LineOfSightOptions, RayError, RaycastOptions, RaycastOutcome, SensorPose, SensorRig, VoxelRay,
-    VoxelWorld, WorldPos,
+    Agent, LineOfSightOptions, RayError, RaycastOptions, RaycastOutcome, SensorPose, SensorRig,
+    VoxelRay, VoxelWorld, WorldPos,
 };
 
 use crate::batch::{self, BadRay, Columns};
@@ -245,5 +247,105 @@ impl Target<'_> {
                 }
             });
         Ok((columns, points))
+    }
+
+    /// The agents whose eyes are the points of `eyes`, a bad point (not finite, too far)
+    /// standing in as an agent whose every pair is invalid, listed with why.
+    fn agents(
+        frame: WorldPos,
+        eyes: ArrayView2<'_, f64>,
+    ) -> PyResult<(Vec<Agent>, Vec<Option<BadRay>>)> {
+        rows3(&eyes, "eyes")?;
+        let mut bad = Vec::with_capacity(eyes.nrows());
+        let agents = (0..eyes.nrows())
+            .map(|i| match batch::point(frame, row3(&eyes, i)) {
+                Ok((voxel, sub)) => {
+                    bad.push(None);
+                    Agent::new(voxel, sub, 0.0)
+                }
+                Err(e) => {
+                    bad.push(Some(BadRay::Point(e)));
+                    Agent::new(WorldPos::ZERO, glam::Vec3::NAN, 0.0)
+                }
+            })
+            .collect();
+        Ok((agents, bad))
+    }
+
+    /// Line of sight between the eyes of each pair of agents (`pairs`: indices into `eyes`).
+    pub(crate) fn agent_visibility(
+        &self,
+        frame: WorldPos,
+        eyes: ArrayView2<'_, f64>,
+        pairs: ArrayView2<'_, i64>,
+        opts: &LineOfSightOptions,
+    ) -> PyResult<Columns> {
+        let (agents, bad) = Self::agents(frame, eyes)?;
+        if pairs.ncols() != 2 {
+            return Err(PyValueError::new_err(format!(
+                "pairs: shape (P, 2), not {:?}",
+                pairs.shape()
+            )));
+        }
+        let a = agents.len() as i64;
+        let pairs: Vec<[u32; 2]> = (0..pairs.nrows())
+            .map(|i| {
+                let (x, y) = (pairs[(i, 0)], pairs[(i, 1)]);
+                if (0..a).contains(&x) && (0..a).contains(&y) {
+                    Ok([x as u32, y as u32])
+                } else {
+                    Err(PyValueError::new_err(format!(
+                        "pairs: row {i} ({x}, {y}) names no agent (there are {a})"
+                    )))
+                }
+            })
+            .collect::<PyResult<_>>()?;
+        let answers = match self {
+            Target::Cpu(w) => voxcast::agent_visibility(&agents, &pairs, w, opts),
+            Target::Gpu(g, w) => {
+                let on_gpu = g.upload_agents(&agents, w).map_err(gpu_error)?;
+                let query = AgentPairs {
+                    agents: &on_gpu,
+                    pairs: &pairs,
+                    outcomes: true,
+                };
+                let seen = g.cast(query, w, opts).map_err(gpu_error)?;
+                seen.answers()
+                    .ok_or_else(|| PyRuntimeError::new_err("agent visibility without answers"))?
+                    .to_vec()
+            }
+        };
+        Ok(Columns::filled(pairs.len(), frame, |i| {
+            let [x, y] = pairs[i];
+            let why = bad[x as usize].or(bad[y as usize]);
+            (answers[i].into(), why)
+        }))
+    }
+
+    /// Every pair of agents whose eyes lie within `radius` voxels of each other and see each
+    /// other, sorted.
+    pub(crate) fn visible_pairs_within(
+        &self,
+        frame: WorldPos,
+        eyes: ArrayView2<'_, f64>,
+        radius: f64,
+        opts: &LineOfSightOptions,
+    ) -> PyResult<Vec<[u32; 2]>> {
+        let (agents, _) = Self::agents(frame, eyes)?;
+        match self {
+            Target::Cpu(w) => Ok(voxcast::visible_pairs_within(&agents, radius, w, opts)),
+            Target::Gpu(g, w) => {
+                let on_gpu = g.upload_agents(&agents, w).map_err(gpu_error)?;
+                g.cast(
+                    PairsWithin {
+                        agents: &on_gpu,
+                        radius,
+                    },
+                    w,
+                    opts,
+                )
+                .map_err(gpu_error)
+            }
+        }
     }
 }

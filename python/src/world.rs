@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use numpy::ndarray::ArrayView2;
-use numpy::{PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArray3};
+use numpy::{PyArrayDyn, PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArray3};
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
@@ -217,6 +217,66 @@ impl World {
         Ok(())
     }
 
+    /// Loads whole chunks: `ids[k]` (indexed `[x, y, z]`, 32 each) at chunk `chunks[k]`
+    /// (int64 chunk coordinates from the chunk `frame`, Python ints), replacing what was
+    /// there; a later chunk at the same position replaces an earlier one.
+    fn load_chunks(
+        &mut self,
+        py: Python<'_>,
+        frame: &Bound<'_, PyAny>,
+        chunks: PyReadonlyArray2<'_, i64>,
+        ids: numpy::PyReadonlyArray4<'_, u16>,
+    ) -> PyResult<()> {
+        let frame = batch::frame_of(frame, "frame")?;
+        let chunks = chunks.as_array();
+        let ids = ids.as_array();
+        let n = rows3(&chunks, "chunks")?;
+        let edge = CHUNK_EDGE as usize;
+        if ids.shape() != [n, edge, edge, edge] {
+            return Err(PyValueError::new_err(format!(
+                "ids: shape ({n}, 32, 32, 32), not {:?}",
+                ids.shape()
+            )));
+        }
+        let positions: Vec<ChunkPos> = (0..n)
+            .map(|k| {
+                let c = [chunks[(k, 0)], chunks[(k, 1)], chunks[(k, 2)]];
+                let p = voxel_at(frame, c, "chunks", k)?;
+                let pos = ChunkPos::new(p.x, p.y, p.z);
+                if pos.is_in_world() {
+                    Ok(pos)
+                } else {
+                    Err(PyValueError::new_err(format!(
+                        "chunks: row {k} is no chunk of the i128 world"
+                    )))
+                }
+            })
+            .collect::<PyResult<_>>()?;
+        let loaded: Vec<(ChunkPos, Chunk)> = py.detach(|| {
+            on_pool(usize::MAX, || {
+                use rayon::prelude::*;
+                positions
+                    .par_iter()
+                    .enumerate()
+                    .map(|(k, &pos)| {
+                        let mut local = vec![VoxelId::AIR; CHUNK_VOLUME];
+                        for ((x, y, z), &id) in
+                            ids.index_axis(numpy::ndarray::Axis(0), k).indexed_iter()
+                        {
+                            local[x + edge * y + edge * edge * z] = VoxelId(id);
+                        }
+                        (pos, Chunk::from_ids(&local).expect("CHUNK_VOLUME ids"))
+                    })
+                    .collect()
+            })
+        });
+        self.world
+            .insert_chunks(loaded)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        self.note_changes();
+        Ok(())
+    }
+
     /// Sets voxel `voxels[i]` (int64, from `frame`) to `ids[i]`; a voxel of an unloaded chunk
     /// loads that chunk (air elsewhere).
     fn set_voxels(
@@ -376,6 +436,60 @@ impl World {
             })
         })?;
         crate::columns(py, c, &[n])
+    }
+
+    #[pyo3(signature = (frame, eyes, pairs, conservative, origin_policy, unloaded, solid))]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the keyword arguments of a Python call"
+    )]
+    fn agent_visibility<'py>(
+        &self,
+        py: Python<'py>,
+        frame: &Bound<'_, PyAny>,
+        eyes: PyReadonlyArray2<'_, f64>,
+        pairs: PyReadonlyArray2<'_, i64>,
+        conservative: bool,
+        origin_policy: &str,
+        unloaded: &str,
+        solid: Option<Vec<u16>>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let frame = batch::frame_of(frame, "frame")?;
+        let opts = sight_opts(origin_policy, unloaded, solid, conservative)?;
+        let (e, p) = (eyes.as_array(), pairs.as_array());
+        let n = p.nrows();
+        let target = Target::Cpu(&self.world);
+        let c = py.detach(|| on_pool(n, || target.agent_visibility(frame, e, p, &opts)))?;
+        crate::columns(py, c, &[n])
+    }
+
+    #[pyo3(signature = (frame, eyes, radius, conservative, origin_policy, unloaded, solid))]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the keyword arguments of a Python call"
+    )]
+    fn visible_pairs_within<'py>(
+        &self,
+        py: Python<'py>,
+        frame: &Bound<'_, PyAny>,
+        eyes: PyReadonlyArray2<'_, f64>,
+        radius: f64,
+        conservative: bool,
+        origin_policy: &str,
+        unloaded: &str,
+        solid: Option<Vec<u16>>,
+    ) -> PyResult<Bound<'py, PyArrayDyn<u32>>> {
+        let frame = batch::frame_of(frame, "frame")?;
+        let opts = sight_opts(origin_policy, unloaded, solid, conservative)?;
+        let e = eyes.as_array();
+        let target = Target::Cpu(&self.world);
+        let pairs = py.detach(|| {
+            on_pool(usize::MAX, || {
+                target.visible_pairs_within(frame, e, radius, &opts)
+            })
+        })?;
+        let n = pairs.len();
+        crate::array(py, pairs.into_iter().flatten().collect(), &[n, 2])
     }
 
     #[pyo3(signature = (frame, rig, poses, origin_policy, unloaded, solid))]
@@ -561,6 +675,58 @@ impl GpuWorld {
         let target = Target::Gpu(&self.gpu, &self.on_gpu);
         let c = py.detach(|| target.line_of_sight(frame, a, b, &opts))?;
         crate::columns(py, c, &[n])
+    }
+
+    #[pyo3(signature = (frame, eyes, pairs, conservative, origin_policy, unloaded, solid))]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the keyword arguments of a Python call"
+    )]
+    fn agent_visibility<'py>(
+        &mut self,
+        py: Python<'py>,
+        frame: &Bound<'_, PyAny>,
+        eyes: PyReadonlyArray2<'_, f64>,
+        pairs: PyReadonlyArray2<'_, i64>,
+        conservative: bool,
+        origin_policy: &str,
+        unloaded: &str,
+        solid: Option<Vec<u16>>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let frame = batch::frame_of(frame, "frame")?;
+        let opts = sight_opts(origin_policy, unloaded, solid, conservative)?;
+        let (e, p) = (eyes.as_array(), pairs.as_array());
+        let n = p.nrows();
+        self.sync(py)?;
+        let target = Target::Gpu(&self.gpu, &self.on_gpu);
+        let c = py.detach(|| target.agent_visibility(frame, e, p, &opts))?;
+        crate::columns(py, c, &[n])
+    }
+
+    #[pyo3(signature = (frame, eyes, radius, conservative, origin_policy, unloaded, solid))]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the keyword arguments of a Python call"
+    )]
+    fn visible_pairs_within<'py>(
+        &mut self,
+        py: Python<'py>,
+        frame: &Bound<'_, PyAny>,
+        eyes: PyReadonlyArray2<'_, f64>,
+        radius: f64,
+        conservative: bool,
+        origin_policy: &str,
+        unloaded: &str,
+        solid: Option<Vec<u16>>,
+    ) -> PyResult<Bound<'py, PyArrayDyn<u32>>> {
+        let frame = batch::frame_of(frame, "frame")?;
+        let opts = sight_opts(origin_policy, unloaded, solid, conservative)?;
+        let e = eyes.as_array();
+        self.sync(py)?;
+        let target = Target::Gpu(&self.gpu, &self.on_gpu);
+        let pairs = py.detach(|| target.visible_pairs_within(frame, e, radius, &opts))?;
+        let n = pairs.len();
+        crate::array(py, pairs.into_iter().flatten().collect(), &[n, 2])
     }
 
     #[pyo3(signature = (frame, rig, poses, origin_policy, unloaded, solid))]

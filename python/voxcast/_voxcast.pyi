@@ -43,6 +43,7 @@ class World:
     @staticmethod
     def from_magica(path: Union[str, PathLike], origin: Frame) -> "World": ...
     def load_dense(self, ids: npt.NDArray[np.uint16], origin: Frame) -> None: ...
+    def load_chunks(self, frame: Frame, chunks: npt.NDArray[np.int64], ids: npt.NDArray[np.uint16]) -> None: ...
     def set_voxels(self, frame: Frame, voxels: npt.NDArray[np.int64], ids: npt.NDArray[np.uint16]) -> None: ...
     def get_voxels(self, frame: Frame, voxels: npt.NDArray[np.int64]) -> Tuple[npt.NDArray[np.uint16], npt.NDArray[np.bool_]]: ...
     @property
@@ -72,6 +73,26 @@ class World:
         unloaded: str,
         solid: Optional[Sequence[int]],
     ) -> Columns: ...
+    def agent_visibility(
+        self,
+        frame: Frame,
+        eyes: npt.NDArray[np.float64],
+        pairs: npt.NDArray[np.int64],
+        conservative: bool,
+        origin_policy: str,
+        unloaded: str,
+        solid: Optional[Sequence[int]],
+    ) -> Columns: ...
+    def visible_pairs_within(
+        self,
+        frame: Frame,
+        eyes: npt.NDArray[np.float64],
+        radius: float,
+        conservative: bool,
+        origin_policy: str,
+        unloaded: str,
+        solid: Optional[Sequence[int]],
+    ) -> npt.NDArray[np.uint32]: ...
     def sense(
         self,
         frame: Frame,
@@ -105,6 +126,26 @@ class GpuWorld:
         unloaded: str,
         solid: Optional[Sequence[int]],
     ) -> Columns: ...
+    def agent_visibility(
+        self,
+        frame: Frame,
+        eyes: npt.NDArray[np.float64],
+        pairs: npt.NDArray[np.int64],
+        conservative: bool,
+        origin_policy: str,
+        unloaded: str,
+        solid: Optional[Sequence[int]],
+    ) -> Columns: ...
+    def visible_pairs_within(
+        self,
+        frame: Frame,
+        eyes: npt.NDArray[np.float64],
+        radius: float,
+        conservative: bool,
+        origin_policy: str,
+        unloaded: str,
+        solid: Optional[Sequence[int]],
+    ) -> npt.NDArray[np.uint32]: ...
     def sense(
         self,
         frame: Frame,

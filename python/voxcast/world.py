@@ -151,6 +151,46 @@ class _Casts:
         p, u = _policy(origin_policy, unloaded)
         return _hits(f, self._native.line_of_sight(f, pa, pb, bool(conservative), p, u, _solid(solid)))
 
+    def agent_visibility(
+        self,
+        eyes: ArrayLike,
+        pairs: ArrayLike,
+        *,
+        frame: Iterable[int] = (0, 0, 0),
+        conservative: bool = False,
+        origin_policy: str = "report",
+        unloaded: str = "air",
+        solid: Optional[Iterable[int]] = None,
+    ) -> Hits:
+        """Whether agents see each other: ``eyes`` (float64 ``(A, 3)``, voxels from the frame)
+        and ``pairs`` (integers ``(P, 2)``, indices into ``eyes``); one row per pair, its
+        ``visible`` True where the segment between the two eyes is clear, else its first
+        blocking voxel. The same answers as :meth:`line_of_sight` between the eyes; the GPU
+        uploads each eye once, not once a pair. A pair with a bad eye is :data:`INVALID`."""
+        f = _frame(frame)
+        e = _array("eyes", eyes, np.float64, (None, 3))
+        p = _array("pairs", pairs, np.int64, (None, 2))
+        o, u = _policy(origin_policy, unloaded)
+        return _hits(f, self._native.agent_visibility(f, e, p, bool(conservative), o, u, _solid(solid)))
+
+    def visible_pairs_within(
+        self,
+        eyes: ArrayLike,
+        radius: float,
+        *,
+        frame: Iterable[int] = (0, 0, 0),
+        conservative: bool = False,
+        origin_policy: str = "report",
+        unloaded: str = "air",
+        solid: Optional[Iterable[int]] = None,
+    ) -> np.ndarray:
+        """Every pair ``(i, j)``, ``i < j``, of agents whose eyes (float64 ``(A, 3)``) lie
+        within ``radius`` voxels of each other and see each other, sorted: uint32 ``(K, 2)``."""
+        f = _frame(frame)
+        e = _array("eyes", eyes, np.float64, (None, 3))
+        o, u = _policy(origin_policy, unloaded)
+        return self._native.visible_pairs_within(f, e, float(radius), bool(conservative), o, u, _solid(solid))
+
     def sense(
         self,
         rig: "SensorRig",
@@ -233,6 +273,19 @@ class World(_Casts):
         if chunks > _MAX_DENSE_CHUNKS:
             raise ValueError(f"ids: the block covers too many chunks ({chunks}, at most {_MAX_DENSE_CHUNKS})")
         self._native.load_dense(np.ascontiguousarray(a, dtype=np.uint16), o)
+
+    def load_chunks(self, chunks: ArrayLike, ids: ArrayLike, *, frame: Iterable[int] = (0, 0, 0)) -> None:
+        """Loads whole chunks at once, the fastest way to fill a world: ``ids[k]`` (uint8 or
+        uint16 ``(K, 32, 32, 32)``, indexed ``[x, y, z]``) becomes the chunk at ``chunks[k]``
+        (integers ``(K, 3)``, chunk coordinates counted from the chunk ``frame``, Python ints;
+        chunk ``c`` holds voxels ``32 c`` to ``32 c + 31``), replacing what was there."""
+        c = _array("chunks", chunks, np.int64, (None, 3))
+        a = np.asarray(ids)
+        if a.dtype not in (np.uint8, np.uint16):
+            raise TypeError(f"ids: uint8 or uint16, not dtype {a.dtype}")
+        if a.shape != (c.shape[0], 32, 32, 32):
+            raise ValueError(f"ids: shape ({c.shape[0]}, 32, 32, 32), not {a.shape}")
+        self._native.load_chunks(_frame(frame), c, np.ascontiguousarray(a, dtype=np.uint16))
 
     def set_voxels(self, voxels: ArrayLike, ids: Union[int, ArrayLike], *, frame: Iterable[int] = (0, 0, 0)) -> None:
         """Sets each voxel of ``voxels`` (integers ``(N, 3)``, from the frame) to its id (one id

@@ -1,0 +1,100 @@
+"""Worlds from what Python users have: chunks in bulk, Minecraft regions, MagicaVoxel models;
+and agents' visibility on them."""
+
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import voxcast as vc
+from conftest import assert_same, terrain
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def package_dir(name: str) -> Path:
+    """A dependency's sources, as cargo keeps them (the sample files the importers' tests read)."""
+    out = subprocess.run(["cargo", "metadata", "--format-version", "1"], cwd=REPO, check=True, capture_output=True).stdout
+    return next(Path(p["manifest_path"]).parent for p in json.loads(out)["packages"] if p["name"] == name)
+
+
+def test_load_chunks_equals_load_dense():
+    ids = terrain(size=(64, 64, 64)).astype(np.uint16)
+    dense = vc.World.from_dense(ids, origin=(2**90, 0, -64))
+    blocks = ids.reshape(2, 32, 2, 32, 2, 32).transpose(0, 2, 4, 1, 3, 5).reshape(8, 32, 32, 32)
+    where = np.array([[x, y, z] for x in range(2) for y in range(2) for z in range(2)])
+    chunked = vc.World()
+    chunked.load_chunks(where, blocks, frame=(2**85, 0, -2))
+    rng = np.random.default_rng(1)
+    o = rng.uniform(0, 64, (5000, 3))
+    d = rng.normal(size=(5000, 3))
+    frame = (2**90, 0, -64)
+    assert_same(dense.raycast(o, d, 60.0, frame=frame), chunked.raycast(o, d, 60.0, frame=frame), "chunks")
+    with pytest.raises(ValueError, match="ids"):
+        chunked.load_chunks(where, blocks[:, :16])
+    with pytest.raises(ValueError, match="chunks"):
+        chunked.load_chunks([[0, 0, 0]], blocks[:1], frame=(2**122, 0, 0))
+
+
+def test_minecraft_region():
+    world, palette = vc.World.from_minecraft(package_dir("fastanvil") / "resources" / "1.19.4.mca")
+    assert world.chunk_count == 2028 and len(palette) == 106
+    solid = vc.minecraft_solid(palette)
+    assert palette["minecraft:stone"] in solid and palette["minecraft:air"] not in solid
+    assert all(palette[n] not in solid for n in palette if "water" in n or "leaves" in n)
+    (x0, _, z0), (x1, y1, _) = world.loaded_bounds
+    # Straight down from above the region, over its columns: the loaded ones have ground,
+    # which the solid ids stop at; without them water and leaves stop rays too.
+    g = np.arange(0, 512, 4) + 0.5
+    xz = np.array(np.meshgrid(g + x0, g + z0)).reshape(2, -1).T
+    o = np.column_stack([xz[:, 0], np.full(len(xz), y1 + 0.5), xz[:, 1]])
+    d = np.tile([0.0, -1.0, 0.0], (len(xz), 1))
+    down = world.raycast(o, d, 1000.0, solid=solid)
+    assert down.hit.mean() > 0.2 and set(down.id[down.hit].tolist()) <= set(solid)
+    anything = world.raycast(o, d, 1000.0)
+    assert np.any(anything.hit & ~np.isin(anything.id, solid))
+    with pytest.raises(OSError):
+        vc.World.from_minecraft(REPO / "no-such-region.mca")
+    with pytest.raises(ValueError):
+        vc.World.from_minecraft(REPO / "README.md")
+
+
+def test_magicavoxel_model():
+    world = vc.World.from_magica(package_dir("dot_vox") / "src" / "resources" / "axes.vox", origin=(2**70, 0, 0))
+    assert world.chunk_count >= 1
+    (lo, hi) = world.loaded_bounds
+    assert lo[0] >= 2**70 - 32
+
+
+def test_agent_visibility_is_line_of_sight_between_eyes(gpu):
+    frame = (2**64, 0, 2**64)
+    world = vc.World.from_dense(terrain(), origin=frame)
+    rng = np.random.default_rng(3)
+    eyes = rng.uniform(0, 96, (200, 3))
+    eyes[:, 1] = rng.uniform(10, 40, 200)
+    pairs = rng.integers(0, 200, (3000, 2))
+    seen = world.agent_visibility(eyes, pairs, frame=frame)
+    sight = world.line_of_sight(eyes[pairs[:, 0]], eyes[pairs[:, 1]], frame=frame)
+    assert_same(seen, sight, "agents against segments")
+    assert 0 < seen.visible.sum() < 3000
+    assert_same(seen, gpu.upload(world).agent_visibility(eyes, pairs, frame=frame), "agents on the GPU")
+    for conservative in (False, True):
+        cpu = world.visible_pairs_within(eyes, 30.0, frame=frame, conservative=conservative)
+        on_gpu = gpu.upload(world).visible_pairs_within(eyes, 30.0, frame=frame, conservative=conservative)
+        assert np.array_equal(cpu, on_gpu) and len(cpu) > 0
+        i, j = cpu[:, 0], cpu[:, 1]
+        assert np.all(i < j) and np.all(np.linalg.norm(eyes[i] - eyes[j], axis=1) <= 30.0 + 1e-6)
+        assert world.agent_visibility(eyes, cpu.astype(np.int64), frame=frame, conservative=conservative).visible.all()
+
+
+def test_agent_visibility_bad_input():
+    world = vc.World.from_dense(np.zeros((64, 64, 64), np.uint8))
+    eyes = np.array([[1.0, 40, 1], [np.nan, 40, 1], [50, 40, 50]])
+    seen = world.agent_visibility(eyes, [[0, 2], [0, 1]])
+    assert seen.status.tolist() == [vc.MISS, vc.INVALID] and seen.errors == [(1, "point is not finite")]
+    with pytest.raises(ValueError, match="pairs"):
+        world.agent_visibility(eyes, [[0, 3]])
+    with pytest.raises(ValueError, match="pairs"):
+        world.agent_visibility(eyes, [[0, 1, 2]])
