@@ -29,6 +29,10 @@ ArrayLike = Union[np.ndarray, Sequence]
 
 
 def _frame(frame: Iterable[int], name: str = "frame") -> Frame:
+    if type(frame) is tuple and len(frame) == 3:
+        x, y, z = frame
+        if type(x) is int and type(y) is int and type(z) is int and all(_LO <= v < _HI for v in frame):
+            return frame  # the common case, checked without conversions
     try:
         parts = tuple(frame)
     except TypeError:
@@ -46,9 +50,20 @@ def _frame(frame: Iterable[int], name: str = "frame") -> Frame:
     return (out[0], out[1], out[2])
 
 
+_LO, _HI = -(2**127), 2**127
+
+
 def _array(name: str, a: ArrayLike, dtype, shape: Tuple[Optional[int], ...]) -> np.ndarray:
     """`a` as a C-contiguous array of `dtype` (no copy where it already is one) of `shape`
     (None: any length)."""
+    if (
+        type(a) is np.ndarray
+        and a.dtype == dtype
+        and a.flags.c_contiguous
+        and a.ndim == len(shape)
+        and all(w is None or w == s for w, s in zip(shape, a.shape))
+    ):
+        return a  # already what the native module takes
     src = np.asarray(a) if not isinstance(a, np.ndarray) else a
     if src.dtype.kind not in "biuf":
         raise TypeError(f"{name}: numbers, not dtype {src.dtype}")
@@ -71,6 +86,8 @@ def _solid(solid: Optional[Iterable[int]]) -> Optional[list]:
 
 
 def _max_distances(max_distance, n: int) -> np.ndarray:
-    if np.ndim(max_distance) == 0:
-        return np.full(n, max_distance, dtype=np.float32)
+    if isinstance(max_distance, (int, float)) or np.ndim(max_distance) == 0:
+        out = np.empty(n, dtype=np.float32)
+        out.fill(max_distance)
+        return out
     return _array("max_distance", max_distance, np.float32, (n,))
