@@ -5,6 +5,7 @@
 
 mod batch;
 mod cast;
+mod caster;
 mod world;
 
 use numpy::ndarray::{Array, IxDyn};
@@ -58,9 +59,9 @@ fn set_threads(threads: usize) -> PyResult<()> {
 #[pymodule]
 fn _voxcast(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<world::World>()?;
-    m.add_class::<world::Gpu>()?;
-    m.add_class::<world::GpuWorld>()?;
-    m.add_class::<world::Rig>()?;
+    m.add_class::<caster::Caster>()?;
+    m.add_class::<caster::Gpu>()?;
+    m.add_class::<caster::Rig>()?;
     m.add_function(wrap_pyfunction!(minecraft_see_through, m)?)?;
     m.add_function(wrap_pyfunction!(set_threads, m)?)?;
     m.add("MISS", batch::MISS)?;

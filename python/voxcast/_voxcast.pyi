@@ -16,6 +16,8 @@ MAX_RIG_PART: int
 MAX_DISTANCE: float
 
 Frame = Tuple[int, int, int]
+# (origin_policy, unloaded, solid ids or None, conservative)
+Options = Tuple[str, str, Optional[Sequence[int]], bool]
 # (status uint8, voxel int64 (..., 3), normal int8 (..., 3), distance float32, id uint16,
 # uv float32 (..., 2), errors [(flat row, message)])
 Columns = Tuple[
@@ -53,57 +55,9 @@ class World:
     def loaded_bounds(self) -> Optional[Tuple[Frame, Frame]]: ...
     @property
     def memory_bytes(self) -> int: ...
-    def raycast(
-        self,
-        frame: Frame,
-        origins: npt.NDArray[np.float64],
-        directions: npt.NDArray[np.float32],
-        max_distance: npt.NDArray[np.float32],
-        origin_policy: str,
-        unloaded: str,
-        solid: Optional[Sequence[int]],
-    ) -> Columns: ...
-    def line_of_sight(
-        self,
-        frame: Frame,
-        a: npt.NDArray[np.float64],
-        b: npt.NDArray[np.float64],
-        conservative: bool,
-        origin_policy: str,
-        unloaded: str,
-        solid: Optional[Sequence[int]],
-    ) -> Columns: ...
-    def agent_visibility(
-        self,
-        frame: Frame,
-        eyes: npt.NDArray[np.float64],
-        pairs: npt.NDArray[np.int64],
-        conservative: bool,
-        origin_policy: str,
-        unloaded: str,
-        solid: Optional[Sequence[int]],
-    ) -> Columns: ...
-    def visible_pairs_within(
-        self,
-        frame: Frame,
-        eyes: npt.NDArray[np.float64],
-        radius: float,
-        conservative: bool,
-        origin_policy: str,
-        unloaded: str,
-        solid: Optional[Sequence[int]],
-    ) -> npt.NDArray[np.uint32]: ...
-    def sense(
-        self,
-        frame: Frame,
-        rig: Rig,
-        poses: npt.NDArray[np.float64],
-        origin_policy: str,
-        unloaded: str,
-        solid: Optional[Sequence[int]],
-    ) -> Tuple[Columns, npt.NDArray[np.float64]]: ...
 
-class GpuWorld:
+class Caster:
+    def __init__(self, world: World) -> None: ...
     @property
     def world(self) -> World: ...
     def raycast(
@@ -112,52 +66,39 @@ class GpuWorld:
         origins: npt.NDArray[np.float64],
         directions: npt.NDArray[np.float32],
         max_distance: npt.NDArray[np.float32],
-        origin_policy: str,
-        unloaded: str,
-        solid: Optional[Sequence[int]],
+        options: Options,
     ) -> Columns: ...
     def line_of_sight(
         self,
         frame: Frame,
         a: npt.NDArray[np.float64],
         b: npt.NDArray[np.float64],
-        conservative: bool,
-        origin_policy: str,
-        unloaded: str,
-        solid: Optional[Sequence[int]],
+        options: Options,
     ) -> Columns: ...
     def agent_visibility(
         self,
         frame: Frame,
         eyes: npt.NDArray[np.float64],
         pairs: npt.NDArray[np.int64],
-        conservative: bool,
-        origin_policy: str,
-        unloaded: str,
-        solid: Optional[Sequence[int]],
+        options: Options,
     ) -> Columns: ...
     def visible_pairs_within(
         self,
         frame: Frame,
         eyes: npt.NDArray[np.float64],
         radius: float,
-        conservative: bool,
-        origin_policy: str,
-        unloaded: str,
-        solid: Optional[Sequence[int]],
+        options: Options,
     ) -> npt.NDArray[np.uint32]: ...
     def sense(
         self,
         frame: Frame,
         rig: Rig,
         poses: npt.NDArray[np.float64],
-        origin_policy: str,
-        unloaded: str,
-        solid: Optional[Sequence[int]],
+        options: Options,
     ) -> Tuple[Columns, npt.NDArray[np.float64]]: ...
 
 class Gpu:
     def __init__(self) -> None: ...
     @property
     def adapter(self) -> str: ...
-    def upload(self, world: World) -> GpuWorld: ...
+    def upload(self, world: World) -> Caster: ...

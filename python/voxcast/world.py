@@ -87,18 +87,19 @@ def _hits(frame: Frame, out) -> Hits:
     return Hits(frame, status, voxel, normal, distance, ids, uv, list(errors))
 
 
-def _policy(origin_policy: str, unloaded: str) -> Tuple[str, str]:
+def _options(origin_policy: str, unloaded: str, solid, conservative: bool = False) -> tuple:
+    """The options of a call as the native module takes them, each checked."""
     if origin_policy not in ("report", "skip", "exit"):
         raise ValueError(f'origin_policy: "report", "skip" or "exit", not {origin_policy!r}')
     if unloaded not in ("air", "stop"):
         raise ValueError(f'unloaded: "air" or "stop", not {unloaded!r}')
-    return origin_policy, unloaded
+    return (origin_policy, unloaded, _solid(solid), bool(conservative))
 
 
 class _Casts:
     """The batch calls, the same on a :class:`World` (CPU) and a :class:`GpuWorld` (GPU)."""
 
-    _native: object
+    _caster: object
 
     def raycast(
         self,
@@ -125,8 +126,7 @@ class _Casts:
         o = _array("origins", origins, np.float64, (None, 3))
         d = _array("directions", directions, np.float32, (o.shape[0], 3))
         m = _max_distances(max_distance, o.shape[0])
-        p, u = _policy(origin_policy, unloaded)
-        return _hits(f, self._native.raycast(f, o, d, m, p, u, _solid(solid)))
+        return _hits(f, self._caster.raycast(f, o, d, m, _options(origin_policy, unloaded, solid)))
 
     def line_of_sight(
         self,
@@ -148,8 +148,7 @@ class _Casts:
         f = _frame(frame)
         pa = _array("a", a, np.float64, (None, 3))
         pb = _array("b", b, np.float64, (pa.shape[0], 3))
-        p, u = _policy(origin_policy, unloaded)
-        return _hits(f, self._native.line_of_sight(f, pa, pb, bool(conservative), p, u, _solid(solid)))
+        return _hits(f, self._caster.line_of_sight(f, pa, pb, _options(origin_policy, unloaded, solid, conservative)))
 
     def agent_visibility(
         self,
@@ -170,8 +169,7 @@ class _Casts:
         f = _frame(frame)
         e = _array("eyes", eyes, np.float64, (None, 3))
         p = _array("pairs", pairs, np.int64, (None, 2))
-        o, u = _policy(origin_policy, unloaded)
-        return _hits(f, self._native.agent_visibility(f, e, p, bool(conservative), o, u, _solid(solid)))
+        return _hits(f, self._caster.agent_visibility(f, e, p, _options(origin_policy, unloaded, solid, conservative)))
 
     def visible_pairs_within(
         self,
@@ -188,8 +186,7 @@ class _Casts:
         within ``radius`` voxels of each other and see each other, sorted: uint32 ``(K, 2)``."""
         f = _frame(frame)
         e = _array("eyes", eyes, np.float64, (None, 3))
-        o, u = _policy(origin_policy, unloaded)
-        return self._native.visible_pairs_within(f, e, float(radius), bool(conservative), o, u, _solid(solid))
+        return self._caster.visible_pairs_within(f, e, float(radius), _options(origin_policy, unloaded, solid, conservative))
 
     def sense(
         self,
@@ -213,8 +210,7 @@ class _Casts:
             raise TypeError(f"rig: a SensorRig, not {type(rig).__name__}")
         f = _frame(frame)
         q = _array("poses", poses, np.float64, (None, 7))
-        p, u = _policy(origin_policy, unloaded)
-        cols, points = self._native.sense(f, rig._native, q, p, u, _solid(solid))
+        cols, points = self._caster.sense(f, rig._native, q, _options(origin_policy, unloaded, solid))
         status, voxel, normal, distance, ids, uv, errors = cols
         return Scan(f, status, voxel, normal, distance, ids, uv, list(errors), points)
 
@@ -228,6 +224,7 @@ class World(_Casts):
 
     def __init__(self) -> None:
         self._native = _voxcast.World()
+        self._caster = _voxcast.Caster(self._native)
 
     @classmethod
     def from_dense(cls, ids: ArrayLike, origin: Iterable[int] = (0, 0, 0)) -> "World":
@@ -248,6 +245,7 @@ class World(_Casts):
         leaves or plants)."""
         w = cls.__new__(cls)
         w._native, names = _voxcast.World.from_minecraft(str(path), _frame(origin, "origin"), bool(properties))
+        w._caster = _voxcast.Caster(w._native)
         return w, dict(names)
 
     @classmethod
@@ -256,6 +254,7 @@ class World(_Casts):
         (MagicaVoxel's z is up)."""
         w = cls.__new__(cls)
         w._native = _voxcast.World.from_magica(str(path), _frame(origin, "origin"))
+        w._caster = _voxcast.Caster(w._native)
         return w
 
     def load_dense(self, ids: ArrayLike, origin: Iterable[int] = (0, 0, 0)) -> None:
@@ -363,7 +362,7 @@ class Gpu:
         if not isinstance(world, World):
             raise TypeError(f"world: a World, not {type(world).__name__}")
         g = GpuWorld.__new__(GpuWorld)
-        g._native = self._native.upload(world._native)
+        g._caster = self._native.upload(world._native)
         g._world = world
         return g
 
