@@ -121,27 +121,28 @@ cargo test -p voxcast-bevy --no-default-features --profile checked --lib --tests
 # Mesa's llvmpipe OpenGL. A short part of the parity suite (rays, cameras, sight, agents,
 # sensors, box casts) and the demo, which fails if a pixel differs from the CPU reference.
 echo "test.sh: the parity suite's short part on WGPU_BACKEND=gl"
-WGPU_BACKEND=gl cargo test -p voxcast --profile checked \
+# (--workspace here and below: the features the whole workspace's build above resolved, so that
+# nothing is compiled again.)
+WGPU_BACKEND=gl cargo test --workspace --profile checked \
     --test gpu_parity --test gpu_sight --test gpu_agents --test gpu_sensors --test gpu_boxes -- \
     parity_every_option parity_camera_rays_made_in_the_shader parity_line_of_sight_both_modes \
     parity_of_sight agent_visibility_equals_the_cpu_under_every_option \
     sensors_match_the_cpu_on_terrain sensors_under_every_option gpu_box_casts_equal_the_cpu \
     parity_of_rays_given_relative_to_the_window
-WGPU_BACKEND=gl cargo run -p voxcast --profile checked --example depth_image -- \
-    --width 320 --height 180 --out-dir "$(mktemp -d)"
+cargo build --workspace --profile checked --examples
+examples=target/checked/examples
+WGPU_BACKEND=gl "$examples/depth_image" --width 320 --height 180 --out-dir "$(mktemp -d)"
 
 # Worlds nobody here made: fastanvil's 1.19.4 region and dot_vox's axes model, rendered and
 # cast on the GPU, every pixel and ray checked against the CPU reference (exit 1 otherwise).
 echo "test.sh: the importers' examples on the files fastanvil and dot_vox ship"
-cargo run -p voxcast-import --profile checked --example minecraft -- \
-    --width 320 --height 180 --out-dir "$(mktemp -d)"
-cargo run -p voxcast-import --profile checked --example magica -- \
-    --width 320 --height 240 --out-dir "$(mktemp -d)"
+"$examples/minecraft" --width 320 --height 180 --out-dir "$(mktemp -d)"
+"$examples/magica" --width 320 --height 240 --out-dir "$(mktemp -d)"
 
 # Picking without a window: a cursor position, the camera's transform and projection, through
 # voxcast-bevy's `viewport_ray` (exit 1 when the centre of the view is not the targeted block).
 echo "test.sh: voxcast-bevy's picking example"
-cargo run -p voxcast-bevy --profile checked --example picking
+"$examples/picking"
 
 # Python: the package in python/ built into a virtual environment (target/py-venv) and its
 # pytest suite, the GPU tests on lavapipe as above (scripts/python.sh installs what it needs).
