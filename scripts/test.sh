@@ -155,9 +155,9 @@ echo "test.sh: the Python package and its tests"
 # breaks a block, the size limit, the CPU fallback (scripts/web.sh installs what it needs).
 echo "test.sh: voxcast and voxcast-bevy for wasm32, and the page in headless Chromium"
 rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
-# Type-checked only: the page's release build below compiles voxcast's GPU side for wasm32 in full.
-cargo check -q --target wasm32-unknown-unknown -p voxcast --no-default-features
-cargo check -q --target wasm32-unknown-unknown -p voxcast-bevy
+# voxcast-bevy's build builds voxcast with its GPU side (its default) for wasm32 too.
+cargo build -q --target wasm32-unknown-unknown -p voxcast --no-default-features
+cargo build -q --target wasm32-unknown-unknown -p voxcast-bevy
 # The native digest of the page's parity suite, written by web/tests/suite.rs above.
 VOXCAST_NATIVE_DIGEST="$(cat target/tmp/voxcast-web-digest)" ./scripts/web.sh test
 
