@@ -2,7 +2,7 @@
 //! `World`, or on a `Gpu` over that world's upload, which it keeps in step with the world's
 //! edits. `Gpu` makes the GPU ones; `Rig` is a sensor rig, uploaded once per raycaster.
 
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
 
 use numpy::{PyArrayDyn, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -269,8 +269,9 @@ impl Gpu {
     }
 }
 
-/// A rig's parts as uploaded to the raycaster at this address.
-type Uploaded = (usize, Vec<GpuSensorRig>);
+/// A rig's parts as uploaded to a raycaster, and that raycaster (held weakly: while it is held,
+/// no other raycaster can take its place in memory and be mistaken for it).
+type Uploaded = (Weak<GpuRaycaster>, Vec<GpuSensorRig>);
 
 /// A sensor rig: directions in the agent's frame (`-Z` forward, `+Y` up, `+X` right), each
 /// with its max distance, quantized as the GPU reads them. Rigs of more than `MAX_RIG_PART`
@@ -289,19 +290,21 @@ impl Rig {
 
     /// The parts as uploaded to `gpu`, uploading them on first use there.
     fn uploaded(&self, gpu: &Arc<GpuRaycaster>) -> PyResult<MutexGuard<'_, Option<Uploaded>>> {
-        let key = Arc::as_ptr(gpu) as usize;
         let mut held = self
             .on_gpu
             .lock()
             .map_err(|_| PyRuntimeError::new_err("a rig's GPU upload panicked"))?;
-        if held.as_ref().is_none_or(|(k, _)| *k != key) {
+        if held
+            .as_ref()
+            .is_none_or(|(on, _)| !Weak::ptr_eq(on, &Arc::downgrade(gpu)))
+        {
             let parts = self
                 .parts
                 .iter()
                 .map(|p| gpu.upload_rig(p))
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|e| PyRuntimeError::new_err(format!("GPU rig upload: {e}")))?;
-            *held = Some((key, parts));
+            *held = Some((Arc::downgrade(gpu), parts));
         }
         Ok(held)
     }
