@@ -30,6 +30,7 @@
 
 use crate::coords::{CHUNK_SHIFT, ChunkPos, VoxelBox};
 use crate::ray::{OriginPolicy, PreparedRay, RaycastOptions, RaycastOutcome, UnloadedPolicy};
+use crate::shapes::shape_hit;
 use crate::world::{
     ChunkView, ColumnTops, DenseChunk, REGION_SHIFT, RegionSummary, VoxelId, VoxelWorld,
     chunk_in_region, empty_block, empty_box, region_of,
@@ -43,7 +44,7 @@ mod traversal;
 
 pub use camera::{raycast_camera, raycast_camera_into, raycast_camera_rows_into};
 use dda::Walk;
-pub(crate) use dda::{Dda, Ended};
+pub(crate) use dda::{Dda, Ended, face_uv};
 pub use queries::{
     line_of_sight, line_of_sight_batch, line_of_sight_batch_into, line_of_sight_window_batch_into,
     raycast_batch, raycast_batch_into, raycast_window_batch_into, voxel_raycast,
@@ -267,12 +268,23 @@ pub(crate) fn cast_ray(
     let mut air_seen = opts.origin != OriginPolicy::ExitSolid;
     let mut regions = RegionCache::default();
     let every_non_air = opts.blocks.is_every_non_air();
+    // Shaped ids (see `crate::shapes`): a stopping voxel stops the ray where it meets a box.
+    let shapes = world.shapes();
+    let boxes_of = |id: VoxelId| {
+        if shapes.is_empty() {
+            None
+        } else {
+            shapes.boxes_of(id)
+        }
+    };
     let stops = |id: VoxelId| {
-        if every_non_air {
+        let blocks = if every_non_air {
             !id.is_air()
         } else {
             opts.blocks.contains(id)
-        }
+        };
+        // An empty shape is air to rays.
+        blocks && boxes_of(id).is_none_or(|b| !b.is_empty())
     };
     if let Some((lo, hi)) = air_chunks
         && let bounds = VoxelBox::from_chunks(lo, hi)
@@ -323,7 +335,21 @@ pub(crate) fn cast_ray(
                     d.walk_dense::<true, false>(c, every_non_air, blocks, None)
                 };
                 match walk {
-                    Walk::Hit(id) => return RaycastOutcome::Hit(d.hit(id)),
+                    Walk::Hit(id) => {
+                        let Some(boxes) = boxes_of(id) else {
+                            return RaycastOutcome::Hit(d.hit(id));
+                        };
+                        if let Some(h) = shape_hit(r, d.n, boxes) {
+                            return RaycastOutcome::Hit(d.shape_hit(id, h));
+                        }
+                        // The ray passes the shape: step on from its voxel.
+                        in_origin = false;
+                        match d.dda_step() {
+                            Err(Ended) => return RaycastOutcome::Miss,
+                            Ok(true) => break,
+                            Ok(false) => continue,
+                        }
+                    }
                     Walk::Miss => return RaycastOutcome::Miss,
                     Walk::LeftChunk => break,
                 }
@@ -368,11 +394,28 @@ pub(crate) fn cast_ray(
                     }
                 }
             };
-            match stop_id {
-                Some(id) if reportable(in_origin, air_seen) => {
+            match stop_id.map(|id| (id, boxes_of(id))) {
+                Some((id, None)) if reportable(in_origin, air_seen) => {
                     return RaycastOutcome::Hit(d.hit(id));
                 }
-                Some(_) => {}
+                Some((_, None)) => {}
+                Some((id, Some(boxes))) => {
+                    let h = shape_hit(r, d.n, boxes);
+                    if reportable(in_origin, air_seen) {
+                        if let Some(h) = h {
+                            return RaycastOutcome::Hit(d.shape_hit(id, h));
+                        }
+                        air_seen = true;
+                    } else if !air_seen {
+                        // `ExitSolid` before the ray has been in air: it is still in a solid
+                        // where it entered this voxel inside a box (or starts inside one).
+                        match h {
+                            Some(h) if h.t == d.t => {}
+                            Some(h) => return RaycastOutcome::Hit(d.shape_hit(id, h)),
+                            None => air_seen = true,
+                        }
+                    }
+                }
                 None => air_seen = true,
             }
             // Skip a box that holds nothing that stops the ray, then cross out of it. The skip

@@ -4,6 +4,7 @@ use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::coords::{ChunkPos, VoxelBox, WorldPos};
+use crate::shapes::{BlockShape, ShapeError, ShapeTable};
 
 #[cfg(any(test, feature = "test-hooks"))]
 mod check;
@@ -78,6 +79,10 @@ pub struct VoxelWorld {
     changed: FxHashSet<ChunkPos>,
     /// The chunk last put in `changed`, so that a run of edits in one chunk hashes it once.
     last_changed: Option<ChunkPos>,
+    /// Shapes of the ids that are not cubes ([`VoxelWorld::set_shape`]).
+    shapes: ShapeTable,
+    /// Bumped by every shape change, so that a GPU copy knows when to upload the table again.
+    shapes_version: u64,
 }
 
 /// What the world keeps of one region: which chunks are loaded and occupied, and how high
@@ -115,6 +120,36 @@ impl VoxelWorld {
     #[must_use]
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Sets the shape of voxel id `id` for every query on this world (see the `shapes` part
+    /// of the crate docs: [`BlockShape`]); [`BlockShape::Cube`] makes it a full voxel again.
+    /// A world whose ids are all cubes answers as fast as before any shape was set.
+    ///
+    /// # Errors
+    /// As [`ShapeTable::set`]; the world is unchanged then.
+    pub fn set_shape(&mut self, id: VoxelId, shape: &BlockShape) -> Result<(), ShapeError> {
+        self.shapes.set(id, shape)?;
+        self.shapes_version += 1;
+        Ok(())
+    }
+
+    /// The shape of voxel id `id` ([`BlockShape::Cube`] unless set).
+    #[must_use]
+    pub fn shape(&self, id: VoxelId) -> BlockShape {
+        self.shapes.get(id)
+    }
+
+    /// The shapes of every id.
+    #[must_use]
+    pub fn shapes(&self) -> &ShapeTable {
+        &self.shapes
+    }
+
+    /// A number that changes whenever a shape does (for copies that follow the world).
+    #[must_use]
+    pub fn shapes_version(&self) -> u64 {
+        self.shapes_version
     }
 
     /// The id of the voxel at `pos`, or `None` when its chunk is not loaded.
