@@ -79,7 +79,24 @@ fn cast_ray(ray: Ray) -> Hit {
             var walk_id = 0u;
             let walk = walk_dense(ray, &d, entry, &walk_id);
             if (walk == WALK_HIT) {
-                return hit(ray, d, walk_id);
+                if ((OPTIONS & FLAG_SHAPES) == 0u) {
+                    return hit(ray, d, walk_id);
+                }
+                let id = voxel_id_now(d, walk_id);
+                let shape = shape_entry(id);
+                if (shape == 0u) {
+                    return hit(ray, d, id);
+                }
+                let sh = shape_hit(ray, d.n, shape);
+                if (sh.found) {
+                    return shape_answer(ray, d, id, sh);
+                }
+                // The ray passes the shape: step on from its voxel.
+                in_origin = false;
+                if (!dda_step(ray, &d)) {
+                    return miss();
+                }
+                continue;
             } else if (walk == WALK_MISS) {
                 return miss();
             } else if (walk == WALK_LEFT_CHUNK) {
@@ -144,9 +161,30 @@ fn cast_ray(ray: Ray) -> Hit {
                 box_hi = min(box_hi, held_hi());
             }
         }
-        if (stopping) {
+        var shape = 0u;
+        if (stopping && (OPTIONS & FLAG_SHAPES) != 0u) {
+            stop_id = voxel_id_now(d, stop_id);
+            shape = shape_entry(stop_id);
+        }
+        if (stopping && shape == 0u) {
             if (!skip_origin && air_seen) {
                 return hit(ray, d, stop_id);
+            }
+        } else if (stopping) {
+            let sh = shape_hit(ray, d.n, shape);
+            if (!skip_origin && air_seen) {
+                if (sh.found) {
+                    return shape_answer(ray, d, stop_id, sh);
+                }
+                air_seen = true;
+            } else if (!air_seen) {
+                // ExitSolid before the ray has been in air: still in a solid where it entered
+                // this voxel inside a box (or starts inside one).
+                if (sh.found && sh.t != d.t) {
+                    return shape_answer(ray, d, stop_id, sh);
+                } else if (!sh.found) {
+                    air_seen = true;
+                }
             }
         } else {
             air_seen = true;

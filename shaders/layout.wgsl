@@ -65,6 +65,7 @@ const FLAG_TOROIDAL: u32 = 128u;       // the table is addressed toroidally (a w
 const FLAG_PARTIAL: u32 = 256u;        // the world may hold chunks outside the window's box: leaving it is unknown
 const FLAG_LOOP_BUDGET: u32 = 512u;    // a software rasteriser (llvmpipe) that limits loop iterations: see cast_box
 const FLAG_RAYS_AS_GIVEN: u32 = 1024u; // cast_rays: rays may be uploaded as given (RAY_SET_UP_IN_SHADER)
+const FLAG_SHAPES: u32 = 2048u;        // the world has shaped ids: a stopping voxel is tested against its boxes (shapes.wgsl)
 
 // Ray.flags (GpuRay.flags bits 0..11)
 const RAY_ENABLED_SHIFT: u32 = 0u;     // bits 0..2: axis crosses within max distance

@@ -64,7 +64,9 @@ fn check_tie_extras(ray: Ray, d: Dda, t_cross: f32, air_seen: bool) -> Hit {
         if (at.x == 1u && (OPTIONS & FLAG_STOP_UNLOADED) != 0u) {
             return make_hit(STATUS_UNLOADED, p, t_cross, 0u, AXIS_NONE, false, vec3<u32>(0u));
         }
-        if (at.x == 0u && stops(at.y) && air_seen) {
+        // An empty shape is air (FLAG_SHAPES); other shapes count as their whole voxel here.
+        let empty = (OPTIONS & FLAG_SHAPES) != 0u && shape_is_empty(at.y);
+        if (at.x == 0u && stops(at.y) && !empty && air_seen) {
             return make_hit(STATUS_HIT, p, t_cross, at.y, last_axis, axis_step(ray, last_axis) < 0, n);
         }
     }

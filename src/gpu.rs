@@ -157,6 +157,6 @@ macro_rules! shader_stages {
 
 // The shared stages first (`layout` to `cast`), then one file per query kind.
 shader_stages!(
-    "layout", "exact", "window", "dda", "ties", "cast", "rays", "camera", "agents", "sensors",
-    "boxes",
+    "layout", "exact", "window", "dda", "shapes", "ties", "cast", "rays", "camera", "agents",
+    "sensors", "boxes",
 );

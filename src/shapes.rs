@@ -18,8 +18,10 @@
 //! - `t_in` is the largest near-face distance over the axes the ray moves on (equal ones go to
 //!   the higher axis: the face a cube's DDA reports when it enters through an edge or corner),
 //!   `t_out` the smallest far-face distance;
-//! - on an axis the ray does not move on (`d = 0`), the start point's offset `s` must satisfy
-//!   `lo ≤ 16·s < hi`, the voxel's own half-open rule;
+//! - on an axis the ray does not move on (`d = 0`), the ray lies in the box when its offset
+//!   from the voxel's high face, the DDA's `b = 1 − s` in f32, satisfies
+//!   `16 − hi < 16·b ≤ 16 − lo` (`lo ≤ 16·s < hi` where `1 − s` is exact: the voxel's own
+//!   half-open rule);
 //! - the ray meets the box when `t_in ≤ t_out` and `t_out > 0` (grazing an edge or a face
 //!   counts, leaving a box at the start point does not), at distance `max(t_in, 0)`, within
 //!   max distance. At distance 0 (the start point is inside the box, or on its near face)
@@ -347,16 +349,13 @@ pub(crate) fn box_plane_t(b: f32, inv: f32, m: u32, k: u32) -> f32 {
 /// `shaders/shapes.wgsl`.
 pub(crate) fn shape_hit(r: &PreparedRay, n: [u32; 3], boxes: &[u32]) -> Option<ShapeHit> {
     // Per axis: the inverse direction where the ray moves (the DDA's, or `1/|d|` on an axis
-    // it crosses no face of within max distance), and the start point's sixteenths where not.
+    // it crosses no face of within max distance); 0 where it does not move.
     let mut inv = [0.0f32; 3];
-    let mut fixed = [0.0f32; 3];
     for a in 0..3 {
         if r.enabled[a] {
             inv[a] = r.inv[a];
         } else if r.dir[a] != 0.0 {
             inv[a] = 1.0 / r.dir[a].abs();
-        } else {
-            fixed[a] = r.sub[a] * 16.0;
         }
     }
     let mut best: Option<ShapeHit> = None;
@@ -366,7 +365,8 @@ pub(crate) fn shape_hit(r: &PreparedRay, n: [u32; 3], boxes: &[u32]) -> Option<S
         for a in 0..3 {
             let (lo, hi) = (u32::from(bx.min[a]), u32::from(bx.max[a]));
             if inv[a] == 0.0 {
-                if !(lo as f32 <= fixed[a] && fixed[a] < hi as f32) {
+                let b16 = r.b[a] * 16.0;
+                if !(((16 - hi) as f32) < b16 && b16 <= (16 - lo) as f32) {
                     continue 'boxes;
                 }
                 continue;

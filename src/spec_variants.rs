@@ -263,10 +263,10 @@ mod tests {
             assert_eq!(Freedom::from_name(&freedom.name()), Some(freedom));
         }
         // Without `pin`, products fuse into sums: four in `camera_dir` (`sx`, `sy`, and both
-        // sums of `v`), two in `face_frac`, one in `recip_near`, and twelve in the sensors'
-        // `rotation_matrix` and `sensor_dir`.
+        // sums of `v`), two in `face_frac`, one in `recip_near`, one in `box_plane_t` and
+        // twelve in the sensors' `rotation_matrix` and `sensor_dir`.
         let unpinned = variant(&unpinned(), Freedom::Fused).expect("a variant");
-        assert_eq!(unpinned.sites, 19);
+        assert_eq!(unpinned.sites, 20);
     }
 
     #[test]

@@ -81,8 +81,6 @@ pub struct VoxelWorld {
     last_changed: Option<ChunkPos>,
     /// Shapes of the ids that are not cubes ([`VoxelWorld::set_shape`]).
     shapes: ShapeTable,
-    /// Bumped by every shape change, so that a GPU copy knows when to upload the table again.
-    shapes_version: u64,
 }
 
 /// What the world keeps of one region: which chunks are loaded and occupied, and how high
@@ -129,9 +127,7 @@ impl VoxelWorld {
     /// # Errors
     /// As [`ShapeTable::set`]; the world is unchanged then.
     pub fn set_shape(&mut self, id: VoxelId, shape: &BlockShape) -> Result<(), ShapeError> {
-        self.shapes.set(id, shape)?;
-        self.shapes_version += 1;
-        Ok(())
+        self.shapes.set(id, shape)
     }
 
     /// The shape of voxel id `id` ([`BlockShape::Cube`] unless set).
@@ -144,12 +140,6 @@ impl VoxelWorld {
     #[must_use]
     pub fn shapes(&self) -> &ShapeTable {
         &self.shapes
-    }
-
-    /// A number that changes whenever a shape does (for copies that follow the world).
-    #[must_use]
-    pub fn shapes_version(&self) -> u64 {
-        self.shapes_version
     }
 
     /// The id of the voxel at `pos`, or `None` when its chunk is not loaded.

@@ -425,3 +425,10 @@ fn parity_with_rays_set_up_the_other_way() {
     assert_eq!(stats.bytes_down, 20 * stats.gpu_rays, "{stats:?}");
     near_i128_edges(&gpu);
 }
+
+/// Worlds with shapes (`voxcast::BlockShape`): every query against the CPU, answer by answer.
+#[test]
+fn parity_with_shapes() {
+    let Some(gpu) = gpu() else { return };
+    shape_parity(gpu);
+}

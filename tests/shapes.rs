@@ -338,7 +338,6 @@ struct Axes {
     step: [i128; 3],
     b: [f32; 3],
     inv: [f32; 3],
-    sub16: [f32; 3],
 }
 
 fn axes(r: &VoxelRay) -> Axes {
@@ -347,7 +346,6 @@ fn axes(r: &VoxelRay) -> Axes {
         step: [1; 3],
         b: [0.0; 3],
         inv: [0.0; 3],
-        sub16: [0.0; 3],
     };
     for i in 0..3 {
         let (o, s, d) = (r.origin.axis(i), r.sub_offset[i], r.direction[i]);
@@ -359,7 +357,6 @@ fn axes(r: &VoxelRay) -> Axes {
             1.0 - s
         };
         a.inv[i] = if d == 0.0 { 0.0 } else { 1.0 / d.abs() };
-        a.sub16[i] = s * 16.0;
     }
     a
 }
@@ -383,7 +380,9 @@ fn oracle(r: &VoxelRay, w: &VoxelWorld) -> Option<(WorldPos, IVec3, f32, VoxelId
             for a in 0..3 {
                 let (lo, hi) = (f32::from(b.min()[a]), f32::from(b.max()[a]));
                 if ax.inv[a] == 0.0 {
-                    if !(lo <= ax.sub16[a] && ax.sub16[a] < hi) {
+                    // The offset from the high face, `b`, in sixteenths.
+                    let b16 = ax.b[a] * 16.0;
+                    if !(16.0 - hi < b16 && b16 <= 16.0 - lo) {
                         continue 'boxes;
                     }
                     continue;

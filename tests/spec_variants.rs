@@ -43,6 +43,7 @@ fn battery(freedom: Freedom) {
     agent_pairs(&gpu);
     sensor_parity(&gpu);
     box_parity(&gpu);
+    shape_parity(&gpu);
     let (t, tw) = terrain();
     let gw = gpu.upload_world(tw).expect("upload terrain");
     let mut rays = t.reach_rays(1_000, 40);

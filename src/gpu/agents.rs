@@ -29,6 +29,7 @@ pub(super) const ENTRY: Entry = Entry {
     extra: Some(bind(9, "agents", Access::Read)),
     output: bind(10, "pair_out", Access::ReadWrite),
     reads_input: true,
+    reads_shapes: true,
 };
 
 /// Agents' eyes in GPU memory, for

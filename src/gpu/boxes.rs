@@ -27,6 +27,8 @@ pub(super) const ENTRY: Entry = Entry {
     extra: None,
     output: bind(15, "box_hits", Access::ReadWrite),
     reads_input: true,
+    // Box casts meet every stopping voxel as its whole cube (shapes are for rays).
+    reads_shapes: false,
 };
 
 /// How far outside its window a box may start and still be cast by the shader, in voxels: its

@@ -20,6 +20,7 @@ use crate::ray::{RaycastOptions, RaycastOutcome, VoxelRay};
 pub(super) const ENTRY: Entry = Entry {
     name: "cast_camera",
     reads_input: false,
+    reads_shapes: true,
     ..rays::ENTRY
 };
 

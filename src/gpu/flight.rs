@@ -11,7 +11,8 @@ use crate::gpu::buffers::{BufferPool, DispatchBuffers, FILTER_AT, FILTER_BYTES, 
 use crate::gpu::device::Device;
 use crate::gpu::error::{GpuError, ScopeFuture, device_error, first_error, settled_error};
 use crate::gpu::layout::{
-    CHUNK_TABLE, Entry, FILTER_BITS, GpuParams, IDS, OCCUPANCY, PARAMS, SLOTS, WORKGROUP_SIZE,
+    CHUNK_TABLE, Entry, FILTER_BITS, GpuParams, IDS, OCCUPANCY, PARAMS, SHAPES, SLOTS,
+    WORKGROUP_SIZE,
 };
 use crate::gpu::prepare::HostStaging;
 use crate::gpu::queue::{Dispatch, Wake, WorldSync};
@@ -226,7 +227,7 @@ pub(super) trait Upload: Sized + Send + std::fmt::Debug + 'static {
 pub(super) struct Binding {
     pipeline: wgpu::ComputePipeline,
     layout: wgpu::BindGroupLayout,
-    world: [wgpu::Buffer; 4],
+    world: [wgpu::Buffer; 5],
     /// The world's changes, and how many it had when the batch was submitted.
     sync: Arc<WorldSync>,
     version: u64,
@@ -250,7 +251,7 @@ impl Binding {
         opts: &RaycastOptions,
     ) -> Result<Self, GpuError> {
         Ok(Self {
-            pipeline: device.pipeline(entry, flags | world.window.flags())?,
+            pipeline: device.pipeline(entry, flags | world.window.flags() | world.shape_flags())?,
             layout: device.layout(entry)?.clone(),
             world: world.buffers(),
             sync: Arc::clone(&world.sync),
@@ -510,7 +511,7 @@ impl<U: Upload> Flight<U> {
     }
 
     fn bind_group(&self, set: &DispatchBuffers) -> wgpu::BindGroup {
-        let [table, occupancy, bricks, ids] = &self.binding.world;
+        let [table, occupancy, bricks, ids, shapes] = &self.binding.world;
         fn entry(binding: u32, buffer: &wgpu::Buffer) -> wgpu::BindGroupEntry<'_> {
             wgpu::BindGroupEntry {
                 binding,
@@ -535,7 +536,7 @@ impl<U: Upload> Flight<U> {
         };
         // The buffers bound besides the set's own: the world's, and the kind's own.
         let extra = self.items().extra();
-        let mut bound = vec![table, occupancy, bricks, ids];
+        let mut bound = vec![table, occupancy, bricks, ids, shapes];
         bound.extend(extra);
         let make = || {
             let mut entries = vec![
@@ -545,6 +546,7 @@ impl<U: Upload> Flight<U> {
                 entry(SLOTS.number, bricks),
                 entry(IDS.number, ids),
                 entry(FILTER_BITS.number, &set.filter),
+                entry(SHAPES.number, shapes),
             ];
             entries.push(input(own.input.number));
             if let (Some(b), Some(at)) = (extra, own.extra) {

@@ -87,6 +87,9 @@ pub(super) const FLAG_LOOP_BUDGET: u32 = 512;
 /// The batch's rays may be uploaded as given ([`RAY_SET_UP_IN_SHADER`], `RaySetup::Shader`):
 /// without it `cast_rays` has no code for them.
 pub(super) const FLAG_RAYS_AS_GIVEN: u32 = 1024;
+/// The world has shaped ids ([`crate::ShapeTable`]): a stopping voxel is tested against its
+/// boxes (`shaders/shapes.wgsl`); without it the shader has no code for shapes.
+pub(super) const FLAG_SHAPES: u32 = 2048;
 
 // A ray's flags (`GpuRay::flags`).
 pub(super) const RAY_NEGATIVE_SHIFT: u32 = 3;
@@ -262,8 +265,11 @@ pub(super) const OCCUPANCY: ShaderBinding = bind(2, "occupancy", Access::Read);
 pub(super) const SLOTS: ShaderBinding = bind(3, "slots", Access::Read);
 pub(super) const IDS: ShaderBinding = bind(4, "ids", Access::Read);
 pub(super) const FILTER_BITS: ShaderBinding = bind(5, "filter_bits", Access::Uniform);
+/// The world's shape table (`shaders/shapes.wgsl`), numbered after every kind's own bindings.
+pub(super) const SHAPES: ShaderBinding = bind(16, "shapes", Access::Read);
 
-/// The bindings every entry point binds: the dispatch's parameters, the world and the filter.
+/// The bindings every entry point binds: the dispatch's parameters, the world and the filter
+/// (and [`SHAPES`], numbered after the kinds' own).
 pub(super) const SHARED_BINDINGS: [ShaderBinding; 6] =
     [PARAMS, CHUNK_TABLE, OCCUPANCY, SLOTS, IDS, FILTER_BITS];
 
@@ -282,16 +288,21 @@ pub(super) struct Entry {
     /// Whether it reads its input: `cast_camera` makes its rays, and binds `cast_rays`'s
     /// bindings only so that the two share one layout.
     pub(super) reads_input: bool,
+    /// Whether it reads the world's shapes ([`SHAPES`]); bound either way, so that every
+    /// entry point binds the world alike.
+    pub(super) reads_shapes: bool,
 }
 
 impl Entry {
-    /// Every binding its bind group holds, in number order: [`SHARED_BINDINGS`], then its own.
+    /// Every binding its bind group holds, in number order: [`SHARED_BINDINGS`], its own,
+    /// then [`SHAPES`].
     pub(super) fn bindings(self) -> impl Iterator<Item = ShaderBinding> {
         SHARED_BINDINGS
             .into_iter()
             .chain([self.input])
             .chain(self.extra)
             .chain([self.output])
+            .chain([SHAPES])
     }
 }
 

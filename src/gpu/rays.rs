@@ -35,6 +35,7 @@ pub(super) const ENTRY: Entry = Entry {
     extra: None,
     output: bind(7, "hits", Access::ReadWrite),
     reads_input: true,
+    reads_shapes: true,
 };
 
 /// Rays to cast on the GPU: each ray's answer is exactly what the CPU reference gives

@@ -28,6 +28,7 @@ pub(super) const ENTRY: Entry = Entry {
     extra: Some(bind(12, "rig", Access::Read)),
     output: bind(13, "sensed", Access::ReadWrite),
     reads_input: true,
+    reads_shapes: true,
 };
 
 /// A [`SensorRig`] in GPU memory (20 bytes a ray, uploaded once by

@@ -7,11 +7,12 @@ use crate::coords::{ChunkPos, VoxelBox, WorldPos};
 use crate::gpu::device::Device;
 use crate::gpu::error::{GpuError, device_error};
 use crate::gpu::follow::{self, WindowMove};
-use crate::gpu::layout::{FLAG_STEP_EMPTY_BRICKS, GpuParams, TAG_UNLOADED};
+use crate::gpu::layout::{FLAG_SHAPES, FLAG_STEP_EMPTY_BRICKS, GpuParams, TAG_UNLOADED};
 use crate::gpu::queue::{WorldSync, WorldWrite};
 use crate::gpu::store::{ChunkStore, StoreChanges, create_storage, entry_of};
 use crate::gpu::window::{MAX_WINDOW_CHUNKS, Window, for_each_in};
 use crate::ray::RaycastOutcome;
+use crate::shapes::ShapeTable;
 use crate::world::{ChunkView, VoxelWorld};
 
 /// A window of a [`VoxelWorld`] uploaded to the GPU: a chunk table plus, per chunk that is not
@@ -51,6 +52,10 @@ pub struct GpuWorld {
     skip_bricks_set: Option<bool>,
     /// Bytes written to the device since the world was built.
     uploaded: u64,
+    /// The shape table as the shader reads it (`shaders/shapes.wgsl`), and the table it was
+    /// made from.
+    shapes: wgpu::Buffer,
+    host_shapes: ShapeTable,
 }
 
 impl Drop for GpuWorld {
@@ -192,6 +197,8 @@ impl GpuWorld {
             bricks_worth_skipping: false,
             skip_bricks_set: None,
             uploaded: 0,
+            shapes: shapes_buffer(wgpu_device, world.shapes()),
+            host_shapes: world.shapes().clone(),
         };
         let mut upload = WorldWrite::new(&gw.sync.failed);
         let positions: Vec<ChunkPos> = changes.store.iter().map(|(p, _, _)| *p).collect();
@@ -254,6 +261,34 @@ impl GpuWorld {
             );
         }
         changed.len() as u64 * 4
+    }
+
+    /// Takes `world`'s shapes ([`VoxelWorld::set_shape`]) where they differ from those this
+    /// world has: every later batch answers with them. [`GpuWorld::update_chunks`] and
+    /// [`GpuWorld::recenter`] call it, so a world followed through its edits follows its shapes
+    /// too. Ordered as an update is: batches submitted before it keep the old shapes (a batch
+    /// that would see the change in a later dispatch fails with [`GpuError::WorldChanged`]).
+    pub fn update_shapes(&mut self, world: &VoxelWorld) {
+        if world.shapes() == &self.host_shapes {
+            return;
+        }
+        let old = std::mem::replace(
+            &mut self.shapes,
+            shapes_buffer(&self.device.wgpu, world.shapes()),
+        );
+        self.device.bind_groups.forget(&[&old]);
+        self.host_shapes = world.shapes().clone();
+        self.uploaded += self.shapes.size();
+        self.sync.count_change();
+    }
+
+    /// The shader's `OPTIONS` bit of this world's shapes: set where some id is not a cube.
+    pub(super) fn shape_flags(&self) -> u32 {
+        if self.host_shapes.is_empty() {
+            0
+        } else {
+            FLAG_SHAPES
+        }
     }
 
     /// Decides from the stored chunks as they are now whether long rays skip empty bricks
@@ -333,6 +368,7 @@ impl GpuWorld {
         world: &VoxelWorld,
         chunks: &[ChunkPos],
     ) -> Result<(), GpuError> {
+        self.update_shapes(world);
         // Each chunk once (a chunk listed twice has one state in `world`).
         let mut seen = rustc_hash::FxHashSet::default();
         let mut planned = Vec::with_capacity(chunks.len());
@@ -495,6 +531,7 @@ impl GpuWorld {
         let old = self.window;
         let new = Window::following(center, half);
         self.following = Some((half, center));
+        self.update_shapes(world);
         if new == old {
             return Ok(WindowMove::default());
         }
@@ -566,13 +603,14 @@ impl GpuWorld {
     }
 
     /// The buffers the shader reads the world from: chunk table (with the region records),
-    /// occupancy bits, slot records and id records.
-    pub(super) fn buffers(&self) -> [wgpu::Buffer; 4] {
+    /// occupancy bits, slot records, id records and the shape table.
+    pub(super) fn buffers(&self) -> [wgpu::Buffer; 5] {
         [
             self.table.clone(),
             self.store.occupancy.clone(),
             self.store.slots.clone(),
             self.store.ids.clone(),
+            self.shapes.clone(),
         ]
     }
 
@@ -756,4 +794,20 @@ impl GpuWorld {
         });
         result
     }
+}
+
+/// The shape table as `shaders/shapes.wgsl` reads it: the number of id entries, the entries,
+/// the boxes.
+fn shapes_buffer(device: &wgpu::Device, table: &ShapeTable) -> wgpu::Buffer {
+    use wgpu::util::DeviceExt;
+    let (entries, boxes) = (table.entry_words(), table.box_words());
+    let mut words = Vec::with_capacity(1 + entries.len() + boxes.len());
+    words.push(entries.len() as u32);
+    words.extend_from_slice(entries);
+    words.extend_from_slice(boxes);
+    device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        label: Some("shapes"),
+        contents: bytemuck::cast_slice(&words),
+        usage: wgpu::BufferUsages::STORAGE,
+    })
 }

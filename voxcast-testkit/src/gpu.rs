@@ -1289,3 +1289,190 @@ pub fn window_ray_parity(gpu: &GpuRaycaster) {
         );
     }
 }
+
+/// Shapes for the ids of the tests' scenes (`voxcast::BlockShape`): grass a bottom slab, dirt a
+/// flower-sized box, sand stairs, water empty, ore a fence post with two arms; stone stays a
+/// cube.
+pub fn scene_shapes(world: &mut VoxelWorld) {
+    use crate::scene::{DIRT, GRASS, ORE, SAND};
+    use voxcast::{BlockShape, ShapeBox};
+    let boxes = |b: &[([u8; 3], [u8; 3])]| {
+        BlockShape::Boxes(
+            b.iter()
+                .map(|&(lo, hi)| ShapeBox::new(lo, hi).expect("a valid box"))
+                .collect(),
+        )
+    };
+    let shapes = [
+        (GRASS, boxes(&[([0, 0, 0], [16, 8, 16])])),
+        (DIRT, boxes(&[([5, 0, 5], [11, 10, 11])])),
+        (
+            SAND,
+            boxes(&[([0, 0, 0], [16, 8, 16]), ([0, 8, 8], [16, 16, 16])]),
+        ),
+        (WATER, BlockShape::Empty),
+        (
+            ORE,
+            boxes(&[
+                ([6, 0, 6], [10, 16, 10]),
+                ([0, 6, 7], [6, 15, 9]),
+                ([10, 6, 7], [16, 15, 9]),
+            ]),
+        ),
+    ];
+    for (id, shape) in shapes {
+        world.set_shape(id, &shape).expect("a valid shape");
+    }
+}
+
+/// Every query on worlds with shapes against the CPU, answer by answer: the terrain with
+/// [`scene_shapes`] (rays and both kinds of line of sight under every option, a camera image,
+/// agent pairs in both modes, a sensor rig), and small worlds of shaped voxels at i128
+/// offsets; then the same `GpuWorld` after its shapes change (`GpuWorld::update_chunks`
+/// follows them).
+pub fn shape_parity(gpu: &GpuRaycaster) {
+    let (t, tw) = terrain();
+    let mut world = tw.clone();
+    scene_shapes(&mut world);
+    let mut gw = gpu.upload_world(&world).expect("upload shaped terrain");
+    let mut rays = t.reach_rays(3_000, 90);
+    rays.extend(adversarial_rays(WorldPos::new(100, 40, 90), 1_000, 91));
+    rays.extend(adversarial_rays(WorldPos::new(-40, 120, -40), 300, 92));
+    check_every_option(gpu, "shaped terrain", &world, &gw, &rays);
+    // The shapes must matter on these rays, or the comparison shows little.
+    let cubes = raycast_batch(&rays, tw, &RaycastOptions::default());
+    let shaped = raycast_batch(&rays, &world, &RaycastOptions::default());
+    let differ = cubes.iter().zip(&shaped).filter(|(a, b)| a != b).count();
+    assert!(
+        differ * 10 > rays.len(),
+        "only {differ} of {} rays answer differently with shapes",
+        rays.len()
+    );
+
+    let opts = RaycastOptions::default();
+    let cam = t.camera(160, 90);
+    let g = gpu
+        .cast(CameraImage(&cam), &gw, &opts)
+        .expect("shaped camera");
+    let c = raycast_camera(&cam, &world, &opts).expect("cpu camera");
+    let bad = g.iter().zip(&c).filter(|(a, b)| !a.matches(b)).count();
+    assert_eq!(bad, 0, "shaped camera: {bad} pixels differ");
+
+    let agents = t.agents(200, 93);
+    let on_gpu = gpu.upload_agents(&agents, &gw).expect("agents");
+    let pairs = voxcast::pairs_within(&agents, 48.0);
+    for conservative in [false, true] {
+        let sight = LineOfSightOptions {
+            conservative,
+            ..Default::default()
+        };
+        let cpu = voxcast::agent_visibility(&agents, &pairs, &world, &sight);
+        let got = gpu
+            .cast(
+                AgentPairs {
+                    agents: &on_gpu,
+                    pairs: &pairs,
+                    outcomes: true,
+                },
+                &gw,
+                &sight,
+            )
+            .expect("visibility");
+        check_visibility(
+            &format!("shaped agent pairs, conservative={conservative}"),
+            &got,
+            &cpu,
+            &pairs,
+        );
+    }
+
+    let rig = SensorRig::lidar(4, 90, 40.0, 60.0).expect("lidar");
+    let on_rig = gpu.upload_rig(&rig).expect("rig");
+    let poses = terrain_poses(t, 100, 94);
+    let g = gpu
+        .cast(
+            SensorSweep {
+                rig: &on_rig,
+                poses: &poses,
+                outcomes: true,
+            },
+            &gw,
+            &opts,
+        )
+        .expect("shaped sensors");
+    let c = sense(&rig, &poses, &world, &opts, true);
+    check_sensors("shaped lidar", &rig, &poses, &g, &c);
+
+    // The shapes change: the same GpuWorld follows them.
+    world
+        .set_shape(crate::scene::GRASS, &voxcast::BlockShape::Cube)
+        .expect("cube");
+    world
+        .set_shape(
+            crate::scene::STONE,
+            &voxcast::BlockShape::Boxes(vec![
+                voxcast::ShapeBox::new([0, 0, 0], [16, 16, 4]).expect("box"),
+            ]),
+        )
+        .expect("shape");
+    gw.update_chunks(&world, &[]).expect("update shapes");
+    check(
+        gpu,
+        "shaped terrain, shapes changed",
+        &world,
+        &gw,
+        &rays,
+        &opts,
+    );
+
+    // Small worlds of shaped voxels (ids with random boxes on the 1/16 grid) at i128 offsets.
+    for (k, min) in [
+        WorldPos::new(0, 0, 0),
+        WorldPos::new(-(1 << 64), 1 << 64, 5),
+        WorldPos::new(1 << 120, -(1 << 120), -(1 << 100)),
+        WorldPos::new(i128::MAX - 40, i128::MIN + 20, 0),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut w = VoxelWorld::new();
+        for (p, id) in common::random_solids(95 + k as u64, min, 24, 0.2, 8) {
+            w.set_voxel(p, id);
+        }
+        let mut rng = SplitMix64::new(96 + k as u64);
+        for id in 1..=8u16 {
+            w.set_shape(VoxelId(id), &random_shape(&mut rng))
+                .expect("a valid shape");
+        }
+        let gw = gpu.upload_world(&w).expect("upload shaped world");
+        let center = common::offset(min, [12, 12, 12]);
+        let rays = adversarial_rays(center, 3_000, 97 + k as u64);
+        check_every_option(gpu, &format!("shaped voxels at {min:?}"), &w, &gw, &rays);
+    }
+}
+
+/// A random shape: empty, the full box, or one to four boxes whose bounds favour the voxel's
+/// faces and middle planes.
+pub fn random_shape(rng: &mut SplitMix64) -> voxcast::BlockShape {
+    use voxcast::{BlockShape, ShapeBox};
+    const PICK: [u8; 10] = [0, 8, 16, 4, 12, 1, 15, 2, 6, 10];
+    match rng.below(7) {
+        0 => BlockShape::Empty,
+        1 => BlockShape::Boxes(vec![ShapeBox::FULL]),
+        _ => BlockShape::Boxes(
+            (0..1 + rng.below(4))
+                .map(|_| {
+                    let mut lo = [0u8; 3];
+                    let mut hi = [16u8; 3];
+                    for a in 0..3 {
+                        let (p, q) = (PICK[rng.below(10) as usize], PICK[rng.below(10) as usize]);
+                        if p != q {
+                            (lo[a], hi[a]) = (p.min(q), p.max(q));
+                        }
+                    }
+                    ShapeBox::new(lo, hi).expect("a valid box")
+                })
+                .collect(),
+        ),
+    }
+}

@@ -103,6 +103,7 @@ fn shader_constants_equal_their_rust_twins() {
         ("FLAG_PARTIAL", U(FLAG_PARTIAL)),
         ("FLAG_LOOP_BUDGET", U(FLAG_LOOP_BUDGET)),
         ("FLAG_RAYS_AS_GIVEN", U(FLAG_RAYS_AS_GIVEN)),
+        ("FLAG_SHAPES", U(FLAG_SHAPES)),
         ("RAY_NEGATIVE_SHIFT", U(RAY_NEGATIVE_SHIFT)),
         ("RAY_ENTRY_SHIFT", U(RAY_ENTRY_SHIFT)),
         ("RAY_CLIPPED", U(RAY_CLIPPED)),
@@ -270,6 +271,9 @@ fn bindings_match_the_shader() {
         let mut bound: BTreeSet<u32> = numbers.into_iter().collect();
         if !e.reads_input {
             bound.remove(&e.input.number);
+        }
+        if !e.reads_shapes {
+            bound.remove(&SHAPES.number);
         }
         assert_eq!(
             used_with(GlobalUse::all()),
