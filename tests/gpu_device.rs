@@ -73,7 +73,7 @@ fn a_device_too_limited_for_the_shader_is_an_error() {
         Err(e @ GpuError::UnsuitableDevice(_)) => {
             let msg = e.to_string();
             assert!(
-                msg.contains("storage buffers per shader stage") && msg.contains("needs 7"),
+                msg.contains("storage buffers per shader stage") && msg.contains("needs 8"),
                 "{msg}"
             );
         }

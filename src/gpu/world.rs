@@ -177,6 +177,8 @@ impl GpuWorld {
             heap_words + heap_words / 8,
         )
         .map(|store| (store, create_storage(wgpu_device, "chunk table", words * 4)));
+        let shape_words = shape_words(world.shapes());
+        let shapes = create_storage(wgpu_device, "shapes", 4 * shape_words.len() as u64);
         let errors = [
             crate::gpu::error::error_now(scope),
             crate::gpu::error::error_now(validation),
@@ -197,10 +199,11 @@ impl GpuWorld {
             bricks_worth_skipping: false,
             skip_bricks_set: None,
             uploaded: 0,
-            shapes: shapes_buffer(wgpu_device, world.shapes()),
+            shapes,
             host_shapes: world.shapes().clone(),
         };
         let mut upload = WorldWrite::new(&gw.sync.failed);
+        upload.write(&gw.shapes, 0, bytemuck::cast_slice(&shape_words));
         let positions: Vec<ChunkPos> = changes.store.iter().map(|(p, _, _)| *p).collect();
         gw.store.apply(changes, &mut upload)?;
         for pos in positions {
@@ -268,18 +271,23 @@ impl GpuWorld {
     /// [`GpuWorld::recenter`] call it, so a world followed through its edits follows its shapes
     /// too. Ordered as an update is: batches submitted before it keep the old shapes (a batch
     /// that would see the change in a later dispatch fails with [`GpuError::WorldChanged`]).
-    pub fn update_shapes(&mut self, world: &VoxelWorld) {
+    ///
+    /// # Errors
+    /// [`GpuError::Device`] when the device is lost (then rebuild this `GpuWorld` on a new
+    /// raycaster).
+    pub fn update_shapes(&mut self, world: &VoxelWorld) -> Result<(), GpuError> {
         if world.shapes() == &self.host_shapes {
-            return;
+            return Ok(());
         }
-        let old = std::mem::replace(
-            &mut self.shapes,
-            shapes_buffer(&self.device.wgpu, world.shapes()),
-        );
+        // A new buffer, so that batches in flight keep reading the old one.
+        let words = shape_words(world.shapes());
+        let buffer = create_storage(&self.device.wgpu, "shapes", 4 * words.len() as u64);
+        let mut upload = WorldWrite::new(&self.sync.failed);
+        upload.write(&buffer, 0, bytemuck::cast_slice(&words));
+        let old = std::mem::replace(&mut self.shapes, buffer);
         self.device.bind_groups.forget(&[&old]);
         self.host_shapes = world.shapes().clone();
-        self.uploaded += self.shapes.size();
-        self.sync.count_change();
+        self.send(upload)
     }
 
     /// The shader's `OPTIONS` bit of this world's shapes: set where some id is not a cube.
@@ -368,7 +376,7 @@ impl GpuWorld {
         world: &VoxelWorld,
         chunks: &[ChunkPos],
     ) -> Result<(), GpuError> {
-        self.update_shapes(world);
+        self.update_shapes(world)?;
         // Each chunk once (a chunk listed twice has one state in `world`).
         let mut seen = rustc_hash::FxHashSet::default();
         let mut planned = Vec::with_capacity(chunks.len());
@@ -528,10 +536,10 @@ impl GpuWorld {
         if !center.is_in_world() {
             return Err(GpuError::CenterOutsideWorld(center));
         }
+        self.update_shapes(world)?;
         let old = self.window;
         let new = Window::following(center, half);
         self.following = Some((half, center));
-        self.update_shapes(world);
         if new == old {
             return Ok(WindowMove::default());
         }
@@ -798,16 +806,11 @@ impl GpuWorld {
 
 /// The shape table as `shaders/shapes.wgsl` reads it: the number of id entries, the entries,
 /// the boxes.
-fn shapes_buffer(device: &wgpu::Device, table: &ShapeTable) -> wgpu::Buffer {
-    use wgpu::util::DeviceExt;
+fn shape_words(table: &ShapeTable) -> Vec<u32> {
     let (entries, boxes) = (table.entry_words(), table.box_words());
     let mut words = Vec::with_capacity(1 + entries.len() + boxes.len());
     words.push(entries.len() as u32);
     words.extend_from_slice(entries);
     words.extend_from_slice(boxes);
-    device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-        label: Some("shapes"),
-        contents: bytemuck::cast_slice(&words),
-        usage: wgpu::BufferUsages::STORAGE,
-    })
+    words
 }

@@ -5,6 +5,8 @@
 //!   file or a folder of them, at any i128 offset, block names to ids through a [`Palette`]
 //!   the caller can read and seed, and [`MaterialFilter`](voxcast::MaterialFilter) presets for
 //!   what usually lets a ray through;
+//! - [`shapes`]: Minecraft block states to voxcast shapes (slabs, stairs, fences, doors,
+//!   torches, plants, ...), set in a world by [`Palette::apply_shapes`];
 //! - [`vox`] (feature `vox`): MagicaVoxel models and scenes (`.vox`), palette index `i` as id
 //!   `i + 1`, the scene graph's translations and rotations applied.
 //!
@@ -42,6 +44,7 @@
 #[cfg(feature = "anvil")]
 pub mod anvil;
 mod palette;
+pub mod shapes;
 #[cfg(feature = "vox")]
 pub mod vox;
 

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use voxcast::{MaterialFilter, VoxelId};
+use voxcast::{BlockShape, MaterialFilter, ShapeError, VoxelId, VoxelWorld};
 
 use crate::ImportError;
 
@@ -110,6 +110,33 @@ impl Palette {
             }
         }
         filter
+    }
+}
+
+impl Palette {
+    /// Gives each id of the palette, in `world`, the shape `shape_of` gives its name (the
+    /// first name the id was given, with properties where the importer kept them); ids it
+    /// answers `None` for keep the shape they have. [`crate::shapes::block_shape`] is the
+    /// Minecraft preset; wrap it to override any block:
+    /// `|n| if n.starts_with("minecraft:torch") { Some(BlockShape::Empty) } else { block_shape(n) }`.
+    /// Returns how many ids got a shape.
+    ///
+    /// # Errors
+    /// The first shape `world` refuses ([`VoxelWorld::set_shape`]), with the ids before it set.
+    pub fn apply_shapes(
+        &self,
+        world: &mut VoxelWorld,
+        shape_of: impl Fn(&str) -> Option<BlockShape>,
+    ) -> Result<usize, ShapeError> {
+        let mut shaped = 0;
+        for (i, name) in self.names.iter().enumerate().skip(1) {
+            let Some(shape) = name.as_deref().and_then(&shape_of) else {
+                continue;
+            };
+            world.set_shape(VoxelId(i as u16), &shape)?;
+            shaped += 1;
+        }
+        Ok(shaped)
     }
 }
 
