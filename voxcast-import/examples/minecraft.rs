@@ -1,6 +1,7 @@
 //! A Minecraft region, raycast: imports an Anvil region (by default the 1.19.4 region
 //! fastanvil's package ships), renders it from above on the GPU with every pixel checked
-//! against the CPU reference, writes `minecraft-depth.png` and `minecraft-shaded.png`, and
+//! against the CPU reference, writes `minecraft-depth.png` and `minecraft-shaded.png` (and a
+//! close-up of the blocks that are not cubes, `minecraft-shapes-*.png`), and
 //! runs a player-reach batch and a line-of-sight batch over it, GPU against CPU ray by ray.
 //!
 //! ```text
@@ -8,10 +9,13 @@
 //! cargo run --release -p voxcast-import --example minecraft -- --region r.0.0.mca --out-dir docs
 //! ```
 //!
-//! What stops a ray is every block but air, water, glass, leaves and plants
-//! (`anvil::see_through`). Without a GPU it says so and renders on the CPU. Exit status: 0 when
-//! every answer matches the CPU reference, 1 when any differs or a file cannot be read or
-//! written.
+//! Blocks keep their shapes (`voxcast_import::shapes`: slabs, stairs, fences, doors, torches,
+//! flowers, ...): block states are imported with their properties and each gets its shape, so a
+//! ray passes over a bottom slab and hits a flower. What stops a ray is every block but air,
+//! water, glass, leaves and the plants without a shape (`anvil::see_through`); `--cubes` imports
+//! every block as a cube (plants see-through) for comparison. Without a GPU it says so and
+//! renders on the CPU. Exit status: 0 when every answer matches the CPU reference, 1 when any
+//! differs or a file cannot be read or written.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,9 +25,10 @@ use voxcast::gpu::{GpuConfig, GpuRaycaster, GpuWorld, Rays, Sightlines};
 use clap::Parser;
 use voxcast::glam::Vec3;
 use voxcast::{
-    Camera, LineOfSightOptions, RaycastOptions, VoxelId, VoxelRay, VoxelWorld, WorldPos,
-    line_of_sight_batch, raycast_batch, voxel_raycast_with,
+    BlockShape, Camera, LineOfSightOptions, RaycastOptions, VoxelId, VoxelRay, VoxelWorld,
+    WorldPos, line_of_sight_batch, raycast_batch, raycast_camera, voxel_raycast_with,
 };
+use voxcast_import::shapes::block_shape;
 use voxcast_import::{Palette, anvil};
 use voxcast_testkit::common::package_dir;
 use voxcast_testkit::demo::{no_gpu, render_checked, secs};
@@ -46,11 +51,16 @@ struct Args {
     /// Where the pictures go.
     #[arg(long, default_value = ".")]
     out_dir: PathBuf,
+    /// Every block a full cube (plants see-through), as without shapes.
+    #[arg(long)]
+    cubes: bool,
 }
 
 /// A block's colour from its name: a few families, grey for the rest.
 fn colour(name: &str) -> Vec3 {
-    let n = name.strip_prefix("minecraft:").unwrap_or(name);
+    // The block's name without its properties (`waterlogged=true` is no water).
+    let n = name.split('[').next().unwrap_or(name);
+    let n = n.strip_prefix("minecraft:").unwrap_or(n);
     let has = |s: &str| n.contains(s);
     if has("grass") || has("moss") {
         Vec3::new(0.36, 0.62, 0.24)
@@ -64,7 +74,12 @@ fn colour(name: &str) -> Vec3 {
         Vec3::new(0.95, 0.96, 0.98)
     } else if has("dirt") || has("mud") || has("podzol") {
         Vec3::new(0.52, 0.37, 0.24)
-    } else if has("log") || has("wood") || has("planks") {
+    } else if [
+        "log", "wood", "planks", "oak", "spruce", "birch", "jungle", "acacia", "chest",
+    ]
+    .iter()
+    .any(|w| has(w))
+    {
         Vec3::new(0.45, 0.33, 0.20)
     } else if has("ore") {
         Vec3::new(0.80, 0.55, 0.20)
@@ -103,11 +118,27 @@ fn main() -> ExitCode {
     };
     let started = Instant::now();
     let mut palette = Palette::new();
-    let world = match anvil::region(&bytes, WorldPos::ZERO, &mut palette, anvil::Names::Plain) {
+    let names = if args.cubes {
+        anvil::Names::Plain
+    } else {
+        anvil::Names::WithProperties
+    };
+    let mut world = match anvil::region(&bytes, WorldPos::ZERO, &mut palette, names) {
         Ok(w) => w,
         Err(e) => {
             eprintln!("minecraft: {}: {e}", path.display());
             return ExitCode::FAILURE;
+        }
+    };
+    let shaped = if args.cubes {
+        0
+    } else {
+        match palette.apply_shapes(&mut world, block_shape) {
+            Ok(n) => n,
+            Err(e) => {
+                eprintln!("minecraft: shapes: {e}");
+                return ExitCode::FAILURE;
+            }
         }
     };
     println!(
@@ -118,8 +149,17 @@ fn main() -> ExitCode {
         palette.len(),
         secs(started.elapsed())
     );
+    if !args.cubes {
+        println!("shapes: {shaped} block states are not cubes");
+    }
+    // With shapes, plants that have one (flowers, grass, torches) stop rays where their boxes
+    // are; glass panes stay see-through.
+    let cubes = args.cubes;
+    let passes = |n: &str| {
+        anvil::see_through(n) && (cubes || anvil::is_glass(n) || block_shape(n).is_none())
+    };
     let opts = RaycastOptions {
-        blocks: palette.filter_passing(anvil::see_through),
+        blocks: palette.filter_passing(passes),
         ..RaycastOptions::default()
     };
     let Some((lo, hi)) = world.loaded_chunk_bounds() else {
@@ -168,6 +208,20 @@ fn main() -> ExitCode {
     ) {
         eprintln!("minecraft: {e}");
         return ExitCode::FAILURE;
+    }
+
+    // A close-up of the shapes: the densest group of shaped blocks open to the sky, as they
+    // are and as cubes.
+    if !args.cubes
+        && let Some(target) = shaped_spot(&world, &opts)
+    {
+        match close_up(gpu.as_ref(), &world, &opts, target, &args, &palette) {
+            Ok(d) => differ += d,
+            Err(e) => {
+                eprintln!("minecraft: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
     }
 
     // Player reach (eye 1.62 above the ground, 5 voxels) and line of sight between points
@@ -266,4 +320,103 @@ fn gpu_setup(world: &VoxelWorld) -> Option<(GpuRaycaster, GpuWorld)> {
     // The world's chunks, uploaded once; later edits go up as lists of changed chunks.
     let gpu_world = gpu.upload_world(world).inspect_err(no_gpu).ok()?;
     Some((gpu, gpu_world))
+}
+
+/// The shaped block with the most shaped blocks open to the sky within 8 voxels of it (open:
+/// a ray straight up from it reaches nothing that stops it), if any.
+fn shaped_spot(world: &VoxelWorld, opts: &RaycastOptions) -> Option<WorldPos> {
+    let mut open = Vec::new();
+    for (pos, _) in world.chunks() {
+        for i in 0..32 * 32 * 32 {
+            let p = WorldPos::new(
+                pos.x * 32 + (i & 31),
+                pos.y * 32 + (i >> 5 & 31),
+                pos.z * 32 + (i >> 10),
+            );
+            let Some(id) = world.get_voxel(&p) else {
+                continue;
+            };
+            if id.is_air() || !opts.blocks.contains(id) || world.shape(id) == BlockShape::Cube {
+                continue;
+            }
+            let up = VoxelRay::new(
+                WorldPos::new(p.x, p.y + 1, p.z),
+                Vec3::splat(0.5),
+                Vec3::Y,
+                600.0,
+            );
+            if up.is_ok_and(|r| voxel_raycast_with(&r, world, opts).hit().is_none()) {
+                open.push(p);
+            }
+        }
+    }
+    let near = |a: &WorldPos, b: &WorldPos| {
+        (a.x - b.x).abs() <= 8 && (a.y - b.y).abs() <= 8 && (a.z - b.z).abs() <= 8
+    };
+    open.iter()
+        .max_by_key(|p| (open.iter().filter(|q| near(p, q)).count(), -p.x, -p.z))
+        .copied()
+}
+
+/// Renders `minecraft-shapes-*.png` around `target` (checked against the CPU as the overview
+/// is), and says how many of its pixels the shapes change. Returns the pixels that differ
+/// between GPU and CPU.
+fn close_up(
+    gpu: Option<&(GpuRaycaster, GpuWorld)>,
+    world: &VoxelWorld,
+    opts: &RaycastOptions,
+    target: WorldPos,
+    args: &Args,
+    palette: &Palette,
+) -> Result<usize, String> {
+    let camera = Camera::look_at(
+        WorldPos::new(target.x - 11, target.y + 9, target.z - 13),
+        Vec3::splat(0.5),
+        target,
+        Vec3::splat(0.5),
+        50.0,
+        args.width,
+        args.height,
+        200.0,
+    )
+    .map_err(|e| format!("close-up camera: {e}"))?;
+    println!("close-up of the shapes around {target}");
+    let (image, differ) = render_checked(gpu, world, &camera, opts)?;
+    let base = |id: VoxelId| colour(palette.name(id).unwrap_or(""));
+    write_pictures(
+        &args.out_dir,
+        "minecraft-shapes",
+        (args.width, args.height),
+        &image,
+        (camera.max_distance, camera.max_distance),
+        base,
+    )?;
+    // The same view with every block a cube and plants see-through.
+    let mut cubes = world.clone();
+    let mut blocks = opts.blocks.clone();
+    for (name, id) in palette.iter() {
+        if cubes.shape(id) != BlockShape::Cube {
+            cubes
+                .set_shape(id, &BlockShape::Cube)
+                .map_err(|e| e.to_string())?;
+            if anvil::see_through(name.split('[').next().unwrap_or(name)) {
+                blocks = blocks.without(id);
+            }
+        }
+    }
+    let as_cubes = RaycastOptions {
+        blocks,
+        ..opts.clone()
+    };
+    let cpu = raycast_camera(&camera, &cubes, &as_cubes).map_err(|e| e.to_string())?;
+    let changed = cpu
+        .iter()
+        .zip(&image)
+        .filter(|(a, b)| !a.matches(b))
+        .count();
+    println!(
+        "close-up: the shapes change {changed} of {} pixels from the region as cubes",
+        image.len()
+    );
+    Ok(differ)
 }
