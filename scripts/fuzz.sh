@@ -8,7 +8,7 @@
 #   scripts/fuzz.sh --cmin [TARGET...]          shrink each corpus to a smallest set of inputs
 #                                               that keeps its coverage (set-cover merge)
 #
-# Targets: raycast, edits, grid, camera, boxcast, gpu (the GPU batch on lavapipe, a Vulkan driver
+# Targets: raycast, shapes, edits, grid, camera, boxcast, gpu (the GPU batch on lavapipe, a Vulkan driver
 # that scripts/test.sh installs). Needs a nightly toolchain (`rustup toolchain install
 # nightly`); cargo-fuzz is installed from crates.io when missing. The corpus replays on stable
 # in tests/fuzz_replay.rs, which scripts/test.sh runs.
@@ -27,7 +27,7 @@ while [[ $# -gt 0 ]]; do
         *) targets+=("$1"); shift ;;
     esac
 done
-[[ ${#targets[@]} -gt 0 ]] || targets=(raycast edits grid camera boxcast gpu)
+[[ ${#targets[@]} -gt 0 ]] || targets=(raycast shapes edits grid camera boxcast gpu)
 
 if ! cargo +nightly --version >/dev/null 2>&1; then
     echo "fuzz.sh: cargo fuzz needs a nightly toolchain: rustup toolchain install nightly" >&2

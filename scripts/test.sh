@@ -119,7 +119,7 @@ cargo test -p voxcast-bevy --no-default-features --profile checked --lib --tests
 
 # Another shader compiler: wgpu's GL backend runs the shader through naga's GLSL output on
 # Mesa's llvmpipe OpenGL. A short part of the parity suite (rays, cameras, sight, agents,
-# sensors, box casts) and the demo, which fails if a pixel differs from the CPU reference.
+# sensors, box casts, shapes) and the demo, which fails if a pixel differs from the CPU reference.
 echo "test.sh: the parity suite's short part on WGPU_BACKEND=gl"
 # (--workspace here and below: the features the whole workspace's build above resolved, so that
 # nothing is compiled again.)
@@ -128,7 +128,7 @@ WGPU_BACKEND=gl cargo test --workspace --profile checked \
     parity_every_option parity_camera_rays_made_in_the_shader parity_line_of_sight_both_modes \
     parity_of_sight agent_visibility_equals_the_cpu_under_every_option \
     sensors_match_the_cpu_on_terrain sensors_under_every_option gpu_box_casts_equal_the_cpu \
-    parity_of_rays_given_relative_to_the_window
+    parity_of_rays_given_relative_to_the_window parity_with_shapes
 cargo build --workspace --profile checked --examples
 examples=target/checked/examples
 WGPU_BACKEND=gl "$examples/depth_image" --width 320 --height 180 --out-dir "$(mktemp -d)"

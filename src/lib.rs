@@ -46,6 +46,35 @@
 //! but air, [`VoxelWorld::occupied_bounds`]) can stop a ray, so a ray ends as a miss where it
 //! leaves them (and a ray from outside is clipped to them exactly), whatever its max distance.
 //!
+//! ## Shapes (blocks that are not cubes)
+//! A world can give a voxel id a [`BlockShape`] ([`VoxelWorld::set_shape`]): the full cube
+//! (every id's, unless set), [`BlockShape::Empty`] (rays pass), or up to
+//! [`MAX_SHAPE_BOXES`] axis-aligned boxes with bounds on a 1/16 grid ([`ShapeBox`]: a slab,
+//! stairs, a fence with its arms, a torch). A stopping voxel with boxes stops a ray only where
+//! the ray meets one of them, by the DDA's own rule with a fractional count: the plane `k/16`
+//! along the ray's travel in the voxel entered after `m` crossings lies at
+//! `(b + (16·(m − 1) + k)/16) · inv` in f32 (`k = 0` and `16` are the voxel's own crossings,
+//! bit for bit), so the CPU and the GPU agree bit for bit here too.
+//! - Per box, `t_in` is the largest near-face distance (ties to the higher axis, the face a
+//!   cube's walk reports at an edge), `t_out` the smallest far-face distance; on an axis the
+//!   ray does not move on, the ray lies in the box when `16 − hi < 16·b ≤ 16 − lo` (`b` the
+//!   DDA's offset from the voxel's high face). The ray meets the box when `t_in ≤ t_out` and
+//!   `t_out > 0` (grazing counts), at `max(t_in, 0)` within max distance; the nearest box
+//!   wins, equal distances the earlier box.
+//! - The hit reports the voxel, the met face's normal (zero, with UV zero, where the ray
+//!   starts inside a box), the distance, the id, and the UV of the hit point in the voxel's
+//!   face coordinates. On an axis the ray crosses no voxel face of within max distance, the
+//!   box planes use `1 / |d|` rounded once.
+//! - Origin policies: a ray starts inside a solid only when it starts inside one of the
+//!   voxel's boxes. `ExitSolid` treats the rest of a voxel it starts (or enters) inside a box
+//!   as solid; `SkipOriginVoxel` skips the whole origin voxel, as for a cube.
+//! - Conservative line of sight tests the voxels beside an edge or corner as whole cubes
+//!   (an empty shape as air), so it never sees through a crack a shape could close.
+//! - Box casts ([`box_cast`]) meet every stopping voxel as its whole cube, whatever its shape.
+//! - A shape of the one box `[0, 16]³` answers exactly as the cube does; a world without
+//!   shapes runs the cube code alone (the GPU compiles its shape code only for worlds that
+//!   have shapes).
+//!
 //! ## Box casts (one definition, [`box_cast`])
 //! A box cast moves an axis-aligned box along a straight line and answers where it first
 //! touches a stopping voxel; [`collide_and_slide`] moves a box as a character controller does.

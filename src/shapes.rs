@@ -2,33 +2,10 @@
 //!
 //! A world carries a [`ShapeTable`] ([`VoxelWorld::set_shape`](crate::VoxelWorld::set_shape)).
 //! An id without an entry is the full cube, as every id is in a world without shapes (which
-//! costs nothing more). A shaped id that stops a ray (its [`MaterialFilter`]) stops it only
+//! costs nothing more). A shaped id that stops a ray (its [`MaterialFilter`](crate::MaterialFilter)) stops it only
 //! where the ray meets one of its boxes; [`BlockShape::Empty`] never stops it.
 //!
-//! ## The rule (one definition, used by the CPU and the GPU)
-//! A box's faces lie on sixteenths of the voxel, so the distance to a face is computed by the
-//! DDA's own rule with a fractional count: in the voxel that the ray entered after `m`
-//! crossings on axis `a`, the plane `k/16` of the voxel along the ray's travel (`k` in
-//! `0..=16`, counted from the face the ray enters through on that axis) lies at
-//! `(b + (16·(m − 1) + k)/16) · inv` in f32: the count is exact, the sum rounds once, the
-//! product once, as for a voxel face (`k = 0` and `k = 16` give the voxel's own crossings,
-//! bit for bit). On an axis the ray crosses no face of within max distance but does move on,
-//! `inv` is `1 / |d|` rounded once (the same bits the GPU's correctly rounded division gives).
-//! Then, per box:
-//! - `t_in` is the largest near-face distance over the axes the ray moves on (equal ones go to
-//!   the higher axis: the face a cube's DDA reports when it enters through an edge or corner),
-//!   `t_out` the smallest far-face distance;
-//! - on an axis the ray does not move on (`d = 0`), the ray lies in the box when its offset
-//!   from the voxel's high face, the DDA's `b = 1 − s` in f32, satisfies
-//!   `16 − hi < 16·b ≤ 16 − lo` (`lo ≤ 16·s < hi` where `1 − s` is exact: the voxel's own
-//!   half-open rule);
-//! - the ray meets the box when `t_in ≤ t_out` and `t_out > 0` (grazing an edge or a face
-//!   counts, leaving a box at the start point does not), at distance `max(t_in, 0)`, within
-//!   max distance. At distance 0 (the start point is inside the box, or on its near face)
-//!   the normal and UV are zero, as in a cube's origin voxel; otherwise the normal is the
-//!   `t_in` face's, and the UV is that face's point in the voxel's face coordinates (the same
-//!   `[0, 1]²` a cube's face has).
-//! - Of a shape's boxes, the nearest answer wins; equal distances go to the earlier box.
+//! The rule, one definition for the CPU and the GPU, is the crate docs' "Shapes" section.
 //!
 //! A shape of the one box `[0, 16]³` answers exactly as the cube does (tested).
 
@@ -350,14 +327,15 @@ pub(crate) fn box_plane_t(b: f32, inv: f32, m: u32, k: u32) -> f32 {
 pub(crate) fn shape_hit(r: &PreparedRay, n: [u32; 3], boxes: &[u32]) -> Option<ShapeHit> {
     // Per axis: the inverse direction where the ray moves (the DDA's, or `1/|d|` on an axis
     // it crosses no face of within max distance); 0 where it does not move.
-    let mut inv = [0.0f32; 3];
-    for a in 0..3 {
+    let inv: [f32; 3] = std::array::from_fn(|a| {
         if r.enabled[a] {
-            inv[a] = r.inv[a];
+            r.inv[a]
         } else if r.dir[a] != 0.0 {
-            inv[a] = 1.0 / r.dir[a].abs();
+            1.0 / r.dir[a].abs()
+        } else {
+            0.0
         }
-    }
+    });
     let mut best: Option<ShapeHit> = None;
     'boxes: for &w in boxes {
         let bx = ShapeBox::unpacked(w);

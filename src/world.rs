@@ -120,8 +120,8 @@ impl VoxelWorld {
         Self::default()
     }
 
-    /// Sets the shape of voxel id `id` for every query on this world (see the `shapes` part
-    /// of the crate docs: [`BlockShape`]); [`BlockShape::Cube`] makes it a full voxel again.
+    /// Sets the shape of voxel id `id` for every query on this world (the rule is the crate
+    /// docs' "Shapes" section); [`BlockShape::Cube`] makes it a full voxel again.
     /// A world whose ids are all cubes answers as fast as before any shape was set.
     ///
     /// # Errors

@@ -46,6 +46,11 @@ fn raycast_corpus() {
 }
 
 #[test]
+fn shapes_corpus() {
+    replay("shapes", harness::shapes::run);
+}
+
+#[test]
 fn edits_corpus() {
     replay("edits", harness::edits::run);
 }

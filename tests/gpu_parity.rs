@@ -430,5 +430,5 @@ fn parity_with_rays_set_up_the_other_way() {
 #[test]
 fn parity_with_shapes() {
     let Some(gpu) = gpu() else { return };
-    shape_parity(gpu);
+    shape_parity(gpu, true);
 }

@@ -1,4 +1,4 @@
-//! Benchmark report: runs the standard workloads W1-W7 on every engine in one process and
+//! Benchmark report: runs the standard workloads W1-W7 and W9 on every engine in one process and
 //! prints rays/s, voxel steps/s, the ratio to voxcast's one-thread CPU reference and how often
 //! each engine agrees with it on the voxel hit.
 //!
@@ -58,7 +58,7 @@ use peers::{Answer, Bounds, OccupancyGrid, ParryScene, Workload, WorkloadId};
         Workloads: W1 reach (8-voxel rays), W2 line of sight (segments up to 64), W3 camera \
         (a ray per pixel, max 1024), W4 sparse world (rays of 512), W5 agents (pairs within \
         64), W6 sensors (a 64-ray cone per agent), W7 a real Minecraft region (reach, sight, \
-        camera); --help says more.",
+        camera), W9 the same region with its blocks' shapes; --help says more.",
     long_about = "voxcast benchmark report: the standard workloads on every engine, in one process.\n\n\
         W1 reach: rays of 8 voxels from eye height on the standard terrain (block targeting).\n\
         W2 line of sight: segments up to 64 voxels between eye points on the terrain.\n\
@@ -67,7 +67,9 @@ use peers::{Answer, Bounds, OccupancyGrid, ParryScene, Workload, WorkloadId};
         W5 agents: 2,000 agents on the terrain, line of sight for every pair within 64 voxels.\n\
         W6 sensors: 2,000 agents on the terrain, each a 64-ray vision cone of 32 voxels.\n\
         W7 (w7, w7s, w7c): fastanvil's 1.19.4 Minecraft region: reach rays of 5 voxels from eye \
-        height, sight segments up to 64 voxels between points above the ground, a camera."
+        height, sight segments up to 64 voxels between points above the ground, a camera.\n\
+        W9 (w9, w9s, w9c): W7's rays on the same region with its blocks' shapes (slabs, stairs, \
+        fences, plants...; voxcast_import::shapes); the peers answer it as cubes, for reference."
 )]
 struct Args {
     /// Print JSON instead of a table (progress still goes to stderr).
@@ -84,7 +86,7 @@ struct Args {
     /// (1 to 4,000,000).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=4_000_000))]
     rays: Option<u64>,
-    /// Comma-separated workloads to run (w1,w2,w3,w4,w5,w6,w7,w7s,w7c; see --help for what
+    /// Comma-separated workloads to run (w1,w2,w3,w4,w5,w6,w7,w7s,w7c,w9,w9s,w9c; see --help for what
     /// each is).
     #[arg(long, value_delimiter = ',')]
     workload: Vec<String>,
@@ -1033,14 +1035,15 @@ fn main() {
         return;
     }
     let with_w8 = args.workload.is_empty();
-    // W7 needs fastanvil's region: from Cargo, or named by VOXCAST_W7_REGION (the GPU bundle).
-    let w7 = [WorkloadId::W7, WorkloadId::W7Sight, WorkloadId::W7Camera];
-    if workloads.iter().any(|w| w7.contains(w)) && peers::region_path().is_none() {
+    // W7 and W9 need fastanvil's region: from Cargo, or named by VOXCAST_W7_REGION (the GPU
+    // bundle).
+    let region = WorkloadId::ON_REGION;
+    if workloads.iter().any(|w| region.contains(w)) && peers::region_path().is_none() {
         progress(&format!(
-            "W7 skipped: its region file is not found (run with Cargo, or set {})",
+            "W7 and W9 skipped: their region file is not found (run with Cargo, or set {})",
             peers::REGION_VAR
         ));
-        workloads.retain(|w| !w7.contains(w));
+        workloads.retain(|w| !region.contains(w));
     }
     let started = Instant::now();
     let reports: Vec<WorkloadReport> = workloads

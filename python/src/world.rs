@@ -6,13 +6,18 @@ use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use rustc_hash::FxHashMap;
-use voxcast::{CHUNK_EDGE, CHUNK_VOLUME, Chunk, ChunkPos, VoxelId, VoxelWorld, WorldPos};
+use voxcast::{
+    BlockShape, CHUNK_EDGE, CHUNK_VOLUME, Chunk, ChunkPos, ShapeBox, VoxelId, VoxelWorld, WorldPos,
+};
 
 use crate::batch;
 use crate::cast::{on_pool, rows3};
 
 /// A voxel as three Python ints.
 type Triple = (i128, i128, i128);
+
+/// A box's low and high corners, in sixteenths of the voxel.
+type Corners = ([u8; 3], [u8; 3]);
 
 /// A voxel world on the host: chunks of 32³ voxel ids in the i128 world, answered by the
 /// CPU reference. Every edit is remembered per chunk, so that each upload of it to a GPU
@@ -92,9 +97,10 @@ impl World {
         path: std::path::PathBuf,
         origin: &Bound<'_, PyAny>,
         properties: bool,
+        shapes: bool,
     ) -> PyResult<(Self, Vec<(String, u16)>)> {
         let origin = batch::frame_of(origin, "origin")?;
-        let names = if properties {
+        let names = if properties || shapes {
             voxcast_import::anvil::Names::WithProperties
         } else {
             voxcast_import::anvil::Names::Plain
@@ -108,8 +114,50 @@ impl World {
             voxcast_import::anvil::region(&bytes, origin, &mut palette, names)
         }
         .map_err(import_error)?;
+        let mut world = world;
+        if shapes {
+            palette
+                .apply_shapes(&mut world, voxcast_import::shapes::block_shape)
+                .map_err(|e| PyValueError::new_err(format!("shapes: {e}")))?;
+        }
         let names = palette.iter().map(|(n, id)| (n.to_owned(), id.0)).collect();
         Ok((Self::of(world), names))
+    }
+
+    /// Sets the shape of `id`: `kind` "cube", "empty" or "boxes" (then `boxes`, each a low
+    /// and a high corner in sixteenths of the voxel).
+    fn set_shape(&mut self, id: u16, kind: &str, boxes: Vec<Corners>) -> PyResult<()> {
+        let shape = match kind {
+            "cube" => BlockShape::Cube,
+            "empty" => BlockShape::Empty,
+            "boxes" => BlockShape::Boxes(
+                boxes
+                    .into_iter()
+                    .map(|(lo, hi)| ShapeBox::new(lo, hi))
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| PyValueError::new_err(format!("boxes: {e}")))?,
+            ),
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "shape: \"cube\", \"empty\" or boxes, not {other:?}"
+                )));
+            }
+        };
+        self.world
+            .set_shape(VoxelId(id), &shape)
+            .map_err(|e| PyValueError::new_err(format!("shape of id {id}: {e}")))?;
+        // A change the GPU copy must take (`GpuWorld::update_chunks` takes the shapes).
+        self.version += 1;
+        Ok(())
+    }
+
+    /// The shape of `id`: its kind ("cube", "empty", "boxes") and boxes.
+    fn shape(&self, id: u16) -> (&'static str, Vec<Corners>) {
+        match self.world.shape(VoxelId(id)) {
+            BlockShape::Cube => ("cube", Vec::new()),
+            BlockShape::Empty => ("empty", Vec::new()),
+            BlockShape::Boxes(b) => ("boxes", b.iter().map(|b| (b.min(), b.max())).collect()),
+        }
     }
 
     /// A MagicaVoxel model (`.vox`), its voxel (x, y, z) at `origin + (x, z, -y - 1)`.

@@ -98,3 +98,46 @@ def test_agent_visibility_bad_input():
         world.agent_visibility(eyes, [[0, 3]])
     with pytest.raises(ValueError, match="pairs"):
         world.agent_visibility(eyes, [[0, 1, 2]])
+
+
+def test_shapes_on_cpu_and_gpu(gpu):
+    """Shaped ids: a ray over a bottom slab passes, one at a flower's box hits it on its face;
+    the GPU answers as the CPU does, also after the shapes change; bad shapes raise."""
+    origin = (2**100, 0, -(2**90))
+    ids = terrain(size=(64, 48, 64)).astype(np.uint16)
+    world = vc.World.from_dense(ids, origin=origin)
+    world.set_shape(1, [((0, 0, 0), (16, 8, 16))])
+    world.set_shape(2, [((5, 0, 5), (11, 10, 11)), ((0, 0, 0), (16, 2, 16))])
+    world.set_shape(3, "empty")
+    assert world.shape(1) == [((0, 0, 0), (16, 8, 16))] and world.shape(3) == "empty"
+    assert world.shape(4) == "cube"
+    rng = np.random.default_rng(5)
+    o = rng.uniform(0, 64, (20000, 3))
+    d = rng.normal(size=(20000, 3))
+    cpu = world.raycast(o, d, 80.0, frame=origin)
+    cubes = vc.World.from_dense(ids, origin=origin).raycast(o, d, 80.0, frame=origin)
+    assert np.mean(cpu.distance != cubes.distance) > 0.1, "the shapes change many answers"
+    # Hits on a shaped voxel lie on a box face: distances off the voxel grid by sixteenths.
+    on_slab = cpu.hit & (cpu.id == 1) & (np.abs(cpu.normal[:, 1]) == 1)
+    y_hit = o[on_slab, 1] + d[on_slab, 1] / np.linalg.norm(d[on_slab], axis=1) * cpu.distance[on_slab]
+    assert on_slab.sum() > 50
+    assert np.allclose(y_hit - np.floor(y_hit + 1e-4), 0.5, atol=1e-3) | np.allclose(y_hit % 1.0, 0.0, atol=1e-3)
+    if gpu is not None:
+        on_gpu = gpu.upload(world)
+        assert_same(cpu, on_gpu.raycast(o, d, 80.0, frame=origin), "shapes on the GPU")
+        world.set_shape(1, "cube")
+        world.set_shape(4, [((0, 0, 0), (16, 16, 4))])
+        assert_same(world.raycast(o, d, 80.0, frame=origin), on_gpu.raycast(o, d, 80.0, frame=origin), "shapes changed")
+    for bad in ([((0, 0, 0), (17, 8, 16))], [((4, 0, 0), (4, 8, 16))], [((0, 0, 0), (16, 8, 16))] * 9, [], "round"):
+        with pytest.raises(ValueError):
+            world.set_shape(5, bad)
+    with pytest.raises(ValueError):
+        world.set_shape(0, "empty")
+
+
+def test_minecraft_region_with_shapes():
+    path = package_dir("fastanvil") / "resources" / "1.19.4.mca"
+    world, palette = vc.World.from_minecraft(path, shapes=True)
+    stairs = [i for n, i in palette.items() if "_stairs[" in n]
+    assert stairs and all(isinstance(world.shape(i), list) for i in stairs)
+    assert world.shape(palette["minecraft:stone"]) == "cube"

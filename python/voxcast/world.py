@@ -236,15 +236,20 @@ class World(_Casts):
 
     @classmethod
     def from_minecraft(
-        cls, path, origin: Iterable[int] = (0, 0, 0), properties: bool = False
+        cls, path, origin: Iterable[int] = (0, 0, 0), properties: bool = False, shapes: bool = False
     ) -> Tuple["World", dict]:
         """A Minecraft region file (``r.X.Z.mca``) or a folder of them, block (x, y, z) of the
         save at ``origin + (x, y, z)``; also returns the palette, block name to id. With
         ``properties`` each block state gets its own id (``minecraft:oak_log[axis=y]``).
+        With ``shapes`` (which implies ``properties``) slabs, stairs, fences, doors, torches,
+        flowers and the other blocks voxcast-import's ``shapes`` preset covers get their
+        shapes (:meth:`set_shape`), so rays pass over a bottom slab and hit a flower's box.
         :func:`minecraft_solid` gives the ids rays should stop at (not air, water, glass,
         leaves or plants)."""
         w = cls.__new__(cls)
-        w._native, names = _voxcast.World.from_minecraft(str(path), _frame(origin, "origin"), bool(properties))
+        w._native, names = _voxcast.World.from_minecraft(
+            str(path), _frame(origin, "origin"), bool(properties), bool(shapes)
+        )
         w._caster = _voxcast.Caster(w._native)
         return w, dict(names)
 
@@ -256,6 +261,36 @@ class World(_Casts):
         w._native = _voxcast.World.from_magica(str(path), _frame(origin, "origin"))
         w._caster = _voxcast.Caster(w._native)
         return w
+
+    def set_shape(self, id: int, shape) -> None:
+        """Sets the shape voxel id ``id`` has for every call on this world (and on its GPU
+        uploads): ``"cube"`` (every id's unless set), ``"empty"`` (rays pass it, whatever the
+        filter says) or a list of up to 8 boxes, each ``((x0, y0, z0), (x1, y1, z1))`` in
+        sixteenths of the voxel (``((0, 0, 0), (16, 8, 16))`` is a bottom slab). A ray that
+        meets a shaped voxel hits it only where it meets a box, with that box face's normal,
+        distance and UV. Raises ``ValueError`` for a box outside the voxel, inverted, flat,
+        more than 8 boxes, or id 0."""
+        if isinstance(shape, str):
+            if shape not in ("cube", "empty"):
+                raise ValueError(f'shape: "cube", "empty" or a list of boxes, not {shape!r}')
+            self._native.set_shape(int(id), shape, [])
+            return
+        boxes = []
+        for b in shape:
+            lo, hi = b
+            boxes.append((tuple(int(v) for v in lo), tuple(int(v) for v in hi)))
+        if not boxes:
+            raise ValueError('shape: no boxes; use "empty" for a block rays pass')
+        if any(len(lo) != 3 or len(hi) != 3 for lo, hi in boxes):
+            raise ValueError("shape: each box is ((x0, y0, z0), (x1, y1, z1))")
+        if any(not 0 <= v <= 255 for lo, hi in boxes for v in lo + hi):
+            raise ValueError("shape: bounds are sixteenths in 0..=16")
+        self._native.set_shape(int(id), "boxes", boxes)
+
+    def shape(self, id: int):
+        """The shape of ``id``: ``"cube"``, ``"empty"`` or its list of boxes (see :meth:`set_shape`)."""
+        kind, boxes = self._native.shape(int(id))
+        return kind if kind != "boxes" else [tuple(map(tuple, b)) for b in boxes]
 
     def load_dense(self, ids: ArrayLike, origin: Iterable[int] = (0, 0, 0)) -> None:
         """Writes the dense block ``ids`` (uint8 or uint16, ``[x, y, z]``) at ``origin``. Every

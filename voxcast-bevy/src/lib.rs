@@ -206,11 +206,11 @@ pub mod prelude {
     pub use bevy_math::{IVec3, Quat, Vec2, Vec3};
     pub use bevy_transform::components::{GlobalTransform, Transform};
     pub use voxcast::{
-        Agent, BoxCast, BoxCastError, BoxCastOutcome, BoxHit, ChunkPos, EditError, LineOfSight,
-        LineOfSightOptions, LocalPos, MAX_DISTANCE_CAP, MaterialFilter, OriginPolicy, RayError,
-        RaycastOptions, RaycastOutcome, SensorPose, SensorReading, SensorRig, Slide, SlideOptions,
-        UnloadedPolicy, VoxelId, VoxelRay, VoxelRaycastHit, VoxelWorld, WorldPos, box_cast,
-        break_block, collide_and_slide, line_of_sight, line_of_sight_batch, place_block,
-        raycast_batch, sense, voxel_raycast, voxel_raycast_with,
+        Agent, BlockShape, BoxCast, BoxCastError, BoxCastOutcome, BoxHit, ChunkPos, EditError,
+        LineOfSight, LineOfSightOptions, LocalPos, MAX_DISTANCE_CAP, MaterialFilter, OriginPolicy,
+        RayError, RaycastOptions, RaycastOutcome, SensorPose, SensorReading, SensorRig, ShapeBox,
+        Slide, SlideOptions, UnloadedPolicy, VoxelId, VoxelRay, VoxelRaycastHit, VoxelWorld,
+        WorldPos, box_cast, break_block, collide_and_slide, line_of_sight, line_of_sight_batch,
+        place_block, raycast_batch, sense, voxel_raycast, voxel_raycast_with,
     };
 }

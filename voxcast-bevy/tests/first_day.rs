@@ -453,3 +453,54 @@ fn a_player_box_falls_lands_and_slides_along_the_wall() {
     );
     assert!(x > 2.0, "slid along the wall to x = {x}");
 }
+
+/// Blocks that are not cubes: with the world's shapes set, the crosshair picks a torch and a
+/// flower where their boxes are (the face of the box, not of the voxel), and passes beside
+/// them, through their voxels, to the block behind.
+#[test]
+fn the_crosshair_picks_a_torch_and_a_flower_by_their_shapes() {
+    const TORCH: VoxelId = VoxelId(20);
+    const FLOWER: VoxelId = VoxelId(21);
+    let mut world = arena();
+    world.set_voxel(WorldPos::new(0, 1, -3), TORCH);
+    world.set_voxel(WorldPos::new(-2, 1, -3), FLOWER);
+    let shape = |lo, hi| BlockShape::Boxes(vec![ShapeBox::new(lo, hi).expect("a valid box")]);
+    world
+        .set_shape(TORCH, &shape([6, 0, 6], [10, 10, 10]))
+        .expect("torch");
+    world
+        .set_shape(FLOWER, &shape([5, 0, 5], [11, 10, 11]))
+        .expect("flower");
+    // Aim from the eye (0.5, 2.6, 0.5) at a point: the targeter's answer there.
+    let aim = |x: f32, y: f32, z: f32| {
+        let mut app = App::new();
+        app.add_plugins((TransformPlugin, VoxcastPlugin))
+            .insert_resource(Voxels::new(world.clone()));
+        let d = Vec3::new(x - 0.5, y - 2.6, z - 0.5);
+        let yaw = (-d.x).atan2(-d.z);
+        let pitch = d.y.atan2(d.x.hypot(d.z));
+        let (_, camera) = spawn_player(&mut app, yaw, pitch);
+        app.update();
+        *app.world().get::<BlockTarget>(camera).expect("required")
+    };
+    // The torch's box, 10/16 high, met on its south face (z = -3 + 10/16).
+    let t = aim(0.5, 1.3, -2.5);
+    let hit = t.hit().expect("the torch");
+    assert_eq!(
+        (hit.voxel_pos, hit.voxel_type),
+        (WorldPos::new(0, 1, -3), TORCH)
+    );
+    assert_eq!(hit.face_normal, IVec3::Z);
+    assert!((hit.distance - Vec3::new(0.0, -1.3, -3.0).length() * (2.875 / 3.0)).abs() < 1e-4);
+    // Beside the torch (x = 0.2 inside its voxel, outside its box): the wall behind.
+    let t = aim(0.2, 1.3, -2.5);
+    assert_eq!(t.hit().map(|h| h.voxel_type), Some(STONE), "{t:?}");
+    // The flower's box, and beside it through the flower's voxel.
+    let t = aim(-1.5, 1.3, -2.5);
+    assert_eq!(
+        t.hit().map(|h| (h.voxel_pos, h.voxel_type)),
+        Some((WorldPos::new(-2, 1, -3), FLOWER))
+    );
+    let t = aim(-1.9, 1.3, -2.5);
+    assert_eq!(t.hit().map(|h| h.voxel_type), Some(STONE), "{t:?}");
+}

@@ -20,5 +20,6 @@ pub mod input;
 pub mod model;
 pub mod oracle;
 pub mod raycast;
+pub mod shapes;
 pub mod validate;
 pub mod walk;

@@ -72,11 +72,19 @@ pub enum WorkloadId {
     /// The region, camera: a ray per pixel from above one corner across the region, max
     /// distance 700.
     W7Camera,
+    /// W7's reach rays on the same region with its blocks' shapes (block states imported with
+    /// their properties, `voxcast_import::shapes::block_shape`): the cost of shapes against W7.
+    /// The peers answer the region as cubes, for reference.
+    W9,
+    /// W7's sight segments on the region with its shapes.
+    W9Sight,
+    /// W7's camera on the region with its shapes.
+    W9Camera,
 }
 
 impl WorkloadId {
     /// Every workload, in order.
-    pub const ALL: [Self; 9] = [
+    pub const ALL: [Self; 12] = [
         Self::W1,
         Self::W2,
         Self::W3,
@@ -86,6 +94,19 @@ impl WorkloadId {
         Self::W7,
         Self::W7Sight,
         Self::W7Camera,
+        Self::W9,
+        Self::W9Sight,
+        Self::W9Camera,
+    ];
+
+    /// The workloads on fastanvil's region (W7 and W9), which need its file.
+    pub const ON_REGION: [Self; 6] = [
+        Self::W7,
+        Self::W7Sight,
+        Self::W7Camera,
+        Self::W9,
+        Self::W9Sight,
+        Self::W9Camera,
     ];
 
     /// Short name used on the command line and in JSON (`w1` ... `w7c`).
@@ -100,6 +121,9 @@ impl WorkloadId {
             Self::W7 => "w7",
             Self::W7Sight => "w7s",
             Self::W7Camera => "w7c",
+            Self::W9 => "w9",
+            Self::W9Sight => "w9s",
+            Self::W9Camera => "w9c",
         }
     }
 
@@ -115,10 +139,13 @@ impl WorkloadId {
             Self::W7 => "W7 region reach",
             Self::W7Sight => "W7 region sight",
             Self::W7Camera => "W7 region camera",
+            Self::W9 => "W9 shaped region reach",
+            Self::W9Sight => "W9 shaped region sight",
+            Self::W9Camera => "W9 shaped region camera",
         }
     }
 
-    /// Parses `w1` ... `w6`, `w7`, `w7s`, `w7c` (any case).
+    /// Parses `w1` ... `w6`, `w7`, `w7s`, `w7c`, `w9`, `w9s`, `w9c` (any case).
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL
             .into_iter()
@@ -225,11 +252,21 @@ impl Workload {
                     .collect();
                 (t.build(), rays, None, Query::Raycast)
             }
-            WorkloadId::W7 | WorkloadId::W7Sight | WorkloadId::W7Camera => {
-                let (world, eyes, (eye, target)) = region_world();
+            WorkloadId::W7
+            | WorkloadId::W7Sight
+            | WorkloadId::W7Camera
+            | WorkloadId::W9
+            | WorkloadId::W9Sight
+            | WorkloadId::W9Camera => {
+                let (cubes, eyes, (eye, target)) = region_world();
+                let shaped = matches!(
+                    id,
+                    WorkloadId::W9 | WorkloadId::W9Sight | WorkloadId::W9Camera
+                );
+                let world = if shaped { shaped_region() } else { cubes };
                 let mut rng = SplitMix64::new(SEED_W7);
                 let (rays, cam, query) = match id {
-                    WorkloadId::W7 => (
+                    WorkloadId::W7 | WorkloadId::W9 => (
                         eyes.iter()
                             .take(n)
                             .filter_map(|&p| {
@@ -240,7 +277,7 @@ impl Workload {
                         None,
                         Query::Raycast,
                     ),
-                    WorkloadId::W7Sight => {
+                    WorkloadId::W7Sight | WorkloadId::W9Sight => {
                         let mut segs = Vec::new();
                         let lift = Vec3::new(0.5, 1.0, 0.5);
                         for (k, &a) in eyes.iter().enumerate() {
@@ -370,6 +407,32 @@ pub fn region_world() -> (VoxelWorld, Vec<WorldPos>, (WorldPos, WorldPos)) {
         WorldPos::new(center.0, cy, center.1),
     );
     (world, eyes, camera)
+}
+
+/// W9's world: [`region_world`]'s region with its block states' properties, each with its
+/// shape (`voxcast_import::shapes::block_shape`); every non-air block stops rays, as in W7.
+///
+/// # Panics
+/// As [`region_world`].
+pub fn shaped_region() -> VoxelWorld {
+    use voxcast_import::{Palette, anvil, shapes::block_shape};
+    let path = region_path().unwrap_or_else(|| {
+        panic!("W9's region: set {REGION_VAR} or run with Cargo (fastanvil's package)")
+    });
+    let bytes =
+        std::fs::read(&path).unwrap_or_else(|e| panic!("W9's region {}: {e}", path.display()));
+    let mut palette = Palette::new();
+    let mut world = anvil::region(
+        &bytes,
+        WorldPos::ZERO,
+        &mut palette,
+        anvil::Names::WithProperties,
+    )
+    .unwrap_or_else(|e| panic!("the 1.19.4 region imports: {e}"));
+    palette
+        .apply_shapes(&mut world, block_shape)
+        .unwrap_or_else(|e| panic!("the preset's shapes are valid: {e}"));
+    world
 }
 
 /// The loaded box of a world near the origin, in i32 voxels, `min..max` (max exclusive).
