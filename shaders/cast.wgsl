@@ -26,13 +26,16 @@ fn finished_if(ray: Ray, hit: Hit, finish: bool) -> Hit {
     return hit;
 }
 
-// The whole algorithm for one ray; twin of `cast_ray` in src/cpu_ref.rs.
-fn cast_ray(ray: Ray) -> Hit {
-    let origin_policy = OPTIONS & FLAG_ORIGIN_MASK;
-    let stop_unloaded = (OPTIONS & FLAG_STOP_UNLOADED) != 0u;
-    let conservative = (OPTIONS & FLAG_CONSERVATIVE) != 0u;
-    let per_voxel = (OPTIONS & FLAG_PER_VOXEL) != 0u;
+// A walk's state where it stopped at a shaped voxel (cast_from's input and output): the
+// stepping state, whether it is still in the origin voxel, whether it has been in air.
+struct Cast {
+    d: Dda,
+    in_origin: bool,
+    air_seen: bool,
+}
 
+// The state a ray's walk starts from.
+fn cast_start(ray: Ray) -> Cast {
     var d: Dda;
     d.voxel = ray.voxel;
     d.step = vec3<i32>(axis_step(ray, 0u), axis_step(ray, 1u), axis_step(ray, 2u));
@@ -46,8 +49,72 @@ fn cast_ray(ray: Ray) -> Hit {
         d.t = crossing_t(ray.b[d.entry_axis], ray.inv[d.entry_axis], d.n[d.entry_axis] - 1u);
     }
     let clipped = (ray.flags & RAY_CLIPPED) != 0u;
-    var in_origin = !clipped;
-    var air_seen = origin_policy != ORIGIN_EXIT_SOLID || clipped;
+    var c: Cast;
+    c.d = d;
+    c.in_origin = !clipped;
+    c.air_seen = (OPTIONS & FLAG_ORIGIN_MASK) != ORIGIN_EXIT_SOLID || clipped;
+    return c;
+}
+
+// The whole algorithm for one ray; twin of `cast_ray` in src/cpu_ref.rs. Where the world has
+// shapes, the walk (cast_from) returns at a stopping voxel with a shape, and the box test and
+// its decision (the CPU's, in the same order) run here, out of the walk's loop, which then
+// resumes from the next voxel: the walk's loop stays as it is without shapes.
+fn cast_ray(ray: Ray) -> Hit {
+    var c = cast_start(ray);
+    for (var iter = 0u; iter < MAX_ITERATIONS; iter += 1u) {
+        let h = cast_from(ray, &c);
+        // Without shapes the walk never stops short of its answer.
+        if ((OPTIONS & FLAG_SHAPES) == 0u || (h.status & 15u) != STATUS_SHAPED) {
+            return h;
+        }
+        let sh = shape_hit(ray, c.d.n, shape_entry(h.id));
+        let skip_origin = c.in_origin && (OPTIONS & FLAG_ORIGIN_MASK) == ORIGIN_SKIP;
+        if (!skip_origin && c.air_seen) {
+            if (sh.found) {
+                return shape_answer(ray, c.d, h.id, sh);
+            }
+            c.air_seen = true;
+        } else if (!c.air_seen) {
+            // ExitSolid before the ray has been in air: still in a solid where it entered
+            // this voxel inside a box (or starts inside one).
+            if (sh.found && sh.t != c.d.t) {
+                return shape_answer(ray, c.d, h.id, sh);
+            } else if (!sh.found) {
+                c.air_seen = true;
+            }
+        }
+        // On from the voxel, as the walk goes on from one that does not stop the ray.
+        c.in_origin = false;
+        if ((OPTIONS & FLAG_CONSERVATIVE) != 0u) {
+            let t_cross = c.d.t_next[next_axis(c.d.t_next)];
+            if (t_cross > c.d.t && t_cross <= ray.max_distance) {
+                let extra = check_tie_extras(ray, c.d, t_cross, c.air_seen);
+                if ((extra.status & 15u) != STATUS_MISS) {
+                    return extra;
+                }
+            }
+        }
+        // (A pointer to a struct's member cannot be a call's argument in naga's SPIR-V.)
+        var d = c.d;
+        if (!dda_step(ray, &d)) {
+            return miss();
+        }
+        c.d = d;
+    }
+    return make_hit(STATUS_RUNAWAY, c.d.voxel, c.d.t, 0u, AXIS_NONE, false, vec3<u32>(0u));
+}
+
+// The walk from the state `c`, to an answer, or (where the world has shapes) to a stopping
+// voxel with a shape: then STATUS_SHAPED with the voxel's id, and `c` left at that voxel.
+fn cast_from(ray: Ray, c: ptr<function, Cast>) -> Hit {
+    let origin_policy = OPTIONS & FLAG_ORIGIN_MASK;
+    let stop_unloaded = (OPTIONS & FLAG_STOP_UNLOADED) != 0u;
+    let conservative = (OPTIONS & FLAG_CONSERVATIVE) != 0u;
+    let per_voxel = (OPTIONS & FLAG_PER_VOXEL) != 0u;
+    var d = (*c).d;
+    var in_origin = (*c).in_origin;
+    var air_seen = (*c).air_seen;
 
     var cur_chunk = vec3<i32>(-1);
     var entry = TAG_UNLOADED;
@@ -83,20 +150,13 @@ fn cast_ray(ray: Ray) -> Hit {
                     return hit(ray, d, walk_id);
                 }
                 let id = voxel_id_now(d, walk_id);
-                let shape = shape_entry(id);
-                if (shape == 0u) {
+                if (shape_entry(id) == 0u) {
                     return hit(ray, d, id);
                 }
-                let sh = shape_hit(ray, d.n, shape);
-                if (sh.found) {
-                    return shape_answer(ray, d, id, sh);
-                }
-                // The ray passes the shape: step on from its voxel.
-                in_origin = false;
-                if (!dda_step(ray, &d)) {
-                    return miss();
-                }
-                continue;
+                (*c).d = d;
+                (*c).in_origin = in_origin;
+                (*c).air_seen = air_seen;
+                return make_hit(STATUS_SHAPED, d.voxel, d.t, id, AXIS_NONE, false, d.n);
             } else if (walk == WALK_MISS) {
                 return miss();
             } else if (walk == WALK_LEFT_CHUNK) {
@@ -161,30 +221,18 @@ fn cast_ray(ray: Ray) -> Hit {
                 box_hi = min(box_hi, held_hi());
             }
         }
-        var shape = 0u;
         if (stopping && (OPTIONS & FLAG_SHAPES) != 0u) {
             stop_id = voxel_id_now(d, stop_id);
-            shape = shape_entry(stop_id);
+            if (shape_entry(stop_id) != 0u) {
+                (*c).d = d;
+                (*c).in_origin = in_origin;
+                (*c).air_seen = air_seen;
+                return make_hit(STATUS_SHAPED, d.voxel, d.t, stop_id, AXIS_NONE, false, d.n);
+            }
         }
-        if (stopping && shape == 0u) {
+        if (stopping) {
             if (!skip_origin && air_seen) {
                 return hit(ray, d, stop_id);
-            }
-        } else if (stopping) {
-            let sh = shape_hit(ray, d.n, shape);
-            if (!skip_origin && air_seen) {
-                if (sh.found) {
-                    return shape_answer(ray, d, stop_id, sh);
-                }
-                air_seen = true;
-            } else if (!air_seen) {
-                // ExitSolid before the ray has been in air: still in a solid where it entered
-                // this voxel inside a box (or starts inside one).
-                if (sh.found && sh.t != d.t) {
-                    return shape_answer(ray, d, stop_id, sh);
-                } else if (!sh.found) {
-                    air_seen = true;
-                }
             }
         } else {
             air_seen = true;

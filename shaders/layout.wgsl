@@ -86,6 +86,7 @@ const STATUS_MISS: u32 = 0u;
 const STATUS_HIT: u32 = 1u;
 const STATUS_UNLOADED: u32 = 2u;
 const STATUS_RUNAWAY: u32 = 3u;
+const STATUS_SHAPED: u32 = 15u;       // internal to cast_ray: the walk stopped at a shaped voxel
 const MAX_ITERATIONS: u32 = 1048576u;
 
 // Window chunk c has table entry (c + table_phase) mod dims per axis, window region r (chunks

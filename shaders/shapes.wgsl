@@ -1,5 +1,6 @@
-// voxcast shader, shapes: where a ray meets the boxes of a shaped voxel id (the rule in
-// src/shapes.rs). Twins: box_plane_t and shape_hit in src/shapes.rs.
+// voxcast shader, shapes: where a ray meets the boxes of a shaped voxel id (the rule in the
+// crate docs' "Shapes"). Twins: box_plane_t, shape_hit and ShapeHit::answer (shape_answer)
+// in src/cpu_ref/shapes.rs.
 //
 // The world's shape table, bound by every entry point and read only where FLAG_SHAPES is set:
 // shapes[0] the number E of id entries, shapes[1 + id] an id's entry (0: the cube; else bit 31,
@@ -97,8 +98,8 @@ fn shape_hit(ray: Ray, n: vec3<u32>, entry: u32) -> ShapeHit {
     return best;
 }
 
-// The hit on d's voxel where the ray meets its shape; twin of `Dda::shape_hit` in
-// src/cpu_ref/dda.rs.
+// The hit on d's voxel where the ray meets its shape; twin of `ShapeHit::answer` in
+// src/cpu_ref/shapes.rs.
 fn shape_answer(ray: Ray, d: Dda, id: u32, h: ShapeHit) -> Hit {
     var normal_positive = false;
     if (h.axis != AXIS_NONE) {

@@ -30,21 +30,22 @@
 
 use crate::coords::{CHUNK_SHIFT, ChunkPos, VoxelBox};
 use crate::ray::{OriginPolicy, PreparedRay, RaycastOptions, RaycastOutcome, UnloadedPolicy};
-use crate::shapes::shape_hit;
 use crate::world::{
     ChunkView, ColumnTops, DenseChunk, REGION_SHIFT, RegionSummary, VoxelId, VoxelWorld,
     chunk_in_region, empty_block, empty_box, region_of,
 };
+use shapes::shape_hit;
 
 mod camera;
 mod dda;
 mod queries;
+mod shapes;
 mod ties;
 mod traversal;
 
 pub use camera::{raycast_camera, raycast_camera_into, raycast_camera_rows_into};
 use dda::Walk;
-pub(crate) use dda::{Dda, Ended, face_uv};
+pub(crate) use dda::{Dda, Ended};
 pub use queries::{
     line_of_sight, line_of_sight_batch, line_of_sight_batch_into, line_of_sight_window_batch_into,
     raycast_batch, raycast_batch_into, raycast_window_batch_into, voxel_raycast,
@@ -268,7 +269,7 @@ pub(crate) fn cast_ray(
     let mut air_seen = opts.origin != OriginPolicy::ExitSolid;
     let mut regions = RegionCache::default();
     let every_non_air = opts.blocks.is_every_non_air();
-    // Shaped ids (see `crate::shapes`): a stopping voxel stops the ray where it meets a box.
+    // Shaped ids (the crate docs' "Shapes"): a stopping voxel stops the ray where it meets a box.
     let shapes = world.shapes();
     let boxes_of = |id: VoxelId| {
         if shapes.is_empty() {
@@ -340,7 +341,7 @@ pub(crate) fn cast_ray(
                             return RaycastOutcome::Hit(d.hit(id));
                         };
                         if let Some(h) = shape_hit(r, d.n, boxes) {
-                            return RaycastOutcome::Hit(d.shape_hit(id, h));
+                            return RaycastOutcome::Hit(h.answer(&d, id));
                         }
                         // The ray passes the shape: step on from its voxel.
                         in_origin = false;
@@ -403,7 +404,7 @@ pub(crate) fn cast_ray(
                     let h = shape_hit(r, d.n, boxes);
                     if reportable(in_origin, air_seen) {
                         if let Some(h) = h {
-                            return RaycastOutcome::Hit(d.shape_hit(id, h));
+                            return RaycastOutcome::Hit(h.answer(&d, id));
                         }
                         air_seen = true;
                     } else if !air_seen {
@@ -411,7 +412,7 @@ pub(crate) fn cast_ray(
                         // where it entered this voxel inside a box (or starts inside one).
                         match h {
                             Some(h) if h.t == d.t => {}
-                            Some(h) => return RaycastOutcome::Hit(d.shape_hit(id, h)),
+                            Some(h) => return RaycastOutcome::Hit(h.answer(&d, id)),
                             None => air_seen = true,
                         }
                     }

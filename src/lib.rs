@@ -203,7 +203,6 @@ pub mod gpu;
 mod grid;
 mod ray;
 mod sensors;
-mod shapes;
 #[cfg(feature = "spec-variants")]
 pub mod spec_variants;
 mod world;
@@ -235,8 +234,10 @@ pub use sensors::{
     MAX_RIG_RAYS, SensorPose, SensorReading, SensorReadings, SensorRig, SensorRigError, sense,
     sense_into,
 };
-pub use shapes::{BlockShape, MAX_SHAPE_BOXES, SHAPE_GRID, ShapeBox, ShapeError, ShapeTable};
-pub use world::{BRICK_EDGE, Chunk, VoxelId, VoxelWorld, WorldError};
+pub use world::{
+    BRICK_EDGE, BlockShape, Chunk, MAX_SHAPE_BOXES, SHAPE_GRID, ShapeBox, ShapeError, ShapeTable,
+    VoxelId, VoxelWorld, WorldError,
+};
 
 /// The items most programs use, and glam's vector types: `use voxcast::prelude::*;`.
 pub mod prelude {

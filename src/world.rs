@@ -4,17 +4,18 @@ use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::coords::{ChunkPos, VoxelBox, WorldPos};
-use crate::shapes::{BlockShape, ShapeError, ShapeTable};
 
 #[cfg(any(test, feature = "test-hooks"))]
 mod check;
 mod chunk;
 mod packed_ids;
+mod shapes;
 mod summary;
 mod tops;
 
 pub use chunk::Chunk;
 pub(crate) use chunk::{ChunkView, DenseChunk};
+pub use shapes::{BlockShape, MAX_SHAPE_BOXES, SHAPE_GRID, ShapeBox, ShapeError, ShapeTable};
 pub use summary::BRICK_EDGE;
 #[cfg(feature = "gpu")]
 pub(crate) use summary::OCCUPANCY_WORDS;

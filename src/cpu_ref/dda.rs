@@ -10,7 +10,6 @@ use crate::cpu_ref::{
     crossing_before, crossing_t, next_axis, tie_scaled,
 };
 use crate::ray::{MaterialFilter, PreparedRay, VoxelRaycastHit};
-use crate::shapes::ShapeHit;
 use crate::world::{BRICK_EDGE, ColumnTops, DenseChunk, VoxelId, empty_box};
 
 /// How [`Dda::walk_dense`] left its loop.
@@ -471,18 +470,6 @@ impl<'r> Dda<'r> {
         let mut v = IVec3::ZERO;
         v[a] = -i32::from(self.ray.step[a]);
         v
-    }
-
-    /// The answer for a ray that meets a shape's box in the current voxel (see
-    /// [`crate::shapes`]).
-    pub(super) fn shape_hit(&self, id: VoxelId, h: ShapeHit) -> VoxelRaycastHit {
-        VoxelRaycastHit {
-            voxel_pos: self.voxel(),
-            face_normal: h.normal(self.ray),
-            distance: h.t,
-            voxel_type: id,
-            hit_uv: h.uv(self.ray, self.n),
-        }
     }
 
     pub(super) fn hit(&self, id: VoxelId) -> VoxelRaycastHit {

@@ -12,8 +12,7 @@ use crate::gpu::queue::{WorldSync, WorldWrite};
 use crate::gpu::store::{ChunkStore, StoreChanges, create_storage, entry_of};
 use crate::gpu::window::{MAX_WINDOW_CHUNKS, Window, for_each_in};
 use crate::ray::RaycastOutcome;
-use crate::shapes::ShapeTable;
-use crate::world::{ChunkView, VoxelWorld};
+use crate::world::{ChunkView, ShapeTable, VoxelWorld};
 
 /// A window of a [`VoxelWorld`] uploaded to the GPU: a chunk table plus, per chunk that is not
 /// one id throughout, its occupancy bits, brick summary and packed ids. Uniform chunks (all

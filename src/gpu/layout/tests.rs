@@ -135,6 +135,7 @@ fn shader_constants_equal_their_rust_twins() {
         "FLAG_ORIGIN_MASK",
         "RAY_ENABLED_SHIFT",
         "STATUS_BITS",
+        "STATUS_SHAPED",
         "MAX_ITERATIONS",
         "WALK_HIT",
         "WALK_EMPTY_BRICK",

@@ -1,6 +1,7 @@
 //! Blocks that are not cubes: a shape per voxel id, made of axis-aligned boxes on a 1/16 grid.
 //!
-//! A world carries a [`ShapeTable`] ([`VoxelWorld::set_shape`](crate::VoxelWorld::set_shape)).
+//! A world carries a [`ShapeTable`] ([`VoxelWorld::set_shape`](crate::VoxelWorld::set_shape)); the
+//! ray's box test is in `cpu_ref::shapes` (and its twin in `shaders/shapes.wgsl`).
 //! An id without an entry is the full cube, as every id is in a world without shapes (which
 //! costs nothing more). A shaped id that stops a ray (its [`MaterialFilter`](crate::MaterialFilter)) stops it only
 //! where the ray meets one of its boxes; [`BlockShape::Empty`] never stops it.
@@ -9,11 +10,7 @@
 //!
 //! A shape of the one box `[0, 16]³` answers exactly as the cube does (tested).
 
-use glam::{IVec3, Vec2};
-
-use crate::cpu_ref::{AXIS_NONE, face_uv};
-use crate::ray::PreparedRay;
-use crate::world::VoxelId;
+use super::VoxelId;
 
 /// Sixteenths per voxel edge: box bounds are whole numbers of them, `0..=16`.
 pub const SHAPE_GRID: u8 = 16;
@@ -114,7 +111,7 @@ impl ShapeBox {
             .fold(0, |w, (i, &v)| w | u32::from(v) << (5 * i))
     }
 
-    fn unpacked(w: u32) -> Self {
+    pub(crate) fn unpacked(w: u32) -> Self {
         let f = |i: u32| ((w >> (5 * i)) & 31) as u8;
         Self {
             min: [f(0), f(1), f(2)],
@@ -285,101 +282,4 @@ impl ShapeTable {
     pub(crate) fn box_words(&self) -> &[u32] {
         &self.boxes
     }
-}
-
-/// Where a ray meets a shape in the voxel it is in.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct ShapeHit {
-    /// Distance along the ray, `max(t_in, 0)`.
-    pub(crate) t: f32,
-    /// The axis of the face met, or [`AXIS_NONE`] at distance 0.
-    pub(crate) axis: u32,
-}
-
-impl ShapeHit {
-    /// The outward normal of the face met (zero at distance 0).
-    pub(crate) fn normal(&self, r: &PreparedRay) -> IVec3 {
-        let mut v = IVec3::ZERO;
-        if self.axis != AXIS_NONE {
-            let a = self.axis as usize;
-            v[a] = -i32::from(r.step[a]);
-        }
-        v
-    }
-
-    /// The hit point's UV on that face, in the voxel's face coordinates.
-    pub(crate) fn uv(&self, r: &PreparedRay, n: [u32; 3]) -> Vec2 {
-        face_uv(r, n, self.t, self.axis)
-    }
-}
-
-/// The distance of the plane `k` sixteenths along the ray's travel through the voxel entered
-/// after `m` crossings (see the module's rule). Twin of `box_plane_t` in `shaders/shapes.wgsl`.
-#[inline]
-pub(crate) fn box_plane_t(b: f32, inv: f32, m: u32, k: u32) -> f32 {
-    let q = ((m as i32 - 1) * 16 + k as i32) as f32 * (1.0 / 16.0);
-    (b + q) * inv
-}
-
-/// Where the ray, in the voxel it entered after `n` crossings, first meets one of `boxes`
-/// (packed, see [`ShapeBox::packed`]) within max distance. Twin of `shape_hit` in
-/// `shaders/shapes.wgsl`.
-pub(crate) fn shape_hit(r: &PreparedRay, n: [u32; 3], boxes: &[u32]) -> Option<ShapeHit> {
-    // Per axis: the inverse direction where the ray moves (the DDA's, or `1/|d|` on an axis
-    // it crosses no face of within max distance); 0 where it does not move.
-    let inv: [f32; 3] = std::array::from_fn(|a| {
-        if r.enabled[a] {
-            r.inv[a]
-        } else if r.dir[a] != 0.0 {
-            1.0 / r.dir[a].abs()
-        } else {
-            0.0
-        }
-    });
-    let mut best: Option<ShapeHit> = None;
-    'boxes: for &w in boxes {
-        let bx = ShapeBox::unpacked(w);
-        let (mut t_in, mut axis_in, mut t_out) = (f32::MIN, AXIS_NONE, f32::MAX);
-        for a in 0..3 {
-            let (lo, hi) = (u32::from(bx.min[a]), u32::from(bx.max[a]));
-            if inv[a] == 0.0 {
-                let b16 = r.b[a] * 16.0;
-                if !(((16 - hi) as f32) < b16 && b16 <= (16 - lo) as f32) {
-                    continue 'boxes;
-                }
-                continue;
-            }
-            let (near, far) = if r.step[a] > 0 {
-                (lo, hi)
-            } else {
-                (16 - hi, 16 - lo)
-            };
-            let t_near = box_plane_t(r.b[a], inv[a], n[a], near);
-            let t_far = box_plane_t(r.b[a], inv[a], n[a], far);
-            if t_near >= t_in {
-                (t_in, axis_in) = (t_near, a as u32);
-            }
-            if t_far < t_out {
-                t_out = t_far;
-            }
-        }
-        if !(t_in <= t_out && t_out > 0.0) {
-            continue;
-        }
-        let hit = if t_in > 0.0 {
-            ShapeHit {
-                t: t_in,
-                axis: axis_in,
-            }
-        } else {
-            ShapeHit {
-                t: 0.0,
-                axis: AXIS_NONE,
-            }
-        };
-        if hit.t <= r.max_distance && best.is_none_or(|b| hit.t < b.t) {
-            best = Some(hit);
-        }
-    }
-    best
 }
