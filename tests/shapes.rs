@@ -1,20 +1,23 @@
 //! Blocks that are not cubes (`voxcast::BlockShape`): the table's checks, the rule of the
 //! crate's `shapes` docs against an oracle over boxes, and the full box against the cube.
 //!
-//! The oracle knows nothing of the DDA's stepping, skipping or shape lookups: it takes the
-//! voxels a ray visits, in order, from `VoxelTraversal` (itself tested against a geometric
-//! oracle in `oracle.rs`), derives each voxel's crossing counts from its position, and
-//! intersects every box of the voxel's shape by the documented rule. A second check measures
+//! The oracle (`voxcast_testkit::fuzz::shapes::oracle`, the fuzz target's) knows nothing of the
+//! DDA's stepping, skipping or shape lookups: it takes the voxels a ray visits, in order, from
+//! `VoxelTraversal` (itself tested against a geometric oracle in `oracle.rs`), derives each
+//! voxel's crossing counts from its position, and intersects every box of the voxel's shape by
+//! the documented rule. A second check measures
 //! the hit point in f64 and asks that it lies on the reported box face.
 
 use proptest::prelude::*;
 use voxcast::glam::{IVec3, Vec3};
 use voxcast::{
     BlockShape, LineOfSight, LineOfSightOptions, MAX_SHAPE_BOXES, MaterialFilter, OriginPolicy,
-    RaycastOptions, RaycastOutcome, ShapeBox, ShapeError, VoxelId, VoxelRay, VoxelTraversal,
-    VoxelWorld, WorldPos, line_of_sight, voxel_raycast_with,
+    RaycastOptions, RaycastOutcome, ShapeBox, ShapeError, VoxelId, VoxelRay, VoxelWorld, WorldPos,
+    line_of_sight, voxel_raycast_with,
 };
-use voxcast_testkit::common::{dir_component, offset, random_solids, sub_of_kind};
+use voxcast_testkit::common::{dir_component, offset, random_shape, random_solids, sub_of_kind};
+use voxcast_testkit::fuzz::shapes::oracle;
+use voxcast_testkit::scene::SplitMix64;
 
 fn bx(min: [u8; 3], max: [u8; 3]) -> ShapeBox {
     ShapeBox::new(min, max).expect("a valid box")
@@ -332,133 +335,12 @@ fn an_empty_shape_is_air_and_filters_still_choose() {
     }
 }
 
-/// The crossing counts, `b`, `inv` and start of a ray as the crate's docs define them.
-struct Axes {
-    start: [i128; 3],
-    step: [i128; 3],
-    b: [f32; 3],
-    inv: [f32; 3],
-}
-
-fn axes(r: &VoxelRay) -> Axes {
-    let mut a = Axes {
-        start: [0; 3],
-        step: [1; 3],
-        b: [0.0; 3],
-        inv: [0.0; 3],
-    };
-    for i in 0..3 {
-        let (o, s, d) = (r.origin.axis(i), r.sub_offset[i], r.direction[i]);
-        a.step[i] = if d < 0.0 { -1 } else { 1 };
-        a.start[i] = o - i128::from(d < 0.0 && s == 0.0);
-        a.b[i] = if d < 0.0 {
-            if s == 0.0 { 1.0 } else { s }
-        } else {
-            1.0 - s
-        };
-        a.inv[i] = if d == 0.0 { 0.0 } else { 1.0 / d.abs() };
-    }
-    a
-}
-
-/// The oracle: the first box met along the voxels the ray visits (default options).
-fn oracle(r: &VoxelRay, w: &VoxelWorld) -> Option<(WorldPos, IVec3, f32, VoxelId)> {
-    let ax = axes(r);
-    for step in VoxelTraversal::new(r) {
-        let Some(id) = w.get_voxel(&step.voxel).filter(|id| !id.is_air()) else {
-            continue;
-        };
-        let shape = w.shape(id);
-        let list = match shape {
-            BlockShape::Cube => return Some((step.voxel, step.entry_face, step.t_enter, id)),
-            BlockShape::Empty => continue,
-            BlockShape::Boxes(list) => list,
-        };
-        let mut best: Option<(f32, IVec3)> = None;
-        'boxes: for b in list {
-            let (mut t_in, mut n_in, mut t_out) = (f32::MIN, IVec3::ZERO, f32::MAX);
-            for a in 0..3 {
-                let (lo, hi) = (f32::from(b.min()[a]), f32::from(b.max()[a]));
-                if ax.inv[a] == 0.0 {
-                    // The offset from the high face, `b`, in sixteenths.
-                    let b16 = ax.b[a] * 16.0;
-                    if !(16.0 - hi < b16 && b16 <= 16.0 - lo) {
-                        continue 'boxes;
-                    }
-                    continue;
-                }
-                let m = (step.voxel.axis(a) - ax.start[a]) * ax.step[a];
-                let (near, far) = if ax.step[a] > 0 {
-                    (lo, hi)
-                } else {
-                    (16.0 - hi, 16.0 - lo)
-                };
-                let plane = |k: f32| (ax.b[a] + ((m as f32 - 1.0) * 16.0 + k) / 16.0) * ax.inv[a];
-                if plane(near) >= t_in {
-                    t_in = plane(near);
-                    n_in = IVec3::ZERO;
-                    n_in[a] = -ax.step[a] as i32;
-                }
-                t_out = t_out.min(plane(far));
-            }
-            if t_in <= t_out && t_out > 0.0 {
-                let (t, n) = if t_in > 0.0 {
-                    (t_in, n_in)
-                } else {
-                    (0.0, IVec3::ZERO)
-                };
-                if t <= r.max_distance && best.is_none_or(|(bt, _)| t < bt) {
-                    best = Some((t, n));
-                }
-            }
-        }
-        if let Some((t, n)) = best {
-            return Some((step.voxel, n, t, id));
-        }
-    }
-    None
-}
-
-/// A random shape: the cube, empty, the full box, or one to four boxes whose bounds favour
-/// 0, 8 and 16 (faces on the voxel's faces and on its middle plane).
-fn random_shape(rng: &mut u64) -> BlockShape {
-    let mut next = |n: u64| {
-        *rng = rng
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (*rng >> 33) % n
-    };
-    match next(8) {
-        0 => BlockShape::Cube,
-        1 => BlockShape::Empty,
-        2 => BlockShape::Boxes(vec![ShapeBox::FULL]),
-        _ => {
-            let count = 1 + next(4) as usize;
-            let mut list = Vec::new();
-            for _ in 0..count {
-                let mut lo = [0u8; 3];
-                let mut hi = [16u8; 3];
-                for a in 0..3 {
-                    let pick = |v: u64| [0, 8, 16, 4, 12, 1, 15, 2, 6, 10][v as usize];
-                    let (mut p, mut q) = (pick(next(10)), pick(next(10)));
-                    if p == q {
-                        (p, q) = (0, 16);
-                    }
-                    (lo[a], hi[a]) = (p.min(q), p.max(q));
-                }
-                list.push(bx(lo, hi));
-            }
-            BlockShape::Boxes(list)
-        }
-    }
-}
-
 fn shaped_random_world(seed: u64, min: WorldPos) -> VoxelWorld {
     let mut w = VoxelWorld::new();
     for (p, id) in random_solids(seed, min, 12, 0.2, 5) {
         w.set_voxel(p, id);
     }
-    let mut rng = seed ^ 0x9E37_79B9_7F4A_7C15;
+    let mut rng = SplitMix64::new(seed ^ 0x9E37_79B9_7F4A_7C15);
     for id in 1..=5 {
         w.set_shape(VoxelId(id), &random_shape(&mut rng)).unwrap();
     }

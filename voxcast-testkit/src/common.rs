@@ -462,3 +462,30 @@ pub fn fuzz_files(fuzz: &std::path::Path, dir: &str, target: &str) -> Vec<std::p
     out.sort();
     out
 }
+
+/// A random shape: the cube, empty, the full box, or one to four boxes whose bounds favour the
+/// voxel's faces and middle planes.
+pub fn random_shape(rng: &mut SplitMix64) -> voxcast::BlockShape {
+    use voxcast::{BlockShape, ShapeBox};
+    const PICK: [u8; 10] = [0, 8, 16, 4, 12, 1, 15, 2, 6, 10];
+    match rng.below(8) {
+        0 => BlockShape::Cube,
+        1 => BlockShape::Empty,
+        2 => BlockShape::Boxes(vec![ShapeBox::FULL]),
+        _ => BlockShape::Boxes(
+            (0..1 + rng.below(4))
+                .map(|_| {
+                    let mut lo = [0u8; 3];
+                    let mut hi = [16u8; 3];
+                    for a in 0..3 {
+                        let (p, q) = (PICK[rng.below(10) as usize], PICK[rng.below(10) as usize]);
+                        if p != q {
+                            (lo[a], hi[a]) = (p.min(q), p.max(q));
+                        }
+                    }
+                    ShapeBox::new(lo, hi).expect("a valid box")
+                })
+                .collect(),
+        ),
+    }
+}

@@ -1469,38 +1469,12 @@ pub fn shape_parity(gpu: &GpuRaycaster, every: bool) {
         }
         let mut rng = SplitMix64::new(96 + k as u64);
         for id in 1..=8u16 {
-            w.set_shape(VoxelId(id), &random_shape(&mut rng))
+            w.set_shape(VoxelId(id), &common::random_shape(&mut rng))
                 .expect("a valid shape");
         }
         let gw = gpu.upload_world(&w).expect("upload shaped world");
         let center = common::offset(min, [12, 12, 12]);
         let rays = adversarial_rays(center, 3_000, 97 + k as u64);
         check_options(&format!("shaped voxels at {min:?}"), &w, &gw, &rays);
-    }
-}
-
-/// A random shape: empty, the full box, or one to four boxes whose bounds favour the voxel's
-/// faces and middle planes.
-pub fn random_shape(rng: &mut SplitMix64) -> voxcast::BlockShape {
-    use voxcast::{BlockShape, ShapeBox};
-    const PICK: [u8; 10] = [0, 8, 16, 4, 12, 1, 15, 2, 6, 10];
-    match rng.below(7) {
-        0 => BlockShape::Empty,
-        1 => BlockShape::Boxes(vec![ShapeBox::FULL]),
-        _ => BlockShape::Boxes(
-            (0..1 + rng.below(4))
-                .map(|_| {
-                    let mut lo = [0u8; 3];
-                    let mut hi = [16u8; 3];
-                    for a in 0..3 {
-                        let (p, q) = (PICK[rng.below(10) as usize], PICK[rng.below(10) as usize]);
-                        if p != q {
-                            (lo[a], hi[a]) = (p.min(q), p.max(q));
-                        }
-                    }
-                    ShapeBox::new(lo, hi).expect("a valid box")
-                })
-                .collect(),
-        ),
     }
 }
