@@ -463,3 +463,23 @@ proptest! {
         }
     }
 }
+
+/// A ray on the i128 world's low face moving out of it meets nothing (the fuzz target's
+/// oracle once overflowed computing its start voxel: `fuzz/regressions/shapes/`).
+#[test]
+fn a_ray_leaving_the_world_from_its_face_meets_nothing() {
+    let mut w = shaped_world();
+    let at = WorldPos::new(i128::MIN, 0, 0);
+    w.set_voxel(at, SLAB);
+    let r = ray(
+        offset(at, [0, 0, 0]),
+        Vec3::new(0.0, 0.5, 0.5),
+        Vec3::new(-1.0, 0.1, 0.0),
+        10.0,
+    );
+    assert_eq!(oracle(&r, &w), None);
+    assert_eq!(
+        voxel_raycast_with(&r, &w, &RaycastOptions::default()),
+        RaycastOutcome::Miss
+    );
+}

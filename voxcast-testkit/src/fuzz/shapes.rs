@@ -188,7 +188,8 @@ pub fn oracle(
     for a in 0..3 {
         let (o, s, d) = (r.origin.axis(a), r.sub_offset[a], r.direction[a]);
         step[a] = if d < 0.0 { -1 } else { 1 };
-        start[a] = o - i128::from(d < 0.0 && s == 0.0);
+        // A ray that starts on the i128 world's outer face moving out meets nothing.
+        start[a] = o.checked_sub(i128::from(d < 0.0 && s == 0.0))?;
         b[a] = if d < 0.0 {
             if s == 0.0 { 1.0 } else { s }
         } else {
