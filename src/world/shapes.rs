@@ -272,12 +272,14 @@ impl ShapeTable {
     }
 
     /// The per-id words (see the type's docs), as the GPU uploads them.
+    #[cfg(feature = "gpu")]
     #[must_use]
     pub(crate) fn entry_words(&self) -> &[u32] {
         &self.entries
     }
 
     /// The packed boxes, as the GPU uploads them.
+    #[cfg(feature = "gpu")]
     #[must_use]
     pub(crate) fn box_words(&self) -> &[u32] {
         &self.boxes
