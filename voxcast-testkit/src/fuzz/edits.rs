@@ -8,12 +8,12 @@ use arbitrary::Arbitrary;
 use voxcast::glam::{IVec3, Vec2};
 use voxcast::{
     EditError, LocalPos, RaycastOptions, VoxelId, VoxelRay, VoxelRaycastHit, VoxelWorld, WorldPos,
-    break_block, place_block, voxel_raycast_with,
+    break_block, place_block,
 };
 
 use super::input::{AnchorIn, IdIn, ORIGIN_POLICIES, UNLOADED_POLICIES};
 use super::model::{Edit, Model, apply};
-use super::oracle::identical;
+use super::oracle::skipping_equals_stepping;
 use super::raycast::RayIn;
 use super::walk;
 
@@ -265,20 +265,8 @@ fn cast(world: &VoxelWorld, model: &Model, ray: &VoxelRay) -> Result<(), String>
                 unloaded,
                 ..RaycastOptions::default()
             };
-            let o = voxel_raycast_with(ray, world, &opts);
-            let stepped = voxel_raycast_with(
-                ray,
-                world,
-                &RaycastOptions {
-                    per_voxel: true,
-                    ..opts.clone()
-                },
-            );
-            if !identical(&o, &stepped) {
-                return Err(format!(
-                    "{origin:?} {unloaded:?}: skipping gives {o:?}, stepping {stepped:?}"
-                ));
-            }
+            let o = skipping_equals_stepping(ray, world, &opts)
+                .map_err(|why| format!("{origin:?} {unloaded:?}: {why}"))?;
             if let Some(want) = walk::expected(model, &steps, ray, &opts)
                 && !walk::same_but_uv(&o, &want)
             {

@@ -539,6 +539,29 @@ pub fn judge(
     }
 }
 
+/// `ray` cast under `opts` with empty-space skipping and stepping voxel by voxel
+/// (`per_voxel`): the answer, when both give it bit for bit.
+///
+/// # Errors
+/// Both answers, where they differ.
+pub fn skipping_equals_stepping(
+    ray: &voxcast::VoxelRay,
+    world: &voxcast::VoxelWorld,
+    opts: &voxcast::RaycastOptions,
+) -> Result<RaycastOutcome, String> {
+    let o = voxcast::voxel_raycast_with(ray, world, opts);
+    let per_voxel = voxcast::RaycastOptions {
+        per_voxel: true,
+        ..opts.clone()
+    };
+    let stepped = voxcast::voxel_raycast_with(ray, world, &per_voxel);
+    if identical(&o, &stepped) {
+        Ok(o)
+    } else {
+        Err(format!("skipping gives {o:?}, stepping {stepped:?}"))
+    }
+}
+
 /// Whether two outcomes are the same bit for bit (distances and UVs compared as bits, so
 /// `-0.0` is not `0.0`).
 #[must_use]

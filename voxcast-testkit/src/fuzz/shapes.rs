@@ -8,12 +8,12 @@
 use arbitrary::Arbitrary;
 use voxcast::{
     BlockShape, LineOfSightOptions, RaycastOptions, RaycastOutcome, ShapeBox, VoxelId, VoxelRay,
-    VoxelTraversal, VoxelWorld, WorldPos, line_of_sight, voxel_raycast_with,
+    VoxelTraversal, VoxelWorld, WorldPos, line_of_sight,
 };
 
 use super::input::{AnchorIn, ORIGIN_POLICIES};
 use super::model::{Edit, build};
-use super::oracle::{end_distance, identical};
+use super::oracle::{end_distance, identical, skipping_equals_stepping};
 use super::raycast::RayIn;
 
 /// Most edits, shapes and rays one input uses.
@@ -118,18 +118,8 @@ fn check_ray(world: &VoxelWorld, ray: &VoxelRay) -> Result<(), String> {
             origin,
             ..RaycastOptions::default()
         };
-        let o = voxel_raycast_with(ray, world, &opts);
-        let stepped = voxel_raycast_with(
-            ray,
-            world,
-            &RaycastOptions {
-                per_voxel: true,
-                ..opts.clone()
-            },
-        );
-        if !identical(&o, &stepped) {
-            return Err(format!("{origin:?}: skipping {o:?}, stepping {stepped:?}"));
-        }
+        let o = skipping_equals_stepping(ray, world, &opts)
+            .map_err(|why| format!("{origin:?}: {why}"))?;
         if origin == voxcast::OriginPolicy::Report {
             let got = o.hit().map(|h| {
                 (
