@@ -11,7 +11,7 @@ fn finished(ray: Ray, hit: Hit) -> Hit {
     var h = hit;
     if ((h.status & 15u) == STATUS_HIT) {
         if (h.id == ID_LATER) {
-            h.id = slot_id(table_entry(h.voxel), vec3<u32>(h.voxel & vec3<i32>(31)));
+            h.id = stored_id(h.voxel);
         }
         h.uv = face_uv(ray, h.n, h.distance, (h.status >> 4u) & 3u);
     }

@@ -113,5 +113,5 @@ fn voxel_id_now(d: Dda, id: u32) -> u32 {
     if (id != ID_LATER) {
         return id;
     }
-    return slot_id(table_entry(d.voxel), vec3<u32>(d.voxel & vec3<i32>(31)));
+    return stored_id(d.voxel);
 }

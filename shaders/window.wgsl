@@ -145,6 +145,11 @@ fn slot_id(slot: u32, l: vec3<u32>) -> u32 {
     return (ids[record + RECORD_BRICKS + (v >> 1u)] >> ((v & 1u) * 16u)) & 0xFFFFu;
 }
 
+// Id of voxel v of a stored (dense) chunk.
+fn stored_id(v: vec3<i32>) -> u32 {
+    return slot_id(table_entry(v), vec3<u32>(v & vec3<i32>(31)));
+}
+
 // Id of any voxel, for the conservative corner test. x = 0 loaded, 1 unloaded; y = id.
 fn voxel_at(v: vec3<i32>) -> vec2<u32> {
     if (!in_window(v)) {
