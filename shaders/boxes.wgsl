@@ -115,6 +115,112 @@ fn axis_mask(a: u32) -> vec3<bool> {
     return vec3<u32>(0u, 1u, 2u) == vec3<u32>(a);
 }
 
+// How a box cast meets the boxes of a shaped voxel it touches as a cube: never, inside one at
+// its start, or at a contact (distance t; kind 1 a face, 2 an edge, 3 a corner; the face's axis
+// and its rank).
+struct BoxTouch {
+    state: u32,             // TOUCH_NEVER, TOUCH_INSIDE, TOUCH_AT
+    t: f32,
+    kind: u32,
+    axis: u32,
+    rank: u32,
+}
+
+const TOUCH_NEVER: u32 = 0u;
+const TOUCH_INSIDE: u32 = 1u;
+const TOUCH_AT: u32 = 2u;
+// Below every crossing distance: a face already past a plane.
+const TOUCH_PAST: f32 = -3.0e38;
+
+// box_plane_t for a face's ray that reaches voxel v's plane after m crossings (TOUCH_PAST
+// behind it).
+fn box_touch_plane(b_face: f32, inv: f32, m: i32, k: u32) -> f32 {
+    if (m < 0) {
+        return TOUCH_PAST;
+    }
+    if (m >= (1 << 20u)) {
+        return 3.0e38;
+    }
+    return box_plane_t(b_face, inv, u32(m), k);
+}
+
+// Where the moving box first overlaps one of the boxes of the shape with entry `entry` in voxel
+// v. Twin of `touch` in src/boxcast/shaped.rs (rule 10 of the box casts).
+fn box_shape_touch(b: GpuBox, v: vec3<i32>, entry: u32, ranks: vec3<u32>) -> BoxTouch {
+    var best = BoxTouch(TOUCH_NEVER, 0.0, 0u, 0u, 0u);
+    let first = 1u + shapes[0] + ((entry & 0x7FFFFFFFu) >> 4u);
+    let count = entry & 15u;
+    for (var i = 0u; i < count; i += 1u) {
+        let w = shapes[first + i];
+        var near_t = vec3<f32>(TOUCH_PAST);
+        var t_out = 3.0e38;
+        var overlaps = true;
+        for (var a = 0u; a < 3u; a += 1u) {
+            let lo = (w >> (5u * a)) & 31u;
+            let hi = (w >> (5u * (a + 3u))) & 31u;
+            if (!box_bit(b, BOX_MOVING_SHIFT, a)) {
+                // The faces' places: the low one in b.trail, the high one in b.lead.
+                let f_lo = b.trail_b[a] * 16.0;
+                let f_hi = b.lead_b[a] * 16.0;
+                if (b.trail[a] == b.lead[a] && b.trail_b[a] == b.lead_b[a]) {
+                    overlaps = overlaps && f32(lo) <= f_lo && f_lo < f32(hi);
+                } else {
+                    overlaps = overlaps && (v[a] > b.trail[a] || f_lo < f32(hi))
+                        && (v[a] < b.lead[a] || f_hi > f32(lo));
+                }
+                continue;
+            }
+            let s = box_step(b, a);
+            var near = lo;
+            var far = hi;
+            if (s < 0) {
+                near = 16u - hi;
+                far = 16u - lo;
+            }
+            var tn = box_touch_plane(b.lead_b[a], b.inv[a], (v[a] - b.lead[a]) * s, near);
+            // A flat box on its near plane is past it (a point lies in what it moves into).
+            if (box_bit(b, BOX_FLAT_SHIFT, a) && tn == 0.0) {
+                tn = TOUCH_PAST;
+            }
+            near_t[a] = tn;
+            t_out = min(t_out, box_touch_plane(b.trail_b[a], b.inv[a], (v[a] - b.trail[a]) * s, far));
+        }
+        let t_in = max(max(near_t.x, near_t.y), near_t.z);
+        if (!overlaps || !(t_in < t_out && t_out > 0.0)) {
+            continue;
+        }
+        if (t_in < 0.0) {
+            return BoxTouch(TOUCH_INSIDE, 0.0, 0u, 0u, 0u);
+        }
+        if (t_in > b.max_distance) {
+            continue;
+        }
+        let on = near_t == vec3<f32>(t_in);
+        let r = select(vec3<u32>(3u), ranks, on);
+        var axis = 0u;
+        if (r.y < r[axis]) {
+            axis = 1u;
+        }
+        if (r.z < r[axis]) {
+            axis = 2u;
+        }
+        let kind = u32(on.x) + u32(on.y) + u32(on.z);
+        if (best.state == TOUCH_NEVER || t_in < best.t || (t_in == best.t
+                && (kind < best.kind || (kind == best.kind && r[axis] < best.rank)))) {
+            best = BoxTouch(TOUCH_AT, t_in, kind, axis, r[axis]);
+        }
+    }
+    return best;
+}
+
+// The shape entry of a stopping id for box casts: 0 for a cube (every id without FLAG_SHAPES).
+fn box_shape_entry(id: u32) -> u32 {
+    if ((OPTIONS & FLAG_SHAPES) == 0u) {
+        return 0u;
+    }
+    return shape_entry(id);
+}
+
 // Loop iterations one box cast may count under FLAG_LOOP_BUDGET: Mesa's llvmpipe (lavapipe) ends
 // every loop of a shader once its loops have run 65535 iterations in all for the group of (at
 // most 8) invocations it runs together (LP_MAX_TGSI_LOOP_ITERATIONS), which would leave a
@@ -152,11 +258,20 @@ fn cast_box(b: GpuBox) -> Hit {
             t_lead = select(t_lead, vec3<f32>(select(box_lead_t(b, a, 0u), 0.0, on_plane)), m);
         }
     }
+    // Rule 10: the first contact with a shaped voxel's box found so far, later than the walk.
+    var p_found = false;
+    var p_t = 0.0;
+    var p_key = vec2<u32>(0u);
+    var p_voxel = vec3<i32>(0);
+    var p_id = 0u;
+    var p_axis = 0u;
     // Rule 4: the voxels touched at the start, where they can end the cast: a stopping voxel
-    // under Report, an unloaded one under Stop or outside a following window's box.
+    // under Report, an unloaded one under Stop or outside a following window's box; and
+    // shaped voxels whose boxes the box meets later.
     var iterations = 0u;
     let stop_unloaded = (OPTIONS & FLAG_STOP_UNLOADED) != 0u;
-    if ((report || stop_unloaded || partial) && all(lo <= hi)) {
+    let shaped = (OPTIONS & FLAG_SHAPES) != 0u;
+    if ((report || stop_unloaded || partial || shaped) && all(lo <= hi)) {
         var s_found = false;
         var s_voxel = vec3<i32>(0);
         var s_id = 0u;
@@ -169,7 +284,27 @@ fn cast_box(b: GpuBox) -> Hit {
                 for (var x = lo.x; x <= hi.x; x++) {
                     iterations++;
                     let v = vec3<i32>(x, y, z);
-                    let what = box_voxel(v);
+                    var what = box_voxel(v);
+                    let entry = select(0u, box_shape_entry(what.y), what.x == 1u);
+                    if (entry != 0u) {
+                        iterations += 1u + 4u * (entry & 15u);
+                        if ((OPTIONS & FLAG_LOOP_BUDGET) != 0u && iterations > BOX_LOOP_BUDGET) {
+                            return make_hit(STATUS_RUNAWAY, vec3<i32>(0), 0.0, 0u, AXIS_NONE, false, vec3<u32>(0u));
+                        }
+                        let c = box_shape_touch(b, v, entry, ranks);
+                        if (c.state == TOUCH_AT && (!p_found || c.t < p_t || (c.t == p_t
+                                && box_before(c.kind, c.rank, v, true, p_key, p_voxel)))) {
+                            p_found = true;
+                            p_t = c.t;
+                            p_key = vec2<u32>(c.kind, c.rank);
+                            p_voxel = v;
+                            p_id = what.y;
+                            p_axis = c.axis;
+                        }
+                        if (c.state != TOUCH_INSIDE) {
+                            what.x = 0u;
+                        }
+                    }
                     if (what.x == 1u && box_before(0u, 0u, v, s_found, vec2<u32>(0u), s_voxel)) {
                         s_found = true;
                         s_voxel = v;
@@ -201,10 +336,15 @@ fn cast_box(b: GpuBox) -> Hit {
             break;
         }
         let t = min(min(t_lead.x, t_lead.y), t_lead.z);
-        if (t > b.max_distance) {
+        // Rule 10: a shaped voxel's box met before the next layer, or (under Air) before the
+        // box leaves what the window holds.
+        let leaves = (OPTIONS & FLAG_STOP_UNLOADED) == 0u && !partial && t <= b.max_distance
+            && box_leaves(b, lo, hi);
+        if (p_found && (p_t < t || leaves)) {
+            result = make_hit(STATUS_HIT, p_voxel, p_t, p_id, p_axis, box_bit(b, BOX_NEGATIVE_SHIFT, p_axis), vec3<u32>(0u));
             break;
         }
-        if ((OPTIONS & FLAG_STOP_UNLOADED) == 0u && !partial && box_leaves(b, lo, hi)) {
+        if (t > b.max_distance || leaves) {
             break;
         }
         var entered = 0u;
@@ -258,11 +398,11 @@ fn cast_box(b: GpuBox) -> Hit {
         }
         // Rules 5 and 6: the voxels of the new layers.
         let in_layer = ((vec3<u32>(entered) >> vec3<u32>(0u, 1u, 2u)) & vec3<u32>(1u)) != vec3<u32>(0u);
-        var s_found = false;
-        var s_key = vec2<u32>(0u);
-        var s_voxel = vec3<i32>(0);
-        var s_id = 0u;
-        var s_axis = 0u;
+        var s_found = p_found && p_t == t;
+        var s_key = p_key;
+        var s_voxel = p_voxel;
+        var s_id = p_id;
+        var s_axis = p_axis;
         var u_found = false;
         var u_key = vec2<u32>(0u);
         var u_voxel = vec3<i32>(0);
@@ -293,7 +433,34 @@ fn cast_box(b: GpuBox) -> Hit {
                         }
                         let rank = r[axis];
                         if (!earlier) {
-                            let what = box_voxel(v);
+                            var what = box_voxel(v);
+                            let entry = select(0u, box_shape_entry(what.y), what.x == 1u);
+                            if (entry != 0u) {
+                                // A shaped voxel: met where the box first overlaps one of its
+                                // boxes, now at the earliest.
+                                what.x = 0u;
+                                iterations += 1u + 4u * (entry & 15u);
+                                if ((OPTIONS & FLAG_LOOP_BUDGET) != 0u && iterations + layers > BOX_LOOP_BUDGET) {
+                                    return make_hit(STATUS_RUNAWAY, vec3<i32>(0), 0.0, 0u, AXIS_NONE, false, vec3<u32>(0u));
+                                }
+                                let c = box_shape_touch(b, v, entry, ranks);
+                                if (c.state == TOUCH_AT && c.t == t
+                                        && box_before(c.kind, c.rank, v, s_found, s_key, s_voxel)) {
+                                    s_found = true;
+                                    s_key = vec2<u32>(c.kind, c.rank);
+                                    s_voxel = v;
+                                    s_id = what.y;
+                                    s_axis = c.axis;
+                                } else if (c.state == TOUCH_AT && c.t > t && (!p_found || c.t < p_t
+                                        || (c.t == p_t && box_before(c.kind, c.rank, v, true, p_key, p_voxel)))) {
+                                    p_found = true;
+                                    p_t = c.t;
+                                    p_key = vec2<u32>(c.kind, c.rank);
+                                    p_voxel = v;
+                                    p_id = what.y;
+                                    p_axis = c.axis;
+                                }
+                            }
                             if (what.x == 1u && box_before(kind, rank, v, s_found, s_key, s_voxel)) {
                                 s_found = true;
                                 s_key = vec2<u32>(kind, rank);

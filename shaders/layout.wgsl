@@ -165,7 +165,9 @@ struct GpuPose {
 // One box cast as the host uploads it (BoxCast prepared, window-relative; GpuBox in
 // src/gpu/layout.rs): 80 bytes. Per axis: on a moving axis `lead` and `trail` are the start
 // voxels of the leading and the trailing face, `lead_b` and `trail_b` their first crossings and
-// `inv` 1 / |d|; on a still axis `lead` and `trail` are the box's highest and lowest voxel.
+// `inv` 1 / |d|; on a still axis `lead` and `trail` are the box's highest and lowest voxel and
+// `lead_b` and `trail_b` where its high face and low face lie in them (the high face's in
+// (0, 1]).
 struct GpuBox {
     lead: vec3<i32>,
     flags: u32,             // BOX_* bits, three per field (bit a for axis a), then the ranks
@@ -186,6 +188,7 @@ const BOX_LEAD_ON_SHIFT: u32 = 6u;     // bits 6..8: the leading face crosses a 
 const BOX_TRAIL_ON_SHIFT: u32 = 9u;    // bits 9..11: the trailing face does
 const BOX_ON_PLANE_SHIFT: u32 = 12u;   // bits 12..14: the leading face starts on a plane
 const BOX_RANKS_SHIFT: u32 = 15u;      // bits 15..20: each axis's rank for edges and corners, 2 bits each
+const BOX_FLAT_SHIFT: u32 = 21u;       // bits 21..23: the box is flat (half extent 0)
 
 // The ray as the DDA reads it.
 struct Ray {

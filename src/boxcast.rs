@@ -16,7 +16,10 @@ use crate::ray::{
 };
 use crate::world::{Chunk, VoxelId, VoxelWorld};
 
+mod shaped;
 mod slide;
+
+use shaped::{Contact, Touch, touch};
 
 pub use slide::{Slide, SlideOptions, collide_and_slide};
 
@@ -328,6 +331,13 @@ pub(crate) struct Axis {
     /// The box's voxels on this axis at its start (rule 2), `lo > hi` when none.
     pub(crate) start_lo: i128,
     pub(crate) start_hi: i128,
+    /// On an axis the box does not move on, where its faces lie: the low face at
+    /// `start_lo + face_lo`, the high face at `start_hi + face_hi` (`face_hi` is 1 where the
+    /// face lies on the plane above `start_hi`). Shaped voxels' boxes are tested against them.
+    pub(crate) face_lo: f32,
+    pub(crate) face_hi: f32,
+    /// The half extent is 0: the box's two faces are one, a point on this axis.
+    pub(crate) flat: bool,
 }
 
 impl Axis {
@@ -360,6 +370,9 @@ impl Axis {
             trail_b: 1.0,
             start_lo,
             start_hi,
+            face_lo: lo_f,
+            face_hi: if start_hi == hi_w { hi_f } else { 1.0 },
+            flat: h == 0.0,
             ..Self::default()
         };
         if d == 0.0 {
@@ -491,8 +504,19 @@ impl<'w> Voxels<'w> {
 /// rule 6's key.
 #[derive(Default)]
 struct Best {
-    hit: Option<(Key, WorldPos, VoxelId, usize)>,
+    hit: Option<Stop>,
     unloaded: Option<(Key, WorldPos, usize)>,
+}
+
+/// A stopping voxel met: its key, voxel, id, the axis of its face, and for a shaped voxel's
+/// box the plane of that face.
+#[derive(Clone, Copy)]
+struct Stop {
+    key: Key,
+    at: WorldPos,
+    id: VoxelId,
+    axis: usize,
+    plane: Option<(i128, f32)>,
 }
 
 /// Rule 6's order: faces before edges before corners, then the axis's rank, then x, y, z.
@@ -508,20 +532,56 @@ impl Best {
         opts: &RaycastOptions,
     ) {
         match id {
-            // Air never stops a box, whatever the filter (as for rays).
-            Some(id)
-                if id != VoxelId::AIR
-                    && opts.blocks.contains(id)
-                    && self.hit.is_none_or(|(k, ..)| key < k) =>
-            {
-                self.hit = Some((key, p, id, axis));
-            }
+            Some(id) if stops(id, opts) => self.offer_stop(Stop {
+                key,
+                at: p,
+                id,
+                axis,
+                plane: None,
+            }),
             None if opts.unloaded == UnloadedPolicy::Stop
                 && self.unloaded.is_none_or(|(k, ..)| key < k) =>
             {
                 self.unloaded = Some((key, p, axis));
             }
             _ => {}
+        }
+    }
+
+    fn offer_stop(&mut self, s: Stop) {
+        if self.hit.is_none_or(|h| s.key < h.key) {
+            self.hit = Some(s);
+        }
+    }
+}
+
+/// Whether `id` stops a box: air never does, whatever the filter (as for rays).
+fn stops(id: VoxelId, opts: &RaycastOptions) -> bool {
+    id != VoxelId::AIR && opts.blocks.contains(id)
+}
+
+/// The first contact with a shaped voxel's box found so far, later than the walk's distance
+/// (rule 10): its distance and what it stops with.
+#[derive(Default)]
+struct Later(Option<(f32, Stop)>);
+
+impl Later {
+    fn offer(&mut self, t: f32, s: Stop) {
+        if self.0.is_none_or(|(tl, l)| (t, s.key) < (tl, l.key)) {
+            self.0 = Some((t, s));
+        }
+    }
+}
+
+impl Stop {
+    /// The stop at contact `c` with the shaped voxel `v` of id `id`.
+    fn shaped(c: &Contact, v: WorldPos, id: VoxelId, p: &Prepared, ranks: [u8; 3]) -> Self {
+        Self {
+            key: (c.kind, ranks[c.axis], v.x, v.y, v.z),
+            at: v,
+            id,
+            axis: c.axis,
+            plane: c.plane(v, p.axes[c.axis].step),
         }
     }
 }
@@ -563,12 +623,15 @@ pub(crate) struct End {
     pub(crate) hi: [i128; 3],
     pub(crate) entered: u32,
     pub(crate) axis: usize,
+    /// The plane of the face met on `axis` where it is a shaped voxel's box's (a voxel and a
+    /// fraction), not a voxel's face.
+    pub(crate) plane: Option<(i128, f32)>,
     /// The cast ended as a miss because the box left the occupied bounds (rule 8), not at
     /// its max distance: `lo`, `hi` are where it left them.
     pub(crate) left_bounds: bool,
 }
 
-/// The walk of rules 2 to 8.
+/// The walk of rules 2 to 8 and 10.
 pub(crate) fn walk(
     p: &Prepared,
     world: &VoxelWorld,
@@ -577,6 +640,15 @@ pub(crate) fn walk(
     let ax = &p.axes;
     let ranks = p.ranks();
     let mut voxels = Voxels::new(world);
+    let table = world.shapes();
+    // The boxes of a stopping voxel's shape (empty for an empty shape), `None` for a cube.
+    let shape = |id: VoxelId| {
+        if table.is_empty() {
+            None
+        } else {
+            table.boxes_of(id)
+        }
+    };
     let mut lo: [i128; 3] = std::array::from_fn(|a| ax[a].start_lo);
     let mut hi: [i128; 3] = std::array::from_fn(|a| ax[a].start_hi);
     let end = |lo: [i128; 3], hi: [i128; 3], entered, axis| End {
@@ -584,24 +656,49 @@ pub(crate) fn walk(
         hi,
         entered,
         axis,
+        plane: None,
         left_bounds: false,
     };
+    let hit = |s: Stop, t: f32, lo, hi, entered| {
+        let mut face_normal = IVec3::ZERO;
+        face_normal[s.axis] = -i32::from(ax[s.axis].step);
+        let h = BoxHit {
+            voxel_pos: s.at,
+            face_normal,
+            distance: t,
+            voxel_type: s.id,
+        };
+        let e = End {
+            plane: s.plane,
+            ..end(lo, hi, entered, s.axis)
+        };
+        (BoxCastOutcome::Hit(h), e)
+    };
+    let mut later = Later::default();
     // Rule 4: the voxels touched at the start, where they can end the cast (a stopping voxel
-    // under Report, an unloaded one under Stop).
+    // under Report, an unloaded one under Stop); rule 10: shaped voxels' boxes met later.
     let start_matters =
         opts.origin == OriginPolicy::Report || opts.unloaded == UnloadedPolicy::Stop;
-    if start_matters && lo.iter().zip(&hi).all(|(l, h)| l <= h) {
+    if (start_matters || !table.is_empty()) && lo.iter().zip(&hi).all(|(l, h)| l <= h) {
         let mut best = Best::default();
         for_each_in(lo, hi, |v| {
             let id = voxels.get(v);
-            best.offer((0, 0, v.x, v.y, v.z), v, id, 0, opts);
+            match id.filter(|&i| stops(i, opts)).map(|i| (i, shape(i))) {
+                Some((i, Some(boxes))) => match touch(p, v, boxes, ranks) {
+                    Touch::Inside => best.offer((0, 0, v.x, v.y, v.z), v, id, 0, opts),
+                    Touch::At(c) => later.offer(c.t, Stop::shaped(&c, v, i, p, ranks)),
+                    Touch::Never => {}
+                },
+                _ if start_matters => best.offer((0, 0, v.x, v.y, v.z), v, id, 0, opts),
+                _ => {}
+            }
         });
-        if let Some((_, voxel_pos, voxel_type, _)) = best.hit
+        if let Some(s) = best.hit
             && opts.origin == OriginPolicy::Report
         {
             let o = BoxCastOutcome::StartsInside {
-                voxel_pos,
-                voxel_type,
+                voxel_pos: s.at,
+                voxel_type: s.id,
             };
             return (o, end(lo, hi, 0, 3));
         }
@@ -629,11 +726,21 @@ pub(crate) fn walk(
     let bounds = world.occupied_bounds();
     loop {
         let t = t_lead[0].min(t_lead[1]).min(t_lead[2]);
+        // Rule 10: a shaped voxel's box met before the next layer.
+        if let Some((tc, s)) = later.0
+            && tc < t
+        {
+            return hit(s, tc, lo, hi, 0);
+        }
         if t > p.max_distance {
             return (BoxCastOutcome::Miss, end(lo, hi, 0, 3));
         }
-        // Rule 8: under Air nothing beyond the occupied bounds stops the box.
+        // Rule 8: under Air nothing beyond the occupied bounds stops the box, but a shaped
+        // voxel's box it already touches.
         if opts.unloaded == UnloadedPolicy::Air && leaves(bounds.as_ref(), lo, hi, p.dir) {
+            if let Some((tc, s)) = later.0 {
+                return hit(s, tc, lo, hi, 0);
+            }
             let e = End {
                 left_bounds: true,
                 ..end(lo, hi, 0, 3)
@@ -674,6 +781,11 @@ pub(crate) fn walk(
         }
         // Rule 5 and 6: the voxels of the new layers.
         let mut best = Best::default();
+        if let Some((tc, s)) = later.0
+            && tc == t
+        {
+            best.offer_stop(s);
+        }
         let skip = opts.unloaded == UnloadedPolicy::Air;
         for a in (0..3).filter(|&a| entered >> a & 1 != 0) {
             let (mut slo, mut shi) = (lo, hi);
@@ -692,19 +804,25 @@ pub(crate) fn walk(
                     return;
                 };
                 let id = voxels.get(v);
-                best.offer((class, ranks[axis], v.x, v.y, v.z), v, id, axis, opts);
+                let Some((i, Some(boxes))) = id.filter(|&i| stops(i, opts)).map(|i| (i, shape(i)))
+                else {
+                    best.offer((class, ranks[axis], v.x, v.y, v.z), v, id, axis, opts);
+                    return;
+                };
+                // A shaped voxel: met where the box first overlaps one of its boxes, now at
+                // the earliest (a voxel entered after the start never holds the box then).
+                if let Touch::At(c) = touch(p, v, boxes, ranks) {
+                    let s = Stop::shaped(&c, v, i, p, ranks);
+                    if c.t == t {
+                        best.offer_stop(s);
+                    } else {
+                        later.offer(c.t, s);
+                    }
+                }
             });
         }
-        if let Some((_, voxel_pos, voxel_type, a)) = best.hit {
-            let mut face_normal = IVec3::ZERO;
-            face_normal[a] = -i32::from(ax[a].step);
-            let hit = BoxHit {
-                voxel_pos,
-                face_normal,
-                distance: t,
-                voxel_type,
-            };
-            return (BoxCastOutcome::Hit(hit), end(lo, hi, entered, a));
+        if let Some(s) = best.hit {
+            return hit(s, t, lo, hi, entered);
         }
         if let Some((_, at, a)) = best.unloaded {
             let o = BoxCastOutcome::Unloaded {

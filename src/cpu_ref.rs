@@ -39,7 +39,7 @@ use shapes::shape_hit;
 mod camera;
 mod dda;
 mod queries;
-mod shapes;
+pub(crate) mod shapes;
 mod ties;
 mod traversal;
 

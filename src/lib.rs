@@ -70,7 +70,9 @@
 //!   as solid; `SkipOriginVoxel` skips the whole origin voxel, as for a cube.
 //! - Conservative line of sight tests the voxels beside an edge or corner as whole cubes
 //!   (an empty shape as air), so it never sees through a crack a shape could close.
-//! - Box casts ([`box_cast`]) meet every stopping voxel as its whole cube, whatever its shape.
+//! - Box casts ([`box_cast`]) meet a shaped voxel where the moving box first overlaps one of
+//!   its boxes (rule 10 below), so a character controller stands on a slab's top and climbs it
+//!   with a half-voxel [`SlideOptions::step_up`].
 //! - A shape of the one box `[0, 16]³` answers exactly as the cube does; a world without
 //!   shapes runs the cube code alone (the GPU compiles its shape code only for worlds that
 //!   have shapes).
@@ -124,6 +126,21 @@
 //! 9. **Bad input.** A cast is checked as a ray from its center is (direction, offset, max
 //!    distance), plus its half extents; a bad one is [`BoxCastOutcome::Invalid`], never a panic,
 //!    and in a batch only that cast.
+//! 10. **Shapes.** A stopping voxel with a [`BlockShape`] of boxes is touched where the open box
+//!     overlaps one of its open boxes (an empty shape is air). On an axis the box moves on, its
+//!     leading face crosses a box's near plane and its trailing face the far plane at the
+//!     shapes' distances `(b + (16·(m − 1) + k)/16) · inv`, each face from its own first voxel
+//!     (`m` counts that face's crossings), so a box's face at `k = 0` or `16` is the voxel's
+//!     crossing bit for bit; the box overlaps the shape's box from the last near crossing to
+//!     the first far crossing. A flat box on a near plane has passed it, as a ray's start lies
+//!     in the voxel it moves into. On an axis it does not move on, its faces' places are
+//!     compared with the box's exactly (a flat box holds `lo ≤ 16·f < hi`, `f` its place in the
+//!     voxel). The contact is the first such overlap: its distance is that last near crossing,
+//!     its face the axis of that crossing (among several at once, rule 6's order), and it
+//!     competes with every other contact by distance and then by rule 6's key. Rule 4 counts a
+//!     shaped voxel as touched at the start only where the box overlaps one of its boxes then;
+//!     one it overlaps only as a cube stops it later like any other. A shape of the one full
+//!     box is the cube, under every option.
 //!
 //! ## Parity contract
 //! For every valid ray the GPU gives the CPU reference's outcome, voxel, face normal and id,

@@ -2,15 +2,18 @@
 //! (`voxcast_testkit::boxes`), the adversarial cases, zero extents against rays, bad input,
 //! and collide-and-slide.
 
-use voxcast::glam::{IVec3, Vec3};
+use voxcast::glam::{DVec3, IVec3, Vec3};
 use voxcast::{
-    BoxBody, BoxCast, BoxCastError, BoxCastOutcome, Chunk, ChunkPos, MAX_HALF_EXTENT, OriginPolicy,
-    RayError, RaycastOptions, RaycastOutcome, SlideOptions, UnloadedPolicy, VoxelId, VoxelRay,
-    VoxelWorld, WorldPos, box_cast, box_cast_batch, collide_and_slide, voxel_raycast_with,
+    BlockShape, BoxBody, BoxCast, BoxCastError, BoxCastOutcome, Chunk, ChunkPos, MAX_HALF_EXTENT,
+    OriginPolicy, RayError, RaycastOptions, RaycastOutcome, ShapeBox, SlideOptions, UnloadedPolicy,
+    VoxelId, VoxelRay, VoxelWorld, WorldPos, box_cast, box_cast_batch, collide_and_slide,
+    voxel_raycast_with,
 };
 use voxcast_testkit::SplitMix64;
-use voxcast_testkit::boxes::{contacts, judge};
-use voxcast_testkit::common::{dir_component, offset, random_solids, sub_of_kind, world_with};
+use voxcast_testkit::boxes::{contacts, contacts_in_shapes, judge};
+use voxcast_testkit::common::{
+    dir_component, offset, random_shape, random_solids, sub_of_kind, world_with,
+};
 
 const STONE: VoxelId = VoxelId(1);
 
@@ -34,16 +37,38 @@ fn half_of_kind(kind: u64, random: f32) -> f32 {
 }
 
 /// Random casts in and around a random 12³ world at `min`, judged by the oracle. Returns how
-/// many needed a tie allowed.
-fn oracle_round(seed: u64, min: WorldPos, n: usize, origin: OriginPolicy) -> usize {
+/// many needed a tie allowed. With `shaped`, the ids get random shapes and the centers lie on
+/// the 1/16 grid a third of the time, where box faces are.
+fn oracle_round(seed: u64, min: WorldPos, n: usize, origin: OriginPolicy, shaped: bool) -> usize {
     let solids = random_solids(seed, min, 12, 0.1, 3);
-    let world = world_with(&solids);
+    let mut world = world_with(&solids);
     let mut rng = SplitMix64::new(seed ^ 0x5eed);
+    if shaped {
+        for id in 1..=3 {
+            world
+                .set_shape(VoxelId(id), &random_shape(&mut rng))
+                .expect("a valid shape");
+        }
+    }
+    let shape = |id: VoxelId| match world.shape(id) {
+        BlockShape::Cube => vec![[DVec3::ZERO, DVec3::ONE]],
+        BlockShape::Empty => Vec::new(),
+        BlockShape::Boxes(b) => b
+            .iter()
+            .map(|b| [b.min(), b.max()].map(|m| DVec3::from_array(m.map(|v| f64::from(v) / 16.0))))
+            .collect(),
+    };
     let mut ties = 0;
     for i in 0..n {
         let center = offset(min, std::array::from_fn(|_| rng.below(16) as i128 - 2));
         let sub = Vec3::from_array(std::array::from_fn(|_| {
-            sub_of_kind(rng.below(3) as u8, rng.next_f32())
+            let kind = rng.below(if shaped { 4 } else { 3 }) as u8;
+            let v = rng.next_f32();
+            if kind == 3 {
+                (v * 16.0).floor() / 16.0
+            } else {
+                sub_of_kind(kind, v)
+            }
         }));
         let h = Vec3::from_array(std::array::from_fn(|_| {
             half_of_kind(rng.below(6), rng.next_f32())
@@ -57,7 +82,7 @@ fn oracle_round(seed: u64, min: WorldPos, n: usize, origin: OriginPolicy) -> usi
         let max = [0.0, 0.5, 3.0, 10.0, 30.0][rng.below(5) as usize];
         let cast = BoxCast::new(center, sub, h, dir, max).expect("a valid cast");
         let got = box_cast(&cast, &world, &opts(origin));
-        let c = contacts(&cast, &solids);
+        let c = contacts_in_shapes(&cast, &solids, &shape);
         match judge(&cast, &got, &c, origin) {
             Ok(tie) => ties += usize::from(tie),
             Err(e) => panic!("seed {seed} cast {i}: {cast:?} under {origin:?} gave {got:?}: {e}"),
@@ -77,7 +102,7 @@ fn box_casts_agree_with_the_oracle() {
             _ => WorldPos::new(1 << 100, -(1 << 90), 12345),
         };
         for origin in [OriginPolicy::Report, OriginPolicy::SkipOriginVoxel] {
-            ties += oracle_round(seed, min, 1500, origin);
+            ties += oracle_round(seed, min, 1500, origin, false);
             total += 1500;
         }
     }
@@ -782,4 +807,220 @@ fn world_edges_flat_slides_and_tiny_offsets() {
             "{sub}: {h:?}"
         );
     }
+}
+
+/// Rule 10: box casts meet shaped voxels where the box first overlaps one of their boxes,
+/// as the oracle (the box grown by the half extents against every box of every voxel) says.
+#[test]
+fn box_casts_meet_shapes_as_the_oracle_says() {
+    let mut ties = 0;
+    let mut total = 0;
+    for seed in 0..18u64 {
+        let min = match seed % 3 {
+            0 => WorldPos::new(0, 0, 0),
+            1 => WorldPos::new(-(1 << 64), 1 << 64, 7),
+            _ => WorldPos::new(i128::MAX - 40, i128::MIN + 20, 1 << 100),
+        };
+        for origin in [OriginPolicy::Report, OriginPolicy::SkipOriginVoxel] {
+            ties += oracle_round(seed, min, 1000, origin, true);
+            total += 1000;
+        }
+    }
+    assert!(ties * 3 < total, "{ties} of {total} casts needed a tie");
+}
+
+/// A shape of the one full box is the cube for box casts too, under every origin policy.
+#[test]
+fn box_casts_take_the_full_box_as_the_cube() {
+    let min = WorldPos::new(-3, 5, 1 << 70);
+    let solids = random_solids(11, min, 12, 0.2, 3);
+    let cubes = world_with(&solids);
+    let mut full = cubes.clone();
+    for id in 1..=3 {
+        full.set_shape(VoxelId(id), &BlockShape::Boxes(vec![ShapeBox::FULL]))
+            .expect("valid");
+    }
+    let mut rng = SplitMix64::new(5);
+    for _ in 0..4000 {
+        let center = offset(min, std::array::from_fn(|_| rng.below(16) as i128 - 2));
+        let sub = Vec3::from_array(std::array::from_fn(|_| {
+            sub_of_kind(rng.below(3) as u8, rng.next_f32())
+        }));
+        let h = Vec3::from_array(std::array::from_fn(|_| {
+            half_of_kind(rng.below(6), rng.next_f32())
+        }));
+        let dir = Vec3::from_array(std::array::from_fn(|_| {
+            dir_component(rng.below(6) as u8, rng.next_f32())
+        }));
+        let dir = if dir == Vec3::ZERO { Vec3::X } else { dir };
+        let cast = BoxCast::new(center, sub, h, dir, 12.0).expect("a valid cast");
+        for origin in [
+            OriginPolicy::Report,
+            OriginPolicy::SkipOriginVoxel,
+            OriginPolicy::ExitSolid,
+        ] {
+            for unloaded in [UnloadedPolicy::Air, UnloadedPolicy::Stop] {
+                let o = RaycastOptions {
+                    origin,
+                    unloaded,
+                    ..RaycastOptions::default()
+                };
+                assert_eq!(
+                    box_cast(&cast, &cubes, &o),
+                    box_cast(&cast, &full, &o),
+                    "{cast:?} {o:?}"
+                );
+            }
+        }
+    }
+}
+
+const SLAB: VoxelId = VoxelId(2);
+const FENCE: VoxelId = VoxelId(3);
+
+/// A stone floor at y = 0 with a row of bottom slabs on it at x = 3; fence: a post in the
+/// middle of the voxel and one high rail from its west face to its east face.
+fn slab_world() -> VoxelWorld {
+    let mut w = VoxelWorld::new();
+    let b = |lo, hi| ShapeBox::new(lo, hi).expect("valid");
+    w.set_shape(SLAB, &BlockShape::Boxes(vec![b([0, 0, 0], [16, 8, 16])]))
+        .expect("valid");
+    w.set_shape(
+        FENCE,
+        &BlockShape::Boxes(vec![b([6, 0, 6], [10, 16, 10]), b([0, 12, 7], [16, 15, 9])]),
+    )
+    .expect("valid");
+    for x in -4..12 {
+        for z in -4..=4 {
+            w.set_voxel(WorldPos::new(x, 0, z), STONE);
+        }
+    }
+    for z in -4..=4 {
+        w.set_voxel(WorldPos::new(3, 1, z), SLAB);
+    }
+    w
+}
+
+fn bottom(b: &BoxBody) -> f64 {
+    b.center.y as f64 + f64::from(b.center_offset.y) - f64::from(b.half_extents.y)
+}
+
+#[test]
+fn a_player_steps_up_onto_a_bottom_slab_and_stands_on_its_top() {
+    let w = slab_world();
+    let h = Vec3::new(0.3, 0.9, 0.3);
+    let start = BoxBody {
+        center: WorldPos::new(1, 1, 0),
+        center_offset: Vec3::new(0.5, 0.9, 0.5),
+        half_extents: h,
+    };
+    // Walking into the slab without stepping: blocked by its side, flush against x = 3.
+    let s = collide_and_slide(
+        &start,
+        Vec3::new(2.0, 0.0, 0.0),
+        &w,
+        &SlideOptions::default(),
+    )
+    .expect("valid");
+    assert!(s.blocked.x, "{s:?}");
+    let right = s.body.center.x as f64 + f64::from(s.body.center_offset.x) + 0.3;
+    assert!(
+        (right - 3.0).abs() < 1e-6 && right <= 3.0,
+        "right face at {right}"
+    );
+    // A half-voxel step up climbs it: the box stands on the slab's top, y = 1.5.
+    let climb = SlideOptions {
+        step_up: 0.5,
+        ..SlideOptions::default()
+    };
+    let s = collide_and_slide(&start, Vec3::new(2.5, 0.0, 0.0), &w, &climb).expect("valid");
+    assert!(s.stepped_up && !s.blocked.x, "{s:?}");
+    assert!(
+        (bottom(&s.body) - 1.5).abs() < 1e-6,
+        "bottom at {}",
+        bottom(&s.body)
+    );
+    assert!(overlaps_nothing(&w, s.body.center, s.body.center_offset, h));
+    // Falling onto a slab lands on its top face, the face met a box's, not the voxel's.
+    let above = BoxBody {
+        center: WorldPos::new(3, 4, 1),
+        ..start
+    };
+    let fall = BoxCast::new(above.center, above.center_offset, h, Vec3::NEG_Y, 5.0).expect("valid");
+    let BoxCastOutcome::Hit(hit) = box_cast(&fall, &w, &RaycastOptions::default()) else {
+        panic!("the fall meets the slab");
+    };
+    assert_eq!(
+        (hit.voxel_pos, hit.face_normal, hit.voxel_type),
+        (WorldPos::new(3, 1, 1), IVec3::Y, SLAB)
+    );
+    assert_eq!(
+        hit.distance, 2.5,
+        "from a bottom at y = 4 to the slab's top at 1.5"
+    );
+    let s = collide_and_slide(
+        &above,
+        Vec3::new(0.0, -5.0, 0.0),
+        &w,
+        &SlideOptions::default(),
+    )
+    .expect("valid");
+    assert!(s.blocked.y && (bottom(&s.body) - 1.5).abs() < 1e-6, "{s:?}");
+    // Along the row of slabs, the box standing on them is not stopped by the next one.
+    let s2 = collide_and_slide(
+        &s.body,
+        Vec3::new(0.0, 0.0, 3.0),
+        &w,
+        &SlideOptions::default(),
+    )
+    .expect("valid");
+    assert!(!s2.blocked.z && (s2.moved.z - 3.0).abs() < 1e-6, "{s2:?}");
+    // A box in the slab's empty top half starts inside nothing.
+    let cast = BoxCast::new(
+        WorldPos::new(3, 1, 0),
+        Vec3::new(0.5, 0.75, 0.5),
+        Vec3::splat(0.2),
+        Vec3::Y,
+        0.0,
+    )
+    .expect("valid");
+    assert_eq!(
+        box_cast(&cast, &w, &opts(OriginPolicy::Report)),
+        BoxCastOutcome::Miss
+    );
+}
+
+#[test]
+fn a_thin_box_passes_a_fence_beside_its_post_and_a_wide_one_does_not() {
+    let mut w = slab_world();
+    w.set_voxel(WorldPos::new(6, 1, 0), FENCE);
+    let across = |h: Vec3, sub: Vec3| {
+        let cast = BoxCast::new(WorldPos::new(6, 1, -3), sub, h, Vec3::Z, 6.0).expect("valid");
+        box_cast(&cast, &w, &RaycastOptions::default())
+    };
+    let small = Vec3::splat(0.1);
+    // Beside the post (x 6.1..6.3, the post at 6.375..6.625) and under the rail (y 1.75 to
+    // 1.9375): the box passes.
+    assert_eq!(
+        across(small, Vec3::new(0.2, 0.2, 0.5)),
+        BoxCastOutcome::Miss
+    );
+    // In the post's column it meets the post's south face at z = 6/16, from z = -2.4.
+    let BoxCastOutcome::Hit(h) = across(small, Vec3::new(0.5, 0.2, 0.5)) else {
+        panic!("meets the post");
+    };
+    assert_eq!(
+        (h.voxel_pos, h.face_normal),
+        (WorldPos::new(6, 1, 0), IVec3::NEG_Z)
+    );
+    assert!((f64::from(h.distance) - 2.775).abs() < 1e-6, "{h:?}");
+    // A box as high as the rail (y 1.2..2.2) meets the rail's south face at z = 7/16.
+    let BoxCastOutcome::Hit(h) = across(Vec3::new(0.1, 0.5, 0.1), Vec3::new(0.2, 0.7, 0.5)) else {
+        panic!("meets the rail");
+    };
+    assert_eq!(
+        (h.voxel_pos, h.face_normal),
+        (WorldPos::new(6, 1, 0), IVec3::NEG_Z)
+    );
+    assert!((f64::from(h.distance) - 2.8375).abs() < 1e-6, "{h:?}");
 }

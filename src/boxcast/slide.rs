@@ -268,7 +268,8 @@ fn advance(pos: (WorldPos, Vec3), delta: DVec3) -> Option<(WorldPos, Vec3)> {
 /// `at` (the box moved by the contact's distance) placed so that it overlaps no voxel the cast
 /// had not reached: on each moving axis its leading face no farther than the plane the cast
 /// reached (the near face of a layer entered at the contact, else the far face of the
-/// leading layer), and on the contact's axis flush against the touched face.
+/// leading layer), and on the contact's axis flush against the touched face (a shaped voxel's
+/// box's face where the contact is one).
 fn place_at_contact(
     at: (WorldPos, Vec3),
     h: Vec3,
@@ -289,16 +290,20 @@ fn place_at_contact(
             (false, true) => end.lo[a].checked_add(1),
             (false, false) => Some(end.lo[a]),
         };
+        let plane = match end.plane {
+            Some(p) if a == end.axis => Some(p),
+            _ => plane.map(|p| (p, 0.0)),
+        };
         let Some(plane) = plane else {
             continue;
         };
         let face = lead_face(pos.0.axis(a), pos.1[a], h[a], ax.step);
         // A flat box on the plane covers the voxel beyond it (rule 2): that is past it too.
         let past = match (ax.step > 0, h[a] == 0.0) {
-            (true, false) => face > (plane, 0.0),
-            (true, true) => face >= (plane, 0.0),
-            (false, false) => face < (plane, 0.0),
-            (false, true) => face <= (plane, 0.0),
+            (true, false) => face > plane,
+            (true, true) => face >= plane,
+            (false, false) => face < plane,
+            (false, true) => face <= plane,
         };
         if (past || a == end.axis)
             && let Some((w, s)) = flush_at(plane, h[a], ax.step)
@@ -318,22 +323,24 @@ fn lead_face(origin: i128, sub: f32, h: f32, step: i8) -> (i128, f32) {
     split_sub(origin, v).unwrap_or((origin, 0.0))
 }
 
-/// A center on one axis whose leading face (rule 1) lies on `plane` or, where f32 cannot put it
-/// there, as close behind it as f32 allows; `None` when that center is outside the i128 world.
-/// A flat box (`h` 0) on the plane would cover the voxel beyond it (rule 2), so its center
-/// goes a step of f32 behind the plane instead.
-fn flush_at(plane: i128, h: f32, step: i8) -> Option<(i128, f32)> {
+/// A center on one axis whose leading face (rule 1) lies on `plane` (a voxel and a fraction in
+/// `[0, 1)`) or, where f32 cannot put it there, as close behind it as f32 allows; `None` when
+/// that center is outside the i128 world. A flat box (`h` 0) on the plane would cover what lies
+/// beyond it (rule 2), so its center goes a step of f32 behind the plane instead.
+fn flush_at(plane: (i128, f32), h: f32, step: i8) -> Option<(i128, f32)> {
+    let (at, frac) = plane;
     if h == 0.0 {
-        return if step > 0 {
-            Some((plane.checked_sub(1)?, 1.0f32.next_down()))
-        } else {
-            Some((plane, f32::EPSILON))
+        return match (step > 0, frac > 0.0) {
+            (true, true) => Some((at, frac.next_down())),
+            (true, false) => Some((at.checked_sub(1)?, 1.0f32.next_down())),
+            (false, true) => Some((at, frac.next_up())),
+            (false, false) => Some((at, f32::EPSILON)),
         };
     }
     // The center lies `h` behind the plane: whole voxels in the i128 part, the rest in f32.
-    let back = -f64::from(step) * f64::from(h);
+    let back = f64::from(frac) - f64::from(step) * f64::from(h);
     let whole = back.floor();
-    let base = plane.checked_add(whole as i128)?;
+    let base = at.checked_add(whole as i128)?;
     let mut sub = (back - whole) as f32;
     if sub >= 1.0 {
         sub = 1.0f32.next_down();
@@ -341,9 +348,9 @@ fn flush_at(plane: i128, h: f32, step: i8) -> Option<(i128, f32)> {
     for _ in 0..8 {
         let face = lead_face(base, sub, h, step);
         let ok = if step > 0 {
-            face <= (plane, 0.0)
+            face <= plane
         } else {
-            face >= (plane, 0.0)
+            face >= plane
         };
         if ok {
             break;

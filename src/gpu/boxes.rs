@@ -11,9 +11,9 @@ use crate::gpu::decode::decode;
 use crate::gpu::error::GpuError;
 use crate::gpu::flight::Upload;
 use crate::gpu::layout::{
-    Access, BOX_LEAD_ON_SHIFT, BOX_MOVING_SHIFT, BOX_NEGATIVE_SHIFT, BOX_ON_PLANE_SHIFT,
-    BOX_RANKS_SHIFT, BOX_TRAIL_ON_SHIFT, Entry, FLAG_LOOP_BUDGET, GpuBox, GpuHit, GpuRay,
-    STATUS_RUNAWAY, bind, option_flags,
+    Access, BOX_FLAT_SHIFT, BOX_LEAD_ON_SHIFT, BOX_MOVING_SHIFT, BOX_NEGATIVE_SHIFT,
+    BOX_ON_PLANE_SHIFT, BOX_RANKS_SHIFT, BOX_TRAIL_ON_SHIFT, Entry, FLAG_LOOP_BUDGET, GpuBox,
+    GpuHit, GpuRay, STATUS_RUNAWAY, bind, option_flags,
 };
 use crate::gpu::pending::{Collect, Launch, Leg, PendingBatch};
 use crate::gpu::query::{Query, sealed::Sealed};
@@ -27,8 +27,7 @@ pub(super) const ENTRY: Entry = Entry {
     extra: None,
     output: bind(15, "box_hits", Access::ReadWrite),
     reads_input: true,
-    // Box casts meet every stopping voxel as its whole cube (shapes are for rays).
-    reads_shapes: false,
+    reads_shapes: true,
 };
 
 /// How far outside its window a box may start and still be cast by the shader, in voxels: its
@@ -58,6 +57,7 @@ fn gpu_box(p: &Prepared, w: &Window) -> Option<GpuBox> {
             | bit(ax.lead_on, BOX_LEAD_ON_SHIFT)
             | bit(ax.trail_on, BOX_TRAIL_ON_SHIFT)
             | bit(ax.on_plane, BOX_ON_PLANE_SHIFT)
+            | bit(ax.flat, BOX_FLAT_SHIFT)
             | u32::from(ranks[a]) << (BOX_RANKS_SHIFT + 2 * a as u32);
         let (lead, trail) = if ax.moving {
             (ax.lead0, ax.trail0)
@@ -75,8 +75,13 @@ fn gpu_box(p: &Prepared, w: &Window) -> Option<GpuBox> {
             }
             b.lead[a] -= 1;
         }
-        b.lead_b[a] = ax.lead_b;
-        b.trail_b[a] = ax.trail_b;
+        // On a still axis, where the faces lie in their voxels (shaped voxels' boxes are
+        // tested against them).
+        (b.lead_b[a], b.trail_b[a]) = if ax.moving {
+            (ax.lead_b, ax.trail_b)
+        } else {
+            (ax.face_hi, ax.face_lo)
+        };
         b.inv[a] = ax.inv;
     }
     Some(b)

@@ -201,7 +201,8 @@ pub(super) struct GpuPose {
 
 /// One box cast as the shader reads it (`GpuBox` in `shaders/layout.wgsl`): 80 bytes, the voxels
 /// window-relative. Per axis, on a moving axis `lead` and `trail` are the start voxels of the
-/// leading and trailing face, on a still axis the box's highest and lowest voxel.
+/// leading and trailing face, on a still axis the box's highest and lowest voxel (and `lead_b`,
+/// `trail_b` where its high and low face lie in them).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
 pub(super) struct GpuBox {
@@ -225,6 +226,8 @@ pub(super) const BOX_TRAIL_ON_SHIFT: u32 = 9;
 pub(super) const BOX_ON_PLANE_SHIFT: u32 = 12;
 /// Each axis's rank for edges and corners (rule 6), two bits each.
 pub(super) const BOX_RANKS_SHIFT: u32 = 15;
+/// The box is flat (half extent 0) on the axis.
+pub(super) const BOX_FLAT_SHIFT: u32 = 21;
 
 /// How the shader declares a binding: its address space and access.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

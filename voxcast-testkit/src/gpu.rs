@@ -1038,6 +1038,14 @@ pub fn boxes_of(rays: &[VoxelRay], seed: u64) -> Vec<BoxCast> {
         .collect()
 }
 
+/// [`boxes_of`] up to 5 voxels wide: every voxel of a shape costs llvmpipe's loop budget a few
+/// iterations a box, and the widest boxes' sweeps through shaped voxels pass it.
+fn shaped_boxes_of(rays: &[VoxelRay]) -> Vec<BoxCast> {
+    let mut casts = boxes_of(rays, 99);
+    casts.retain(|c| c.body.half_extents.max_element() <= 2.5);
+    casts
+}
+
 /// Whether two box answers are equal under the parity contract: the same outcome, voxel, face
 /// and id, and the same distance bit for bit.
 #[must_use]
@@ -1353,10 +1361,12 @@ pub fn scene_shapes(world: &mut VoxelWorld) {
 pub fn shape_parity(gpu: &GpuRaycaster, every: bool) {
     let options = if every { every_option() } else { few_options() };
     let check_options = |what: &str, world: &VoxelWorld, gw: &GpuWorld, rays: &[VoxelRay]| {
+        let casts = shaped_boxes_of(rays);
         for opts in &options {
             let what = format!("{what} {opts:?}");
             check(gpu, &what, world, gw, rays, opts);
             sight_parity_with(gpu, gw, world, rays, &what, opts);
+            check_boxes(gpu, &format!("box casts, {what}"), world, gw, &casts, opts);
         }
     };
     let (t, tw) = terrain();
@@ -1375,6 +1385,15 @@ pub fn shape_parity(gpu: &GpuRaycaster, every: bool) {
         differ * 10 > rays.len(),
         "only {differ} of {} rays answer differently with shapes",
         rays.len()
+    );
+    let casts = shaped_boxes_of(&rays);
+    let cubes = box_cast_batch(&casts, tw, &RaycastOptions::default());
+    let shaped = box_cast_batch(&casts, &world, &RaycastOptions::default());
+    let differ = cubes.iter().zip(&shaped).filter(|(a, b)| a != b).count();
+    assert!(
+        differ * 20 > casts.len(),
+        "only {differ} of {} box casts answer differently with shapes",
+        casts.len()
     );
 
     let opts = RaycastOptions::default();

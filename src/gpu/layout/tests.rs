@@ -126,6 +126,7 @@ fn shader_constants_equal_their_rust_twins() {
         ("BOX_TRAIL_ON_SHIFT", U(BOX_TRAIL_ON_SHIFT)),
         ("BOX_ON_PLANE_SHIFT", U(BOX_ON_PLANE_SHIFT)),
         ("BOX_RANKS_SHIFT", U(BOX_RANKS_SHIFT)),
+        ("BOX_FLAT_SHIFT", U(BOX_FLAT_SHIFT)),
     ];
     // Constants the host never writes or reads: internal to the shader.
     let shader_only = [
@@ -143,6 +144,10 @@ fn shader_constants_equal_their_rust_twins() {
         "WALK_MISS",
         "ID_LATER",
         "BOX_LOOP_BUDGET",
+        "TOUCH_NEVER",
+        "TOUCH_INSIDE",
+        "TOUCH_AT",
+        "TOUCH_PAST",
     ];
     let m = module();
     let mut seen = Vec::new();

@@ -3,16 +3,20 @@
 //! error; for every accepted ray and origin policy, `voxel_raycast_with` equals
 //! [`oracle`] (under `Report`) and gives the same bits with and without empty-space skipping,
 //! and line of sight (plain and conservative) never panics and never sees past a raycast's
-//! hit.
+//! hit. In worlds of single voxels, a box cast from each ray (half extents from its offset's
+//! bits) is judged by the box casts' oracle over every box of every voxel.
 
 use arbitrary::Arbitrary;
+use voxcast::glam::DVec3;
 use voxcast::{
-    BlockShape, LineOfSightOptions, RaycastOptions, RaycastOutcome, ShapeBox, VoxelId, VoxelRay,
-    VoxelTraversal, VoxelWorld, WorldPos, line_of_sight,
+    BlockShape, BoxCast, LineOfSightOptions, OriginPolicy, RaycastOptions, RaycastOutcome,
+    ShapeBox, VoxelId, VoxelRay, VoxelTraversal, VoxelWorld, WorldPos, box_cast, line_of_sight,
 };
 
+use crate::boxes::{contacts_in_shapes, judge};
+
 use super::input::{AnchorIn, ORIGIN_POLICIES};
-use super::model::{Edit, build};
+use super::model::{Edit, Model, build};
 use super::oracle::{end_distance, identical, skipping_equals_stepping};
 use super::raycast::RayIn;
 
@@ -93,8 +97,9 @@ fn set_shapes(world: &mut VoxelWorld, shapes: &[ShapeIn]) -> Result<(), String> 
 pub fn check(input: &Input) -> Result<(), String> {
     let anchor = WorldPos::from_array(input.anchor.map(AnchorIn::get));
     let edits = &input.edits[..input.edits.len().min(EDITS)];
-    let (mut world, _) = build(anchor, edits)?;
+    let (mut world, model) = build(anchor, edits)?;
     set_shapes(&mut world, &input.shapes)?;
+    let solids = single_voxels(&model);
     for ray_in in input.rays.iter().take(RAYS) {
         let raw = ray_in.get(anchor);
         let Ok(ray) = VoxelRay::new(raw.origin, raw.sub_offset, raw.direction, raw.max_distance)
@@ -107,6 +112,68 @@ pub fn check(input: &Input) -> Result<(), String> {
             continue;
         }
         check_ray(&world, &ray).map_err(|why| format!("{why}\n  ray {ray:?}"))?;
+        if let Some(solids) = &solids {
+            check_box_cast(&world, &ray, solids)?;
+        }
+    }
+    Ok(())
+}
+
+/// The stopping voxels of `model`, where no chunk is filled whole (the box oracle visits every
+/// one).
+fn single_voxels(model: &Model) -> Option<Vec<(WorldPos, VoxelId)>> {
+    let mut out = Vec::new();
+    for c in model.chunks.values() {
+        if !c.fill.is_air() {
+            return None;
+        }
+        out.extend(
+            c.voxels
+                .iter()
+                .filter(|(_, id)| !id.is_air())
+                .map(|(&p, &id)| (p, id)),
+        );
+    }
+    out.sort();
+    Some(out)
+}
+
+/// A box cast from `ray`'s start along it, judged by the oracle under `Report` and
+/// `SkipOriginVoxel`.
+fn check_box_cast(
+    world: &VoxelWorld,
+    ray: &VoxelRay,
+    solids: &[(WorldPos, VoxelId)],
+) -> Result<(), String> {
+    let half = ray
+        .sub_offset
+        .map(|v| [0.0, 0.25, 0.5, 0.3][(v.to_bits() % 4) as usize]);
+    let Ok(cast) = BoxCast::new(
+        ray.origin,
+        ray.sub_offset,
+        half,
+        ray.direction,
+        ray.max_distance.min(64.0),
+    ) else {
+        return Ok(());
+    };
+    let shape = |id: VoxelId| match world.shape(id) {
+        BlockShape::Cube => vec![[DVec3::ZERO, DVec3::ONE]],
+        BlockShape::Empty => Vec::new(),
+        BlockShape::Boxes(b) => b
+            .iter()
+            .map(|b| [b.min(), b.max()].map(|m| DVec3::from_array(m.map(|v| f64::from(v) / 16.0))))
+            .collect(),
+    };
+    let contacts = contacts_in_shapes(&cast, solids, &shape);
+    for origin in [OriginPolicy::Report, OriginPolicy::SkipOriginVoxel] {
+        let opts = RaycastOptions {
+            origin,
+            ..RaycastOptions::default()
+        };
+        let got = box_cast(&cast, world, &opts);
+        judge(&cast, &got, &contacts, origin)
+            .map_err(|e| format!("box cast {cast:?} under {origin:?}: {got:?}: {e}"))?;
     }
     Ok(())
 }
