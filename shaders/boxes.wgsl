@@ -340,7 +340,7 @@ fn cast_box(b: GpuBox) -> Hit {
         // box leaves what the window holds.
         let leaves = (OPTIONS & FLAG_STOP_UNLOADED) == 0u && !partial && t <= b.max_distance
             && box_leaves(b, lo, hi);
-        if (p_found && (p_t < t || leaves)) {
+        if (shaped && p_found && (p_t < t || leaves)) {
             result = make_hit(STATUS_HIT, p_voxel, p_t, p_id, p_axis, box_bit(b, BOX_NEGATIVE_SHIFT, p_axis), vec3<u32>(0u));
             break;
         }
@@ -398,7 +398,7 @@ fn cast_box(b: GpuBox) -> Hit {
         }
         // Rules 5 and 6: the voxels of the new layers.
         let in_layer = ((vec3<u32>(entered) >> vec3<u32>(0u, 1u, 2u)) & vec3<u32>(1u)) != vec3<u32>(0u);
-        var s_found = p_found && p_t == t;
+        var s_found = shaped && p_found && p_t == t;
         var s_key = p_key;
         var s_voxel = p_voxel;
         var s_id = p_id;

@@ -532,13 +532,15 @@ impl Best {
         opts: &RaycastOptions,
     ) {
         match id {
-            Some(id) if stops(id, opts) => self.offer_stop(Stop {
-                key,
-                at: p,
-                id,
-                axis,
-                plane: None,
-            }),
+            Some(id) if stops(id, opts) && self.hit.is_none_or(|h| key < h.key) => {
+                self.hit = Some(Stop {
+                    key,
+                    at: p,
+                    id,
+                    axis,
+                    plane: None,
+                });
+            }
             None if opts.unloaded == UnloadedPolicy::Stop
                 && self.unloaded.is_none_or(|(k, ..)| key < k) =>
             {
@@ -637,18 +639,26 @@ pub(crate) fn walk(
     world: &VoxelWorld,
     opts: &RaycastOptions,
 ) -> (BoxCastOutcome, End) {
+    // A world without shapes walks code without rule 10's checks.
+    if world.shapes().is_empty() {
+        walk_in::<false>(p, world, opts)
+    } else {
+        walk_in::<true>(p, world, opts)
+    }
+}
+
+/// [`walk`] in a world with shapes (`SHAPED`) or without.
+fn walk_in<const SHAPED: bool>(
+    p: &Prepared,
+    world: &VoxelWorld,
+    opts: &RaycastOptions,
+) -> (BoxCastOutcome, End) {
     let ax = &p.axes;
     let ranks = p.ranks();
     let mut voxels = Voxels::new(world);
     let table = world.shapes();
     // The boxes of a stopping voxel's shape (empty for an empty shape), `None` for a cube.
-    let shape = |id: VoxelId| {
-        if table.is_empty() {
-            None
-        } else {
-            table.boxes_of(id)
-        }
-    };
+    let shape = |id: VoxelId| if SHAPED { table.boxes_of(id) } else { None };
     let mut lo: [i128; 3] = std::array::from_fn(|a| ax[a].start_lo);
     let mut hi: [i128; 3] = std::array::from_fn(|a| ax[a].start_hi);
     let end = |lo: [i128; 3], hi: [i128; 3], entered, axis| End {
@@ -679,18 +689,21 @@ pub(crate) fn walk(
     // under Report, an unloaded one under Stop); rule 10: shaped voxels' boxes met later.
     let start_matters =
         opts.origin == OriginPolicy::Report || opts.unloaded == UnloadedPolicy::Stop;
-    if (start_matters || !table.is_empty()) && lo.iter().zip(&hi).all(|(l, h)| l <= h) {
+    if (start_matters || SHAPED) && lo.iter().zip(&hi).all(|(l, h)| l <= h) {
         let mut best = Best::default();
         for_each_in(lo, hi, |v| {
             let id = voxels.get(v);
-            match id.filter(|&i| stops(i, opts)).map(|i| (i, shape(i))) {
-                Some((i, Some(boxes))) => match touch(p, v, boxes, ranks) {
+            if SHAPED
+                && let Some(i) = id.filter(|&i| stops(i, opts))
+                && let Some(boxes) = shape(i)
+            {
+                match touch(p, v, boxes, ranks) {
                     Touch::Inside => best.offer((0, 0, v.x, v.y, v.z), v, id, 0, opts),
                     Touch::At(c) => later.offer(c.t, Stop::shaped(&c, v, i, p, ranks)),
                     Touch::Never => {}
-                },
-                _ if start_matters => best.offer((0, 0, v.x, v.y, v.z), v, id, 0, opts),
-                _ => {}
+                }
+            } else if start_matters {
+                best.offer((0, 0, v.x, v.y, v.z), v, id, 0, opts);
             }
         });
         if let Some(s) = best.hit
@@ -727,7 +740,8 @@ pub(crate) fn walk(
     loop {
         let t = t_lead[0].min(t_lead[1]).min(t_lead[2]);
         // Rule 10: a shaped voxel's box met before the next layer.
-        if let Some((tc, s)) = later.0
+        if SHAPED
+            && let Some((tc, s)) = later.0
             && tc < t
         {
             return hit(s, tc, lo, hi, 0);
@@ -738,7 +752,7 @@ pub(crate) fn walk(
         // Rule 8: under Air nothing beyond the occupied bounds stops the box, but a shaped
         // voxel's box it already touches.
         if opts.unloaded == UnloadedPolicy::Air && leaves(bounds.as_ref(), lo, hi, p.dir) {
-            if let Some((tc, s)) = later.0 {
+            if SHAPED && let Some((tc, s)) = later.0 {
                 return hit(s, tc, lo, hi, 0);
             }
             let e = End {
@@ -781,7 +795,8 @@ pub(crate) fn walk(
         }
         // Rule 5 and 6: the voxels of the new layers.
         let mut best = Best::default();
-        if let Some((tc, s)) = later.0
+        if SHAPED
+            && let Some((tc, s)) = later.0
             && tc == t
         {
             best.offer_stop(s);
@@ -804,8 +819,11 @@ pub(crate) fn walk(
                     return;
                 };
                 let id = voxels.get(v);
-                let Some((i, Some(boxes))) = id.filter(|&i| stops(i, opts)).map(|i| (i, shape(i)))
-                else {
+                let shaped = match id {
+                    Some(i) if SHAPED && stops(i, opts) => shape(i).map(|b| (i, b)),
+                    _ => None,
+                };
+                let Some((i, boxes)) = shaped else {
                     best.offer((class, ranks[axis], v.x, v.y, v.z), v, id, axis, opts);
                     return;
                 };
