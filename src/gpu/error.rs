@@ -157,8 +157,9 @@ pub enum GpuError {
     /// A box cast needs more loop iterations than a software driver lets a shader run: Mesa's
     /// llvmpipe (lavapipe) ends a shader's loops after 65535 iterations for each group of
     /// invocations it runs together, so on such a device (`wgpu::DeviceType::Cpu`) a cast
-    /// may look at about 8,000 voxels (its start box, then every layer it enters) before the
-    /// batch fails with this error instead of answering wrongly.
+    /// may look at about 8,000 voxels (its start box, then every layer it enters; a shaped
+    /// voxel counts as `2 + 4·n` voxels, `n` the boxes of its shape) before the batch fails
+    /// with this error instead of answering wrongly.
     #[error(
         "a box cast looks at more voxels than this software GPU lets a shader loop over \
          (Mesa's llvmpipe: 65535 loop iterations per group of invocations): cast long sweeps \
