@@ -197,13 +197,7 @@ fn box_shape_touch(b: GpuBox, v: vec3<i32>, entry: u32, ranks: vec3<u32>) -> Box
         }
         let on = near_t == vec3<f32>(t_in);
         let r = select(vec3<u32>(3u), ranks, on);
-        var axis = 0u;
-        if (r.y < r[axis]) {
-            axis = 1u;
-        }
-        if (r.z < r[axis]) {
-            axis = 2u;
-        }
+        let axis = lowest_rank_axis(r);
         let kind = u32(on.x) + u32(on.y) + u32(on.z);
         if (best.state == TOUCH_NEVER || t_in < best.t || (t_in == best.t
                 && (kind < best.kind || (kind == best.kind && r[axis] < best.rank)))) {
@@ -211,6 +205,19 @@ fn box_shape_touch(b: GpuBox, v: vec3<i32>, entry: u32, ranks: vec3<u32>) -> Box
         }
     }
     return best;
+}
+
+// The axis of the lowest of ranks `r` (3 for an axis left out), written out without a loop:
+// every loop iteration counts against llvmpipe's budget (see cast_box).
+fn lowest_rank_axis(r: vec3<u32>) -> u32 {
+    var axis = 0u;
+    if (r.y < r[axis]) {
+        axis = 1u;
+    }
+    if (r.z < r[axis]) {
+        axis = 2u;
+    }
+    return axis;
 }
 
 // The shape entry of a stopping id for box casts: 0 for a cube (every id without FLAG_SHAPES).
@@ -421,16 +428,9 @@ fn cast_box(b: GpuBox) -> Hit {
                         let mine = in_layer & (v == lead);
                         let earlier = any(mine & (vec3<u32>(0u, 1u, 2u) < vec3<u32>(a)));
                         let kind = u32(mine.x) + u32(mine.y) + u32(mine.z);
-                        // The axis of lowest rank among those whose layer holds v (written out:
-                        // every loop iteration counts against llvmpipe's budget, see cast_box).
+                        // The axis of lowest rank among those whose layer holds v.
                         let r = select(vec3<u32>(3u), ranks, mine);
-                        var axis = 0u;
-                        if (r.y < r[axis]) {
-                            axis = 1u;
-                        }
-                        if (r.z < r[axis]) {
-                            axis = 2u;
-                        }
+                        let axis = lowest_rank_axis(r);
                         let rank = r[axis];
                         if (!earlier) {
                             var what = box_voxel(v);

@@ -2,7 +2,7 @@
 //! (`voxcast_testkit::boxes`), the adversarial cases, zero extents against rays, bad input,
 //! and collide-and-slide.
 
-use voxcast::glam::{DVec3, IVec3, Vec3};
+use voxcast::glam::{IVec3, Vec3};
 use voxcast::{
     BlockShape, BoxBody, BoxCast, BoxCastError, BoxCastOutcome, Chunk, ChunkPos, MAX_HALF_EXTENT,
     OriginPolicy, RayError, RaycastOptions, RaycastOutcome, ShapeBox, SlideOptions, UnloadedPolicy,
@@ -10,7 +10,7 @@ use voxcast::{
     voxel_raycast_with,
 };
 use voxcast_testkit::SplitMix64;
-use voxcast_testkit::boxes::{contacts, contacts_in_shapes, judge};
+use voxcast_testkit::boxes::{contacts, contacts_in_shapes, judge, shape_boxes};
 use voxcast_testkit::common::{
     dir_component, offset, random_shape, random_solids, sub_of_kind, world_with,
 };
@@ -50,14 +50,7 @@ fn oracle_round(seed: u64, min: WorldPos, n: usize, origin: OriginPolicy, shaped
                 .expect("a valid shape");
         }
     }
-    let shape = |id: VoxelId| match world.shape(id) {
-        BlockShape::Cube => vec![[DVec3::ZERO, DVec3::ONE]],
-        BlockShape::Empty => Vec::new(),
-        BlockShape::Boxes(b) => b
-            .iter()
-            .map(|b| [b.min(), b.max()].map(|m| DVec3::from_array(m.map(|v| f64::from(v) / 16.0))))
-            .collect(),
-    };
+    let shape = |id: VoxelId| shape_boxes(&world, id);
     let mut ties = 0;
     for i in 0..n {
         let center = offset(min, std::array::from_fn(|_| rng.below(16) as i128 - 2));
@@ -643,7 +636,28 @@ fn steps_up_one_voxel_ledges_only() {
 fn slides_never_overlap() {
     let solids = random_solids(11, WorldPos::new(0, 0, 0), 12, 0.12, 3);
     let w = world_with(&solids);
-    let mut rng = SplitMix64::new(99);
+    slides_never_overlap_in(&w, 99, 0.0);
+}
+
+/// The same in worlds of shaped voxels (slides flush against boxes' faces), also climbing.
+#[test]
+fn slides_never_overlap_shapes() {
+    for seed in 0..4u64 {
+        let solids = random_solids(20 + seed, WorldPos::new(0, 0, 0), 12, 0.15, 3);
+        let mut w = world_with(&solids);
+        let mut rng = SplitMix64::new(seed);
+        for id in 1..=3 {
+            w.set_shape(VoxelId(id), &random_shape(&mut rng))
+                .expect("a valid shape");
+        }
+        slides_never_overlap_in(&w, 100 + seed, [0.0, 0.5][seed as usize % 2]);
+    }
+}
+
+/// Slides of random boxes that start clear in `w` end clear, and move no farther than asked
+/// on any axis (but when they climbed).
+fn slides_never_overlap_in(w: &VoxelWorld, seed: u64, step_up: f32) {
+    let mut rng = SplitMix64::new(seed);
     let mut moved_any = 0;
     for _ in 0..3000 {
         let h = Vec3::new(0.3, 0.9, 0.3) * (0.5 + rng.next_f32());
@@ -653,23 +667,22 @@ fn slides_never_overlap() {
             rng.below(12) as i128,
         );
         let sub = Vec3::new(rng.next_f32(), rng.next_f32(), rng.next_f32());
-        if !overlaps_nothing(&w, c, sub, h) {
+        if !overlaps_nothing(w, c, sub, h) {
             continue;
         }
         let d = (Vec3::new(rng.next_f32(), rng.next_f32(), rng.next_f32()) * 2.0 - 1.0) * 4.0;
-        let s = collide_and_slide(
-            &BoxBody {
-                center: c,
-                center_offset: sub,
-                half_extents: h,
-            },
-            d,
-            &w,
-            &SlideOptions::default(),
-        )
-        .expect("valid");
+        let opts = SlideOptions {
+            step_up,
+            ..SlideOptions::default()
+        };
+        let body = BoxBody {
+            center: c,
+            center_offset: sub,
+            half_extents: h,
+        };
+        let s = collide_and_slide(&body, d, w, &opts).expect("valid");
         assert!(
-            overlaps_nothing(&w, s.body.center, s.body.center_offset, h),
+            overlaps_nothing(w, s.body.center, s.body.center_offset, h),
             "{c} {sub} {h} {d}: {s:?}"
         );
         for a in 0..3 {

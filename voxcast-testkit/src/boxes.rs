@@ -3,7 +3,7 @@
 //! accepts an answer where the exact one is a tie within the f32 arithmetic's reach.
 
 use voxcast::glam::{DVec3, IVec3};
-use voxcast::{BoxCast, BoxCastOutcome, OriginPolicy, VoxelId, WorldPos};
+use voxcast::{BlockShape, BoxCast, BoxCastOutcome, OriginPolicy, VoxelId, VoxelWorld, WorldPos};
 
 /// Where the moving box overlaps one voxel (the open box against the open voxel): from `entry`
 /// to `exit` along its path, in voxels (`entry` below 0 when it overlaps at the start), and the
@@ -34,6 +34,20 @@ pub fn tolerance(t: f64) -> f64 {
 #[must_use]
 pub fn contacts(cast: &BoxCast, solids: &[(WorldPos, VoxelId)]) -> Vec<Contact> {
     contacts_in_shapes(cast, solids, &|_| vec![[DVec3::ZERO, DVec3::ONE]])
+}
+
+/// The boxes of id `id`'s shape in `world`, each its low and high corner in the voxel in voxels
+/// (the unit cube for a cube, none for an empty shape): what [`contacts_in_shapes`] takes.
+#[must_use]
+pub fn shape_boxes(world: &VoxelWorld, id: VoxelId) -> Vec<[DVec3; 2]> {
+    match world.shape(id) {
+        BlockShape::Cube => vec![[DVec3::ZERO, DVec3::ONE]],
+        BlockShape::Empty => Vec::new(),
+        BlockShape::Boxes(b) => b
+            .iter()
+            .map(|b| [b.min(), b.max()].map(|m| DVec3::from_array(m.map(|v| f64::from(v) / 16.0))))
+            .collect(),
+    }
 }
 
 /// [`contacts`] where a voxel of id `id` is the boxes `shape(id)` (each its low and high

@@ -7,13 +7,12 @@
 //! bits) is judged by the box casts' oracle over every box of every voxel.
 
 use arbitrary::Arbitrary;
-use voxcast::glam::DVec3;
 use voxcast::{
     BlockShape, BoxCast, LineOfSightOptions, OriginPolicy, RaycastOptions, RaycastOutcome,
     ShapeBox, VoxelId, VoxelRay, VoxelTraversal, VoxelWorld, WorldPos, box_cast, line_of_sight,
 };
 
-use crate::boxes::{contacts_in_shapes, judge};
+use crate::boxes::{contacts_in_shapes, judge, shape_boxes};
 
 use super::input::{AnchorIn, ORIGIN_POLICIES};
 use super::model::{Edit, Model, build};
@@ -157,14 +156,7 @@ fn check_box_cast(
     ) else {
         return Ok(());
     };
-    let shape = |id: VoxelId| match world.shape(id) {
-        BlockShape::Cube => vec![[DVec3::ZERO, DVec3::ONE]],
-        BlockShape::Empty => Vec::new(),
-        BlockShape::Boxes(b) => b
-            .iter()
-            .map(|b| [b.min(), b.max()].map(|m| DVec3::from_array(m.map(|v| f64::from(v) / 16.0))))
-            .collect(),
-    };
+    let shape = |id: VoxelId| shape_boxes(world, id);
     let contacts = contacts_in_shapes(&cast, solids, &shape);
     for origin in [OriginPolicy::Report, OriginPolicy::SkipOriginVoxel] {
         let opts = RaycastOptions {
