@@ -207,6 +207,26 @@ fn box_shape_touch(b: GpuBox, v: vec3<i32>, entry: u32, ranks: vec3<u32>) -> Box
     return best;
 }
 
+// The first contact with a shaped voxel's box found so far (rule 10), later than the walk.
+struct BoxLater {
+    found: bool,
+    t: f32,
+    key: vec2<u32>,         // rule 6's kind and rank
+    voxel: vec3<i32>,
+    id: u32,
+    axis: u32,
+}
+
+// `p`, or the contact `c` with voxel v of id `id` where that comes first (by distance, then by
+// rule 6's key).
+fn box_later(p: BoxLater, c: BoxTouch, v: vec3<i32>, id: u32) -> BoxLater {
+    if (c.state == TOUCH_AT && (!p.found || c.t < p.t
+            || (c.t == p.t && box_before(c.kind, c.rank, v, true, p.key, p.voxel)))) {
+        return BoxLater(true, c.t, vec2<u32>(c.kind, c.rank), v, id, c.axis);
+    }
+    return p;
+}
+
 // The axis of the lowest of ranks `r` (3 for an axis left out), written out without a loop:
 // every loop iteration counts against llvmpipe's budget (see cast_box).
 fn lowest_rank_axis(r: vec3<u32>) -> u32 {
@@ -265,13 +285,7 @@ fn cast_box(b: GpuBox) -> Hit {
             t_lead = select(t_lead, vec3<f32>(select(box_lead_t(b, a, 0u), 0.0, on_plane)), m);
         }
     }
-    // Rule 10: the first contact with a shaped voxel's box found so far, later than the walk.
-    var p_found = false;
-    var p_t = 0.0;
-    var p_key = vec2<u32>(0u);
-    var p_voxel = vec3<i32>(0);
-    var p_id = 0u;
-    var p_axis = 0u;
+    var later = BoxLater(false, 0.0, vec2<u32>(0u), vec3<i32>(0), 0u, 0u);
     // Rule 4: the voxels touched at the start, where they can end the cast: a stopping voxel
     // under Report, an unloaded one under Stop or outside a following window's box; and
     // shaped voxels whose boxes the box meets later.
@@ -299,15 +313,7 @@ fn cast_box(b: GpuBox) -> Hit {
                             return make_hit(STATUS_RUNAWAY, vec3<i32>(0), 0.0, 0u, AXIS_NONE, false, vec3<u32>(0u));
                         }
                         let c = box_shape_touch(b, v, entry, ranks);
-                        if (c.state == TOUCH_AT && (!p_found || c.t < p_t || (c.t == p_t
-                                && box_before(c.kind, c.rank, v, true, p_key, p_voxel)))) {
-                            p_found = true;
-                            p_t = c.t;
-                            p_key = vec2<u32>(c.kind, c.rank);
-                            p_voxel = v;
-                            p_id = what.y;
-                            p_axis = c.axis;
-                        }
+                        later = box_later(later, c, v, what.y);
                         if (c.state != TOUCH_INSIDE) {
                             what.x = 0u;
                         }
@@ -347,8 +353,8 @@ fn cast_box(b: GpuBox) -> Hit {
         // box leaves what the window holds.
         let leaves = (OPTIONS & FLAG_STOP_UNLOADED) == 0u && !partial && t <= b.max_distance
             && box_leaves(b, lo, hi);
-        if (shaped && p_found && (p_t < t || leaves)) {
-            result = make_hit(STATUS_HIT, p_voxel, p_t, p_id, p_axis, box_bit(b, BOX_NEGATIVE_SHIFT, p_axis), vec3<u32>(0u));
+        if (shaped && later.found && (later.t < t || leaves)) {
+            result = make_hit(STATUS_HIT, later.voxel, later.t, later.id, later.axis, box_bit(b, BOX_NEGATIVE_SHIFT, later.axis), vec3<u32>(0u));
             break;
         }
         if (t > b.max_distance || leaves) {
@@ -405,11 +411,11 @@ fn cast_box(b: GpuBox) -> Hit {
         }
         // Rules 5 and 6: the voxels of the new layers.
         let in_layer = ((vec3<u32>(entered) >> vec3<u32>(0u, 1u, 2u)) & vec3<u32>(1u)) != vec3<u32>(0u);
-        var s_found = shaped && p_found && p_t == t;
-        var s_key = p_key;
-        var s_voxel = p_voxel;
-        var s_id = p_id;
-        var s_axis = p_axis;
+        var s_found = shaped && later.found && later.t == t;
+        var s_key = later.key;
+        var s_voxel = later.voxel;
+        var s_id = later.id;
+        var s_axis = later.axis;
         var u_found = false;
         var u_key = vec2<u32>(0u);
         var u_voxel = vec3<i32>(0);
@@ -451,14 +457,8 @@ fn cast_box(b: GpuBox) -> Hit {
                                     s_voxel = v;
                                     s_id = what.y;
                                     s_axis = c.axis;
-                                } else if (c.state == TOUCH_AT && c.t > t && (!p_found || c.t < p_t
-                                        || (c.t == p_t && box_before(c.kind, c.rank, v, true, p_key, p_voxel)))) {
-                                    p_found = true;
-                                    p_t = c.t;
-                                    p_key = vec2<u32>(c.kind, c.rank);
-                                    p_voxel = v;
-                                    p_id = what.y;
-                                    p_axis = c.axis;
+                                } else if (c.t > t) {
+                                    later = box_later(later, c, v, what.y);
                                 }
                             }
                             if (what.x == 1u && box_before(kind, rank, v, s_found, s_key, s_voxel)) {
