@@ -504,3 +504,57 @@ fn the_crosshair_picks_a_torch_and_a_flower_by_their_shapes() {
     let t = aim(-1.9, 1.3, -2.5);
     assert_eq!(t.hit().map(|h| h.voxel_type), Some(STONE), "{t:?}");
 }
+
+/// Blocks that are not cubes, for a character: a player walking into a row of bottom slabs
+/// through `VoxelQuery::slide` with a half-voxel `step_up` climbs onto them and stands on their
+/// top (feet at y = 1.5), the face of the slab's box, not of its voxel.
+#[test]
+fn a_player_steps_up_onto_bottom_slabs() {
+    const SLAB: VoxelId = VoxelId(22);
+    const HALF: Vec3 = Vec3::new(0.3, 0.9, 0.3);
+    #[derive(Component)]
+    struct Walker;
+    fn walk(voxels: VoxelQuery, mut walkers: Query<&mut VoxelPosition, With<Walker>>) {
+        let opts = SlideOptions {
+            step_up: 0.5,
+            ..SlideOptions::default()
+        };
+        for mut pos in &mut walkers {
+            // A step forward (-z) and gravity, each frame.
+            let (moved, _) = voxels
+                .slide(&pos, HALF, Vec3::new(0.0, -0.5, -0.1), &opts)
+                .expect("a valid move");
+            *pos = moved;
+        }
+    }
+    let mut world = arena();
+    for x in -2..=2 {
+        world.set_voxel(WorldPos::new(x, 1, -3), SLAB);
+    }
+    let slab = ShapeBox::new([0, 0, 0], [16, 8, 16]).expect("a valid box");
+    world
+        .set_shape(SLAB, &BlockShape::Boxes(vec![slab]))
+        .expect("slab");
+    let mut app = App::new();
+    app.add_plugins((TransformPlugin, VoxcastPlugin))
+        .insert_resource(Voxels::new(world));
+    app.add_systems(bevy_app::Update, walk);
+    let player = app
+        .world_mut()
+        .spawn((
+            VoxelPosition::new(WorldPos::new(0, 1, 0), Vec3::new(0.5, 0.9, 0.5)),
+            Walker,
+        ))
+        .id();
+    for _ in 0..30 {
+        app.update();
+    }
+    let p = app.world().get::<VoxelPosition>(player).expect("placed");
+    let feet = p.voxel.y as f32 + p.offset.y - HALF.y;
+    let z = p.voxel.z as f32 + p.offset.z;
+    assert!(
+        (z - (-2.5)).abs() < 1e-4,
+        "walked 3 voxels to z = -2.5: {z}"
+    );
+    assert!((feet - 1.5).abs() < 1e-5, "feet on the slabs' top: {feet}");
+}
