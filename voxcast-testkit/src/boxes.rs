@@ -174,11 +174,12 @@ pub fn judge(
     let ambiguous_start = contacts
         .iter()
         .any(|c| origin != OriginPolicy::Report && near_start(c));
-    // The first overlap the cast must find: one longer than the tolerance (a box that only
-    // grazes an edge overlaps for an instant, a tie the f32 arithmetic may call either way).
+    // The first overlap the cast must find: one lasting longer than the tolerance from the
+    // start on (a box that grazes an edge, or leaves a voxel it overlaps by a hair at the
+    // start, overlaps for an instant: a tie the f32 faces may call either way).
     let first = live
         .iter()
-        .find(|c| c.exit - c.entry > tolerance(c.entry))
+        .find(|c| c.exit - c.entry.max(0.0) > tolerance(c.entry.max(0.0)))
         .map(|c| c.entry.max(0.0));
     match *got {
         BoxCastOutcome::StartsInside {
