@@ -148,35 +148,31 @@ fn box_touch_plane(b_face: f32, inv: f32, m: i32, k: u32) -> f32 {
 // v. Twin of `touch` in src/boxcast/shaped.rs (rule 10 of the box casts).
 fn box_shape_touch(b: GpuBox, v: vec3<i32>, entry: u32, ranks: vec3<u32>) -> BoxTouch {
     var best = BoxTouch(TOUCH_NEVER, 0.0, 0u, 0u, 0u);
-    let first = 1u + shapes[0] + ((entry & 0x7FFFFFFFu) >> 4u);
-    let count = entry & 15u;
-    for (var i = 0u; i < count; i += 1u) {
-        let w = shapes[first + i];
+    let boxes = shape_boxes(entry);
+    for (var i = 0u; i < boxes.y; i += 1u) {
+        let w = shapes[boxes.x + i];
         var near_t = vec3<f32>(TOUCH_PAST);
         var t_out = 3.0e38;
         var overlaps = true;
         for (var a = 0u; a < 3u; a += 1u) {
-            let lo = (w >> (5u * a)) & 31u;
-            let hi = (w >> (5u * (a + 3u))) & 31u;
             if (!box_bit(b, BOX_MOVING_SHIFT, a)) {
-                // The faces' places: the low one in b.trail, the high one in b.lead.
+                // The box's bounds from the low face up; the faces' places: the low one in
+                // b.trail, the high one in b.lead.
+                let up = vec2<f32>(along_travel(w, a, false));
                 let f_lo = b.trail_b[a] * 16.0;
                 let f_hi = b.lead_b[a] * 16.0;
                 if (b.trail[a] == b.lead[a] && b.trail_b[a] == b.lead_b[a]) {
-                    overlaps = overlaps && f32(lo) <= f_lo && f_lo < f32(hi);
+                    overlaps = overlaps && up.x <= f_lo && f_lo < up.y;
                 } else {
-                    overlaps = overlaps && (v[a] > b.trail[a] || f_lo < f32(hi))
-                        && (v[a] < b.lead[a] || f_hi > f32(lo));
+                    overlaps = overlaps && (v[a] > b.trail[a] || f_lo < up.y)
+                        && (v[a] < b.lead[a] || f_hi > up.x);
                 }
                 continue;
             }
             let s = box_step(b, a);
-            var near = lo;
-            var far = hi;
-            if (s < 0) {
-                near = 16u - hi;
-                far = 16u - lo;
-            }
+            let k = along_travel(w, a, s < 0);
+            let near = k.x;
+            let far = k.y;
             var tn = box_touch_plane(b.lead_b[a], b.inv[a], (v[a] - b.lead[a]) * s, near);
             // A flat box on its near plane is past it (a point lies in what it moves into).
             if (box_bit(b, BOX_FLAT_SHIFT, a) && tn == 0.0) {

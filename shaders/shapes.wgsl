@@ -22,6 +22,24 @@ fn shape_is_empty(id: u32) -> bool {
     return e != 0u && (e & 15u) == 0u;
 }
 
+// Where the boxes of the shape with entry `entry` lie in `shapes`: the first one's index and
+// their count.
+fn shape_boxes(entry: u32) -> vec2<u32> {
+    return vec2<u32>(1u + shapes[0] + ((entry & 0x7FFFFFFFu) >> 4u), entry & 15u);
+}
+
+// Box word w's bounds on axis a, in sixteenths of the voxel, in the order a travel along a
+// meets them (near, far): from the low face up, or with `negative` from the high face down.
+// Twin of `along_travel` in src/cpu_ref/shapes.rs.
+fn along_travel(w: u32, a: u32, negative: bool) -> vec2<u32> {
+    let lo = (w >> (5u * a)) & 31u;
+    let hi = (w >> (5u * (a + 3u))) & 31u;
+    if (negative) {
+        return vec2<u32>(16u - hi, 16u - lo);
+    }
+    return vec2<u32>(lo, hi);
+}
+
 // The plane k sixteenths along the ray's travel through the voxel entered after m crossings:
 // the DDA's crossing rule with a fractional count (exact: an integer below 2^24 over 16).
 fn box_plane_t(b: f32, inv: f32, m: u32, k: u32) -> f32 {
@@ -49,33 +67,27 @@ fn shape_hit(ray: Ray, n: vec3<u32>, entry: u32) -> ShapeHit {
         }
     }
     var best = ShapeHit(false, 0.0, AXIS_NONE);
-    let first = 1u + shapes[0] + ((entry & 0x7FFFFFFFu) >> 4u);
-    let count = entry & 15u;
-    for (var i = 0u; i < count; i += 1u) {
-        let w = shapes[first + i];
+    let boxes = shape_boxes(entry);
+    for (var i = 0u; i < boxes.y; i += 1u) {
+        let w = shapes[boxes.x + i];
         var t_in = -3.0e38;
         var axis_in = AXIS_NONE;
         var t_out = 3.0e38;
         var inside = true;
         for (var a = 0u; a < 3u; a += 1u) {
-            let lo = (w >> (5u * a)) & 31u;
-            let hi = (w >> (5u * (a + 3u))) & 31u;
             if (inv[a] == 0.0) {
-                // The offset from the voxel's high face, b, in sixteenths (exact).
+                // The offset from the voxel's high face, b, in sixteenths (exact), against
+                // the box's bounds counted from that face.
                 let b16 = ray.b[a] * 16.0;
-                if (!(f32(16u - hi) < b16 && b16 <= f32(16u - lo))) {
+                let down = along_travel(w, a, true);
+                if (!(f32(down.x) < b16 && b16 <= f32(down.y))) {
                     inside = false;
                 }
                 continue;
             }
-            var near = lo;
-            var far = hi;
-            if (axis_step(ray, a) < 0) {
-                near = 16u - hi;
-                far = 16u - lo;
-            }
-            let t_near = box_plane_t(ray.b[a], inv[a], n[a], near);
-            let t_far = box_plane_t(ray.b[a], inv[a], n[a], far);
+            let k = along_travel(w, a, axis_step(ray, a) < 0);
+            let t_near = box_plane_t(ray.b[a], inv[a], n[a], k.x);
+            let t_far = box_plane_t(ray.b[a], inv[a], n[a], k.y);
             if (t_near >= t_in) {
                 t_in = t_near;
                 axis_in = a;

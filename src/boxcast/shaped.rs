@@ -3,7 +3,7 @@
 
 use crate::boxcast::{Axis, Prepared};
 use crate::coords::WorldPos;
-use crate::cpu_ref::shapes::box_plane_t;
+use crate::cpu_ref::shapes::{along_travel, box_plane_t};
 use crate::world::ShapeBox;
 
 /// What the moving box does with the boxes of one shaped voxel it touches as a cube.
@@ -62,19 +62,14 @@ pub(crate) fn touch(p: &Prepared, v: WorldPos, boxes: &[u32], ranks: [u8; 3]) ->
         let mut t_out = f32::MAX;
         for a in 0..3 {
             let ax = &p.axes[a];
-            let (lo, hi) = (u32::from(bx.min()[a]), u32::from(bx.max()[a]));
             let at = v.axis(a);
             if !ax.moving {
-                if !still_overlaps(ax, at, lo, hi) {
+                if !still_overlaps(ax, at, along_travel(&bx, a, 1)) {
                     continue 'boxes;
                 }
                 continue;
             }
-            let (near, far) = if ax.step > 0 {
-                (lo, hi)
-            } else {
-                (16 - hi, 16 - lo)
-            };
+            let (near, far) = along_travel(&bx, a, ax.step);
             // Voxels entered after m crossings of each face's ray: below 0, behind it.
             let m_lead = crossings_to(ax.lead0, at, ax.step) - i128::from(ax.exits);
             let m_trail = crossings_to(ax.trail0, at, ax.step);
@@ -131,10 +126,10 @@ fn plane_t(b: f32, inv: f32, m: i128, k: u32) -> f32 {
     }
 }
 
-/// On an axis the box does not move on: whether it overlaps `[lo, hi]` sixteenths of voxel
+/// On an axis the box does not move on: whether it overlaps `(lo, hi)` sixteenths of voxel
 /// `at` (open against open; a box whose two faces lie at one point holds `lo ≤ 16·f < hi`, as a
 /// flat box holds the voxel its center is in).
-fn still_overlaps(ax: &Axis, at: i128, lo: u32, hi: u32) -> bool {
+fn still_overlaps(ax: &Axis, at: i128, (lo, hi): (u32, u32)) -> bool {
     let (lo, hi) = (lo as f32, hi as f32);
     if ax.start_lo == ax.start_hi && ax.face_lo == ax.face_hi {
         let f16 = ax.face_lo * 16.0;

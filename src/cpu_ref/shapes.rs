@@ -54,6 +54,19 @@ pub(crate) fn box_plane_t(b: f32, inv: f32, m: u32, k: u32) -> f32 {
     (b + q) * inv
 }
 
+/// `bx`'s bounds on axis `a`, in sixteenths of the voxel, in the order a travel along `a`
+/// meets them (near, far): from the low face up, or with a negative `step` from the high face
+/// down. Twin of `along_travel` in `shaders/shapes.wgsl`.
+#[inline]
+pub(crate) fn along_travel(bx: &ShapeBox, a: usize, step: i8) -> (u32, u32) {
+    let (lo, hi) = (u32::from(bx.min()[a]), u32::from(bx.max()[a]));
+    if step < 0 {
+        (16 - hi, 16 - lo)
+    } else {
+        (lo, hi)
+    }
+}
+
 /// Where the ray, in the voxel it entered after `n` crossings, first meets one of `boxes`
 /// (packed, see [`ShapeBox::packed`]) within max distance. Twin of `shape_hit` in
 /// `shaders/shapes.wgsl`.
@@ -74,19 +87,17 @@ pub(crate) fn shape_hit(r: &PreparedRay, n: [u32; 3], boxes: &[u32]) -> Option<S
         let bx = ShapeBox::unpacked(w);
         let (mut t_in, mut axis_in, mut t_out) = (f32::MIN, AXIS_NONE, f32::MAX);
         for a in 0..3 {
-            let (lo, hi) = (u32::from(bx.min()[a]), u32::from(bx.max()[a]));
             if inv[a] == 0.0 {
+                // The offset from the voxel's high face, in sixteenths (exact), against the
+                // box's bounds counted from that face.
                 let b16 = r.b[a] * 16.0;
-                if !(((16 - hi) as f32) < b16 && b16 <= (16 - lo) as f32) {
+                let (from, to) = along_travel(&bx, a, -1);
+                if !((from as f32) < b16 && b16 <= to as f32) {
                     continue 'boxes;
                 }
                 continue;
             }
-            let (near, far) = if r.step[a] > 0 {
-                (lo, hi)
-            } else {
-                (16 - hi, 16 - lo)
-            };
+            let (near, far) = along_travel(&bx, a, r.step[a]);
             let t_near = box_plane_t(r.b[a], inv[a], n[a], near);
             let t_far = box_plane_t(r.b[a], inv[a], n[a], far);
             if t_near >= t_in {
