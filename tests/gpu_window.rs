@@ -454,6 +454,16 @@ fn bad_windows_get_clear_errors() {
             ..
         })
     ));
+    // Each axis within the shader's coordinates, but 2^75 chunks in all: more than a u64
+    // counts, on any target.
+    assert!(matches!(
+        gpu.upload_window(&world, ChunkPos::new(0, 0, 0), [1 << 24; 3]),
+        Err(GpuError::LimitExceeded {
+            what: "chunk table (bytes)",
+            needed: u64::MAX,
+            ..
+        })
+    ));
     let mut gw = gpu
         .upload_window(&world, ChunkPos::new(0, 0, 0), [1, 1, 1])
         .expect("window");

@@ -180,9 +180,12 @@ impl Window {
         self.dims.iter().map(|&d| d as usize).product()
     }
 
-    /// Number of region records (four words each).
-    pub(super) fn records(&self) -> usize {
-        self.region_dims.iter().map(|&d| d as usize).product()
+    /// Words of the chunk table with its region records, `u64::MAX` for that many or more:
+    /// counted without overflow, on any target, before the table is made (a window may span
+    /// up to 2^26 chunks an axis, 2^78 in all).
+    pub(super) fn table_words(&self) -> u64 {
+        let count = |dims: [u32; 3]| dims.iter().map(|&d| u128::from(d)).product::<u128>();
+        u64::try_from(count(self.dims) + 4 * count(self.region_dims)).unwrap_or(u64::MAX)
     }
 
     /// The table entry of chunk `pos`, `None` outside the window.

@@ -130,11 +130,11 @@ impl GpuWorld {
     ) -> Result<Self, GpuError> {
         let max_binding = device.max_binding();
         // Chunk entries, then one four-word record per region.
-        let words = window.entries() as u64 + 4 * window.records() as u64;
-        if words * 4 > max_binding {
+        let words = window.table_words();
+        if words.saturating_mul(4) > max_binding {
             return Err(GpuError::LimitExceeded {
                 what: "chunk table (bytes)",
-                needed: words * 4,
+                needed: words.saturating_mul(4),
                 limit: max_binding,
             });
         }
