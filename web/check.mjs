@@ -1,5 +1,6 @@
 // The page's test in headless Chromium (Playwright, Debian's chromium): parity in the page,
-// click-to-break, a screenshot, the size limit, and the CPU fallback without WebGPU.
+// click-to-break, a screenshot, the size limits, a killed GPU process, and the CPU fallback
+// without WebGPU.
 // Usage: node check.mjs URL NATIVE_DIGEST OUT_DIR   (run by `scripts/web.sh test`)
 import { chromium } from 'playwright-core';
 import { writeFileSync } from 'node:fs';
@@ -75,12 +76,26 @@ const canvasPixels = (page) => page.evaluate(() => {
   // Size limits: a clear error, nothing else changes.
   const refused = await page.evaluate(() => window.voxcast.resize(100000, 100000));
   ok(refused !== 'ok' && /canvas/.test(refused), `a 100000x100000 canvas is refused: ${refused}`);
-  // A lost device: the next frame fails with a message on the page, and nothing hangs.
-  await page.evaluate(() => window.voxcast.loseDevice());
+  // A world larger than the browser's storage limit: a clear error on the page, and the
+  // world the page renders is unchanged.
+  const tooLarge = await page.evaluate(() => window.voxcast.oversizedWorld().catch((e) => `rejected: ${e.message ?? e}`));
+  const shown = await page.textContent('#notice');
+  ok(/chunk table .* needs .* but the limit is/.test(tooLarge) && shown.includes(tooLarge), `a world larger than the storage limit is refused on the page: ${tooLarge}`);
+  await page.evaluate(() => window.voxcast.redraw());
+  const frame3 = await page.evaluate(() => window.voxcast.check());
+  ok(frame3.differ === 0, `and the page still renders its world exactly (${frame3.differ} differ)`);
+  // A lost device: the browser's GPU process killed (DevTools' Browser.crashGpuProcess, what
+  // a driver crash does to a tab). The next frame fails with a message on the page, and
+  // nothing hangs.
+  const cdp = await browser.newBrowserCDPSession();
+  await cdp.send('Browser.crashGpuProcess');
   const t = Date.now();
-  await page.evaluate(() => window.voxcast.redraw().catch(() => {}));
+  const redraw = await Promise.race([
+    page.evaluate(() => window.voxcast.redraw().then(() => 'drawn', (e) => `failed: ${e.message ?? e}`)),
+    new Promise((done) => setTimeout(() => done('no answer in 60 s'), 60000)),
+  ]);
   const lost = await page.textContent('#notice');
-  ok(/voxcast: .*(lost|destroy|device)/i.test(lost) && Date.now() - t < 60000, `a lost device is a message on the page: ${lost}`);
+  ok(/^failed: GPU error/.test(redraw) && lost === `voxcast: ${redraw.slice('failed: '.length)}`, `with the GPU process killed, the next frame fails in ${Date.now() - t} ms and the page says so: ${lost}`);
   await browser.close();
 }
 

@@ -600,11 +600,17 @@ impl<U: Upload> Flight<U> {
             }
             let mut f = self.in_flight.pop_front().expect("checked above");
             // Waits (with `wait`) on the channel the courier's poll completes, not spinning.
+            // A mapping that fails on a lost device says why the device was lost, where the
+            // device has said so already.
             let mapped = f
                 .hits_mapped
                 .recv()
                 .map_err(|_| GpuError::Device("a readback was abandoned".into()))
-                .and_then(|r| r.map_err(device_error));
+                .and_then(|r| {
+                    r.map_err(|e| {
+                        (self.batches.device.check_lost().err()).unwrap_or_else(|| device_error(e))
+                    })
+                });
             let stamps = f
                 .timestamps_mapped
                 .as_ref()

@@ -386,14 +386,35 @@ impl Demo {
             .0)
     }
 
-    /// Destroys the GPU device, as the browser does when its GPU process dies (for the page's
-    /// tests): every later GPU call fails with an error the page shows, and none hangs.
-    pub fn lose_device(&self) -> Result<(), JsValue> {
+    /// Tries to upload the page's world as a window around the eye whose chunk table alone
+    /// (4 bytes a chunk) is about twice the device's largest storage binding, for the page's
+    /// tests of the size limits: resolves to voxcast's refusal (`GpuError::LimitExceeded`), and
+    /// the world the page renders is unchanged. Rejects when the page renders on the CPU, or
+    /// when the upload was not refused.
+    pub fn upload_oversized_window(&self) -> Result<String, JsValue> {
         let s = self.state.try_borrow().map_err(busy)?;
-        if let Some((gpu, _)) = &s.gpu {
-            gpu.device().0.destroy();
+        let Some((gpu, _)) = &s.gpu else {
+            return Err(js_error(
+                "the page renders on the CPU: no device limit to exceed",
+            ));
+        };
+        let limits = gpu.device().0.limits();
+        let limit = limits
+            .max_storage_buffer_binding_size
+            .min(limits.max_buffer_size);
+        // A cube of `side` chunks a side holds `side³ · 4` bytes of table: twice the limit.
+        let side = ((limit / 2) as f64).cbrt().ceil() as u32;
+        let eye = WorldPos::new(
+            s.eye.x.floor() as i128,
+            s.eye.y.floor() as i128,
+            s.eye.z.floor() as i128,
+        );
+        match gpu.upload_window(&s.world, eye.chunk(), [side.div_ceil(2); 3]) {
+            Ok(_) => Err(js_error(format!(
+                "a window of {side} chunks a side was not refused (storage binding limit {limit} bytes)"
+            ))),
+            Err(e) => Ok(format!("the GPU cannot hold that world: {e}")),
         }
-        Ok(())
     }
 
     /// Changes the picture's size; refuses a canvas larger than the page renders or the

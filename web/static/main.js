@@ -101,7 +101,8 @@ async function main() {
     check: () => run(async () => check()),
     resize: (w, h) => run(async () => { try { demo.resize(w, h); return 'ok'; } catch (e) { return String(e.message ?? e); } }),
     onGpu: () => run(async () => demo.on_gpu()),
-    loseDevice: () => run(async () => demo.lose_device()),
+    // A world larger than the device's storage limit: refused, its message on the page.
+    oversizedWorld: () => run(async () => { const why = demo.upload_oversized_window(); $('notice').textContent = `voxcast: ${why}`; return why; }),
     redraw: () => run(draw),
   };
 }
