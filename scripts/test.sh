@@ -95,7 +95,35 @@ fi
 # --all-targets: lib, bins, tests, examples, and benches (built in test mode, run quickly); no doctests
 # The modules of src/ depend on each other one way (no import cycle).
 ./scripts/check_layers.sh
-cargo test --workspace --profile checked --all-targets
+cargo test --workspace --profile checked --all-targets --no-run
+
+# The browser's part builds beside the tests below, at the lowest CPU priority: the GPU tests
+# leave a core idle for minutes while lavapipe compiles shaders. voxcast (with and without its
+# GPU side) and the Bevy plugin for wasm32, wasm-bindgen-cli, and the page (scripts/web.sh
+# installs what it needs). Its own target directories (wasm32, and the host's debug and
+# release for build scripts) are not the `checked` ones the tests use, so no build waits on
+# another. Checked before the page's test at the end; stopped if this script stops first.
+browser_log=target/test-browser-builds.log
+browser_builds() {
+    rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
+    # voxcast-bevy's build builds voxcast with its GPU side (its default) for wasm32 too.
+    cargo build -q --target wasm32-unknown-unknown -p voxcast --no-default-features
+    cargo build -q --target wasm32-unknown-unknown -p voxcast-bevy
+    ./scripts/web.sh build
+}
+mkdir -p target
+( renice -n 19 "$BASHPID" >/dev/null; browser_builds ) >"$browser_log" 2>&1 &
+browser_pid=$!
+stop_tree() {
+    local child
+    for child in $(pgrep -P "$1" 2>/dev/null); do stop_tree "$child"; done
+    kill "$1" 2>/dev/null || true
+}
+trap 'stop_tree "$browser_pid"' EXIT
+
+# The criterion benches run once each as tests, on three of their nine workloads (building
+# every workload's world and peers takes a minute); `cargo bench` times them all.
+VOXCAST_BENCH_WORKLOADS=w1,w3,w9 cargo test --workspace --profile checked --all-targets
 # doctests are not part of --all-targets
 cargo test --workspace --profile checked --doc
 
@@ -154,10 +182,12 @@ echo "test.sh: the Python package and its tests"
 # without: parity in the page against the CPU reference and the native digest, a click that
 # breaks a block, the size limit, the CPU fallback (scripts/web.sh installs what it needs).
 echo "test.sh: voxcast and voxcast-bevy for wasm32, and the page in headless Chromium"
-rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
-# voxcast-bevy's build builds voxcast with its GPU side (its default) for wasm32 too.
-cargo build -q --target wasm32-unknown-unknown -p voxcast --no-default-features
-cargo build -q --target wasm32-unknown-unknown -p voxcast-bevy
+if ! wait "$browser_pid"; then
+    cat "$browser_log" >&2
+    echo "test.sh: the browser's builds failed (their log above, also in $browser_log)" >&2
+    exit 1
+fi
+cat "$browser_log"
 # The native digest of the page's parity suite, written by web/tests/suite.rs above.
 VOXCAST_NATIVE_DIGEST="$(cat target/tmp/voxcast-web-digest)" ./scripts/web.sh test
 

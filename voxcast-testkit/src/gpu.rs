@@ -320,10 +320,23 @@ pub fn check_every_option(
     gw: &GpuWorld,
     rays: &[VoxelRay],
 ) {
-    for opts in every_option() {
+    check_options(gpu, what, world, gw, rays, &every_option());
+}
+
+/// Raycasts and both kinds of line of sight, under each of `options`, ray by ray against the
+/// CPU.
+pub fn check_options(
+    gpu: &GpuRaycaster,
+    what: &str,
+    world: &VoxelWorld,
+    gw: &GpuWorld,
+    rays: &[VoxelRay],
+    options: &[RaycastOptions],
+) {
+    for opts in options {
         let what = format!("{what} {opts:?}");
-        check(gpu, &what, world, gw, rays, &opts);
-        sight_parity_with(gpu, gw, world, rays, &what, &opts);
+        check(gpu, &what, world, gw, rays, opts);
+        sight_parity_with(gpu, gw, world, rays, &what, opts);
     }
 }
 
