@@ -1,6 +1,17 @@
 // voxcast shader, agent pairs: the entry point cast_pairs, line of sight between two agents'
 // eyes (src/gpu/agents.rs). Twin: segment in src/ray.rs.
 
+// One agent's eye as the host uploads it (Agent::eye, window-relative; GpuAgent in
+// src/gpu/agents.rs): 32 bytes. The host answers the pairs of an agent that is not usable (an
+// invalid eye, or one the window does not hold with a voxel to spare below it), so those never
+// reach the shader.
+struct GpuAgent {
+    voxel: vec3<i32>,
+    usable: u32,
+    sub: vec3<f32>,
+    _pad: u32,
+}
+
 // cast_pairs' bindings: pairs of agent indices, the agents' eyes, and per pair a visibility
 // bit (the dispatch's first ceil(count / 32) words), then with Params.details its answer (5
 // words).

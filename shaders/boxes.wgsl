@@ -1,6 +1,34 @@
 // voxcast shader, box casts: the entry point cast_boxes (src/gpu/boxes.rs). Twin: cast_box is
 // `walk` in src/boxcast.rs (the rules in the crate docs, "Box casts").
 
+// One box cast as the host uploads it (BoxCast prepared, window-relative; GpuBox in
+// src/gpu/boxes.rs): 80 bytes. Per axis: on a moving axis `lead` and `trail` are the start
+// voxels of the leading and the trailing face, `lead_b` and `trail_b` their first crossings and
+// `inv` 1 / |d|; on a still axis `lead` and `trail` are the box's highest and lowest voxel and
+// `lead_b` and `trail_b` where its high face and low face lie in them (the high face's in
+// (0, 1]).
+struct GpuBox {
+    lead: vec3<i32>,
+    flags: u32,             // BOX_* bits, three per field (bit a for axis a), then the ranks
+    trail: vec3<i32>,
+    max_distance: f32,
+    lead_b: vec3<f32>,
+    _pad0: u32,
+    trail_b: vec3<f32>,
+    _pad1: u32,
+    inv: vec3<f32>,
+    _pad2: u32,
+}
+
+// GpuBox.flags
+const BOX_MOVING_SHIFT: u32 = 0u;      // bits 0..2: the box moves on the axis
+const BOX_NEGATIVE_SHIFT: u32 = 3u;    // bits 3..5: it moves down
+const BOX_LEAD_ON_SHIFT: u32 = 6u;     // bits 6..8: the leading face crosses a plane within max distance
+const BOX_TRAIL_ON_SHIFT: u32 = 9u;    // bits 9..11: the trailing face does
+const BOX_ON_PLANE_SHIFT: u32 = 12u;   // bits 12..14: the leading face starts on a plane
+const BOX_RANKS_SHIFT: u32 = 15u;      // bits 15..20: each axis's rank for edges and corners, 2 bits each
+const BOX_FLAT_SHIFT: u32 = 21u;       // bits 21..23: the box is flat (half extent 0)
+
 // cast_boxes' bindings: the dispatch's box casts and their answers.
 @group(0) @binding(14) var<storage, read> boxes: array<GpuBox>;
 @group(0) @binding(15) var<storage, read_write> box_hits: array<GpuHit>;

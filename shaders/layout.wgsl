@@ -1,6 +1,7 @@
 // voxcast shader, layout: the constants, structs and bindings that the host and the shader
-// both read. Twins of those in src/gpu/layout.rs, which checks them through naga: constants,
-// struct sizes and bindings.
+// both read, and that more than one query kind uses (a kind's own are in its file). Twins of
+// those in src/gpu/layout.rs, which checks them through naga: constants, struct sizes and
+// bindings.
 //
 // The shader is one exact DDA per invocation, joined from the stage files of this folder in
 // the order SHADER_SOURCE gives (src/gpu/layout.rs says which and why). Each function that
@@ -139,56 +140,6 @@ struct GpuHit {
     distance: u32,
     uv: u32,
 }
-
-// One agent's eye as the host uploads it (Agent::eye, window-relative): 32 bytes. The host
-// answers the pairs of an agent that is not usable (an invalid eye, or one the window does
-// not hold with a voxel to spare below it), so those never reach the shader.
-struct GpuAgent {
-    voxel: vec3<i32>,
-    usable: u32,
-    sub: vec3<f32>,
-    _pad: u32,
-}
-
-// One agent's sensor pose as the host uploads it (SensorPose, window-relative): 32 bytes. The
-// voxel and offset as VoxelRay::new normalises them, and the rotation packed in 62 bits
-// (src/sensors.rs, pack_rotation): rotation_lo bits 0..2 the largest component's index, then
-// the other three as 20-bit two's complement multiples of 2^-19, continued in rotation_hi. The
-// host answers agents whose pose is bad or outside the window, so those never reach the shader.
-struct GpuPose {
-    voxel: vec3<i32>,
-    rotation_lo: u32,
-    sub: vec3<f32>,
-    rotation_hi: u32,
-}
-
-// One box cast as the host uploads it (BoxCast prepared, window-relative; GpuBox in
-// src/gpu/layout.rs): 80 bytes. Per axis: on a moving axis `lead` and `trail` are the start
-// voxels of the leading and the trailing face, `lead_b` and `trail_b` their first crossings and
-// `inv` 1 / |d|; on a still axis `lead` and `trail` are the box's highest and lowest voxel and
-// `lead_b` and `trail_b` where its high face and low face lie in them (the high face's in
-// (0, 1]).
-struct GpuBox {
-    lead: vec3<i32>,
-    flags: u32,             // BOX_* bits, three per field (bit a for axis a), then the ranks
-    trail: vec3<i32>,
-    max_distance: f32,
-    lead_b: vec3<f32>,
-    _pad0: u32,
-    trail_b: vec3<f32>,
-    _pad1: u32,
-    inv: vec3<f32>,
-    _pad2: u32,
-}
-
-// GpuBox.flags
-const BOX_MOVING_SHIFT: u32 = 0u;      // bits 0..2: the box moves on the axis
-const BOX_NEGATIVE_SHIFT: u32 = 3u;    // bits 3..5: it moves down
-const BOX_LEAD_ON_SHIFT: u32 = 6u;     // bits 6..8: the leading face crosses a plane within max distance
-const BOX_TRAIL_ON_SHIFT: u32 = 9u;    // bits 9..11: the trailing face does
-const BOX_ON_PLANE_SHIFT: u32 = 12u;   // bits 12..14: the leading face starts on a plane
-const BOX_RANKS_SHIFT: u32 = 15u;      // bits 15..20: each axis's rank for edges and corners, 2 bits each
-const BOX_FLAT_SHIFT: u32 = 21u;       // bits 21..23: the box is flat (half extent 0)
 
 // The ray as the DDA reads it.
 struct Ray {

@@ -2,6 +2,19 @@
 // (src/gpu/sensors.rs). Twins: rotation_matrix, sensor_dir and sense_word (`word`) in
 // src/sensors.rs.
 
+// One agent's sensor pose as the host uploads it (SensorPose, window-relative; GpuPose in
+// src/gpu/sensors.rs): 32 bytes. The voxel and offset as VoxelRay::new normalises them, and
+// the rotation packed in 62 bits (src/sensors.rs, pack_rotation): rotation_lo bits 0..2 the
+// largest component's index, then the other three as 20-bit two's complement multiples of
+// 2^-19, continued in rotation_hi. The host answers agents whose pose is bad or outside the
+// window, so those never reach the shader.
+struct GpuPose {
+    voxel: vec3<i32>,
+    rotation_lo: u32,
+    sub: vec3<f32>,
+    rotation_hi: u32,
+}
+
 // cast_sensors' bindings: the dispatch's agents' poses, the rig, and per ray its word
 // (sense_word), or with Params.details its answer (5 words). The rig (src/gpu/sensors.rs,
 // GpuSensorRig::new): its rays in a coherent order (the bits of a unit direction xyz in the

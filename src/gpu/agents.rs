@@ -3,6 +3,7 @@
 //! exactly as [`VoxelRay::between`] builds it, with the pairs that have an eye outside the
 //! window cast from segments built on the host; and what collects their answers.
 
+use bytemuck::{Pod, Zeroable};
 use glam::Vec3;
 use std::sync::Arc;
 
@@ -13,7 +14,7 @@ use crate::gpu::decode::decode;
 use crate::gpu::device::Device;
 use crate::gpu::error::{GpuError, device_error};
 use crate::gpu::flight::Upload;
-use crate::gpu::layout::{Access, Entry, GpuAgent, GpuHit, bind, option_flags};
+use crate::gpu::layout::{Access, Entry, GpuHit, bind, option_flags, wire};
 use crate::gpu::pending::{Collect, Joined, Launch, Leg, PendingBatch};
 use crate::gpu::query::{Query, sealed::Sealed};
 use crate::gpu::rays::{RayAnswers, RayUpload, ray_leg};
@@ -30,7 +31,20 @@ pub(super) const ENTRY: Entry = Entry {
     output: bind(10, "pair_out", Access::ReadWrite),
     reads_input: true,
     reads_shapes: true,
+    structs: &[wire::<GpuAgent>("GpuAgent")],
+    constants: &[],
+    shader_only: &[],
 };
+
+/// One agent's eye as the shader reads it (`GpuAgent` in `shaders/agents.wgsl`): 32 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub(super) struct GpuAgent {
+    pub(super) voxel: [i32; 3],
+    pub(super) usable: u32,
+    pub(super) sub: [f32; 3],
+    pub(super) _pad: u32,
+}
 
 /// Agents' eyes in GPU memory, for
 /// [`AgentPairs`]: made for one

@@ -3,6 +3,7 @@
 //! twin of `walk` in `src/boxcast.rs`), its answer read back as a ray's (20 bytes). Casts the
 //! shader cannot place (too far from the window for its i32 voxels) are answered on the host.
 
+use bytemuck::{Pod, Zeroable};
 use rayon::prelude::*;
 
 use crate::boxcast::{BoxCast, BoxCastOutcome, BoxHit, Prepared};
@@ -11,9 +12,7 @@ use crate::gpu::decode::decode;
 use crate::gpu::error::GpuError;
 use crate::gpu::flight::Upload;
 use crate::gpu::layout::{
-    Access, BOX_FLAT_SHIFT, BOX_LEAD_ON_SHIFT, BOX_MOVING_SHIFT, BOX_NEGATIVE_SHIFT,
-    BOX_ON_PLANE_SHIFT, BOX_RANKS_SHIFT, BOX_TRAIL_ON_SHIFT, Entry, FLAG_LOOP_BUDGET, GpuBox,
-    GpuHit, GpuRay, STATUS_RUNAWAY, bind, option_flags,
+    Access, Entry, FLAG_LOOP_BUDGET, GpuHit, GpuRay, STATUS_RUNAWAY, bind, option_flags, wire,
 };
 use crate::gpu::pending::{Collect, Launch, Leg, PendingBatch};
 use crate::gpu::query::{Query, sealed::Sealed};
@@ -28,7 +27,54 @@ pub(super) const ENTRY: Entry = Entry {
     output: bind(15, "box_hits", Access::ReadWrite),
     reads_input: true,
     reads_shapes: true,
+    structs: &[wire::<GpuBox>("GpuBox")],
+    constants: &[
+        ("BOX_MOVING_SHIFT", BOX_MOVING_SHIFT),
+        ("BOX_NEGATIVE_SHIFT", BOX_NEGATIVE_SHIFT),
+        ("BOX_LEAD_ON_SHIFT", BOX_LEAD_ON_SHIFT),
+        ("BOX_TRAIL_ON_SHIFT", BOX_TRAIL_ON_SHIFT),
+        ("BOX_ON_PLANE_SHIFT", BOX_ON_PLANE_SHIFT),
+        ("BOX_RANKS_SHIFT", BOX_RANKS_SHIFT),
+        ("BOX_FLAT_SHIFT", BOX_FLAT_SHIFT),
+    ],
+    shader_only: &[
+        "BOX_LOOP_BUDGET",
+        "TOUCH_NEVER",
+        "TOUCH_INSIDE",
+        "TOUCH_AT",
+        "TOUCH_PAST",
+    ],
 };
+
+/// One box cast as the shader reads it (`GpuBox` in `shaders/boxes.wgsl`): 80 bytes, the voxels
+/// window-relative. Per axis, on a moving axis `lead` and `trail` are the start voxels of the
+/// leading and trailing face, on a still axis the box's highest and lowest voxel (and `lead_b`,
+/// `trail_b` where its high and low face lie in them).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub(super) struct GpuBox {
+    pub(super) lead: [i32; 3],
+    pub(super) flags: u32,
+    pub(super) trail: [i32; 3],
+    pub(super) max_distance: f32,
+    pub(super) lead_b: [f32; 3],
+    pub(super) _pad0: u32,
+    pub(super) trail_b: [f32; 3],
+    pub(super) _pad1: u32,
+    pub(super) inv: [f32; 3],
+    pub(super) _pad2: u32,
+}
+
+// A box cast's flags (`GpuBox::flags`): three bits per field, bit `a` for axis `a`.
+pub(super) const BOX_MOVING_SHIFT: u32 = 0;
+pub(super) const BOX_NEGATIVE_SHIFT: u32 = 3;
+pub(super) const BOX_LEAD_ON_SHIFT: u32 = 6;
+pub(super) const BOX_TRAIL_ON_SHIFT: u32 = 9;
+pub(super) const BOX_ON_PLANE_SHIFT: u32 = 12;
+/// Each axis's rank for edges and corners (rule 6), two bits each.
+pub(super) const BOX_RANKS_SHIFT: u32 = 15;
+/// The box is flat (half extent 0) on the axis.
+pub(super) const BOX_FLAT_SHIFT: u32 = 21;
 
 /// How far outside its window a box may start and still be cast by the shader, in voxels: its
 /// window-relative voxels, plus the max distance, stay far inside i32.

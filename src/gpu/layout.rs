@@ -1,7 +1,8 @@
 //! The wire format: what the host and the shader both read and write, twins of
 //! `shaders/layout.wgsl` (its constants, structs and bindings) and of the shader's entry
 //! points. Its tests (`layout/tests.rs`) read the shader through naga and compare each
-//! constant, struct size and binding with its twin here.
+//! constant, struct size and binding with its twin here, and with those each query kind lists
+//! in its [`Entry`] (a kind's own structs and constants live in its own two files).
 //!
 //! # The shader's stage files
 //! [`SHADER_SOURCE`](crate::gpu::SHADER_SOURCE) joins the files of `shaders/` into one WGSL
@@ -9,7 +10,7 @@
 //! bindings), `exact` (exact f32 arithmetic), `window` (the chunk table, the summaries, a
 //! voxel's id), `dda` (the walk and its hits), `ties` (edges and corners), `cast` (`cast_ray`,
 //! `cast_segment`), then one file per query kind, each with its entry point and its own
-//! bindings: `rays` (`cast_rays`, with the invocation index, hit packing and ray set-up that the
+//! bindings, structs and constants: `rays` (`cast_rays`, with the invocation index, hit packing and ray set-up that the
 //! others share), `camera`, `agents` (`cast_pairs`), `sensors` and `boxes`. The order has one
 //! reason: each file uses only what the files before it declare. WGSL itself accepts
 //! declarations in any order, so the rule is for readers, who meet every name before its first
@@ -145,16 +146,6 @@ pub(super) struct GpuHit {
     pub(super) uv: u32,
 }
 
-/// One agent's eye as the shader reads it (`GpuAgent` in `shaders/layout.wgsl`): 32 bytes.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
-pub(super) struct GpuAgent {
-    pub(super) voxel: [i32; 3],
-    pub(super) usable: u32,
-    pub(super) sub: [f32; 3],
-    pub(super) _pad: u32,
-}
-
 /// Per-dispatch parameters (`Params` in `shaders/layout.wgsl`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
@@ -187,47 +178,6 @@ pub(super) struct GpuParams {
     pub(super) sensor_rays: u32,
     pub(super) _pad: [u32; 3],
 }
-
-/// One agent's sensor pose as the shader reads it (`GpuPose` in `shaders/layout.wgsl`): 32
-/// bytes, the voxel window-relative, the rotation packed (`src/sensors.rs`).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
-pub(super) struct GpuPose {
-    pub(super) voxel: [i32; 3],
-    pub(super) rotation_lo: u32,
-    pub(super) sub: [f32; 3],
-    pub(super) rotation_hi: u32,
-}
-
-/// One box cast as the shader reads it (`GpuBox` in `shaders/layout.wgsl`): 80 bytes, the voxels
-/// window-relative. Per axis, on a moving axis `lead` and `trail` are the start voxels of the
-/// leading and trailing face, on a still axis the box's highest and lowest voxel (and `lead_b`,
-/// `trail_b` where its high and low face lie in them).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
-pub(super) struct GpuBox {
-    pub(super) lead: [i32; 3],
-    pub(super) flags: u32,
-    pub(super) trail: [i32; 3],
-    pub(super) max_distance: f32,
-    pub(super) lead_b: [f32; 3],
-    pub(super) _pad0: u32,
-    pub(super) trail_b: [f32; 3],
-    pub(super) _pad1: u32,
-    pub(super) inv: [f32; 3],
-    pub(super) _pad2: u32,
-}
-
-// A box cast's flags (`GpuBox::flags`): three bits per field, bit `a` for axis `a`.
-pub(super) const BOX_MOVING_SHIFT: u32 = 0;
-pub(super) const BOX_NEGATIVE_SHIFT: u32 = 3;
-pub(super) const BOX_LEAD_ON_SHIFT: u32 = 6;
-pub(super) const BOX_TRAIL_ON_SHIFT: u32 = 9;
-pub(super) const BOX_ON_PLANE_SHIFT: u32 = 12;
-/// Each axis's rank for edges and corners (rule 6), two bits each.
-pub(super) const BOX_RANKS_SHIFT: u32 = 15;
-/// The box is flat (half extent 0) on the axis.
-pub(super) const BOX_FLAT_SHIFT: u32 = 21;
 
 /// How the shader declares a binding: its address space and access.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -294,6 +244,28 @@ pub(super) struct Entry {
     /// Whether it reads the world's shapes ([`SHAPES`]); bound either way, so that every
     /// entry point binds the world alike.
     pub(super) reads_shapes: bool,
+    /// The wire structs of its own, declared in its kind's Rust and WGSL files.
+    pub(super) structs: &'static [WireStruct],
+    /// Its own `u32` constants that the host uses too, `(WGSL name, Rust value)`.
+    pub(super) constants: &'static [(&'static str, u32)],
+    /// Its own constants that only the shader uses.
+    pub(super) shader_only: &'static [&'static str],
+}
+
+/// A wire struct as the layout tests compare it with the shader's: its WGSL name and the size
+/// of its Rust twin, in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) struct WireStruct {
+    pub(super) name: &'static str,
+    pub(super) size: usize,
+}
+
+/// The [`WireStruct`] of Rust twin `T`, named `name` in the shader.
+pub(super) const fn wire<T>(name: &'static str) -> WireStruct {
+    WireStruct {
+        name,
+        size: size_of::<T>(),
+    }
 }
 
 impl Entry {

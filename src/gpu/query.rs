@@ -33,8 +33,11 @@
 //!    each binding's number, name and access, and which bindings each entry point uses,
 //!    against the shader through naga) and its WGSL file in the shader's stages.
 //!
-//! A kind whose items need a wire struct or constant of their own adds its twin to `layout`
-//! (`src/gpu/layout.rs` and `shaders/layout.wgsl`), whose tests check each against the other.
+//! A kind whose items need a wire struct or constants of their own declares them in its two
+//! files (the Rust twin beside its `ENTRY`, the WGSL one at the top of its shader file) and
+//! lists them in its `ENTRY` (`structs`, `constants`, and `shader_only` for constants the host
+//! never uses): the layout tests compare each listed struct's size and each constant's value
+//! with the shader's through naga, and fail on a shader constant that no list names.
 //!
 //! The shared stages know nothing of the kinds: `flight` stages, dispatches and reads back any
 //! upload, `pending` drives any collector and measures any batch.

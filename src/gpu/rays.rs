@@ -36,6 +36,9 @@ pub(super) const ENTRY: Entry = Entry {
     output: bind(7, "hits", Access::ReadWrite),
     reads_input: true,
     reads_shapes: true,
+    structs: &[],
+    constants: &[],
+    shader_only: &[],
 };
 
 /// Rays to cast on the GPU: each ray's answer is exactly what the CPU reference gives

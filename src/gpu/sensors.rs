@@ -5,6 +5,8 @@
 
 use std::sync::Arc;
 
+use bytemuck::{Pod, Zeroable};
+
 use rayon::prelude::*;
 
 use crate::cpu_ref::LONG_RAY;
@@ -12,7 +14,7 @@ use crate::gpu::decode::decode;
 use crate::gpu::device::Device;
 use crate::gpu::error::{GpuError, device_error};
 use crate::gpu::flight::Upload;
-use crate::gpu::layout::{Access, Entry, GpuHit, GpuPose, bind, option_flags};
+use crate::gpu::layout::{Access, Entry, GpuHit, bind, option_flags, wire};
 use crate::gpu::pending::{Collect, Joined, Launch, Leg, PendingBatch};
 use crate::gpu::query::{Query, sealed::Sealed};
 use crate::gpu::rays::{RayAnswers, RayUpload, ray_leg};
@@ -29,7 +31,21 @@ pub(super) const ENTRY: Entry = Entry {
     output: bind(13, "sensed", Access::ReadWrite),
     reads_input: true,
     reads_shapes: true,
+    structs: &[wire::<GpuPose>("GpuPose")],
+    constants: &[],
+    shader_only: &[],
 };
+
+/// One agent's sensor pose as the shader reads it (`GpuPose` in `shaders/sensors.wgsl`): 32
+/// bytes, the voxel window-relative, the rotation packed (`src/sensors.rs`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub(super) struct GpuPose {
+    pub(super) voxel: [i32; 3],
+    pub(super) rotation_lo: u32,
+    pub(super) sub: [f32; 3],
+    pub(super) rotation_hi: u32,
+}
 
 /// A [`SensorRig`] in GPU memory (20 bytes a ray, uploaded once by
 /// [`GpuRaycaster::upload_rig`](crate::gpu::GpuRaycaster::upload_rig)), for the sensor calls

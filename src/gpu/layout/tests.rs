@@ -120,14 +120,17 @@ fn shader_constants_equal_their_rust_twins() {
         ("MAX_DISTANCE_CAP", F(crate::ray::MAX_DISTANCE_CAP)),
         ("MIN_SQUARED_LENGTH", F(crate::ray::MIN_SQUARED_LENGTH)),
         ("ROTATION_STEP", F(crate::sensors::ROTATION_STEP)),
-        ("BOX_MOVING_SHIFT", U(BOX_MOVING_SHIFT)),
-        ("BOX_NEGATIVE_SHIFT", U(BOX_NEGATIVE_SHIFT)),
-        ("BOX_LEAD_ON_SHIFT", U(BOX_LEAD_ON_SHIFT)),
-        ("BOX_TRAIL_ON_SHIFT", U(BOX_TRAIL_ON_SHIFT)),
-        ("BOX_ON_PLANE_SHIFT", U(BOX_ON_PLANE_SHIFT)),
-        ("BOX_RANKS_SHIFT", U(BOX_RANKS_SHIFT)),
-        ("BOX_FLAT_SHIFT", U(BOX_FLAT_SHIFT)),
     ];
+    // Then each query kind's own, listed in its entry point.
+    let twins: Vec<(&str, Value)> = twins
+        .iter()
+        .copied()
+        .chain(
+            ENTRIES
+                .iter()
+                .flat_map(|e| e.constants.iter().map(|&(n, v)| (n, U(v)))),
+        )
+        .collect();
     // Constants the host never writes or reads: internal to the shader.
     let shader_only = [
         "BLOCK_BITS",
@@ -143,12 +146,11 @@ fn shader_constants_equal_their_rust_twins() {
         "WALK_LEFT_CHUNK",
         "WALK_MISS",
         "ID_LATER",
-        "BOX_LOOP_BUDGET",
-        "TOUCH_NEVER",
-        "TOUCH_INSIDE",
-        "TOUCH_AT",
-        "TOUCH_PAST",
     ];
+    let shader_only: Vec<&str> = shader_only
+        .into_iter()
+        .chain(ENTRIES.iter().flat_map(|e| e.shader_only.iter().copied()))
+        .collect();
     let m = module();
     let mut seen = Vec::new();
     for (_, c) in m.constants.iter() {
@@ -169,7 +171,7 @@ fn shader_constants_equal_their_rust_twins() {
         }
         seen.push(name);
     }
-    for (name, _) in twins {
+    for (name, _) in &twins {
         assert!(
             seen.iter().any(|s| s == name),
             "{name} is not in the shader"
@@ -317,8 +319,11 @@ fn shared_struct_sizes_match_wgsl() {
     };
     assert_eq!(size_of_wgsl("GpuRay"), size_of::<GpuRay>(), "GpuRay");
     assert_eq!(size_of_wgsl("GpuHit"), size_of::<GpuHit>(), "GpuHit");
-    assert_eq!(size_of_wgsl("GpuAgent"), size_of::<GpuAgent>(), "GpuAgent");
-    assert_eq!(size_of_wgsl("GpuPose"), size_of::<GpuPose>(), "GpuPose");
-    assert_eq!(size_of_wgsl("GpuBox"), size_of::<GpuBox>(), "GpuBox");
     assert_eq!(size_of_wgsl("Params"), size_of::<GpuParams>(), "Params");
+    // Each query kind's own, listed in its entry point.
+    for e in ENTRIES {
+        for w in e.structs {
+            assert_eq!(size_of_wgsl(w.name), w.size, "{} of {}", w.name, e.name);
+        }
+    }
 }
