@@ -180,7 +180,8 @@ echo "test.sh: the Python package and its tests"
 # The browser: voxcast (with and without its GPU side) and the Bevy plugin build for wasm32,
 # and the demo page passes its test in headless Chromium, with WebGPU (SwiftShader) and
 # without: parity in the page against the CPU reference and the native digest, a click that
-# breaks a block, the size limit, the CPU fallback (scripts/web.sh installs what it needs).
+# breaks a block, the size limits, a killed GPU process, the CPU fallback (scripts/web.sh
+# installs what it needs; its builds ran in the background above).
 echo "test.sh: voxcast and voxcast-bevy for wasm32, and the page in headless Chromium"
 if ! wait "$browser_pid"; then
     cat "$browser_log" >&2
