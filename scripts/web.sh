@@ -3,7 +3,8 @@
 #   scripts/web.sh build          builds the page into target/web/site (wasm32 + wasm-bindgen)
 #   scripts/web.sh serve [PORT]   builds it and serves it on http://127.0.0.1:PORT (default 8731)
 #   scripts/web.sh test           builds it and tests it in headless Chromium (Playwright):
-#                                 parity in the page, click-to-break, a screenshot, CPU fallback
+#                                 parity in the page, click-to-break, a screenshot, the size
+#                                 limits, a killed GPU process, CPU fallback
 #                                 (VOXCAST_NATIVE_DIGEST: the native digest, if computed already)
 # Installs what is missing: the wasm32 target (rustup), wasm-bindgen-cli at the version of
 # Cargo.lock (into target/web-tools), Debian's chromium (apt) and npm's playwright-core (into
