@@ -3,6 +3,7 @@
 #   scripts/python.sh test     installs the package into target/py-venv and runs its tests
 #                              (pytest python/tests; the GPU tests as the Rust ones, failing
 #                              without an adapter under VOXCAST_REQUIRE_GPU=1) and examples
+#   scripts/python.sh venv     makes target/py-venv with maturin, numpy and pytest only
 #   scripts/python.sh install  installs the package into target/py-venv only
 #   scripts/python.sh bench    installs it with Open3D and pyoctomap and runs python/bench.py
 # Installs what is missing: Debian's python3-venv (apt) where venv is absent, and from PyPI
@@ -29,9 +30,13 @@ need_venv() {
     say "made a virtual environment in target/py-venv"
 }
 
-install() {
+need_packages() {
     need_venv
     "$venv/bin/pip" install -q "maturin>=1.9,<2" numpy pytest || die "cannot install maturin, numpy and pytest from PyPI"
+}
+
+install() {
+    need_packages
     say "building and installing the voxcast package (profile ${1:-release})"
     # Built without isolation, with the maturin just installed: the checkout's own target/ is
     # reused (the test suite builds with its `checked` profile, as cargo test does).
@@ -41,6 +46,7 @@ install() {
 }
 
 case "${1:-}" in
+    venv) need_packages ;;
     install) install release ;;
     test)
         install checked
@@ -59,5 +65,5 @@ case "${1:-}" in
         "$venv/bin/pip" install -q open3d pyoctomap || die "cannot install open3d and pyoctomap from PyPI"
         "$venv/bin/python" python/bench.py "${@:2}"
         ;;
-    *) die "usage: scripts/python.sh test | install | bench" ;;
+    *) die "usage: scripts/python.sh test | venv | install | bench" ;;
 esac

@@ -73,6 +73,23 @@ if [[ "$free_kib" =~ ^[0-9]+$ ]]; then
     fi
 fi
 
+# What the Python package's and the page's tests install from the network (a virtual
+# environment with maturin, numpy and pytest; Debian's chromium and npm's playwright-core) is
+# fetched in the background while the suite builds, one install after another (apt runs once
+# at a time); waited for before the Python package's part.
+mkdir -p target
+tools_log=target/test-tools.log
+( ./scripts/python.sh venv && ./scripts/web.sh tools ) >"$tools_log" 2>&1 &
+tools_pid=$!
+browser_pid=""
+stop_tree() {
+    local child
+    [[ -n "$1" ]] || return 0
+    for child in $(pgrep -P "$1" 2>/dev/null); do stop_tree "$child"; done
+    kill "$1" 2>/dev/null || true
+}
+trap 'stop_tree "$tools_pid"; stop_tree "$browser_pid"' EXIT
+
 export VOXCAST_REQUIRE_GPU=1
 export WGPU_BACKEND="${WGPU_BACKEND:-vulkan}"
 if [[ -z "${WGPU_ADAPTER_NAME:-}" && "${CI:-}" == "true" ]]; then
@@ -111,15 +128,8 @@ browser_builds() {
     cargo build -q --target wasm32-unknown-unknown -p voxcast-bevy
     ./scripts/web.sh build
 }
-mkdir -p target
 ( renice -n 19 "$BASHPID" >/dev/null; browser_builds ) >"$browser_log" 2>&1 &
 browser_pid=$!
-stop_tree() {
-    local child
-    for child in $(pgrep -P "$1" 2>/dev/null); do stop_tree "$child"; done
-    kill "$1" 2>/dev/null || true
-}
-trap 'stop_tree "$browser_pid"' EXIT
 
 # The criterion benches run once each as tests, on three of their nine workloads (building
 # every workload's world and peers takes a minute); `cargo bench` times them all.
@@ -175,6 +185,15 @@ echo "test.sh: voxcast-bevy's picking example"
 # Python: the package in python/ built into a virtual environment (target/py-venv) and its
 # pytest suite, the GPU tests on lavapipe as above (scripts/python.sh installs what it needs).
 echo "test.sh: the Python package and its tests"
+tools_ok=0
+wait "$tools_pid" || tools_ok=$?
+tools_pid=""   # ended: its number may be reused, so the exit trap must not stop it
+if (( tools_ok != 0 )); then
+    cat "$tools_log" >&2
+    echo "test.sh: installing the Python and browser tools failed (their log above, also in $tools_log)" >&2
+    exit 1
+fi
+cat "$tools_log"
 ./scripts/python.sh test
 
 # The browser: voxcast (with and without its GPU side) and the Bevy plugin build for wasm32,
@@ -183,7 +202,10 @@ echo "test.sh: the Python package and its tests"
 # breaks a block, the size limits, a killed GPU process, the CPU fallback (scripts/web.sh
 # installs what it needs; its builds ran in the background above).
 echo "test.sh: voxcast and voxcast-bevy for wasm32, and the page in headless Chromium"
-if ! wait "$browser_pid"; then
+browser_ok=0
+wait "$browser_pid" || browser_ok=$?
+browser_pid=""
+if (( browser_ok != 0 )); then
     cat "$browser_log" >&2
     echo "test.sh: the browser's builds failed (their log above, also in $browser_log)" >&2
     exit 1

@@ -2,6 +2,7 @@
 # voxcast in the browser.
 #   scripts/web.sh build          builds the page into target/web/site (wasm32 + wasm-bindgen)
 #   scripts/web.sh serve [PORT]   builds it and serves it on http://127.0.0.1:PORT (default 8731)
+#   scripts/web.sh tools          installs the browser and Playwright only (what `test` needs)
 #   scripts/web.sh test           builds it and tests it in headless Chromium (Playwright):
 #                                 parity in the page, click-to-break, a screenshot, the size
 #                                 limits, a killed GPU process, CPU fallback
@@ -97,6 +98,7 @@ test_page() {
 case "${1:-}" in
     build) build ;;
     serve) build; serve "${2:-}" ;;
+    tools) need_browser ;;
     test) build; test_page ;;
-    *) die "usage: scripts/web.sh build | serve [PORT] | test" ;;
+    *) die "usage: scripts/web.sh build | serve [PORT] | tools | test" ;;
 esac
