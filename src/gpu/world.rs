@@ -131,10 +131,11 @@ impl GpuWorld {
         let max_binding = device.max_binding();
         // Chunk entries, then one four-word record per region.
         let words = window.table_words();
-        if words.saturating_mul(4) > max_binding {
+        let bytes = words.saturating_mul(4);
+        if bytes > max_binding {
             return Err(GpuError::LimitExceeded {
                 what: "chunk table (bytes)",
-                needed: words.saturating_mul(4),
+                needed: bytes,
                 limit: max_binding,
             });
         }
