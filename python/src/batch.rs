@@ -76,14 +76,20 @@ pub(crate) fn point(frame: WorldPos, p: [f64; 3]) -> Result<(WorldPos, Vec3), Po
     if p.iter().any(|v| v.abs() >= MAX_OFFSET) {
         return Err(PointError::TooFar);
     }
-    let f = p.map(f64::floor);
+    // Below 2^62 the floor through i64 is exact (a value that truncates to `i` is `i` or lies
+    // within 2^53 of 0, and so does `i`), and it costs no library call, as `f64::floor` and a
+    // conversion to i128 do on x86-64.
+    let f = p.map(|v| {
+        let i = v as i64;
+        i - i64::from(i as f64 > v)
+    });
     let voxel = frame
-        .checked_add([f[0] as i128, f[1] as i128, f[2] as i128])
+        .checked_add(f.map(i128::from))
         .ok_or(PointError::OutsideWorld)?;
     let sub = Vec3::new(
-        (p[0] - f[0]) as f32,
-        (p[1] - f[1]) as f32,
-        (p[2] - f[2]) as f32,
+        (p[0] - f[0] as f64) as f32,
+        (p[1] - f[1] as f64) as f32,
+        (p[2] - f[2] as f64) as f32,
     );
     Ok((voxel, sub))
 }

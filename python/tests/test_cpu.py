@@ -1,6 +1,8 @@
 """The CPU reference through Python: answers against a brute-force walk in numpy, frames and
 exact voxels at i128 offsets, world edits, options."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -83,6 +85,22 @@ def test_a_hit_reports_voxel_face_distance_id_and_uv():
     assert world.raycast([[0.5, 0.25, 0.75]], [[1, 0, 0]], 3.0, frame=(2**100, 0, 0)).status[0] == vc.MISS
     world.clear_voxels([[4, 0, 0]], frame=(2**100, 0, 0))
     assert world.raycast([[0.5, 0.25, 0.75]], [[1, 0, 0]], 10.0, frame=(2**100, 0, 0)).status[0] == vc.MISS
+
+
+@pytest.mark.parametrize(
+    "x",
+    [0.0, -0.0, 0.5, -0.5, -1.0, 1e-300, -(2.0**-20), 2.5, -2.5, 2.0**52 - 0.5, -(2.0**52) + 0.5,
+     2.0**53 + 2, -(2.0**53) - 2, 2.0**61 + 2048, -(2.0**61) - 2048],
+)
+def test_a_point_lies_in_the_voxel_of_its_floor(x):
+    # The start voxel of a ray from x is floor(x), at any magnitude up to 2^62 (where the offset
+    # in it does not round up to 1 in f32).
+    world = vc.World()
+    v = math.floor(x)
+    world.set_voxels([[v, 0, 0]], 7)
+    h = world.raycast([[x, 0.5, 0.5]], [[1.0, 0, 0]], 0.0)
+    assert h.status[0] == vc.HIT and h.voxel.tolist() == [[v, 0, 0]] and h.distance[0] == 0.0
+    assert h.voxel_ints(0) == (v, 0, 0)
 
 
 def test_options_origin_unloaded_and_solid():
