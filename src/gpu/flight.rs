@@ -608,7 +608,11 @@ impl<U: Upload> Flight<U> {
                 .map_err(|_| GpuError::Device("a readback was abandoned".into()))
                 .and_then(|r| {
                     r.map_err(|e| {
-                        (self.batches.device.check_lost().err()).unwrap_or_else(|| device_error(e))
+                        self.batches
+                            .device
+                            .check_lost()
+                            .err()
+                            .unwrap_or_else(|| device_error(e))
                     })
                 });
             let stamps = f
