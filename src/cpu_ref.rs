@@ -287,11 +287,11 @@ pub(crate) fn cast_ray(
         // An empty shape is air to rays.
         blocks && boxes_of(id).is_none_or(|b| !b.is_empty())
     };
+    // `d` is in the start voxel's chunk, which lies in the bounds' whole chunks or not at all.
     if let Some((lo, hi)) = air_chunks
-        && let bounds = VoxelBox::from_chunks(lo, hi)
-        && !bounds.contains(r.start)
+        && outside(d.chunk)
     {
-        if !d.enter_box(&bounds) {
+        if !d.enter_box(&VoxelBox::from_chunks(lo, hi)) {
             return RaycastOutcome::Miss;
         }
         // The voxels before the box were air or unloaded: the origin voxel has been passed.

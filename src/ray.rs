@@ -442,7 +442,7 @@ impl VoxelRay {
     ///
     /// # Errors
     /// As [`VoxelRay::new`].
-    #[inline]
+    #[inline(always)]
     pub(crate) fn prepare(&self) -> Result<Option<PreparedRay>, RayError> {
         let r = Self::validated(
             self.origin,
