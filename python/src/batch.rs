@@ -127,6 +127,25 @@ pub(crate) fn ray(frame: WorldPos, o: [f64; 3], d: [f32; 3], max: f32) -> Result
     VoxelRay::new(voxel, sub, Vec3::from_array(d), max).map_err(BadRay::Ray)
 }
 
+/// [`ray`] without [`VoxelRay::new`]'s checks, for a query that makes them itself: every
+/// query of the crate validates its ray as `new` does (to the same [`RayError`]) before it
+/// casts, and `new`'s normalising is idempotent, so the answer is the same and the ray is
+/// checked once instead of twice.
+pub(crate) fn ray_for_query(
+    frame: WorldPos,
+    o: [f64; 3],
+    d: [f32; 3],
+    max: f32,
+) -> Result<VoxelRay, BadRay> {
+    let (origin, sub_offset) = point(frame, o).map_err(BadRay::Point)?;
+    Ok(VoxelRay {
+        origin,
+        sub_offset,
+        direction: Vec3::from_array(d),
+        max_distance: max,
+    })
+}
+
 /// The segment from point `a` to point `b` ([`VoxelRay::between`]).
 pub(crate) fn segment(frame: WorldPos, a: [f64; 3], b: [f64; 3]) -> Result<VoxelRay, BadRay> {
     let (va, sa) = point(frame, a).map_err(BadRay::Point)?;

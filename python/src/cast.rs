@@ -107,9 +107,13 @@ impl Target<'_> {
         let make = |i| batch::ray(frame, row3(&origins, i), row3(&directions, i), max[i]);
         Ok(match self {
             // Each ray made, cast and written in one pass: no batch-sized buffer in between.
-            Target::Cpu(w) => Columns::filled(n, frame, |i| match make(i) {
-                Ok(ray) => (voxcast::voxel_raycast_with(&ray, w, opts), None),
-                Err(e) => (RaycastOutcome::Invalid(RayError::NanDirection), Some(e)),
+            // `voxel_raycast_with` checks the ray: a bad one is `Invalid` with `new`'s error.
+            Target::Cpu(w) => Columns::filled(n, frame, |i| {
+                let (o, d) = (row3(&origins, i), row3(&directions, i));
+                match batch::ray_for_query(frame, o, d, max[i]) {
+                    Ok(ray) => (voxcast::voxel_raycast_with(&ray, w, opts), None),
+                    Err(e) => (RaycastOutcome::Invalid(RayError::NanDirection), Some(e)),
+                }
             }),
             Target::Gpu(..) => {
                 let (rays, bad) = batch::built(n, make);
