@@ -6,6 +6,12 @@ set -euo pipefail
 start=$SECONDS
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
+# Names a part of the run and when it starts, so that a slow run's log shows where its time went.
+phase() {
+    local e=$((SECONDS - start))
+    printf 'test.sh: %s (at %dm%02ds)\n' "$1" $((e / 60)) $((e % 60))
+}
+
 have_icd() {
     local d f
     for d in /usr/share/vulkan/icd.d /etc/vulkan/icd.d; do
@@ -112,6 +118,7 @@ fi
 # --all-targets: lib, bins, tests, examples, and benches (built in test mode, run quickly); no doctests
 # The modules of src/ depend on each other one way (no import cycle).
 ./scripts/check_layers.sh
+phase "building the test suite"
 cargo test --workspace --profile checked --all-targets --no-run
 
 # The browser's part builds beside the tests below, at the lowest CPU priority: the GPU tests
@@ -133,8 +140,10 @@ browser_pid=$!
 
 # The criterion benches run once each as tests, on three of their nine workloads (building
 # every workload's world and peers takes a minute); `cargo bench` times them all.
+phase "the test suite"
 VOXCAST_BENCH_WORKLOADS=w1,w3,w9 cargo test --workspace --profile checked --all-targets
 # doctests are not part of --all-targets
+phase "the doctests"
 cargo test --workspace --profile checked --doc
 
 # voxcast without its GPU side (`default-features = false`): no wgpu or naga in its tree, and
@@ -144,6 +153,7 @@ if [[ -n "$gpu_crates" ]]; then
     echo "test.sh: voxcast without the gpu feature still depends on: $gpu_crates" >&2
     exit 1
 fi
+phase "voxcast and voxcast-bevy without their GPU side"
 cargo test -p voxcast --no-default-features --profile checked --lib --tests
 
 # The Bevy plugin without its `gpu` feature: no wgpu or naga in its tree either (its Bevy
@@ -158,7 +168,7 @@ cargo test -p voxcast-bevy --no-default-features --profile checked --lib --tests
 # Another shader compiler: wgpu's GL backend runs the shader through naga's GLSL output on
 # Mesa's llvmpipe OpenGL. A short part of the parity suite (rays, cameras, sight, agents,
 # sensors, box casts, shapes) and the demo, which fails if a pixel differs from the CPU reference.
-echo "test.sh: the parity suite's short part on WGPU_BACKEND=gl"
+phase "the parity suite's short part on WGPU_BACKEND=gl"
 # (--workspace here and below: the features the whole workspace's build above resolved, so that
 # nothing is compiled again.)
 WGPU_BACKEND=gl cargo test --workspace --profile checked \
@@ -173,18 +183,18 @@ WGPU_BACKEND=gl "$examples/depth_image" --width 320 --height 180 --out-dir "$(mk
 
 # Worlds nobody here made: fastanvil's 1.19.4 region and dot_vox's axes model, rendered and
 # cast on the GPU, every pixel and ray checked against the CPU reference (exit 1 otherwise).
-echo "test.sh: the importers' examples on the files fastanvil and dot_vox ship"
+phase "the importers' examples on the files fastanvil and dot_vox ship"
 "$examples/minecraft" --width 320 --height 180 --out-dir "$(mktemp -d)"
 "$examples/magica" --width 320 --height 240 --out-dir "$(mktemp -d)"
 
 # Picking without a window: a cursor position, the camera's transform and projection, through
 # voxcast-bevy's `viewport_ray` (exit 1 when the centre of the view is not the targeted block).
-echo "test.sh: voxcast-bevy's picking example"
+phase "voxcast-bevy's picking example"
 "$examples/picking"
 
 # Python: the package in python/ built into a virtual environment (target/py-venv) and its
 # pytest suite, the GPU tests on lavapipe as above (scripts/python.sh installs what it needs).
-echo "test.sh: the Python package and its tests"
+phase "the Python package and its tests"
 tools_ok=0
 wait "$tools_pid" || tools_ok=$?
 tools_pid=""   # ended: its number may be reused, so the exit trap must not stop it
@@ -201,7 +211,7 @@ cat "$tools_log"
 # without: parity in the page against the CPU reference and the native digest, a click that
 # breaks a block, the size limits, a killed GPU process, the CPU fallback (scripts/web.sh
 # installs what it needs; its builds ran in the background above).
-echo "test.sh: voxcast and voxcast-bevy for wasm32, and the page in headless Chromium"
+phase "voxcast and voxcast-bevy for wasm32, and the page in headless Chromium"
 browser_ok=0
 wait "$browser_pid" || browser_ok=$?
 browser_pid=""
