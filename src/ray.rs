@@ -442,6 +442,7 @@ impl VoxelRay {
     ///
     /// # Errors
     /// As [`VoxelRay::new`].
+    // Inlined so that the prepared ray is built in its caller's frame, not returned through memory.
     #[inline(always)]
     pub(crate) fn prepare(&self) -> Result<Option<PreparedRay>, RayError> {
         let r = Self::validated(

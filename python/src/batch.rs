@@ -123,8 +123,8 @@ pub(crate) fn stand_in() -> VoxelRay {
 
 /// The ray from point `o` along `d` for `max` voxels ([`VoxelRay::new`]).
 pub(crate) fn ray(frame: WorldPos, o: [f64; 3], d: [f32; 3], max: f32) -> Result<VoxelRay, BadRay> {
-    let (voxel, sub) = point(frame, o).map_err(BadRay::Point)?;
-    VoxelRay::new(voxel, sub, Vec3::from_array(d), max).map_err(BadRay::Ray)
+    let r = ray_for_query(frame, o, d, max)?;
+    VoxelRay::new(r.origin, r.sub_offset, r.direction, r.max_distance).map_err(BadRay::Ray)
 }
 
 /// [`ray`] without [`VoxelRay::new`]'s checks, for a query that makes them itself: every
