@@ -12,6 +12,7 @@ use glam::{DQuat, DVec3, Quat, Vec3};
 use rayon::prelude::*;
 
 use crate::coords::WorldPos;
+use crate::cpu_ref::sweep::{SweepOrder, cast_group, sweeps};
 use crate::cpu_ref::voxel_raycast_with;
 use crate::ray::{RayError, RaycastOptions, RaycastOutcome, VoxelRay, split_sub};
 use crate::world::VoxelWorld;
@@ -56,6 +57,8 @@ pub struct SensorRig {
     /// Per ray: the quantized unit direction (x, y, z) and the max distance, as the GPU reads
     /// them.
     rays: Vec<[f32; 4]>,
+    /// The rays in groups of nearby directions, cast together from each pose.
+    order: SweepOrder,
 }
 
 impl SensorRig {
@@ -79,8 +82,15 @@ impl SensorRig {
                 quantize_ray(direction, max_distance)
                     .map_err(|error| SensorRigError::Ray { index, error })
             })
-            .collect::<Result<_, _>>()?;
-        Ok(Self { rays: quantized })
+            .collect::<Result<Vec<[f32; 4]>, _>>()?;
+        let dirs: Vec<Vec3> = quantized
+            .iter()
+            .map(|&[x, y, z, _]| Vec3::new(x, y, z))
+            .collect();
+        Ok(Self {
+            order: SweepOrder::of(&dirs),
+            rays: quantized,
+        })
     }
 
     /// A vision cone: `rays` directions spread evenly over the cone of half angle
@@ -621,7 +631,9 @@ pub(crate) fn word(outcome: &RaycastOutcome) -> f32 {
 /// of the GPU's sensor call, and its fallback. Ray `k` of agent `a` is
 /// [`SensorPose::ray`]`(rig, k)` of `poses[a]`, cast with [`voxel_raycast_with`]; with `outcomes`
 /// the readings keep each ray's outcome too. An agent whose pose is bad gets its error on every
-/// ray, and the others are answered.
+/// ray, and the others are answered. Each agent's rays are cast as a sweep (as
+/// [`raycast_batch`](crate::raycast_batch) casts runs from one point), in groups of nearby
+/// directions that the rig orders once when it is made; the answers are the same.
 #[must_use]
 pub fn sense(
     rig: &SensorRig,
@@ -654,23 +666,41 @@ pub fn sense_into(
         }
         return;
     }
-    let prepared: Vec<_> = poses.par_iter().map(SensorPose::prepare).collect();
+    let poses_ready: Vec<_> = poses.par_iter().map(SensorPose::prepare).collect();
     let outcomes = readings.outcomes.take();
     let cast = |p: &PreparedPose, &[x, y, z, max]: &[f32; 4]| {
         voxel_raycast_with(&p.ray(Vec3::new(x, y, z), max), world, opts)
+    };
+    // One agent's answers into `out` (and their words into `words`): swept in the rig's groups
+    // where the options allow, else ray by ray.
+    let agent = |p: &PreparedPose, out: &mut [RaycastOutcome], words: &mut [f32]| {
+        if sweeps(opts) {
+            rig.order.cast_into(out, |group, answers, base, shared| {
+                let rays = group.iter().map(|&r| {
+                    let [x, y, z, max] = rig.rays[r as usize];
+                    (r as usize - base, p.ray(Vec3::new(x, y, z), max))
+                });
+                cast_group(rays, world, opts, shared, |k, o| answers[k] = o);
+            });
+        } else {
+            out.par_iter_mut()
+                .zip(&rig.rays)
+                .with_min_len(256)
+                .for_each(|(o, r)| *o = cast(p, r));
+        }
+        for (w, o) in words.iter_mut().zip(out.iter()) {
+            *w = word(o);
+        }
     };
     match outcomes {
         Some(mut outcomes) => {
             outcomes
                 .par_chunks_mut(n)
                 .zip(readings.distances.par_chunks_mut(n))
-                .zip(&prepared)
+                .zip(&poses_ready)
                 .for_each(|((out, words), p)| {
                     if let Ok(p) = p {
-                        for ((o, w), r) in out.iter_mut().zip(words).zip(&rig.rays) {
-                            *o = cast(p, r);
-                            *w = word(o);
-                        }
+                        agent(p, out, words);
                     }
                 });
             readings.outcomes = Some(outcomes);
@@ -679,17 +709,16 @@ pub fn sense_into(
             readings
                 .distances
                 .par_chunks_mut(n)
-                .zip(&prepared)
-                .for_each(|(words, p)| {
+                .zip(&poses_ready)
+                .for_each_init(Vec::new, |out, (words, p)| {
                     if let Ok(p) = p {
-                        for (w, r) in words.iter_mut().zip(&rig.rays) {
-                            *w = word(&cast(p, r));
-                        }
+                        out.resize(n, RaycastOutcome::Miss);
+                        agent(p, out, words);
                     }
                 });
         }
     }
-    for (a, p) in prepared.iter().enumerate() {
+    for (a, p) in poses_ready.iter().enumerate() {
         if let Err(e) = p {
             readings.set_invalid(a, *e);
         }

@@ -7,29 +7,20 @@ use rayon::iter::{IndexedParallelIterator, ParallelIterator};
 use rayon::prelude::ParallelSliceMut;
 
 use crate::camera::{Camera, CameraError};
-use crate::cpu_ref::cast_ray;
-use crate::ray::{PreparedRay, RaycastOptions, RaycastOutcome, UnloadedPolicy, VoxelRay};
+use crate::cpu_ref::sweep::{Shared, cast_group};
+use crate::ray::{RaycastOptions, RaycastOutcome, VoxelRay};
 use crate::world::VoxelWorld;
 
 /// Tile edge in pixels: the rays of an `8×8` tile stay within a few voxels of each other for
 /// hundreds of voxels with any usual field of view.
 const TILE: u32 = 8;
-/// Steps of the air search along the tile's rays, in voxels: the first, the longest, and the
-/// shortest before it gives up.
-const FIRST_STEP: f64 = 8.0;
-const LONGEST_STEP: f64 = 64.0;
-const SHORTEST_STEP: f64 = 1.0;
-/// The widest box, in voxels on any axis, that the air search asks about: a box costs a region
-/// lookup per region it touches, and a wide-angle tile far out would touch thousands. Wider
-/// boxes end the search (the rays then walk alone from there).
-const WIDEST_BOX: f64 = 512.0;
 
 /// Casts the ray of every pixel of `camera` (see [`Camera::ray`]), row by row from the top:
 /// `width × height` outcomes, each exactly what [`voxel_raycast_with`](crate::cpu_ref::voxel_raycast_with) answers for that pixel's
 /// ray, on rayon's threads. Faster than casting [`Camera::rays`] one by one where rays cross
 /// open air before they reach anything (a camera over terrain; `BENCHMARKS.md` has the
 /// numbers): the rays of each `8×8` tile of pixels first cross
-/// the air above the ground's column tops together (under [`UnloadedPolicy::Air`]; under
+/// the air above the ground's column tops together (under [`UnloadedPolicy::Air`](crate::UnloadedPolicy::Air); under
 /// `Stop`, and for `per_voxel`, each ray walks alone). A pixel whose ray is invalid (only
 /// possible for a hand-edited camera) gets [`RaycastOutcome::Invalid`]; the others are
 /// unaffected.
@@ -94,8 +85,9 @@ pub fn raycast_camera_rows_into(
         .enumerate()
         .for_each(|(band, band_rows)| {
             let y0 = rows.start + band as u32 * TILE;
+            let mut shared = Shared::default();
             for x0 in (0..camera.width).step_by(TILE as usize) {
-                cast_tile(camera, world, opts, [x0, y0], band_rows);
+                cast_tile(camera, world, opts, [x0, y0], band_rows, &mut shared);
             }
         });
     Ok(())
@@ -103,19 +95,19 @@ pub fn raycast_camera_rows_into(
 
 /// Casts the tile of pixels from `corner` (at most `TILE × TILE`, cut at the image's edges)
 /// into `rows`, the image rows from the tile's first.
-fn cast_tile(
+fn cast_tile<'w>(
     camera: &Camera,
-    world: &VoxelWorld,
+    world: &'w VoxelWorld,
     opts: &RaycastOptions,
     corner: [u32; 2],
     rows: &mut [RaycastOutcome],
+    shared: &mut Shared<'w>,
 ) {
     let width = camera.width as usize;
     let w = TILE.min(camera.width - corner[0]);
     let h = (rows.len() / width) as u32;
-    let mut rays: Vec<(usize, PreparedRay)> = Vec::with_capacity((TILE * TILE) as usize);
-    for dy in 0..h {
-        for dx in 0..w {
+    let rays = (0..h).flat_map(|dy| {
+        (0..w).map(move |dx| {
             let i = dy as usize * width + (corner[0] + dx) as usize;
             let ray = VoxelRay {
                 origin: camera.position,
@@ -123,74 +115,17 @@ fn cast_tile(
                 direction: camera.pixel_dir(corner[0] + dx, corner[1] + dy),
                 max_distance: camera.max_distance,
             };
-            match ray.prepare() {
-                Err(e) => rows[i] = RaycastOutcome::Invalid(e),
-                Ok(None) => rows[i] = RaycastOutcome::Miss,
-                Ok(Some(p)) => rays.push((i, p)),
-            }
-        }
-    }
-    let t_air = if opts.unloaded == UnloadedPolicy::Air && !opts.per_voxel {
-        air_before(world, rays.iter().map(|(_, r)| r))
-    } else {
-        0.0
-    };
-    for (i, r) in &rays {
-        rows[*i] = cast_ray(r, world, opts, false, t_air);
-    }
-}
-
-/// A distance up to which every voxel that any of `rays` visits lies above its region's column
-/// tops (air, or not loaded): 0 when none is found, or when the rays do not all start at the
-/// same point. Walks the rays' bounding box forward in steps of up to `LONGEST_STEP` voxels,
-/// halving the step where a box reaches below the tops. The boxes are widened by a margin far
-/// larger than the difference between a ray's exact line and the voxels its DDA visits.
-fn air_before<'r>(world: &VoxelWorld, rays: impl Iterator<Item = &'r PreparedRay> + Clone) -> f32 {
-    let mut all = rays.clone();
-    let Some(first) = all.next() else {
-        return 0.0;
-    };
-    if all.any(|r| r.origin != first.origin || r.sub != first.sub) {
-        return 0.0;
-    }
-    let (mut d_lo, mut d_hi) = (first.dir.as_dvec3(), first.dir.as_dvec3());
-    let mut t_max = 0.0f64;
-    for r in rays {
-        d_lo = d_lo.min(r.dir.as_dvec3());
-        d_hi = d_hi.max(r.dir.as_dvec3());
-        t_max = t_max.max(f64::from(r.max_distance));
-    }
-    let sub = first.sub.as_dvec3();
-    let origin = first.origin.to_array();
-    let (mut t0, mut step) = (0.0f64, FIRST_STEP);
-    while t0 < t_max {
-        let t1 = (t0 + step).min(t_max);
-        let slack = 0.01 + t1 * 1e-4;
-        let lo = (sub + (d_lo * t0).min(d_lo * t1) - slack).floor();
-        let hi = (sub + (d_hi * t0).max(d_hi * t1) + slack).floor();
-        if (hi - lo).max_element() > WIDEST_BOX {
-            break;
-        }
-        let corner = |v: glam::DVec3| {
-            std::array::from_fn(|a| origin[a].saturating_add(i128::from(v[a] as i64)))
-        };
-        if world.air_above_tops(corner(lo), corner(hi)) {
-            t0 = t1;
-            step = (step * 2.0).min(LONGEST_STEP);
-        } else if step > SHORTEST_STEP {
-            step /= 2.0;
-        } else {
-            break;
-        }
-    }
-    // The largest f32 not above `t0`.
-    let t = t0 as f32;
-    if f64::from(t) > t0 { t.next_down() } else { t }
+            (i, ray)
+        })
+    });
+    cast_group(rays, world, opts, shared, |i, o| rows[i] = o);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpu_ref::cast_ray;
+    use crate::cpu_ref::sweep::air_before;
     use crate::world::VoxelId;
     use voxcast_testkit::scene::Terrain;
 
@@ -217,19 +152,25 @@ mod tests {
             scale_y: c.scale_y,
             max_distance: c.max_distance,
         };
-        let tile = |x: u32, y: u32| -> Vec<PreparedRay> {
+        let tile = |x: u32, y: u32| -> Vec<VoxelRay> {
             (y..y + TILE)
                 .flat_map(|py| (x..x + TILE).map(move |px| (px, py)))
-                .filter_map(|(px, py)| cam.ray(px, py).ok()?.prepare().ok()?)
+                .filter_map(|(px, py)| cam.ray(px, py).ok())
                 .collect()
         };
         // The center tile looks at the ground tens of voxels away.
         let center = tile(28, 16);
-        let t_air = air_before(&world, center.iter());
+        let t_air = air_before(&world, center.iter().copied());
         let nearest = center
             .iter()
             .filter_map(|r| {
-                let o = cast_ray(r, &world, &RaycastOptions::default(), false, 0.0);
+                let o = cast_ray(
+                    &r.prepare().ok()??,
+                    &world,
+                    &RaycastOptions::default(),
+                    false,
+                    0.0,
+                );
                 o.hit().map(|h| h.distance)
             })
             .fold(f32::INFINITY, f32::min);
@@ -241,10 +182,10 @@ mod tests {
         // Rays from different points share nothing; a tile in a solid voxel has no air.
         let mut apart = center.clone();
         apart[1].origin.x += 1;
-        assert_eq!(air_before(&world, apart.iter()), 0.0);
+        assert_eq!(air_before(&world, apart.iter().copied()), 0.0);
         let mut buried = world.clone();
         buried.set_voxel(cam.position, VoxelId(1));
-        assert_eq!(air_before(&buried, center.iter()), 0.0);
-        assert_eq!(air_before(&world, [].iter()), 0.0);
+        assert_eq!(air_before(&buried, center.iter().copied()), 0.0);
+        assert_eq!(air_before(&world, std::iter::empty()), 0.0);
     }
 }

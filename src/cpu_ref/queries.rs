@@ -135,8 +135,17 @@ fn nearer(a: &RaycastOutcome, b: &RaycastOutcome) -> bool {
     }
 }
 
-/// Casts every ray on all threads (rayon) and returns the outcomes in the input order. A bad
-/// ray gets [`RaycastOutcome::Invalid`]; the others are still answered.
+/// Casts every ray on all threads (rayon) and returns the outcomes in the input order, each
+/// exactly what [`voxel_raycast_with`] answers for it. A bad ray gets
+/// [`RaycastOutcome::Invalid`]; the others are still answered.
+///
+/// Runs of 128 or more consecutive rays from one start point (the same origin voxel and
+/// sub-offset: a camera's or a LiDAR's rays built by hand, rays in pixel order from one eye)
+/// are cast as sweeps under [`UnloadedPolicy::Air`](crate::UnloadedPolicy::Air) without
+/// `per_voxel`: sorted by direction into groups of nearby rays (within blocks of 4,096
+/// consecutive rays), each group crossing the air above the ground together before its rays
+/// walk alone, where a trial of the run finds that this pays. Same answers, faster for long
+/// rays over open ground (`BENCHMARKS.md`).
 #[must_use]
 pub fn raycast_batch(
     rays: &[VoxelRay],
@@ -157,10 +166,7 @@ pub fn raycast_batch_into(
     opts: &RaycastOptions,
     out: &mut Vec<RaycastOutcome>,
 ) {
-    rays.par_iter()
-        .with_min_len(256)
-        .map(|r| voxel_raycast_with(r, world, opts))
-        .collect_into_vec(out);
+    super::sweep::cast_batch_into(rays, world, opts, out);
 }
 
 /// [`line_of_sight`] for many segments on all threads, in input order.

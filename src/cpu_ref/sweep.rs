@@ -1,0 +1,487 @@
+//! Sweeps: rays that start at one point are cast in groups of nearby directions. Before its
+//! rays are cast, a group finds how far all of them certainly travel through air
+//! (`air_before`), and each ray then starts there in one exact move instead of crossing that
+//! air box by box. The answers are those of [`voxel_raycast_with`](crate::voxel_raycast_with) for each ray, bit for bit:
+//! the sweep only chooses where each exact walk starts.
+//!
+//! Where the groups come from: a camera's `8×8` pixel tiles (`camera.rs`); a sensor rig's
+//! directions, ordered once when the rig is made ([`SweepOrder`]); and in a plain batch, each
+//! run of consecutive rays from one start point (a camera or a LiDAR built by hand, rays in
+//! pixel order from one eye), sorted by direction cell here and answered in input order.
+
+use rayon::iter::{IndexedParallelIterator, IntoParallelRefIterator, ParallelIterator};
+use rayon::slice::{ParallelSlice, ParallelSliceMut};
+
+use crate::cpu_ref::{ChunkCache, ChunkSource, Direct, cast_ray_in};
+use crate::ray::{MAX_DISTANCE_CAP, RaycastOptions, RaycastOutcome, UnloadedPolicy, VoxelRay};
+use crate::world::VoxelWorld;
+
+/// Most rays in a group: enough to share the air search's cost, few enough that their
+/// directions stay within a few voxels of each other for hundreds of voxels.
+pub(crate) const GROUP: usize = 64;
+/// Fewest consecutive rays from one start point that a batch sorts into groups: below it,
+/// the sort and the answers' reordering cost more than the shared air saves.
+const MIN_RUN: usize = 2 * GROUP;
+/// Rays a task of a batch casts one by one, outside runs.
+const ALONE: usize = 256;
+/// Steps of the air search along the group's rays, in voxels: the first, the longest, and the
+/// shortest before it gives up.
+const FIRST_STEP: f64 = 8.0;
+const LONGEST_STEP: f64 = 64.0;
+const SHORTEST_STEP: f64 = 1.0;
+/// The widest box, in voxels on any axis, that the air search asks about: a box costs a region
+/// lookup per region it touches, and a wide group far out would touch thousands. Wider boxes
+/// end the search (the rays then walk alone from there).
+const WIDEST_BOX: f64 = 512.0;
+
+/// Whether `opts` let a ray start from air found by a group (`cast_ray`'s `t_air`): under
+/// [`UnloadedPolicy::Air`] and not `per_voxel`. Elsewhere each ray walks alone.
+pub(crate) fn sweeps(opts: &RaycastOptions) -> bool {
+    opts.unloaded == UnloadedPolicy::Air && !opts.per_voxel
+}
+
+/// Groups that search for air whatever they find, before the search must show that it pays.
+const TRIAL: u32 = 4;
+/// Air, in voxels a group on average, that pays for searching: a search costs about as many
+/// instructions a ray as stepping through a few voxels, and crossing air found together saves
+/// a skip or more a ray.
+const AIR_THAT_PAYS: f32 = 16.0;
+
+/// What the groups of one task share: the chunks their rays entered lately, and how much air
+/// the air search has found, so that it stops searching where it does not pay.
+#[derive(Default)]
+pub(crate) struct Shared<'w> {
+    chunks: ChunkCache<'w>,
+    /// Air searches made, and the air they found (voxels, added up).
+    searches: u32,
+    found: f32,
+}
+
+impl Shared<'_> {
+    /// Whether the next group should search for air: always for the first `TRIAL` groups, and
+    /// after them while the searches have found at least `AIR_THAT_PAYS` voxels a group on
+    /// average.
+    fn air_pays(&self) -> bool {
+        self.searches < TRIAL || self.found >= AIR_THAT_PAYS * self.searches as f32
+    }
+
+    fn searched(&mut self, t_air: f32) {
+        self.searches += 1;
+        self.found += t_air;
+    }
+}
+
+/// Casts the rays of one group (each with the index its answer goes to), which should share
+/// their start point: finds the air they cross together (where `shared` says it pays), then
+/// casts each from there, finding chunks through `shared`. `answer(i, outcome)` receives each ray's outcome, exactly
+/// [`voxel_raycast_with`](crate::voxel_raycast_with)'s. The rays are made twice (once for the air search), so `rays`
+/// should be cheap to make.
+pub(crate) fn cast_group<'w, I>(
+    rays: I,
+    world: &'w VoxelWorld,
+    opts: &RaycastOptions,
+    shared: &mut Shared<'w>,
+    mut answer: impl FnMut(usize, RaycastOutcome),
+) where
+    I: Iterator<Item = (usize, VoxelRay)> + Clone,
+{
+    let t_air = if sweeps(opts) && shared.air_pays() {
+        let t = air_before(world, rays.clone().map(|(_, r)| r));
+        shared.searched(t);
+        t
+    } else {
+        0.0
+    };
+    let chunks = &mut shared.chunks;
+    for (i, ray) in rays {
+        answer(i, cast_from(&ray, world, opts, t_air, chunks));
+    }
+}
+
+/// `ray` cast from known air up to `t_air` (0: none), finding chunks in `chunks`: what
+/// [`voxel_raycast_with`](crate::voxel_raycast_with) answers.
+#[inline]
+fn cast_from<'w>(
+    ray: &VoxelRay,
+    world: &'w VoxelWorld,
+    opts: &RaycastOptions,
+    t_air: f32,
+    chunks: &mut impl ChunkSource<'w>,
+) -> RaycastOutcome {
+    match ray.prepare() {
+        Err(e) => RaycastOutcome::Invalid(e),
+        Ok(None) => RaycastOutcome::Miss,
+        Ok(Some(p)) => cast_ray_in(&p, world, opts, false, t_air, chunks),
+    }
+}
+
+/// Casts `rays` into `out` in input order, each outcome exactly [`voxel_raycast_with`](crate::voxel_raycast_with)'s, on
+/// rayon's threads: in blocks of `BLOCK` consecutive rays, where runs of at least `MIN_RUN`
+/// rays from one start point are swept and the rest cast one by one.
+pub(crate) fn cast_batch_into(
+    rays: &[VoxelRay],
+    world: &VoxelWorld,
+    opts: &RaycastOptions,
+    out: &mut Vec<RaycastOutcome>,
+) {
+    if !sweeps(opts) || !has_run(rays) {
+        rays.par_iter()
+            .with_min_len(ALONE)
+            .map(|r| cast_from(r, world, opts, 0.0, &mut Direct))
+            .collect_into_vec(out);
+        return;
+    }
+    out.clear();
+    out.resize(rays.len(), RaycastOutcome::Miss);
+    out.par_chunks_mut(BLOCK)
+        .zip(rays.par_chunks(BLOCK))
+        .for_each(|(out, rays)| cast_block(rays, world, opts, out));
+}
+
+/// Rays a task of a batch sweeps: the runs it sorts lie within it, so that its answers are
+/// written into a part of the output that stays in cache, with no reordering afterwards.
+/// Large enough to hold several rows of a camera's pixels or a LiDAR's channels.
+pub(crate) const BLOCK: usize = 1 << 12;
+
+/// Whether `rays` has a run of at least `MIN_RUN` consecutive rays from one start point.
+fn has_run(rays: &[VoxelRay]) -> bool {
+    let mut run = 1;
+    for w in rays.windows(2) {
+        if same_start(&w[0], &w[1]) {
+            run += 1;
+            if run >= MIN_RUN {
+                return true;
+            }
+        } else {
+            run = 1;
+        }
+    }
+    false
+}
+
+/// Whether rays `a` and `b` start at the same point (the same origin voxel and sub-offset, as
+/// given).
+#[inline]
+fn same_start(a: &VoxelRay, b: &VoxelRay) -> bool {
+    a.origin == b.origin
+        && a.sub_offset.to_array().map(f32::to_bits) == b.sub_offset.to_array().map(f32::to_bits)
+}
+
+/// Whether rays of `run` (which share their start point) find enough air together for sorting
+/// them into groups to pay: the air found by `Shared`'s trial number of strips of `GROUP`
+/// consecutive rays, spread over the run, is at least what makes a search pay on average.
+/// Strips are wider than the groups sorted by direction, so they find less air than those.
+fn air_found(run: &[VoxelRay], world: &VoxelWorld) -> bool {
+    let mut trial = Shared::default();
+    let strips = run.len() / GROUP;
+    let every = (strips / TRIAL as usize).max(1);
+    for k in (0..strips).step_by(every).take(TRIAL as usize) {
+        let strip = &run[k * GROUP..(k + 1) * GROUP];
+        trial.searched(air_before(world, strip.iter().copied()));
+    }
+    trial.air_pays()
+}
+
+/// Casts `rays` (consecutive rays of a batch, at most a few `BLOCK`s) into `out`, each outcome
+/// exactly [`voxel_raycast_with`](crate::voxel_raycast_with)'s: runs of at least `MIN_RUN` rays from one start point
+/// sorted into groups of nearby directions and swept, the rest one by one.
+pub(crate) fn cast_block(
+    rays: &[VoxelRay],
+    world: &VoxelWorld,
+    opts: &RaycastOptions,
+    out: &mut [RaycastOutcome],
+) {
+    let mut shared = Shared::default();
+    let mut dirs: Vec<glam::Vec3> = Vec::new();
+    let mut start = 0;
+    while start < rays.len() {
+        let mut end = start + 1;
+        while end < rays.len() && same_start(&rays[end], &rays[start]) {
+            end += 1;
+        }
+        if end - start < MIN_RUN || !sweeps(opts) || !air_found(&rays[start..end], world) {
+            for i in start..end {
+                out[i] = cast_from(&rays[i], world, opts, 0.0, &mut Direct);
+            }
+        } else {
+            dirs.clear();
+            dirs.extend(rays[start..end].iter().map(|r| r.direction));
+            for g in SweepOrder::of(&dirs).groups() {
+                let group = g.iter().map(|&k| {
+                    let i = start + k as usize;
+                    (i, rays[i])
+                });
+                cast_group(group, world, opts, &mut shared, |i, o| out[i] = o);
+            }
+        }
+        start = end;
+    }
+}
+
+/// An order of a set of directions in which runs of nearby directions follow each other, cut
+/// into groups of at most `GROUP`: what a sweep casts together. Made from the directions
+/// alone, so a sensor rig's order holds in every pose (a rotation keeps nearby directions
+/// nearby). Directions are ordered within blocks of `BLOCK` consecutive ones, so that a
+/// block's answers are written into a part of the output that stays in cache.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct SweepOrder {
+    /// The directions' indices, group after group.
+    order: Vec<u32>,
+    /// Where each group ends in `order`.
+    ends: Vec<u32>,
+    /// Per block, the index in `ends` of its first group; then the count of groups.
+    blocks: Vec<u32>,
+}
+
+impl SweepOrder {
+    /// The order of `dirs` (any non-zero vectors; others go anywhere). In each block, the
+    /// directions are sorted along a Z-order curve over the octahedral map of the sphere, then
+    /// cut into groups at `GROUP` directions and wherever the curve leaves a cell sized to hold
+    /// about `GROUP` of them (so a group never spans two far-apart parts of the curve).
+    pub(crate) fn of(dirs: &[glam::Vec3]) -> Self {
+        let mut s = Self::default();
+        let mut keys: Vec<u64> = Vec::with_capacity(dirs.len().min(BLOCK));
+        for (b, block) in dirs.chunks(BLOCK).enumerate() {
+            s.blocks.push(s.ends.len() as u32);
+            let base = b * BLOCK;
+            let cells: Vec<[u32; 2]> = block.iter().map(|&d| octahedral_cell(d)).collect();
+            let (lo, hi) = cells.iter().fold(([u32::MAX; 2], [0; 2]), |(lo, hi), c| {
+                (
+                    [lo[0].min(c[0]), lo[1].min(c[1])],
+                    [hi[0].max(c[0]), hi[1].max(c[1])],
+                )
+            });
+            // A cell edge (a power of two of map units) holding about `GROUP` directions were
+            // they spread evenly over their bounding box.
+            let area = f64::from(hi[0] - lo[0] + 1) * f64::from(hi[1] - lo[1] + 1);
+            let edge = (GROUP as f64 * area / block.len() as f64).sqrt();
+            let level = (edge.log2().ceil().max(0.0) as u32).min(16);
+            keys.clear();
+            keys.extend(
+                cells
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| (u64::from(morton(c[0], c[1])) << 32) | (base + i) as u64),
+            );
+            keys.sort_unstable();
+            let cell_of = |k: u64| (k >> 32) >> (2 * level);
+            let mut from = 0;
+            for i in 1..=keys.len() {
+                if i == keys.len() || i - from == GROUP || cell_of(keys[i]) != cell_of(keys[from]) {
+                    s.ends.push((base + i) as u32);
+                    from = i;
+                }
+            }
+            s.order.extend(keys.iter().map(|&k| k as u32));
+        }
+        s.blocks.push(s.ends.len() as u32);
+        s
+    }
+
+    /// Answers every direction into `out` (indexed as the directions were given), block by
+    /// block on rayon's threads: `cast(group, block, base, shared)` answers the directions of `group`
+    /// (indices into `out`) into `block`, the part of `out` from index `base`, with `shared`
+    /// shared by the block's groups.
+    pub(crate) fn cast_into<'w>(
+        &self,
+        out: &mut [RaycastOutcome],
+        cast: impl Fn(&[u32], &mut [RaycastOutcome], usize, &mut Shared<'w>) + Sync,
+    ) {
+        out.par_chunks_mut(BLOCK)
+            .enumerate()
+            .for_each(|(b, block)| {
+                let mut shared = Shared::default();
+                let groups = self.blocks[b] as usize..self.blocks[b + 1] as usize;
+                for g in groups {
+                    let from = if g == 0 { 0 } else { self.ends[g - 1] as usize };
+                    let group = &self.order[from..self.ends[g] as usize];
+                    cast(group, block, b * BLOCK, &mut shared);
+                }
+            });
+    }
+
+    /// The groups, each the indices of its directions.
+    pub(crate) fn groups(&self) -> impl Iterator<Item = &[u32]> + '_ {
+        let mut from = 0;
+        self.ends.iter().map(move |&e| {
+            let g = &self.order[from..e as usize];
+            from = e as usize;
+            g
+        })
+    }
+}
+
+/// The cell of direction `d` on a `65536 × 65536` octahedral map of the sphere: nearby
+/// directions get nearby cells. Zero and non-finite vectors get cell `(0, 0)`.
+fn octahedral_cell(d: glam::Vec3) -> [u32; 2] {
+    let s = d.x.abs() + d.y.abs() + d.z.abs();
+    if !(s > 0.0 && s.is_finite()) {
+        return [0, 0];
+    }
+    let (mut u, mut v) = (d.x / s, d.y / s);
+    if d.z < 0.0 {
+        (u, v) = ((1.0 - v.abs()) * u.signum(), (1.0 - u.abs()) * v.signum());
+    }
+    let q = |c: f32| (((c + 1.0) * 32767.5) as u32).min(65535);
+    [q(u), q(v)]
+}
+
+/// `x` and `y` (16 bits each) with their bits interleaved: a point's index on the Z-order curve.
+fn morton(x: u32, y: u32) -> u32 {
+    let spread = |mut v: u32| {
+        v &= 0xFFFF;
+        v = (v | v << 8) & 0x00FF_00FF;
+        v = (v | v << 4) & 0x0F0F_0F0F;
+        v = (v | v << 2) & 0x3333_3333;
+        (v | v << 1) & 0x5555_5555
+    };
+    spread(x) | spread(y) << 1
+}
+
+/// A distance up to which every voxel that any of `rays` visits lies above its region's column
+/// tops (air, or not loaded): 0 when none is found, or when the rays do not all start at the
+/// same point (the same origin voxel and sub-offset, as given). Invalid rays are left out (they
+/// are answered without a walk). Walks the rays' bounding box forward in steps of up to
+/// `LONGEST_STEP` voxels, halving the step where a box reaches below the tops. The boxes are
+/// widened by a margin far larger than the difference between a ray's exact line and the
+/// voxels its DDA visits (directions are normalised here in f64, by the ray in f32).
+pub(crate) fn air_before(world: &VoxelWorld, mut rays: impl Iterator<Item = VoxelRay>) -> f32 {
+    let Some((first, start)) = rays.find_map(|r| Some((r, r.prepare().ok()??))) else {
+        return 0.0;
+    };
+    let unit = |r: &VoxelRay| {
+        let d = r.direction.as_dvec3();
+        let len = d.length();
+        (len > 0.0 && len.is_finite() && r.max_distance >= 0.0).then(|| d / len)
+    };
+    let Some(d0) = unit(&first) else {
+        return 0.0;
+    };
+    let (mut d_lo, mut d_hi) = (d0, d0);
+    let mut t_max = f64::from(start.max_distance);
+    for r in rays {
+        if !same_start(&r, &first) {
+            return 0.0;
+        }
+        if let Some(d) = unit(&r) {
+            d_lo = d_lo.min(d);
+            d_hi = d_hi.max(d);
+            t_max = t_max.max(f64::from(r.max_distance.min(MAX_DISTANCE_CAP)));
+        }
+    }
+    let sub = start.sub.as_dvec3();
+    let origin = start.origin.to_array();
+    let (mut t0, mut step) = (0.0f64, FIRST_STEP);
+    while t0 < t_max {
+        let t1 = (t0 + step).min(t_max);
+        let slack = 0.01 + t1 * 1e-4;
+        let lo = (sub + (d_lo * t0).min(d_lo * t1) - slack).floor();
+        let hi = (sub + (d_hi * t0).max(d_hi * t1) + slack).floor();
+        if (hi - lo).max_element() > WIDEST_BOX {
+            break;
+        }
+        let corner = |v: glam::DVec3| {
+            std::array::from_fn(|a| origin[a].saturating_add(i128::from(v[a] as i64)))
+        };
+        if world.air_above_tops(corner(lo), corner(hi)) {
+            t0 = t1;
+            step = (step * 2.0).min(LONGEST_STEP);
+        } else if step > SHORTEST_STEP {
+            step /= 2.0;
+        } else {
+            break;
+        }
+    }
+    // The largest f32 not above `t0`.
+    let t = t0 as f32;
+    if f64::from(t) > t0 { t.next_down() } else { t }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::coords::WorldPos;
+    use voxcast_testkit::scene::Terrain;
+
+    /// A run of a camera's rays over terrain must be swept (or the batch would be correct but
+    /// no faster, and the parity tests could not tell); a run from inside the ground must not.
+    #[test]
+    fn runs_over_terrain_are_swept_and_buried_ones_are_not() {
+        let t = Terrain {
+            size: [256, 128, 256],
+            seed: 7,
+        };
+        let world = crate::world::world_of(|f| t.for_each_voxel(f));
+        let ground = i128::from(t.height(128, 32).max(t.sea_level()));
+        let run = |y: i128| -> Vec<VoxelRay> {
+            (0..40 * 30)
+                .map(|k| VoxelRay {
+                    origin: WorldPos::new(128, y, 32),
+                    sub_offset: glam::Vec3::splat(0.5),
+                    direction: glam::Vec3::new(
+                        (k % 40) as f32 * 0.02 - 0.4,
+                        -0.3 - (k / 40) as f32 * 0.01,
+                        1.0,
+                    ),
+                    max_distance: 500.0,
+                })
+                .collect()
+        };
+        assert!(air_found(&run(ground + 40), &world));
+        assert!(!air_found(&run(ground - 5), &world));
+    }
+
+    #[test]
+    fn nearby_directions_share_groups() {
+        // A 64 × 64 grid of directions around +Z, shuffled: every group's directions lie
+        // within a few grid steps of each other.
+        let mut dirs = Vec::new();
+        for i in 0..64 {
+            for j in 0..64 {
+                dirs.push(glam::Vec3::new(
+                    i as f32 * 0.01 - 0.32,
+                    j as f32 * 0.01 - 0.32,
+                    1.0,
+                ));
+            }
+        }
+        let mut rng = voxcast_testkit::SplitMix64::new(5);
+        for i in (1..dirs.len()).rev() {
+            dirs.swap(i, rng.below(i as u64 + 1) as usize);
+        }
+        let s = SweepOrder::of(&dirs);
+        let mut seen = vec![false; dirs.len()];
+        for g in s.groups() {
+            assert!(!g.is_empty() && g.len() <= GROUP);
+            let lo = g
+                .iter()
+                .fold(glam::Vec3::MAX, |m, &k| m.min(dirs[k as usize]));
+            let hi = g
+                .iter()
+                .fold(glam::Vec3::MIN, |m, &k| m.max(dirs[k as usize]));
+            assert!(
+                (hi - lo).max_element() <= 0.16,
+                "a group spans {:?}",
+                hi - lo
+            );
+            for &k in g {
+                assert!(!std::mem::replace(&mut seen[k as usize], true), "{k} twice");
+            }
+        }
+        assert!(seen.iter().all(|&s| s), "every direction in a group");
+        assert!(
+            s.groups().count() <= 2 * dirs.len() / GROUP,
+            "groups mostly full"
+        );
+        // Degenerate directions still get a place.
+        let odd = [glam::Vec3::ZERO, glam::Vec3::NAN, glam::Vec3::X];
+        assert_eq!(
+            SweepOrder::of(&odd)
+                .groups()
+                .map(<[u32]>::len)
+                .sum::<usize>(),
+            3
+        );
+        assert_eq!(SweepOrder::of(&[]).groups().count(), 0);
+    }
+}

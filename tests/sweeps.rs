@@ -1,0 +1,236 @@
+//! Sweeps: rays from one point cast together (a plain batch's runs of rays from one eye, every
+//! sensor rig) must answer exactly as each ray cast alone, bit for bit, whatever the order of
+//! the rays, the world, its place in the i128 world, the options and the edits between casts.
+
+use voxcast_testkit::common;
+
+use common::{ORIGIN_POLICIES, offset, opts, random_solids, world_with};
+use voxcast::glam::{Quat, Vec3};
+use voxcast::{
+    Camera, MaterialFilter, RaycastOptions, RaycastOutcome, SensorPose, SensorRig, UnloadedPolicy,
+    VoxelId, VoxelRay, VoxelWorld, WorldPos, raycast_batch, sense, voxel_raycast_with,
+};
+use voxcast_testkit::scene::{SplitMix64, Terrain};
+
+/// Asserts that the batch answers each ray as casting it alone does; returns the hits.
+fn assert_batch_parity(rays: &[VoxelRay], world: &VoxelWorld, o: &RaycastOptions) -> usize {
+    let got = raycast_batch(rays, world, o);
+    assert_eq!(got.len(), rays.len());
+    for (i, (g, r)) in got.iter().zip(rays).enumerate() {
+        assert_eq!(
+            *g,
+            voxel_raycast_with(r, world, o),
+            "ray {i} {r:?} under {o:?}"
+        );
+    }
+    got.iter().filter(|o| o.hit().is_some()).count()
+}
+
+/// Every option that changes which path a ray takes.
+fn every_path() -> Vec<RaycastOptions> {
+    vec![
+        RaycastOptions::default(),
+        opts(ORIGIN_POLICIES[1], UnloadedPolicy::Air),
+        opts(ORIGIN_POLICIES[2], UnloadedPolicy::Stop),
+        RaycastOptions {
+            blocks: MaterialFilter::only(&[VoxelId(1)]),
+            ..RaycastOptions::default()
+        },
+        RaycastOptions {
+            per_voxel: true,
+            ..RaycastOptions::default()
+        },
+    ]
+}
+
+fn shuffle<T>(v: &mut [T], rng: &mut SplitMix64) {
+    for i in (1..v.len()).rev() {
+        v.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+}
+
+#[test]
+fn a_camera_given_as_a_plain_batch_equals_its_rays_cast_alone() {
+    let t = Terrain {
+        size: [256, 128, 256],
+        seed: 7,
+    };
+    let mut world = t.build();
+    let ground = t.height(128, 32).max(t.sea_level());
+    let eye = WorldPos::new(128, (ground + 40).into(), 32);
+    let cam = Camera::new(
+        eye,
+        Vec3::splat(0.5),
+        Vec3::new(0.15, -0.28, 1.0),
+        60.0,
+        203,
+        117,
+        1024.0,
+    )
+    .expect("valid camera");
+    let mut rays = cam.rays().expect("valid rays");
+    let hits = assert_batch_parity(&rays, &world, &RaycastOptions::default());
+    assert!(hits > rays.len() / 3, "the camera sees the ground: {hits}");
+    // Out of pixel order; with bad rays and rays from elsewhere between runs of the eye's.
+    let mut rng = SplitMix64::new(11);
+    shuffle(&mut rays, &mut rng);
+    rays[500].direction = Vec3::NAN;
+    rays[501].max_distance = -1.0;
+    rays[7000].origin.x += 3;
+    rays[7001].origin.x += 3;
+    for o in every_path() {
+        assert_batch_parity(&rays[..9000], &world, &o);
+    }
+    // An edit where the eye looks, then the same batch again.
+    let (block, _) = cam
+        .ray(100, 58)
+        .expect("valid")
+        .point_at(20.0)
+        .expect("in the world");
+    world.set_voxel(block, VoxelId(9));
+    assert_batch_parity(&rays, &world, &RaycastOptions::default());
+}
+
+#[test]
+fn runs_from_one_eye_at_i128_offsets_equal_rays_cast_alone() {
+    let mut rng = SplitMix64::new(0x5EE9);
+    for case in 0..24u64 {
+        // Sparse voxels over several regions with unloaded chunks between them; at an ordinary
+        // place, or far out in the i128 world, up to its edge.
+        let base = match case % 4 {
+            0 | 1 => WorldPos::new(-70, -150, -40),
+            2 => WorldPos::new(1 << 100, -(1 << 90), 1 << 120),
+            _ => WorldPos::new(i128::MAX - 300, i128::MIN + 20, i128::MAX - 200),
+        };
+        let mut solids = random_solids(case, base, 48, 0.01, 3);
+        solids.extend(random_solids(
+            case + 1000,
+            offset(base, [0, 170, 40]),
+            40,
+            0.02,
+            3,
+        ));
+        let world = world_with(&solids);
+        // Runs of rays from a few eyes (on chunk and region edges too), one after another, in
+        // random or grid-like directions, with a ray from elsewhere now and then.
+        let mut rays = Vec::new();
+        for eye in 0..3 {
+            let at = offset(
+                base,
+                [
+                    rng.below(64) as i128 - 8,
+                    [0, 32, 128][eye] - 1 + rng.below(3) as i128,
+                    rng.below(64) as i128 - 8,
+                ],
+            );
+            let sub = Vec3::new(0.5, [0.0, 0.25, 0.999][eye], 0.125);
+            let max = [60.0, 300.0, f32::INFINITY][(case % 3) as usize];
+            for k in 0..300 + rng.below(500) {
+                let direction = if eye == 1 {
+                    let (u, v) = ((k % 20) as f32 - 10.0, (k / 20) as f32 - 10.0);
+                    Vec3::new(u * 0.03, -1.0, v * 0.03 + 0.2)
+                } else {
+                    rng.unit_vector()
+                };
+                rays.push(VoxelRay {
+                    origin: at,
+                    sub_offset: sub,
+                    direction,
+                    max_distance: max,
+                });
+                if rng.below(100) == 0 {
+                    rays.push(VoxelRay {
+                        origin: offset(at, [1, 0, 0]),
+                        ..*rays.last().expect("a ray")
+                    });
+                }
+            }
+        }
+        for o in every_path() {
+            assert_batch_parity(&rays, &world, &o);
+        }
+    }
+}
+
+#[test]
+fn sensor_rigs_equal_their_rays_cast_alone() {
+    let t = Terrain {
+        size: [192, 96, 192],
+        seed: 5,
+    };
+    let mut world = t.build();
+    let mut rng = SplitMix64::new(0x516);
+    let rigs = [
+        SensorRig::lidar(32, 600, 30.0, 120.0).expect("a rig"),
+        SensorRig::cone(700, 40.0, 80.0).expect("a rig"),
+        SensorRig::new(
+            &(0..5000)
+                .map(|_| (rng.unit_vector(), 50.0))
+                .collect::<Vec<_>>(),
+        )
+        .expect("a rig"),
+    ];
+    let mut poses: Vec<SensorPose> = (0..4)
+        .map(|k| {
+            let (x, z) = (30 + 40 * k, 150 - 30 * k);
+            let ground = t.height(x as i64, z as i64).max(t.sea_level());
+            SensorPose::new(
+                WorldPos::new(x, i128::from(ground) + 2, z),
+                Vec3::new(0.25, 0.5, 0.75),
+                Quat::from_rotation_y(k as f32 * 0.7) * Quat::from_rotation_x(-0.2),
+            )
+        })
+        .collect();
+    // A pose inside the ground, and a bad one.
+    poses.push(SensorPose::new(
+        WorldPos::new(60, 3, 60),
+        Vec3::ZERO,
+        Quat::IDENTITY,
+    ));
+    poses.push(SensorPose::new(
+        WorldPos::ZERO,
+        Vec3::ZERO,
+        Quat::from_xyzw(0.0, 0.0, 0.0, 0.0),
+    ));
+    let check = |world: &VoxelWorld| {
+        for rig in &rigs {
+            for o in every_path() {
+                let got = sense(rig, &poses, world, &o, true);
+                let outcomes = got.outcomes().expect("outcomes kept");
+                for (a, pose) in poses.iter().enumerate() {
+                    for k in 0..rig.len() {
+                        let want = match pose.ray(rig, k) {
+                            Ok(r) => voxel_raycast_with(&r, world, &o),
+                            Err(e) => RaycastOutcome::Invalid(e),
+                        };
+                        assert_eq!(
+                            outcomes[a * rig.len() + k],
+                            want,
+                            "agent {a} ray {k} under {o:?}"
+                        );
+                    }
+                }
+                // Distances alone come from the same casts.
+                let words = sense(rig, &poses, world, &o, false);
+                assert_eq!(words.distances().len(), got.distances().len());
+                for (w, g) in words.distances().iter().zip(got.distances()) {
+                    assert_eq!(w.to_bits(), g.to_bits());
+                }
+            }
+        }
+    };
+    check(&world);
+    // Edits between sweeps: a wall in front of the first agent, then gone.
+    let p = poses[0]
+        .ray(&rigs[0], 0)
+        .expect("valid")
+        .point_at(6.0)
+        .expect("in the world")
+        .0;
+    for dy in -3..4 {
+        for dx in -3..4 {
+            world.set_voxel(offset(p, [dx, dy, 0]), VoxelId(4));
+        }
+    }
+    check(&world);
+}
