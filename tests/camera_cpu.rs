@@ -4,7 +4,7 @@
 
 use voxcast_testkit::common;
 
-use common::{ORIGIN_POLICIES, offset, opts, random_solids, world_with};
+use common::{ORIGIN_POLICIES, offset, opts, random_solids, sparse_regions_world, world_with};
 use voxcast::glam::Vec3;
 use voxcast::{
     Camera, CameraError, CameraSpec, MaterialFilter, RayError, RaycastOptions, RaycastOutcome,
@@ -111,22 +111,7 @@ impl WithSize for Camera {
 fn random_worlds_and_cameras_match_pixel_by_pixel() {
     let mut rng = SplitMix64::new(0xCA3E);
     for case in 0..40u64 {
-        // Sparse voxels over several regions, also stacked in y (regions are 128 voxels), with
-        // unloaded chunks between them; at an ordinary place, or far out in the i128 world.
-        let base = match case % 4 {
-            0 | 1 => WorldPos::new(-70, -150, -40),
-            2 => WorldPos::new(1 << 100, -(1 << 90), 1 << 120),
-            _ => WorldPos::new(i128::MAX - 300, i128::MIN + 20, i128::MAX - 200),
-        };
-        let mut solids = random_solids(case, base, 48, 0.01, 3);
-        solids.extend(random_solids(
-            case + 1000,
-            offset(base, [0, 170, 40]),
-            40,
-            0.02,
-            3,
-        ));
-        let world = world_with(&solids);
+        let (base, world) = sparse_regions_world(case);
         let eye = offset(
             base,
             [

@@ -4,7 +4,7 @@
 
 use voxcast_testkit::common;
 
-use common::{ORIGIN_POLICIES, offset, opts, random_solids, world_with};
+use common::{ORIGIN_POLICIES, offset, opts, sparse_regions_world};
 use voxcast::glam::{Quat, Vec3};
 use voxcast::{
     Camera, MaterialFilter, RaycastOptions, RaycastOutcome, SensorPose, SensorRig, UnloadedPolicy,
@@ -95,22 +95,7 @@ fn a_camera_given_as_a_plain_batch_equals_its_rays_cast_alone() {
 fn runs_from_one_eye_at_i128_offsets_equal_rays_cast_alone() {
     let mut rng = SplitMix64::new(0x5EE9);
     for case in 0..24u64 {
-        // Sparse voxels over several regions with unloaded chunks between them; at an ordinary
-        // place, or far out in the i128 world, up to its edge.
-        let base = match case % 4 {
-            0 | 1 => WorldPos::new(-70, -150, -40),
-            2 => WorldPos::new(1 << 100, -(1 << 90), 1 << 120),
-            _ => WorldPos::new(i128::MAX - 300, i128::MIN + 20, i128::MAX - 200),
-        };
-        let mut solids = random_solids(case, base, 48, 0.01, 3);
-        solids.extend(random_solids(
-            case + 1000,
-            offset(base, [0, 170, 40]),
-            40,
-            0.02,
-            3,
-        ));
-        let world = world_with(&solids);
+        let (base, world) = sparse_regions_world(case);
         // Runs of rays from a few eyes (on chunk and region edges too), one after another, in
         // random or grid-like directions, with a ray from elsewhere now and then.
         let mut rays = Vec::new();

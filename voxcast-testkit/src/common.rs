@@ -90,6 +90,27 @@ pub fn offset(p: WorldPos, d: [i128; 3]) -> WorldPos {
     WorldPos::new(p.x + d[0], p.y + d[1], p.z + d[2])
 }
 
+/// Case `case` of a family of sparse random worlds: voxels over several regions, also stacked
+/// in y (regions are 128 voxels), with unloaded chunks between them; at an ordinary place, or
+/// far out in the i128 world up to its edge (by `case % 4`). Returns the world's base corner
+/// and the world.
+pub fn sparse_regions_world(case: u64) -> (WorldPos, VoxelWorld) {
+    let base = match case % 4 {
+        0 | 1 => WorldPos::new(-70, -150, -40),
+        2 => WorldPos::new(1 << 100, -(1 << 90), 1 << 120),
+        _ => WorldPos::new(i128::MAX - 300, i128::MIN + 20, i128::MAX - 200),
+    };
+    let mut solids = random_solids(case, base, 48, 0.01, 3);
+    solids.extend(random_solids(
+        case + 1000,
+        offset(base, [0, 170, 40]),
+        40,
+        0.02,
+        3,
+    ));
+    (base, world_with(&solids))
+}
+
 /// A random small world: the voxels of the box `min .. min + edge` (each axis) that are solid
 /// with probability `density`, with ids `1..=ids`. Returns the solid voxels in a list too, so
 /// that an oracle can walk them without going through the world.
