@@ -29,7 +29,9 @@
 //! reaches the same states by the boxes above (as it does without the occupied bounds).
 
 use crate::coords::{CHUNK_SHIFT, ChunkPos, VoxelBox};
-use crate::ray::{OriginPolicy, PreparedRay, RaycastOptions, RaycastOutcome, UnloadedPolicy};
+use crate::ray::{
+    OriginPolicy, PreparedRay, RaycastOptions, RaycastOutcome, UnloadedPolicy, VoxelRay,
+};
 use crate::world::{
     ChunkView, ColumnTops, DenseChunk, REGION_SHIFT, RegionSummary, VoxelId, VoxelWorld,
     chunk_in_region, empty_block, empty_box, region_of,
@@ -186,7 +188,7 @@ pub(crate) fn grow_by_a_chunk(lo: ChunkPos, hi: ChunkPos) -> (ChunkPos, ChunkPos
 
 /// What a voxel does to the ray, from its chunk.
 #[derive(Clone, Copy)]
-pub(crate) enum ChunkKind<'w> {
+enum ChunkKind<'w> {
     Unloaded,
     Uniform(VoxelId),
     Dense(&'w DenseChunk),
@@ -203,52 +205,17 @@ fn chunk_kind(world: &VoxelWorld, chunk: [i128; 3]) -> ChunkKind<'_> {
     }
 }
 
-/// Where `cast_ray` finds the chunks it enters: straight from the world, or through a cache
-/// shared by rays that cross the same chunks (a sweep's).
-pub(crate) trait ChunkSource<'w> {
-    /// What the chunk at `chunk` does to rays.
-    fn kind(&mut self, world: &'w VoxelWorld, chunk: [i128; 3]) -> ChunkKind<'w>;
-}
-
-/// Every chunk looked up in the world's table.
-pub(crate) struct Direct;
-
-impl<'w> ChunkSource<'w> for Direct {
-    #[inline(always)]
-    fn kind(&mut self, world: &'w VoxelWorld, chunk: [i128; 3]) -> ChunkKind<'w> {
-        chunk_kind(world, chunk)
-    }
-}
-
-/// The chunks that rays of one task entered lately, one slot for each chunk of a `4×4×4`
-/// block of chunk positions (by the low two bits of each coordinate): rays that start at one
-/// point and keep close cross the same chunks, and find them here with one comparison instead
-/// of a hash lookup.
-pub(crate) struct ChunkCache<'w> {
-    slots: [([i128; 3], ChunkKind<'w>); 64],
-}
-
-impl Default for ChunkCache<'_> {
-    fn default() -> Self {
-        // No chunk lies at `i128::MIN` (chunk indices are voxel indices shifted down).
-        Self {
-            slots: [([i128::MIN; 3], ChunkKind::Unloaded); 64],
-        }
-    }
-}
-
-impl<'w> ChunkSource<'w> for ChunkCache<'w> {
-    #[inline(always)]
-    fn kind(&mut self, world: &'w VoxelWorld, chunk: [i128; 3]) -> ChunkKind<'w> {
-        let slot = ((chunk[0] & 3) | (chunk[1] & 3) << 2 | (chunk[2] & 3) << 4) as usize;
-        let (at, kind) = &mut self.slots[slot];
-        // Compared field by field: `==` on `[i128; 3]` calls `memcmp`.
-        if at[0] == chunk[0] && at[1] == chunk[1] && at[2] == chunk[2] {
-            return *kind;
-        }
-        *kind = chunk_kind(world, chunk);
-        *at = chunk;
-        *kind
+/// `ray` prepared and cast: what [`voxel_raycast_with`] answers.
+#[inline]
+pub(crate) fn cast_unprepared(
+    ray: &VoxelRay,
+    world: &VoxelWorld,
+    opts: &RaycastOptions,
+) -> RaycastOutcome {
+    match ray.prepare() {
+        Err(e) => RaycastOutcome::Invalid(e),
+        Ok(None) => RaycastOutcome::Miss,
+        Ok(Some(p)) => cast_ray(&p, world, opts, false, 0.0),
     }
 }
 
@@ -260,19 +227,6 @@ pub(crate) fn cast_ray(
     opts: &RaycastOptions,
     conservative: bool,
     t_air: f32,
-) -> RaycastOutcome {
-    cast_ray_in(r, world, opts, conservative, t_air, &mut Direct)
-}
-
-/// [`cast_ray`], finding the chunks it enters in `chunks`.
-#[inline]
-pub(crate) fn cast_ray_in<'w>(
-    r: &PreparedRay,
-    world: &'w VoxelWorld,
-    opts: &RaycastOptions,
-    conservative: bool,
-    t_air: f32,
-    chunks: &mut impl ChunkSource<'w>,
 ) -> RaycastOutcome {
     // Under `Air` nothing outside the occupied bounds stops the ray, and the DDA's chunk
     // coordinates only move away from a box once they have left it: a ray outside is a miss.
@@ -380,7 +334,7 @@ pub(crate) fn cast_ray_in<'w>(
         if air_chunks.is_some() && outside(d.chunk) {
             return RaycastOutcome::Miss;
         }
-        let kind = chunks.kind(world, d.chunk);
+        let kind = chunk_kind(world, d.chunk);
         loop {
             // Under `Report` the origin voxel is examined like any other.
             if let ChunkKind::Dense(c) = kind

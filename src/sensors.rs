@@ -12,7 +12,7 @@ use glam::{DQuat, DVec3, Quat, Vec3};
 use rayon::prelude::*;
 
 use crate::coords::WorldPos;
-use crate::cpu_ref::sweep::{SweepOrder, cast_group, sweeps};
+use crate::cpu_ref::sweep::{SweepOrder, sweeps};
 use crate::cpu_ref::voxel_raycast_with;
 use crate::ray::{RayError, RaycastOptions, RaycastOutcome, VoxelRay, split_sub};
 use crate::world::VoxelWorld;
@@ -666,7 +666,7 @@ pub fn sense_into(
         }
         return;
     }
-    let poses_ready: Vec<_> = poses.par_iter().map(SensorPose::prepare).collect();
+    let prepared: Vec<_> = poses.par_iter().map(SensorPose::prepare).collect();
     let outcomes = readings.outcomes.take();
     let cast = |p: &PreparedPose, &[x, y, z, max]: &[f32; 4]| {
         voxel_raycast_with(&p.ray(Vec3::new(x, y, z), max), world, opts)
@@ -680,7 +680,7 @@ pub fn sense_into(
                     let [x, y, z, max] = rig.rays[r as usize];
                     (r as usize - base, p.ray(Vec3::new(x, y, z), max))
                 });
-                cast_group(rays, world, opts, shared, |k, o| answers[k] = o);
+                shared.cast_group(rays, world, opts, |k, o| answers[k] = o);
             });
         } else {
             out.par_iter_mut()
@@ -697,7 +697,7 @@ pub fn sense_into(
             outcomes
                 .par_chunks_mut(n)
                 .zip(readings.distances.par_chunks_mut(n))
-                .zip(&poses_ready)
+                .zip(&prepared)
                 .for_each(|((out, words), p)| {
                     if let Ok(p) = p {
                         agent(p, out, words);
@@ -709,7 +709,7 @@ pub fn sense_into(
             readings
                 .distances
                 .par_chunks_mut(n)
-                .zip(&poses_ready)
+                .zip(&prepared)
                 .for_each_init(Vec::new, |out, (words, p)| {
                     if let Ok(p) = p {
                         out.resize(n, RaycastOutcome::Miss);
@@ -718,7 +718,7 @@ pub fn sense_into(
                 });
         }
     }
-    for (a, p) in poses_ready.iter().enumerate() {
+    for (a, p) in prepared.iter().enumerate() {
         if let Err(e) = p {
             readings.set_invalid(a, *e);
         }

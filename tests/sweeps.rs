@@ -96,17 +96,23 @@ fn runs_from_one_eye_at_i128_offsets_equal_rays_cast_alone() {
     let mut rng = SplitMix64::new(0x5EE9);
     for case in 0..24u64 {
         let (base, world) = sparse_regions_world(case);
-        // Runs of rays from a few eyes (on chunk and region edges too), one after another, in
-        // random or grid-like directions, with a ray from elsewhere now and then.
+        // Runs of rays from a few eyes, one after another, in random or grid-like directions,
+        // with a ray from elsewhere now and then. Each eye's y is within a voxel of a chunk
+        // edge (the last one's of a region edge, up to the i128 world's lowest region), its x
+        // too for the last one.
         let mut rays = Vec::new();
         for eye in 0..3 {
-            let at = offset(
-                base,
-                [
-                    rng.below(64) as i128 - 8,
-                    [0, 32, 128][eye] - 1 + rng.below(3) as i128,
-                    rng.below(64) as i128 - 8,
-                ],
+            let near_edge = |v: i128, edge: i128| ((v + edge - 1) & !(edge - 1)) - 1;
+            let y = near_edge(base.y + [0, 32, 128][eye], [32, 32, 128][eye]);
+            let x = if eye == 2 {
+                near_edge(base.x, 32)
+            } else {
+                base.x + rng.below(64) as i128 - 8
+            };
+            let at = WorldPos::new(
+                x + rng.below(3) as i128,
+                y + rng.below(3) as i128,
+                base.z + rng.below(64) as i128 - 8,
             );
             let sub = Vec3::new(0.5, [0.0, 0.25, 0.999][eye], 0.125);
             let max = [60.0, 300.0, f32::INFINITY][(case % 3) as usize];
@@ -177,10 +183,11 @@ fn sensor_rigs_equal_their_rays_cast_alone() {
         Vec3::ZERO,
         Quat::from_xyzw(0.0, 0.0, 0.0, 0.0),
     ));
-    let check = |world: &VoxelWorld| {
+    let check = |world: &VoxelWorld, poses: &[SensorPose], paths: &[RaycastOptions]| {
         for rig in &rigs {
-            for o in every_path() {
-                let got = sense(rig, &poses, world, &o, true);
+            for o in paths {
+                let o = o.clone();
+                let got = sense(rig, poses, world, &o, true);
                 let outcomes = got.outcomes().expect("outcomes kept");
                 for (a, pose) in poses.iter().enumerate() {
                     for k in 0..rig.len() {
@@ -196,7 +203,7 @@ fn sensor_rigs_equal_their_rays_cast_alone() {
                     }
                 }
                 // Distances alone come from the same casts.
-                let words = sense(rig, &poses, world, &o, false);
+                let words = sense(rig, poses, world, &o, false);
                 assert_eq!(words.distances().len(), got.distances().len());
                 for (w, g) in words.distances().iter().zip(got.distances()) {
                     assert_eq!(w.to_bits(), g.to_bits());
@@ -204,18 +211,40 @@ fn sensor_rigs_equal_their_rays_cast_alone() {
             }
         }
     };
-    check(&world);
-    // Edits between sweeps: a wall in front of the first agent, then gone.
+    check(&world, &poses, &every_path());
+    // Edits between sweeps: a wall in front of the first agent, then gone again.
     let p = poses[0]
         .ray(&rigs[0], 0)
         .expect("valid")
         .point_at(6.0)
         .expect("in the world")
         .0;
-    for dy in -3..4 {
-        for dx in -3..4 {
-            world.set_voxel(offset(p, [dx, dy, 0]), VoxelId(4));
+    let wall = |world: &mut VoxelWorld, id: VoxelId| {
+        for dy in -3..4 {
+            for dx in -3..4 {
+                world.set_voxel(offset(p, [dx, dy, 0]), id);
+            }
         }
+    };
+    wall(&mut world, VoxelId(4));
+    check(&world, &poses, &every_path());
+    wall(&mut world, VoxelId::AIR);
+    check(&world, &poses, &every_path()[..1]);
+    // Far out in the i128 world, up to its edge: each pose on the low face of a chunk (y a
+    // multiple of 32, sub-offset 0 there).
+    for case in [2, 3] {
+        let (base, world) = sparse_regions_world(case);
+        let poses: Vec<SensorPose> = [[20, 31, 20], [32, 128, 40], [63, 96, 0]]
+            .iter()
+            .map(|&d| {
+                let p = offset(base, d);
+                SensorPose::new(
+                    WorldPos::new(p.x, (p.y + 31) & !31, p.z),
+                    Vec3::new(0.5, 0.0, 0.25),
+                    Quat::from_rotation_y(d[0] as f32 * 0.1),
+                )
+            })
+            .collect();
+        check(&world, &poses, &every_path()[..2]);
     }
-    check(&world);
 }

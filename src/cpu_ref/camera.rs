@@ -7,7 +7,7 @@ use rayon::iter::{IndexedParallelIterator, ParallelIterator};
 use rayon::prelude::ParallelSliceMut;
 
 use crate::camera::{Camera, CameraError};
-use crate::cpu_ref::sweep::{Shared, cast_group};
+use crate::cpu_ref::sweep::Shared;
 use crate::ray::{RaycastOptions, RaycastOutcome, VoxelRay};
 use crate::world::VoxelWorld;
 
@@ -95,13 +95,13 @@ pub fn raycast_camera_rows_into(
 
 /// Casts the tile of pixels from `corner` (at most `TILE × TILE`, cut at the image's edges)
 /// into `rows`, the image rows from the tile's first.
-fn cast_tile<'w>(
+fn cast_tile(
     camera: &Camera,
-    world: &'w VoxelWorld,
+    world: &VoxelWorld,
     opts: &RaycastOptions,
     corner: [u32; 2],
     rows: &mut [RaycastOutcome],
-    shared: &mut Shared<'w>,
+    shared: &mut Shared,
 ) {
     let width = camera.width as usize;
     let w = TILE.min(camera.width - corner[0]);
@@ -118,7 +118,7 @@ fn cast_tile<'w>(
             (i, ray)
         })
     });
-    cast_group(rays, world, opts, shared, |i, o| rows[i] = o);
+    shared.cast_group(rays, world, opts, |i, o| rows[i] = o);
 }
 
 #[cfg(test)]
@@ -126,6 +126,7 @@ mod tests {
     use super::*;
     use crate::cpu_ref::cast_ray;
     use crate::cpu_ref::sweep::air_before;
+    use crate::ray::PreparedRay;
     use crate::world::VoxelId;
     use voxcast_testkit::scene::Terrain;
 
@@ -152,25 +153,19 @@ mod tests {
             scale_y: c.scale_y,
             max_distance: c.max_distance,
         };
-        let tile = |x: u32, y: u32| -> Vec<VoxelRay> {
+        let tile = |x: u32, y: u32| -> Vec<PreparedRay> {
             (y..y + TILE)
                 .flat_map(|py| (x..x + TILE).map(move |px| (px, py)))
-                .filter_map(|(px, py)| cam.ray(px, py).ok())
+                .filter_map(|(px, py)| cam.ray(px, py).ok()?.prepare().ok()?)
                 .collect()
         };
         // The center tile looks at the ground tens of voxels away.
         let center = tile(28, 16);
-        let t_air = air_before(&world, center.iter().copied());
+        let t_air = air_before(&world, center.iter());
         let nearest = center
             .iter()
             .filter_map(|r| {
-                let o = cast_ray(
-                    &r.prepare().ok()??,
-                    &world,
-                    &RaycastOptions::default(),
-                    false,
-                    0.0,
-                );
+                let o = cast_ray(r, &world, &RaycastOptions::default(), false, 0.0);
                 o.hit().map(|h| h.distance)
             })
             .fold(f32::INFINITY, f32::min);
@@ -182,10 +177,10 @@ mod tests {
         // Rays from different points share nothing; a tile in a solid voxel has no air.
         let mut apart = center.clone();
         apart[1].origin.x += 1;
-        assert_eq!(air_before(&world, apart.iter().copied()), 0.0);
+        assert_eq!(air_before(&world, apart.iter()), 0.0);
         let mut buried = world.clone();
         buried.set_voxel(cam.position, VoxelId(1));
-        assert_eq!(air_before(&buried, center.iter().copied()), 0.0);
-        assert_eq!(air_before(&world, std::iter::empty()), 0.0);
+        assert_eq!(air_before(&buried, center.iter()), 0.0);
+        assert_eq!(air_before(&world, [].iter()), 0.0);
     }
 }

@@ -5,7 +5,7 @@ use glam::IVec3;
 use rayon::iter::{IndexedParallelIterator, IntoParallelRefIterator, ParallelIterator};
 
 use crate::coords::WorldPos;
-use crate::cpu_ref::cast_ray;
+use crate::cpu_ref::{cast_ray, cast_unprepared};
 use crate::ray::{
     LineOfSight, LineOfSightOptions, PreparedRay, RayError, RaycastOptions, RaycastOutcome,
     VoxelRay, VoxelRaycastHit, WindowOutcome, WindowRay,
@@ -46,11 +46,7 @@ pub fn voxel_raycast_with(
     world: &VoxelWorld,
     opts: &RaycastOptions,
 ) -> RaycastOutcome {
-    match ray.prepare() {
-        Err(e) => RaycastOutcome::Invalid(e),
-        Ok(None) => RaycastOutcome::Miss,
-        Ok(Some(p)) => cast_ray(&p, world, opts, false, 0.0),
-    }
+    cast_unprepared(ray, world, opts)
 }
 
 /// Whether the segment `ray` (typically from [`VoxelRay::between`]) is free of stopping

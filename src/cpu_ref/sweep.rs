@@ -1,26 +1,26 @@
 //! Sweeps: rays that start at one point are cast in groups of nearby directions. Before its
 //! rays are cast, a group finds how far all of them certainly travel through air
 //! (`air_before`), and each ray then starts there in one exact move instead of crossing that
-//! air box by box. The answers are those of [`voxel_raycast_with`](crate::voxel_raycast_with) for each ray, bit for bit:
-//! the sweep only chooses where each exact walk starts.
+//! air box by box. The answers are those of [`voxel_raycast_with`](crate::voxel_raycast_with)
+//! for each ray, bit for bit: the sweep only chooses where each exact walk starts.
 //!
 //! Where the groups come from: a camera's `8×8` pixel tiles (`camera.rs`); a sensor rig's
 //! directions, ordered once when the rig is made ([`SweepOrder`]); and in a plain batch, each
 //! run of consecutive rays from one start point (a camera or a LiDAR built by hand, rays in
-//! pixel order from one eye), sorted by direction cell here and answered in input order.
+//! pixel order from one eye), sorted by direction cell here, block by block.
 
 use rayon::iter::{IndexedParallelIterator, IntoParallelRefIterator, ParallelIterator};
 use rayon::slice::{ParallelSlice, ParallelSliceMut};
 
-use crate::cpu_ref::{ChunkCache, ChunkSource, Direct, cast_ray_in};
-use crate::ray::{MAX_DISTANCE_CAP, RaycastOptions, RaycastOutcome, UnloadedPolicy, VoxelRay};
+use crate::cpu_ref::{cast_ray, cast_unprepared};
+use crate::ray::{PreparedRay, RaycastOptions, RaycastOutcome, UnloadedPolicy, VoxelRay};
 use crate::world::VoxelWorld;
 
 /// Most rays in a group: enough to share the air search's cost, few enough that their
 /// directions stay within a few voxels of each other for hundreds of voxels.
-pub(crate) const GROUP: usize = 64;
+const GROUP: usize = 64;
 /// Fewest consecutive rays from one start point that a batch sorts into groups: below it,
-/// the sort and the answers' reordering cost more than the shared air saves.
+/// the trial and the sort cost more than the shared air saves.
 const MIN_RUN: usize = 2 * GROUP;
 /// Rays a task of a batch casts one by one, outside runs.
 const ALONE: usize = 256;
@@ -46,23 +46,33 @@ const TRIAL: u32 = 4;
 /// instructions a ray as stepping through a few voxels, and crossing air found together saves
 /// a skip or more a ray.
 const AIR_THAT_PAYS: f32 = 16.0;
+/// Where the search does not pay, one group in this many still searches, so that a task whose
+/// first groups looked at a wall finds the open sky further on.
+const RETRY: u32 = 8;
 
-/// What the groups of one task share: the chunks their rays entered lately, and how much air
-/// the air search has found, so that it stops searching where it does not pay.
-#[derive(Default)]
-pub(crate) struct Shared<'w> {
-    chunks: ChunkCache<'w>,
-    /// Air searches made, and the air they found (voxels, added up).
+/// Whether the air search pays, from what it has found so far.
+#[derive(Clone, Copy, Debug, Default)]
+struct AirGate {
+    /// Air searches made, the air they found (voxels, added up), and groups not searched.
     searches: u32,
     found: f32,
+    passed: u32,
 }
 
-impl Shared<'_> {
-    /// Whether the next group should search for air: always for the first `TRIAL` groups, and
-    /// after them while the searches have found at least `AIR_THAT_PAYS` voxels a group on
-    /// average.
-    fn air_pays(&self) -> bool {
+impl AirGate {
+    /// Whether the search has found at least `AIR_THAT_PAYS` voxels a group on average (or has
+    /// not been tried `TRIAL` times yet).
+    fn pays(&self) -> bool {
         self.searches < TRIAL || self.found >= AIR_THAT_PAYS * self.searches as f32
+    }
+
+    /// Whether the next group should search: where it pays, and one group in `RETRY` elsewhere.
+    fn next(&mut self) -> bool {
+        if self.pays() {
+            return true;
+        }
+        self.passed += 1;
+        self.passed.is_multiple_of(RETRY)
     }
 
     fn searched(&mut self, t_air: f32) {
@@ -71,53 +81,52 @@ impl Shared<'_> {
     }
 }
 
-/// Casts the rays of one group (each with the index its answer goes to), which should share
-/// their start point: finds the air they cross together (where `shared` says it pays), then
-/// casts each from there, finding chunks through `shared`. `answer(i, outcome)` receives each ray's outcome, exactly
-/// [`voxel_raycast_with`](crate::voxel_raycast_with)'s. The rays are made twice (once for the air search), so `rays`
-/// should be cheap to make.
-pub(crate) fn cast_group<'w, I>(
-    rays: I,
-    world: &'w VoxelWorld,
-    opts: &RaycastOptions,
-    shared: &mut Shared<'w>,
-    mut answer: impl FnMut(usize, RaycastOutcome),
-) where
-    I: Iterator<Item = (usize, VoxelRay)> + Clone,
-{
-    let t_air = if sweeps(opts) && shared.air_pays() {
-        let t = air_before(world, rays.clone().map(|(_, r)| r));
-        shared.searched(t);
-        t
-    } else {
-        0.0
-    };
-    let chunks = &mut shared.chunks;
-    for (i, ray) in rays {
-        answer(i, cast_from(&ray, world, opts, t_air, chunks));
+/// What the groups of one task share: whether the air search pays, and room for a group's
+/// prepared rays.
+#[derive(Default)]
+pub(crate) struct Shared {
+    air: AirGate,
+    rays: Vec<(usize, PreparedRay)>,
+}
+
+impl Shared {
+    /// Casts the rays of one group (each with the index its answer goes to), which should
+    /// share their start point: finds the air they cross together (where the search pays),
+    /// then casts each from there. `answer(i, outcome)` receives each ray's outcome, exactly
+    /// [`voxel_raycast_with`](crate::voxel_raycast_with)'s.
+    #[inline]
+    pub(crate) fn cast_group(
+        &mut self,
+        rays: impl Iterator<Item = (usize, VoxelRay)>,
+        world: &VoxelWorld,
+        opts: &RaycastOptions,
+        mut answer: impl FnMut(usize, RaycastOutcome),
+    ) {
+        self.rays.clear();
+        for (i, r) in rays {
+            match r.prepare() {
+                Err(e) => answer(i, RaycastOutcome::Invalid(e)),
+                Ok(None) => answer(i, RaycastOutcome::Miss),
+                Ok(Some(p)) => self.rays.push((i, p)),
+            }
+        }
+        let t_air = if sweeps(opts) && self.air.next() {
+            let t = air_before(world, self.rays.iter().map(|(_, r)| r));
+            self.air.searched(t);
+            t
+        } else {
+            0.0
+        };
+        for (i, r) in &self.rays {
+            answer(*i, cast_ray(r, world, opts, false, t_air));
+        }
     }
 }
 
-/// `ray` cast from known air up to `t_air` (0: none), finding chunks in `chunks`: what
-/// [`voxel_raycast_with`](crate::voxel_raycast_with) answers.
-#[inline]
-fn cast_from<'w>(
-    ray: &VoxelRay,
-    world: &'w VoxelWorld,
-    opts: &RaycastOptions,
-    t_air: f32,
-    chunks: &mut impl ChunkSource<'w>,
-) -> RaycastOutcome {
-    match ray.prepare() {
-        Err(e) => RaycastOutcome::Invalid(e),
-        Ok(None) => RaycastOutcome::Miss,
-        Ok(Some(p)) => cast_ray_in(&p, world, opts, false, t_air, chunks),
-    }
-}
-
-/// Casts `rays` into `out` in input order, each outcome exactly [`voxel_raycast_with`](crate::voxel_raycast_with)'s, on
-/// rayon's threads: in blocks of `BLOCK` consecutive rays, where runs of at least `MIN_RUN`
-/// rays from one start point are swept and the rest cast one by one.
+/// Casts `rays` into `out` in input order, each outcome exactly
+/// [`voxel_raycast_with`](crate::voxel_raycast_with)'s, on rayon's threads: in blocks of
+/// `BLOCK` consecutive rays, where runs of at least `MIN_RUN` rays from one start point are
+/// swept and the rest cast one by one.
 pub(crate) fn cast_batch_into(
     rays: &[VoxelRay],
     world: &VoxelWorld,
@@ -127,7 +136,7 @@ pub(crate) fn cast_batch_into(
     if !sweeps(opts) || !has_run(rays) {
         rays.par_iter()
             .with_min_len(ALONE)
-            .map(|r| cast_from(r, world, opts, 0.0, &mut Direct))
+            .map(|r| cast_unprepared(r, world, opts))
             .collect_into_vec(out);
         return;
     }
@@ -141,7 +150,7 @@ pub(crate) fn cast_batch_into(
 /// Rays a task of a batch sweeps: the runs it sorts lie within it, so that its answers are
 /// written into a part of the output that stays in cache, with no reordering afterwards.
 /// Large enough to hold several rows of a camera's pixels or a LiDAR's channels.
-pub(crate) const BLOCK: usize = 1 << 12;
+const BLOCK: usize = 1 << 12;
 
 /// Whether `rays` has a run of at least `MIN_RUN` consecutive rays from one start point.
 fn has_run(rays: &[VoxelRay]) -> bool {
@@ -168,24 +177,28 @@ fn same_start(a: &VoxelRay, b: &VoxelRay) -> bool {
 }
 
 /// Whether rays of `run` (which share their start point) find enough air together for sorting
-/// them into groups to pay: the air found by `Shared`'s trial number of strips of `GROUP`
-/// consecutive rays, spread over the run, is at least what makes a search pay on average.
-/// Strips are wider than the groups sorted by direction, so they find less air than those.
+/// them into groups to pay: the air found by `TRIAL` strips of `GROUP` consecutive rays, spread
+/// over the run, is at least what makes a search pay on average. Strips are wider than the
+/// groups sorted by direction, so they find less air than those.
 fn air_found(run: &[VoxelRay], world: &VoxelWorld) -> bool {
-    let mut trial = Shared::default();
+    let mut trial = AirGate::default();
     let strips = run.len() / GROUP;
     let every = (strips / TRIAL as usize).max(1);
     for k in (0..strips).step_by(every).take(TRIAL as usize) {
-        let strip = &run[k * GROUP..(k + 1) * GROUP];
-        trial.searched(air_before(world, strip.iter().copied()));
+        let strip: Vec<PreparedRay> = run[k * GROUP..(k + 1) * GROUP]
+            .iter()
+            .filter_map(|r| r.prepare().ok().flatten())
+            .collect();
+        trial.searched(air_before(world, strip.iter()));
     }
-    trial.air_pays()
+    trial.pays()
 }
 
-/// Casts `rays` (consecutive rays of a batch, at most a few `BLOCK`s) into `out`, each outcome
-/// exactly [`voxel_raycast_with`](crate::voxel_raycast_with)'s: runs of at least `MIN_RUN` rays from one start point
-/// sorted into groups of nearby directions and swept, the rest one by one.
-pub(crate) fn cast_block(
+/// Casts `rays` (a block of a batch cast under options that sweep) into `out`, each outcome
+/// exactly [`voxel_raycast_with`](crate::voxel_raycast_with)'s: runs of at least `MIN_RUN`
+/// rays from one start point sorted into groups of nearby directions and swept, where a trial
+/// finds air; the rest one by one.
+fn cast_block(
     rays: &[VoxelRay],
     world: &VoxelWorld,
     opts: &RaycastOptions,
@@ -199,9 +212,9 @@ pub(crate) fn cast_block(
         while end < rays.len() && same_start(&rays[end], &rays[start]) {
             end += 1;
         }
-        if end - start < MIN_RUN || !sweeps(opts) || !air_found(&rays[start..end], world) {
+        if end - start < MIN_RUN || !air_found(&rays[start..end], world) {
             for i in start..end {
-                out[i] = cast_from(&rays[i], world, opts, 0.0, &mut Direct);
+                out[i] = cast_unprepared(&rays[i], world, opts);
             }
         } else {
             dirs.clear();
@@ -211,7 +224,7 @@ pub(crate) fn cast_block(
                     let i = start + k as usize;
                     (i, rays[i])
                 });
-                cast_group(group, world, opts, &mut shared, |i, o| out[i] = o);
+                shared.cast_group(group, world, opts, |i, o| out[i] = o);
             }
         }
         start = end;
@@ -279,35 +292,33 @@ impl SweepOrder {
     }
 
     /// Answers every direction into `out` (indexed as the directions were given), block by
-    /// block on rayon's threads: `cast(group, block, base, shared)` answers the directions of `group`
-    /// (indices into `out`) into `block`, the part of `out` from index `base`, with `shared`
-    /// shared by the block's groups.
-    pub(crate) fn cast_into<'w>(
+    /// block on rayon's threads: `cast(group, block, base, shared)` answers the directions of
+    /// `group` (indices into `out`) into `block`, the part of `out` from index `base`, with
+    /// `shared` shared by the block's groups.
+    pub(crate) fn cast_into(
         &self,
         out: &mut [RaycastOutcome],
-        cast: impl Fn(&[u32], &mut [RaycastOutcome], usize, &mut Shared<'w>) + Sync,
+        cast: impl Fn(&[u32], &mut [RaycastOutcome], usize, &mut Shared) + Sync,
     ) {
         out.par_chunks_mut(BLOCK)
             .enumerate()
             .for_each(|(b, block)| {
                 let mut shared = Shared::default();
-                let groups = self.blocks[b] as usize..self.blocks[b + 1] as usize;
-                for g in groups {
-                    let from = if g == 0 { 0 } else { self.ends[g - 1] as usize };
-                    let group = &self.order[from..self.ends[g] as usize];
-                    cast(group, block, b * BLOCK, &mut shared);
+                for g in self.blocks[b] as usize..self.blocks[b + 1] as usize {
+                    cast(self.group(g), block, b * BLOCK, &mut shared);
                 }
             });
     }
 
     /// The groups, each the indices of its directions.
-    pub(crate) fn groups(&self) -> impl Iterator<Item = &[u32]> + '_ {
-        let mut from = 0;
-        self.ends.iter().map(move |&e| {
-            let g = &self.order[from..e as usize];
-            from = e as usize;
-            g
-        })
+    fn groups(&self) -> impl Iterator<Item = &[u32]> + '_ {
+        (0..self.ends.len()).map(|g| self.group(g))
+    }
+
+    /// Group `g`: the indices of its directions.
+    fn group(&self, g: usize) -> &[u32] {
+        let from = if g == 0 { 0 } else { self.ends[g - 1] as usize };
+        &self.order[from..self.ends[g] as usize]
     }
 }
 
@@ -340,37 +351,29 @@ fn morton(x: u32, y: u32) -> u32 {
 
 /// A distance up to which every voxel that any of `rays` visits lies above its region's column
 /// tops (air, or not loaded): 0 when none is found, or when the rays do not all start at the
-/// same point (the same origin voxel and sub-offset, as given). Invalid rays are left out (they
-/// are answered without a walk). Walks the rays' bounding box forward in steps of up to
-/// `LONGEST_STEP` voxels, halving the step where a box reaches below the tops. The boxes are
-/// widened by a margin far larger than the difference between a ray's exact line and the
-/// voxels its DDA visits (directions are normalised here in f64, by the ray in f32).
-pub(crate) fn air_before(world: &VoxelWorld, mut rays: impl Iterator<Item = VoxelRay>) -> f32 {
-    let Some((first, start)) = rays.find_map(|r| Some((r, r.prepare().ok()??))) else {
+/// same point. Walks the rays' bounding box forward in steps of up to `LONGEST_STEP` voxels,
+/// halving the step where a box reaches below the tops. The boxes are widened by a margin far
+/// larger than the difference between a ray's exact line and the voxels its DDA visits.
+pub(crate) fn air_before<'r>(
+    world: &VoxelWorld,
+    rays: impl Iterator<Item = &'r PreparedRay> + Clone,
+) -> f32 {
+    let mut all = rays.clone();
+    let Some(first) = all.next() else {
         return 0.0;
     };
-    let unit = |r: &VoxelRay| {
-        let d = r.direction.as_dvec3();
-        let len = d.length();
-        (len > 0.0 && len.is_finite() && r.max_distance >= 0.0).then(|| d / len)
-    };
-    let Some(d0) = unit(&first) else {
+    if all.any(|r| r.origin != first.origin || r.sub != first.sub) {
         return 0.0;
-    };
-    let (mut d_lo, mut d_hi) = (d0, d0);
-    let mut t_max = f64::from(start.max_distance);
-    for r in rays {
-        if !same_start(&r, &first) {
-            return 0.0;
-        }
-        if let Some(d) = unit(&r) {
-            d_lo = d_lo.min(d);
-            d_hi = d_hi.max(d);
-            t_max = t_max.max(f64::from(r.max_distance.min(MAX_DISTANCE_CAP)));
-        }
     }
-    let sub = start.sub.as_dvec3();
-    let origin = start.origin.to_array();
+    let (mut d_lo, mut d_hi) = (first.dir.as_dvec3(), first.dir.as_dvec3());
+    let mut t_max = 0.0f64;
+    for r in rays {
+        d_lo = d_lo.min(r.dir.as_dvec3());
+        d_hi = d_hi.max(r.dir.as_dvec3());
+        t_max = t_max.max(f64::from(r.max_distance));
+    }
+    let sub = first.sub.as_dvec3();
+    let origin = first.origin.to_array();
     let (mut t0, mut step) = (0.0f64, FIRST_STEP);
     while t0 < t_max {
         let t1 = (t0 + step).min(t_max);
@@ -429,6 +432,22 @@ mod tests {
         };
         assert!(air_found(&run(ground + 40), &world));
         assert!(!air_found(&run(ground - 5), &world));
+    }
+
+    /// The gate searches in its trial, then only where searches find air, and retries now
+    /// and then where they do not.
+    #[test]
+    fn the_air_gate_searches_where_it_pays_and_retries() {
+        let mut gate = AirGate::default();
+        for _ in 0..TRIAL {
+            assert!(gate.next());
+            gate.searched(0.0);
+        }
+        let searched: Vec<bool> = (0..2 * RETRY).map(|_| gate.next()).collect();
+        assert_eq!(searched.iter().filter(|&&s| s).count(), 2, "{searched:?}");
+        // A retry that finds open sky makes searching pay again.
+        gate.searched(AIR_THAT_PAYS * (TRIAL + 2) as f32);
+        assert!(gate.pays() && gate.next());
     }
 
     #[test]
