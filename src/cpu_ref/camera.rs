@@ -8,7 +8,7 @@ use rayon::prelude::ParallelSliceMut;
 
 use crate::camera::{Camera, CameraError};
 use crate::cpu_ref::sweep::Shared;
-use crate::ray::{RaycastOptions, RaycastOutcome, VoxelRay};
+use crate::ray::{PreparedRay, RaycastOptions, RaycastOutcome, VoxelRay};
 use crate::world::VoxelWorld;
 
 /// Tile edge in pixels: the rays of an `8×8` tile stay within a few voxels of each other for
@@ -106,8 +106,9 @@ fn cast_tile(
     let width = camera.width as usize;
     let w = TILE.min(camera.width - corner[0]);
     let h = (rows.len() / width) as u32;
-    let rays = (0..h).flat_map(|dy| {
-        (0..w).map(move |dx| {
+    let mut rays: Vec<(usize, PreparedRay)> = Vec::with_capacity((TILE * TILE) as usize);
+    for dy in 0..h {
+        for dx in 0..w {
             let i = dy as usize * width + (corner[0] + dx) as usize;
             let ray = VoxelRay {
                 origin: camera.position,
@@ -115,10 +116,14 @@ fn cast_tile(
                 direction: camera.pixel_dir(corner[0] + dx, corner[1] + dy),
                 max_distance: camera.max_distance,
             };
-            (i, ray)
-        })
-    });
-    shared.cast_group(rays, world, opts, |i, o| rows[i] = o);
+            match ray.prepare() {
+                Err(e) => rows[i] = RaycastOutcome::Invalid(e),
+                Ok(None) => rows[i] = RaycastOutcome::Miss,
+                Ok(Some(p)) => rays.push((i, p)),
+            }
+        }
+    }
+    shared.cast_prepared(&rays, world, opts, |i, o| rows[i] = o);
 }
 
 #[cfg(test)]
@@ -126,7 +131,6 @@ mod tests {
     use super::*;
     use crate::cpu_ref::cast_ray;
     use crate::cpu_ref::sweep::air_before;
-    use crate::ray::PreparedRay;
     use crate::world::VoxelId;
     use voxcast_testkit::scene::Terrain;
 

@@ -102,22 +102,36 @@ impl Shared {
         opts: &RaycastOptions,
         mut answer: impl FnMut(usize, RaycastOutcome),
     ) {
-        self.rays.clear();
+        let mut prepared = std::mem::take(&mut self.rays);
+        prepared.clear();
         for (i, r) in rays {
             match r.prepare() {
                 Err(e) => answer(i, RaycastOutcome::Invalid(e)),
                 Ok(None) => answer(i, RaycastOutcome::Miss),
-                Ok(Some(p)) => self.rays.push((i, p)),
+                Ok(Some(p)) => prepared.push((i, p)),
             }
         }
+        self.cast_prepared(&prepared, world, opts, answer);
+        self.rays = prepared;
+    }
+
+    /// [`Shared::cast_group`] for rays already prepared.
+    #[inline]
+    pub(crate) fn cast_prepared(
+        &mut self,
+        rays: &[(usize, PreparedRay)],
+        world: &VoxelWorld,
+        opts: &RaycastOptions,
+        mut answer: impl FnMut(usize, RaycastOutcome),
+    ) {
         let t_air = if sweeps(opts) && self.air.next() {
-            let t = air_before(world, self.rays.iter().map(|(_, r)| r));
+            let t = air_before(world, rays.iter().map(|(_, r)| r));
             self.air.searched(t);
             t
         } else {
             0.0
         };
-        for (i, r) in &self.rays {
+        for (i, r) in rays {
             answer(*i, cast_ray(r, world, opts, false, t_air));
         }
     }
