@@ -169,6 +169,10 @@ def alternated(fs, rounds=5):
     return [(float(np.median(t)), o) for t, o in zip(times, outs)]
 
 
+#: The workloads that are one camera's image, by name: `World.raycast_camera`'s arguments.
+cameras = {}
+
+
 def workloads(ids, h, quick):
     rng = np.random.default_rng(7)
     size = ids.shape[0]
@@ -183,15 +187,16 @@ def workloads(ids, h, quick):
     # Sensors: the same eyes, directions in a horizontal band, 32 voxels.
     d = np.column_stack([rng.normal(size=n), rng.normal(size=n) * 0.3, rng.normal(size=n)])
     out["sensors (32 voxels)"] = (o, d / np.linalg.norm(d, axis=1, keepdims=True), 32.0)
-    # A camera from above the terrain looking down at 30 degrees, 200 voxels.
+    # A camera from above the terrain looking down at 30 degrees, 200 voxels: its pixels' rays
+    # in pixel order, as `World.raycast_camera` casts them.
     w, hgt = (320, 180) if quick else (640, 360)
-    u, v = np.meshgrid((np.arange(w) + 0.5) / w * 2 - 1, (np.arange(hgt) + 0.5) / hgt * 2 - 1)
+    view = dict(width=w, height=hgt, fov_y_degrees=math.degrees(2 * math.atan(0.4)))
     fwd = np.array([0.0, -0.5, 0.866])
-    right = np.array([1.0, 0.0, 0.0])
-    up = np.cross(right, fwd)
-    d = fwd + (u.reshape(-1, 1) * 0.7) * right - (v.reshape(-1, 1) * 0.4) * up
-    o = np.tile([size / 2, 60.0, 4.0], (len(d), 1))
-    out["camera (200 voxels)"] = (o, d / np.linalg.norm(d, axis=1, keepdims=True), 200.0)
+    eye = [size / 2, 60.0, 4.0]
+    d = vc.camera_directions(fwd, **view).reshape(-1, 3).astype(np.float64)
+    o = np.tile(eye, (len(d), 1))
+    out["camera (200 voxels)"] = (o, d, 200.0)
+    cameras["camera (200 voxels)"] = dict(position=eye, forward=fwd, max_distance=200.0, **view)
     # A 64-channel LiDAR's beams from 6 robots, 120 voxels.
     dirs, _ = vc.SensorRig.lidar64().rays()
     robots = rng.uniform(40, size - 40, (2 if quick else 6, 2))
@@ -234,13 +239,20 @@ def main():
     for name, (o, d, m) in workloads(ids, h, args.quick).items():
         n = len(o)
         ref = world.raycast(o, d, m)
+        cam = cameras.get(name)
         for t in args.threads:
             vc.set_threads(t)
-            (s_vc, _), (s_o3d, (hit, vox, th)) = alternated(
-                [lambda: world.raycast(o, d, m), lambda: o3d_scenes[t].cast(o, d, m)]
-            )
+            fs = [lambda: world.raycast(o, d, m), lambda: o3d_scenes[t].cast(o, d, m)]
+            if cam:
+                fs.append(lambda: world.raycast_camera(**cam))
+            timings = alternated(fs)
+            (s_vc, _), (s_o3d, (hit, vox, th)) = timings[:2]
             rows.append((name, f"voxcast CPU {t}T", n / s_vc, 1.0))
             rows.append((name, f"Open3D {t}T", n / s_o3d, agreement(ref, hit, vox, th)))
+            if cam:
+                s_cam, img = timings[2]
+                same = (img.status.ravel() == ref.status) & (img.distance.ravel().view(np.uint32) == ref.distance.view(np.uint32))
+                rows.append((name, f"voxcast camera {t}T", n / s_cam, float(same.mean())))
         vc.set_threads(0)
         if on_gpu is not None:
             s, g = timed(lambda: on_gpu.raycast(o, d, m))
@@ -259,6 +271,7 @@ def main():
     for name in dict.fromkeys(r[0] for r in rows):
         mine = {r[1]: r[2] for r in rows if r[0] == name}
         parts = [f"{t}T: {mine[f'voxcast CPU {t}T'] / mine[f'Open3D {t}T']:.2f}x Open3D" for t in args.threads]
+        parts += [f"camera call {t}T: {mine[f'voxcast camera {t}T'] / mine[f'Open3D {t}T']:.2f}x" for t in args.threads if f"voxcast camera {t}T" in mine]
         parts.append(f"1T: {mine['voxcast CPU 1T'] / mine['pyoctomap 1T']:.0f}x pyoctomap" if "voxcast CPU 1T" in mine else "")
         print(f"  {name:<22} " + ", ".join(p for p in parts if p))
 

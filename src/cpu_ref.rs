@@ -51,8 +51,8 @@ use dda::Walk;
 pub(crate) use dda::{Dda, Ended};
 pub use queries::{
     line_of_sight, line_of_sight_batch, line_of_sight_batch_into, line_of_sight_window_batch_into,
-    raycast_batch, raycast_batch_into, raycast_window_batch_into, voxel_raycast,
-    voxel_raycast_with,
+    raycast_batch, raycast_batch_into, raycast_batch_serial_into, raycast_window_batch_into,
+    voxel_raycast, voxel_raycast_with,
 };
 use ties::next_tie_extras;
 pub(crate) use ties::unloaded_tie_extra;

@@ -237,9 +237,9 @@ pub use camera::{Camera, CameraError, CameraSpec};
 pub use coords::{CHUNK_EDGE, CHUNK_VOLUME, ChunkPos, LocalPos, VoxelBox, WorldPos};
 pub use cpu_ref::{
     TraversalStep, VoxelTraversal, line_of_sight, line_of_sight_batch, line_of_sight_batch_into,
-    line_of_sight_window_batch_into, raycast_batch, raycast_batch_into, raycast_camera,
-    raycast_camera_into, raycast_camera_rows_into, raycast_window_batch_into, voxel_raycast,
-    voxel_raycast_with,
+    line_of_sight_window_batch_into, raycast_batch, raycast_batch_into, raycast_batch_serial_into,
+    raycast_camera, raycast_camera_into, raycast_camera_rows_into, raycast_window_batch_into,
+    voxel_raycast, voxel_raycast_with,
 };
 pub use grid::{GridCell, GridError, GridTraversal, GridTraversal2D, GridTraversal3D};
 pub use ray::{

@@ -8,14 +8,19 @@ use common::{ORIGIN_POLICIES, offset, opts, sparse_regions_world};
 use voxcast::glam::{Quat, Vec3};
 use voxcast::{
     Camera, MaterialFilter, RaycastOptions, RaycastOutcome, SensorPose, SensorRig, UnloadedPolicy,
-    VoxelId, VoxelRay, VoxelWorld, WorldPos, raycast_batch, sense, voxel_raycast_with,
+    VoxelId, VoxelRay, VoxelWorld, WorldPos, raycast_batch, raycast_batch_serial_into, sense,
+    voxel_raycast_with,
 };
 use voxcast_testkit::scene::{SplitMix64, Terrain};
 
-/// Asserts that the batch answers each ray as casting it alone does; returns the hits.
+/// Asserts that the batch, and the batch on this thread alone, answer each ray as casting it
+/// alone does; returns the hits.
 fn assert_batch_parity(rays: &[VoxelRay], world: &VoxelWorld, o: &RaycastOptions) -> usize {
     let got = raycast_batch(rays, world, o);
     assert_eq!(got.len(), rays.len());
+    let mut serial = vec![RaycastOutcome::Miss; 3];
+    raycast_batch_serial_into(rays, world, o, &mut serial);
+    assert!(serial == got, "the serial batch differs under {o:?}");
     for (i, (g, r)) in got.iter().zip(rays).enumerate() {
         assert_eq!(
             *g,

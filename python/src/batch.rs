@@ -5,7 +5,7 @@ use glam::{DVec3, Vec3};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use voxcast::{
-    MaterialFilter, OriginPolicy, RayError, RaycastOptions, RaycastOutcome, UnloadedPolicy,
+    Camera, MaterialFilter, OriginPolicy, RayError, RaycastOptions, RaycastOutcome, UnloadedPolicy,
     VoxelId, VoxelRay, WorldPos,
 };
 
@@ -144,6 +144,39 @@ pub(crate) fn ray_for_query(
         direction: Vec3::from_array(d),
         max_distance: max,
     })
+}
+
+/// The most pixels a camera answers (2^30): its answers take about 40 bytes a pixel.
+pub(crate) const MAX_PIXELS: u64 = 1 << 30;
+
+/// The camera at `eye + sub` ([`Camera::with_up`]) of `size` (width, height) pixels;
+/// `ValueError` for a bad camera or more than [`MAX_PIXELS`] pixels.
+pub(crate) fn camera(
+    eye: WorldPos,
+    sub: Vec3,
+    forward: [f32; 3],
+    up: [f32; 3],
+    fov_y_degrees: f32,
+    size: [u32; 2],
+    max_distance: f32,
+) -> PyResult<Camera> {
+    let n = u64::from(size[0]) * u64::from(size[1]);
+    if n > MAX_PIXELS {
+        return Err(PyValueError::new_err(format!(
+            "camera: width x height is {n} pixels, more than {MAX_PIXELS}"
+        )));
+    }
+    Camera::with_up(
+        eye,
+        sub,
+        Vec3::from_array(forward),
+        Vec3::from_array(up),
+        fov_y_degrees,
+        size[0],
+        size[1],
+        max_distance,
+    )
+    .map_err(|e| PyValueError::new_err(format!("camera: {e}")))
 }
 
 /// The segment from point `a` to point `b` ([`VoxelRay::between`]).
@@ -293,14 +326,51 @@ fn row(frame: WorldPos, o: &RaycastOutcome) -> Row {
     }
 }
 
+/// What one task of [`Columns::filled_blocks`] keeps from block to block, so that its buffers
+/// are allocated once.
+#[derive(Default)]
+pub(crate) struct Scratch {
+    /// The block's rays, a bad one replaced by [`stand_in`].
+    pub(crate) rays: Vec<VoxelRay>,
+    /// The block's rows whose ray could not be built (index within the block), in order.
+    pub(crate) bad: Vec<(usize, BadRay)>,
+    /// The block's outcomes, one a row.
+    pub(crate) outcomes: Vec<RaycastOutcome>,
+}
+
+/// Writes the rows of one block (from row `base`) into its slices of the columns, row `k`
+/// being `answer(k)`; returns its invalid rows with why.
+fn write_block(
+    frame: WorldPos,
+    base: usize,
+    (((((status, voxel), normal), distance), id), uv): BlockColumns<'_>,
+    mut answer: impl FnMut(usize) -> (RaycastOutcome, Option<BadRay>),
+) -> Vec<(usize, String)> {
+    let mut errors = Vec::new();
+    for k in 0..status.len() {
+        let (outcome, bad) = answer(k);
+        let r = row(frame, &outcome);
+        if let RaycastOutcome::Invalid(e) = outcome {
+            errors.push((base + k, bad.map_or_else(|| e.to_string(), BadRay::message)));
+        }
+        status[k] = r.status;
+        voxel[3 * k..3 * k + 3].copy_from_slice(&r.voxel);
+        normal[3 * k..3 * k + 3].copy_from_slice(&r.normal);
+        distance[k] = r.distance;
+        id[k] = r.id;
+        uv[2 * k..2 * k + 2].copy_from_slice(&r.uv);
+    }
+    errors
+}
+
 impl Columns {
-    /// The columns of `n` outcomes, outcome `i` being `answer(i)`: the outcome and, for a row
-    /// whose ray could not be built, why (said instead of the outcome's own error). Rows are
-    /// made and written in parallel blocks, straight into the arrays the caller receives.
-    pub(crate) fn filled(
+    /// The columns of `n` rows in blocks of `len`, each block written by `block(scratch, b,
+    /// columns)` (its rows from `b * len`), a task's blocks sharing one `scratch`. Blocks are
+    /// written in parallel, straight into the arrays the caller receives.
+    fn in_blocks<S: Default>(
         n: usize,
-        frame: WorldPos,
-        answer: impl Fn(usize) -> (RaycastOutcome, Option<BadRay>) + Sync,
+        len: usize,
+        block: impl Fn(&mut S, usize, BlockColumns<'_>) -> Vec<(usize, String)> + Sync,
     ) -> Self {
         use rayon::prelude::*;
         let mut c = Self {
@@ -312,28 +382,7 @@ impl Columns {
             uv: vec![0.0; 2 * n],
             errors: Vec::new(),
         };
-        // Block `b`'s rows, written into its slices of the columns; its invalid rows returned.
-        let block = |b: usize,
-                     (((((status, voxel), normal), distance), id), uv): BlockColumns<'_>|
-         -> Vec<(usize, String)> {
-            let mut errors = Vec::new();
-            for k in 0..status.len() {
-                let i = b * BLOCK + k;
-                let (outcome, bad) = answer(i);
-                let r = row(frame, &outcome);
-                if let RaycastOutcome::Invalid(e) = outcome {
-                    errors.push((i, bad.map_or_else(|| e.to_string(), BadRay::message)));
-                }
-                status[k] = r.status;
-                voxel[3 * k..3 * k + 3].copy_from_slice(&r.voxel);
-                normal[3 * k..3 * k + 3].copy_from_slice(&r.normal);
-                distance[k] = r.distance;
-                id[k] = r.id;
-                uv[2 * k..2 * k + 2].copy_from_slice(&r.uv);
-            }
-            errors
-        };
-        let errors: Vec<Vec<(usize, String)>> = if n <= BLOCK {
+        let errors: Vec<Vec<(usize, String)>> = if n <= len {
             // One block, on this thread: handing it to rayon's pool would cost more than it.
             let all = (
                 (
@@ -348,21 +397,63 @@ impl Columns {
                 ),
                 c.uv.as_mut_slice(),
             );
-            vec![block(0, all)]
+            vec![block(&mut S::default(), 0, all)]
         } else {
             c.status
-                .par_chunks_mut(BLOCK)
-                .zip(c.voxel.par_chunks_mut(3 * BLOCK))
-                .zip(c.normal.par_chunks_mut(3 * BLOCK))
-                .zip(c.distance.par_chunks_mut(BLOCK))
-                .zip(c.id.par_chunks_mut(BLOCK))
-                .zip(c.uv.par_chunks_mut(2 * BLOCK))
+                .par_chunks_mut(len)
+                .zip(c.voxel.par_chunks_mut(3 * len))
+                .zip(c.normal.par_chunks_mut(3 * len))
+                .zip(c.distance.par_chunks_mut(len))
+                .zip(c.id.par_chunks_mut(len))
+                .zip(c.uv.par_chunks_mut(2 * len))
                 .enumerate()
-                .map(|(b, cols)| block(b, cols))
+                .map_init(S::default, |s, (b, cols)| block(s, b, cols))
                 .collect()
         };
         c.errors = errors.into_iter().flatten().collect();
         c
+    }
+
+    /// The columns of `n` outcomes, outcome `i` being `answer(i)`: the outcome and, for a row
+    /// whose ray could not be built, why (said instead of the outcome's own error). Rows are
+    /// made and written in parallel blocks of [`BLOCK`].
+    pub(crate) fn filled(
+        n: usize,
+        frame: WorldPos,
+        answer: impl Fn(usize) -> (RaycastOutcome, Option<BadRay>) + Sync,
+    ) -> Self {
+        Self::in_blocks(n, BLOCK, |_: &mut (), b, cols| {
+            write_block(frame, b * BLOCK, cols, |k| answer(b * BLOCK + k))
+        })
+    }
+
+    /// The columns of `n` outcomes answered a block of `len` rows at a time:
+    /// `answer(rows, scratch)` puts the outcomes of `rows` into `scratch.outcomes` and the
+    /// rows whose ray could not be built into `scratch.bad` (both found empty). For answers
+    /// that come from a block of rays cast together.
+    pub(crate) fn filled_blocks(
+        n: usize,
+        frame: WorldPos,
+        len: usize,
+        answer: impl Fn(std::ops::Range<usize>, &mut Scratch) + Sync,
+    ) -> Self {
+        Self::in_blocks(n, len, |s: &mut Scratch, b, cols| {
+            let rows = b * len..(b * len + cols.0.0.0.0.0.len());
+            s.outcomes.clear();
+            s.bad.clear();
+            answer(rows, s);
+            let mut bad = s.bad.iter().peekable();
+            write_block(frame, b * len, cols, |k| {
+                let why = bad.next_if(|(i, _)| *i == k).map(|(_, e)| *e);
+                (
+                    s.outcomes
+                        .get(k)
+                        .copied()
+                        .unwrap_or(RaycastOutcome::Invalid(RayError::NanDirection)),
+                    why,
+                )
+            })
+        })
     }
 
     /// The columns of `outcomes`, the rows of `bad` saying why their ray could not be built.

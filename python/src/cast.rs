@@ -7,14 +7,22 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use rayon::prelude::*;
 use voxcast::gpu::{
-    AgentPairs, GpuRaycaster, GpuSensorRig, GpuWorld, PairsWithin, Rays, SensorSweep, Sightlines,
+    AgentPairs, CameraImage, GpuRaycaster, GpuSensorRig, GpuWorld, PairsWithin, Rays, SensorSweep,
+    Sightlines,
 };
 use voxcast::{
-    Agent, LineOfSightOptions, RayError, RaycastOptions, RaycastOutcome, SensorPose, SensorRig,
-    VoxelRay, VoxelWorld, WorldPos,
+    Agent, Camera, LineOfSightOptions, RayError, RaycastOptions, RaycastOutcome, SensorPose,
+    SensorRig, VoxelRay, VoxelWorld, WorldPos,
 };
 
 use crate::batch::{self, BadRay, Columns};
+
+/// Rays a task of the CPU's `raycast` casts together: several rows of a camera's pixels or a
+/// LiDAR's channels, so that runs of rays from one eye sort into groups of nearby directions.
+const SWEPT_BLOCK: usize = 4096;
+
+/// Image rows a task of the CPU's camera casts together: one band of the camera's `8×8` tiles.
+const CAMERA_BAND: u32 = 8;
 
 /// The pool the CPU's batches run on where the caller chose a thread count (`set_threads`);
 /// rayon's global pool (one thread a core) otherwise.
@@ -106,18 +114,62 @@ impl Target<'_> {
         }
         let make = |i| batch::ray(frame, row3(&origins, i), row3(&directions, i), max[i]);
         Ok(match self {
-            // Each ray made, cast and written in one pass: no batch-sized buffer in between.
-            // `voxel_raycast_with` checks the ray: a bad one is `Invalid` with `new`'s error.
-            Target::Cpu(w) => Columns::filled(n, frame, |i| {
-                let (o, d) = (row3(&origins, i), row3(&directions, i));
-                match batch::ray_for_query(frame, o, d, max[i]) {
-                    Ok(ray) => (voxcast::voxel_raycast_with(&ray, w, opts), None),
-                    Err(e) => (RaycastOutcome::Invalid(RayError::NanDirection), Some(e)),
+            // A block's rays made, cast together (runs from one eye swept, as
+            // `raycast_batch` does) and written: no batch-sized buffer in between. The query
+            // checks each ray: a bad one is `Invalid` with `new`'s error.
+            Target::Cpu(w) => Columns::filled_blocks(n, frame, SWEPT_BLOCK, |rows, s| {
+                s.rays.clear();
+                for i in rows.clone() {
+                    let (o, d) = (row3(&origins, i), row3(&directions, i));
+                    s.rays
+                        .push(match batch::ray_for_query(frame, o, d, max[i]) {
+                            Ok(ray) => ray,
+                            Err(e) => {
+                                s.bad.push((i - rows.start, e));
+                                batch::stand_in()
+                            }
+                        });
                 }
+                voxcast::raycast_batch_serial_into(&s.rays, w, opts, &mut s.outcomes);
             }),
             Target::Gpu(..) => {
                 let (rays, bad) = batch::built(n, make);
                 Columns::of(frame, &self.rays(&rays, opts)?, &bad)
+            }
+        })
+    }
+
+    /// Every pixel of `camera`, row by row from the top (`raycast_camera`). On the CPU a task
+    /// casts a band of 8 rows (the camera's tiles) and writes it in place.
+    pub(crate) fn camera(
+        &self,
+        frame: WorldPos,
+        camera: &Camera,
+        opts: &RaycastOptions,
+    ) -> PyResult<Columns> {
+        let n = camera.width as usize * camera.height as usize;
+        Ok(match self {
+            Target::Cpu(w) => {
+                let band = CAMERA_BAND as usize * camera.width as usize;
+                Columns::filled_blocks(n, frame, band, |pixels, s| {
+                    let y0 = (pixels.start / camera.width as usize) as u32;
+                    let rows = y0..(y0 + CAMERA_BAND).min(camera.height);
+                    if let Err(e) =
+                        voxcast::raycast_camera_rows_into(camera, rows, w, opts, &mut s.outcomes)
+                    {
+                        // Only for an empty image, which `camera_of` refuses.
+                        s.outcomes.clear();
+                        s.outcomes.resize(
+                            pixels.len(),
+                            RaycastOutcome::Invalid(RayError::NanDirection),
+                        );
+                        debug_assert!(false, "{e}");
+                    }
+                })
+            }
+            Target::Gpu(g, w) => {
+                let outcomes = g.cast(CameraImage(camera), w, opts).map_err(gpu_error)?;
+                Columns::of(frame, &outcomes, &[])
             }
         })
     }

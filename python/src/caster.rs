@@ -143,6 +143,41 @@ impl Caster {
         crate::columns(py, c, &[n])
     }
 
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "a camera has this many independent parameters"
+    )]
+    fn raycast_camera<'py>(
+        &self,
+        py: Python<'py>,
+        frame: &Bound<'_, PyAny>,
+        position: [f64; 3],
+        forward: [f32; 3],
+        up: [f32; 3],
+        fov_y_degrees: f32,
+        width: u32,
+        height: u32,
+        max_distance: f32,
+        options: Options,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let frame = batch::frame_of(frame, "frame")?;
+        let opts = options.raycast()?;
+        let (eye, sub) = batch::point(frame, position)
+            .map_err(|e| PyValueError::new_err(format!("position: {}", e.message())))?;
+        let camera = batch::camera(
+            eye,
+            sub,
+            forward,
+            up,
+            fov_y_degrees,
+            [width, height],
+            max_distance,
+        )?;
+        let n = width as usize * height as usize;
+        let c = self.run(py, n, |t| t.camera(frame, &camera, &opts))?;
+        crate::columns(py, c, &[height as usize, width as usize])
+    }
+
     fn line_of_sight<'py>(
         &self,
         py: Python<'py>,

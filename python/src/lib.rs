@@ -56,6 +56,32 @@ fn set_threads(threads: usize) -> PyResult<()> {
     cast::set_threads(threads)
 }
 
+/// The unit direction of each pixel's ray of a camera looking along `forward` with `up` (as
+/// `raycast_camera` makes them), row by row from the top: float32 `(height, width, 3)`.
+#[pyfunction]
+fn camera_directions<'py>(
+    py: Python<'py>,
+    forward: [f32; 3],
+    up: [f32; 3],
+    fov_y_degrees: f32,
+    width: u32,
+    height: u32,
+) -> PyResult<Bound<'py, PyArrayDyn<f32>>> {
+    let c = batch::camera(
+        voxcast::WorldPos::ZERO,
+        voxcast::glam::Vec3::splat(0.5),
+        forward,
+        up,
+        fov_y_degrees,
+        [width, height],
+        1.0,
+    )?;
+    let dirs: Vec<f32> = (0..height)
+        .flat_map(|y| (0..width).flat_map(move |x| c.pixel_dir(x, y).to_array()))
+        .collect();
+    array(py, dirs, &[height as usize, width as usize, 3])
+}
+
 #[pymodule]
 fn _voxcast(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<world::World>()?;
@@ -64,6 +90,7 @@ fn _voxcast(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<caster::Rig>()?;
     m.add_function(wrap_pyfunction!(minecraft_see_through, m)?)?;
     m.add_function(wrap_pyfunction!(set_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(camera_directions, m)?)?;
     m.add("MISS", batch::MISS)?;
     m.add("HIT", batch::HIT)?;
     m.add("UNLOADED", batch::UNLOADED)?;

@@ -194,3 +194,68 @@ def test_either_walk_gives_the_same_answers():
             assert np.array_equal(getattr(answers[0], name), getattr(other, name)), name
     with pytest.raises(TypeError, match="skip_empty_bricks"):
         world.skip_empty_bricks = "yes"
+
+
+@pytest.mark.parametrize("frame", [OFFSETS[0], OFFSETS[2]])
+def test_rays_from_one_eye_answer_as_rays_cast_alone(frame):
+    """A camera's rays in pixel order from one eye (cast as sweeps, blocks of nearby
+    directions crossing the air together) answer exactly as the same rays shuffled, which no
+    sweep groups, and as rays cast one a call; bad rows among them stay rows."""
+    from conftest import assert_same
+
+    ids = terrain(size=(96, 48, 96))
+    world = vc.World.from_dense(ids, origin=frame)
+    w, h = 120, 80
+    u, v = np.meshgrid((np.arange(w) + 0.5) / w * 2 - 1, (np.arange(h) + 0.5) / h * 2 - 1)
+    d = np.column_stack([u.ravel() * 0.8, -0.6 - 0.3 * v.ravel(), np.ones(w * h)])
+    # Two eyes, the second's rays after the first's, over the terrain and near a chunk edge.
+    o = np.repeat([[48.5, 40.25, 2.0], [31.999, 44.0, 64.0]], w * h, axis=0)
+    d = np.vstack([d, d[:, [2, 1, 0]] * [-1, 1, 1]])
+    o[1000] = np.nan
+    d[5000] = 0.0
+    a = world.raycast(o, d, 200.0, frame=frame)
+    perm = np.random.default_rng(4).permutation(len(o))
+    b = world.raycast(o[perm], d[perm], 200.0, frame=frame)
+    inv = np.argsort(perm)
+    b = vc.Hits(b.frame, b.status[inv], b.voxel[inv], b.normal[inv], b.distance[inv], b.id[inv], b.uv[inv],
+                sorted((int(perm[i]), e) for i, e in b.errors))
+    assert_same(a, b, "one eye against shuffled")
+    assert (a.status == 1).sum() > len(o) // 2, "most rays hit the ground"
+    assert [i for i, _ in a.errors] == [1000, 5000]
+    for i in range(0, len(o), 997):
+        one = world.raycast(o[i:i + 1], d[i:i + 1], 200.0, frame=frame)
+        assert one.status[0] == a.status[i] and np.array_equal(one.voxel[0], a.voxel[i]), i
+        assert one.distance.view(np.uint32)[0] == a.distance.view(np.uint32)[i], i
+
+
+@pytest.mark.parametrize("frame", [OFFSETS[0], OFFSETS[3]])
+def test_the_camera_call_answers_as_its_rays_cast_one_by_one(frame):
+    """`raycast_camera` (8x8 tiles crossing air together) gives, pixel by pixel, what
+    `raycast` gives for the rays of `camera_directions`, at i128 offsets; bad cameras raise."""
+    from conftest import assert_same
+
+    world = vc.World.from_dense(terrain(size=(96, 48, 96)), origin=frame)
+    eye, fwd = [48.5, 40.25, 2.0], [0.1, -0.5, 0.9]
+    img = world.raycast_camera(eye, fwd, width=100, height=60, fov_y_degrees=70, max_distance=150.0, frame=frame)
+    assert img.status.shape == (60, 100) and img.voxel.shape == (60, 100, 3)
+    dirs = vc.camera_directions(fwd, width=100, height=60, fov_y_degrees=70)
+    assert dirs.shape == (60, 100, 3) and dirs.dtype == np.float32
+    assert np.allclose(np.linalg.norm(dirs, axis=2), 1.0, atol=1e-6)
+    d = dirs.reshape(-1, 3)
+    perm = np.random.default_rng(1).permutation(len(d))
+    alone = world.raycast(np.tile(eye, (len(d), 1)), d[perm], 150.0, frame=frame)
+    inv = np.argsort(perm)
+    flat = vc.Hits(img.frame, img.status.ravel(), img.voxel.reshape(-1, 3), img.normal.reshape(-1, 3),
+                   img.distance.ravel(), img.id.ravel(), img.uv.reshape(-1, 2))
+    alone = vc.Hits(alone.frame, alone.status[inv], alone.voxel[inv], alone.normal[inv], alone.distance[inv],
+                    alone.id[inv], alone.uv[inv])
+    assert_same(flat, alone, "camera against its rays one by one")
+    assert img.hit.mean() > 0.5, "the camera sees the ground"
+    with pytest.raises(ValueError, match="camera"):
+        world.raycast_camera(eye, [0, 1, 0])  # looks straight up along `up`
+    with pytest.raises(ValueError, match="width"):
+        world.raycast_camera(eye, fwd, width=0)
+    with pytest.raises(ValueError, match="camera"):
+        world.raycast_camera(eye, fwd, width=2**20, height=2**11)
+    with pytest.raises(ValueError, match="position"):
+        world.raycast_camera([np.nan, 0, 0], fwd)

@@ -19,6 +19,16 @@ def test_raycasts_equal_the_cpu(gpu, frame):
         assert_same(cpu, on_gpu.raycast(o, d, 80.0, frame=frame, **opts), f"{frame} {opts}")
 
 
+@pytest.mark.parametrize("frame", [OFFSETS[0], OFFSETS[2]])
+def test_camera_images_equal_the_cpu(gpu, frame):
+    world = vc.World.from_dense(terrain(), origin=frame)
+    args = dict(width=96, height=64, fov_y_degrees=75, max_distance=120.0, frame=frame)
+    for eye, fwd, opts in (([48.5, 40.25, 2.0], [0.1, -0.5, 0.9], {}), ([5.5, 8.5, 90.0], [1, 0.1, -1], {"solid": [1, 9]})):
+        cpu = world.raycast_camera(eye, fwd, **args, **opts)
+        assert cpu.hit.mean() > 0.3
+        assert_same(cpu, gpu.upload(world).raycast_camera(eye, fwd, **args, **opts), f"{frame} {eye}")
+
+
 @pytest.mark.parametrize("conservative", [False, True])
 def test_line_of_sight_equals_the_cpu(gpu, conservative):
     frame = (2**64, 0, -(2**100))

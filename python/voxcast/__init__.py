@@ -19,7 +19,7 @@ dtypes or options raise ``ValueError`` or ``TypeError`` naming the argument.
 from ._common import INVALID, HIT, MAX_DISTANCE, MISS, UNLOADED
 from .sensors import Lidar, LidarScan, SensorRig, depth_image, ray_perception
 from . import _voxcast
-from .world import Gpu, GpuWorld, Hits, Scan, World, minecraft_solid
+from .world import Gpu, GpuWorld, Hits, Scan, World, camera_directions, minecraft_solid
 
 
 
@@ -40,6 +40,7 @@ __all__ = [
     "MAX_DISTANCE",
     "World",
     "minecraft_solid",
+    "camera_directions",
     "Gpu",
     "GpuWorld",
     "Hits",

@@ -165,6 +165,21 @@ pub fn raycast_batch_into(
     super::sweep::cast_batch_into(rays, world, opts, out);
 }
 
+/// [`raycast_batch_into`] on the calling thread only: for a caller that spreads its batches
+/// over threads of its own (a game's job system, or a package that writes each block of
+/// answers straight into its own arrays). `out` is cleared and refilled in input order, each
+/// outcome exactly [`voxel_raycast_with`]'s; runs of 128 or more consecutive rays from one
+/// start point are swept as [`raycast_batch`] describes, so hand it blocks of a few thousand
+/// rays (a few rows of a camera's pixels) for the sweep to find its groups.
+pub fn raycast_batch_serial_into(
+    rays: &[VoxelRay],
+    world: &VoxelWorld,
+    opts: &RaycastOptions,
+    out: &mut Vec<RaycastOutcome>,
+) {
+    super::sweep::cast_serial_into(rays, world, opts, out);
+}
+
 /// [`line_of_sight`] for many segments on all threads, in input order.
 #[must_use]
 pub fn line_of_sight_batch(

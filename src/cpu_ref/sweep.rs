@@ -161,6 +161,24 @@ pub(crate) fn cast_batch_into(
         .for_each(|(out, rays)| cast_block(rays, world, opts, out));
 }
 
+/// [`cast_batch_into`] on the calling thread.
+pub(crate) fn cast_serial_into(
+    rays: &[VoxelRay],
+    world: &VoxelWorld,
+    opts: &RaycastOptions,
+    out: &mut Vec<RaycastOutcome>,
+) {
+    out.clear();
+    if !sweeps(opts) {
+        out.extend(rays.iter().map(|r| cast_unprepared(r, world, opts)));
+        return;
+    }
+    out.resize(rays.len(), RaycastOutcome::Miss);
+    for (out, rays) in out.chunks_mut(BLOCK).zip(rays.chunks(BLOCK)) {
+        cast_block(rays, world, opts, out);
+    }
+}
+
 /// Rays a task of a batch sweeps: the runs it sorts lie within it, so that its answers are
 /// written into a part of the output that stays in cache, with no reordering afterwards.
 /// Large enough to hold several rows of a camera's pixels or a LiDAR's channels.
