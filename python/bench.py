@@ -275,6 +275,30 @@ def main():
         parts.append(f"1T: {mine['voxcast CPU 1T'] / mine['pyoctomap 1T']:.0f}x pyoctomap" if "voxcast CPU 1T" in mine else "")
         print(f"  {name:<22} " + ", ".join(p for p in parts if p))
 
+    # A LiDAR's effects: the same 6 robots' lidar64 scans plain, through `Lidar` without
+    # effects, with noise, dropout, reflectivity and a threshold, and with 3 sub-rays a beam.
+    rng = np.random.default_rng(7)
+    robots = rng.uniform(40, ids.shape[0] - 40, (6, 2))
+    eyes = np.column_stack([robots[:, 0], h[robots[:, 0].astype(int), robots[:, 1].astype(int)] + 2.5, robots[:, 1]])
+    poses = np.column_stack([eyes, np.zeros((6, 3)), np.ones(6)])
+    rig = vc.SensorRig.lidar64(120.0)
+    fx = dict(range_noise=0.02, dropout=0.01, reflectivity={1: 0.3, 2: 0.6, 3: 0.4, 4: 0.2}, min_intensity=0.05, seed=3)
+    scans = {
+        "sense": lambda: world.sense(rig, poses),
+        "Lidar.scan": lambda: plain.scan(world, poses),
+        "every effect": lambda: effects.scan(world, poses),
+        "3 sub-rays": lambda: diverging.scan(world, poses),
+    }
+    plain, effects = vc.Lidar(rig), vc.Lidar(rig, **fx)
+    diverging = vc.Lidar(rig, divergence_deg=0.3, sub_rays=3, returns="strongest", **fx)
+    for t in args.threads:
+        vc.set_threads(t)
+        times = dict(zip(scans, (s for s, _ in alternated(list(scans.values())))))
+        base = times["Lidar.scan"]
+        print(f"LiDAR effects {t}T (6 x lidar64): " + ", ".join(
+            f"{k} {v * 1e3:.0f} ms ({v / base:.2f}x)" for k, v in times.items()))
+    vc.set_threads(0)
+
     # The Python overhead of a call: one ray, and 1,000, on a world of one voxel.
     tiny = vc.World()
     tiny.set_voxels([[4, 0, 0]], 1)

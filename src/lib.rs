@@ -199,7 +199,8 @@
 //! [`SensorRig`]'s rays (directions in an agent's frame) from a [`SensorPose`] per agent:
 //! [`sense`]`(rig, poses, world, opts, outcomes)` on the CPU, and
 //! `gpu.cast(SensorSweep { rig, poses, outcomes }, gpu_world, opts)` with the rays made in the
-//! shader.
+//! shader. [`LidarEffects::scan`] turns either's readings into a real LiDAR's returns (one of
+//! a beam's sub-rays picked, intensity, range noise, dropout), the same from both engines.
 //!
 //! ## Cargo features
 //! - `gpu` (default): the `gpu` module, the batch raycaster on wgpu. Without it
@@ -218,6 +219,7 @@ mod cpu_ref;
 #[cfg(feature = "gpu")]
 pub mod gpu;
 mod grid;
+mod lidar;
 mod ray;
 mod sensors;
 #[cfg(feature = "spec-variants")]
@@ -242,6 +244,7 @@ pub use cpu_ref::{
     voxel_raycast, voxel_raycast_with,
 };
 pub use grid::{GridCell, GridError, GridTraversal, GridTraversal2D, GridTraversal3D};
+pub use lidar::{LidarBeam, LidarEffects, LidarError, LidarReturn};
 pub use ray::{
     LineOfSight, LineOfSightOptions, MAX_DISTANCE_CAP, MaterialFilter, OriginPolicy, RayError,
     RaycastOptions, RaycastOutcome, UV_TOLERANCE, UnloadedPolicy, VoxelRay, VoxelRaycastHit,

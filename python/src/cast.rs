@@ -11,8 +11,8 @@ use voxcast::gpu::{
     Sightlines,
 };
 use voxcast::{
-    Agent, Camera, LineOfSightOptions, RayError, RaycastOptions, RaycastOutcome, SensorPose,
-    SensorRig, VoxelRay, VoxelWorld, WorldPos,
+    Agent, Camera, LidarEffects, LineOfSightOptions, RayError, RaycastOptions, RaycastOutcome,
+    SensorPose, SensorReadings, SensorRig, VoxelRay, VoxelWorld, WorldPos,
 };
 
 use crate::batch::{self, BadRay, Columns};
@@ -23,6 +23,20 @@ const SWEPT_BLOCK: usize = 4096;
 
 /// Image rows a task of the CPU's camera casts together: one band of the camera's `8×8` tiles.
 const CAMERA_BAND: u32 = 8;
+
+/// Rows whose input was bad, with why, in row order.
+type BadRows = Vec<(usize, BadRay)>;
+
+/// Beams a task of a LiDAR scan's effects computes.
+const LIDAR_BLOCK: usize = 1024;
+
+/// A LiDAR scan's answers, one row a beam, agent after agent (see [`Target::lidar`]).
+pub(crate) struct LidarColumns {
+    pub(crate) ranges: Vec<f32>,
+    pub(crate) points: Vec<f64>,
+    pub(crate) intensity: Vec<f32>,
+    pub(crate) id: Vec<u16>,
+}
 
 /// The pool the CPU's batches run on where the caller chose a thread count (`set_threads`);
 /// rayon's global pool (one thread a core) otherwise.
@@ -204,26 +218,20 @@ impl Target<'_> {
         })
     }
 
-    /// Every ray of `rig` from every pose: the answers agent after agent, each ray's point where
-    /// it hit (NaN where it did not), and the agents whose pose is bad. `gpu_rigs` are the
-    /// parts of `rig` uploaded to this target's raycaster (unused on the CPU).
-    pub(crate) fn sense(
-        &self,
+    /// The poses of the rows of `poses` (`(A, 7)`: position, quaternion), a bad position
+    /// standing in as a pose of zero rotation (its rays invalid), listed with why.
+    fn poses(
         frame: WorldPos,
-        rig: &[SensorRig],
-        gpu_rigs: &[GpuSensorRig],
         poses: ArrayView2<'_, f64>,
-        opts: &RaycastOptions,
-    ) -> PyResult<(Columns, Vec<f64>)> {
+    ) -> PyResult<(Vec<SensorPose>, BadRows)> {
         if poses.ncols() != 7 {
             return Err(PyValueError::new_err(format!(
                 "poses: shape (A, 7) (x, y, z, qx, qy, qz, qw), not {:?}",
                 poses.shape()
             )));
         }
-        let agents = poses.nrows();
         let mut bad_poses: Vec<(usize, BadRay)> = Vec::new();
-        let poses: Vec<SensorPose> = (0..agents)
+        let poses: Vec<SensorPose> = (0..poses.nrows())
             .map(|i| {
                 let q = glam::Quat::from_xyzw(
                     poses[(i, 3)] as f32,
@@ -245,23 +253,49 @@ impl Target<'_> {
                 }
             })
             .collect();
-        let per_agent: usize = rig.iter().map(SensorRig::len).sum();
-        // The readings of each part of the rig, then interleaved agent by agent.
+        Ok((poses, bad_poses))
+    }
+
+    /// The readings, with outcomes, of each part of `rig` from every pose.
+    fn readings(
+        &self,
+        rig: &[SensorRig],
+        gpu_rigs: &[GpuSensorRig],
+        poses: &[SensorPose],
+        opts: &RaycastOptions,
+    ) -> PyResult<Vec<SensorReadings>> {
         let mut parts = Vec::with_capacity(rig.len());
         for (k, part) in rig.iter().enumerate() {
-            let readings = match self {
-                Target::Cpu(w) => voxcast::sense(part, &poses, w, opts, true),
+            parts.push(match self {
+                Target::Cpu(w) => voxcast::sense(part, poses, w, opts, true),
                 Target::Gpu(g, w) => {
                     let sweep = SensorSweep {
                         rig: &gpu_rigs[k],
-                        poses: &poses,
+                        poses,
                         outcomes: true,
                     };
                     g.cast(sweep, w, opts).map_err(gpu_error)?
                 }
-            };
-            parts.push(readings);
+            });
         }
+        Ok(parts)
+    }
+
+    /// Every ray of `rig` from every pose: the answers agent after agent, each ray's point where
+    /// it hit (NaN where it did not), and the agents whose pose is bad. `gpu_rigs` are the
+    /// parts of `rig` uploaded to this target's raycaster (unused on the CPU).
+    pub(crate) fn sense(
+        &self,
+        frame: WorldPos,
+        rig: &[SensorRig],
+        gpu_rigs: &[GpuSensorRig],
+        poses: ArrayView2<'_, f64>,
+        opts: &RaycastOptions,
+    ) -> PyResult<(Columns, Vec<f64>)> {
+        let (poses, bad_poses) = Self::poses(frame, poses)?;
+        let agents = poses.len();
+        let parts = self.readings(rig, gpu_rigs, &poses, opts)?;
+        let per_agent: usize = rig.iter().map(SensorRig::len).sum();
         let outcomes: Vec<&[RaycastOutcome]> = parts
             .iter()
             .map(|r| r.outcomes().unwrap_or_default())
@@ -303,6 +337,93 @@ impl Target<'_> {
                 }
             });
         Ok((columns, points))
+    }
+
+    /// A LiDAR's scan: every beam of `sub_rays` consecutive rays of `rig` from every pose,
+    /// with `fx` applied (`LidarEffects::beam`, drawn for `step`): per agent and beam the
+    /// range, the point (voxels from `frame`, NaN without a return), the intensity and the
+    /// id, on all threads. An agent whose pose is bad returns nothing.
+    #[expect(clippy::too_many_arguments, reason = "a scan's inputs, each needed")]
+    pub(crate) fn lidar(
+        &self,
+        frame: WorldPos,
+        rig: &[SensorRig],
+        gpu_rigs: &[GpuSensorRig],
+        poses: ArrayView2<'_, f64>,
+        opts: &RaycastOptions,
+        fx: &LidarEffects,
+        sub_rays: usize,
+        step: u64,
+    ) -> PyResult<LidarColumns> {
+        fx.check()
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let rays: usize = rig.iter().map(SensorRig::len).sum();
+        if sub_rays == 0 || !rays.is_multiple_of(sub_rays) {
+            return Err(PyValueError::new_err(format!(
+                "sub_rays: at least 1, dividing the rig's {rays} rays, not {sub_rays}"
+            )));
+        }
+        let (poses, _) = Self::poses(frame, poses)?;
+        let parts = self.readings(rig, gpu_rigs, &poses, opts)?;
+        let outcomes: Vec<&[RaycastOutcome]> = parts
+            .iter()
+            .map(|r| r.outcomes().unwrap_or_default())
+            .collect();
+        let place: Vec<(usize, usize)> = rig
+            .iter()
+            .enumerate()
+            .flat_map(|(p, part)| (0..part.len()).map(move |r| (p, r)))
+            .collect();
+        let beams = rays / sub_rays;
+        let n = poses.len() * beams;
+        let mut c = LidarColumns {
+            ranges: vec![f32::INFINITY; n],
+            points: vec![f64::NAN; 3 * n],
+            intensity: vec![0.0; n],
+            id: vec![0; n],
+        };
+        let ray = |a: usize, k: usize| {
+            let (p, r) = place[k];
+            poses[a].ray(&rig[p], r).ok()
+        };
+        c.ranges
+            .par_chunks_mut(LIDAR_BLOCK)
+            .zip(c.points.par_chunks_mut(3 * LIDAR_BLOCK))
+            .zip(c.intensity.par_chunks_mut(LIDAR_BLOCK))
+            .zip(c.id.par_chunks_mut(LIDAR_BLOCK))
+            .enumerate()
+            .for_each(|(blk, (((ranges, points), intensity), id))| {
+                for j in 0..ranges.len() {
+                    let i = blk * LIDAR_BLOCK + j;
+                    let (a, b) = (i / beams, i % beams);
+                    let subs = (b * sub_rays..(b + 1) * sub_rays).map(|k| {
+                        let (p, r) = place[k];
+                        let o = outcomes[p]
+                            .get(a * rig[p].len() + r)
+                            .copied()
+                            .unwrap_or(RaycastOutcome::Invalid(RayError::BadRotation));
+                        let d = match o {
+                            RaycastOutcome::Hit(_) => {
+                                ray(a, k).map_or(glam::Vec3::ZERO, |r| r.direction)
+                            }
+                            _ => glam::Vec3::ZERO,
+                        };
+                        (o, d)
+                    });
+                    let beam = fx.beam(step, a as u64, b as u64, subs);
+                    if !beam.returned() {
+                        continue;
+                    }
+                    ranges[j] = beam.range;
+                    intensity[j] = beam.intensity;
+                    id[j] = beam.id.0;
+                    if let Some(r) = ray(a, b * sub_rays + beam.sub_ray) {
+                        let p = batch::point_at(frame, &r, beam.range);
+                        points[3 * j..3 * j + 3].copy_from_slice(&p);
+                    }
+                }
+            });
+        Ok(c)
     }
 
     /// The agents whose eyes are the points of `eyes`, a bad point (not finite, too far)

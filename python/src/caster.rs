@@ -9,7 +9,7 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use voxcast::gpu::{GpuConfig, GpuRaycaster, GpuSensorRig};
-use voxcast::{LineOfSightOptions, RaycastOptions, SensorRig};
+use voxcast::{LidarEffects, LidarReturn, LineOfSightOptions, RaycastOptions, SensorRig};
 
 use crate::batch;
 use crate::cast::{Target, on_pool, rows3};
@@ -105,6 +105,27 @@ impl Caster {
                 py.detach(|| call(&target))
             }
         }
+    }
+
+    /// [`Caster::run`] for a call of `rig` from `agents` poses: `call` also receives the
+    /// parts of `rig` uploaded to this caster's GPU (empty on the CPU), uploaded first where
+    /// they are not yet.
+    fn run_rig<R: Send>(
+        &self,
+        py: Python<'_>,
+        rig: &Rig,
+        agents: usize,
+        call: impl FnOnce(&Target<'_>, &[GpuSensorRig]) -> PyResult<R> + Send,
+    ) -> PyResult<R> {
+        let uploaded = match self.gpu() {
+            Some(gpu) => Some(rig.uploaded(&gpu)?),
+            None => None,
+        };
+        let gpu_rigs = uploaded
+            .as_deref()
+            .and_then(Option::as_ref)
+            .map_or(&[][..], |(_, r)| r.as_slice());
+        self.run(py, agents * rig.len(), |t| call(t, gpu_rigs))
     }
 }
 
@@ -239,23 +260,77 @@ impl Caster {
         let frame = batch::frame_of(frame, "frame")?;
         let opts = options.raycast()?;
         let poses = poses.as_array();
-        let uploaded = match self.gpu() {
-            Some(gpu) => Some(rig.uploaded(&gpu)?),
-            None => None,
-        };
-        let gpu_rigs = uploaded
-            .as_deref()
-            .and_then(Option::as_ref)
-            .map_or(&[][..], |(_, r)| r.as_slice());
-        let n = poses.nrows() * rig.len();
-        let (c, points) = self.run(py, n, |t| {
+        let (c, points) = self.run_rig(py, rig, poses.nrows(), |t, gpu_rigs| {
             t.sense(frame, &rig.parts, gpu_rigs, poses, &opts)
         })?;
-        drop(uploaded);
         let rows = [poses.nrows(), rig.len()];
         let cols = crate::columns(py, c, &rows)?;
         let points = crate::array(py, points, &[rows[0], rows[1], 3])?;
         PyTuple::new(py, [cols.into_any(), points.into_any()])
+    }
+
+    /// A LiDAR scan of `rig` (beams of `sub_rays` rays) from `poses` with the effects
+    /// `(returns, reflectivity by id, default reflectivity, range noise, dropout, min
+    /// intensity, seed)`, drawn for `step`: `(ranges, points, intensity, id)`, `(A, B)` each
+    /// (points `(A, B, 3)`).
+    #[expect(clippy::too_many_arguments, reason = "a scan's inputs, each needed")]
+    fn lidar_scan<'py>(
+        &self,
+        py: Python<'py>,
+        frame: &Bound<'_, PyAny>,
+        rig: &Rig,
+        poses: PyReadonlyArray2<'_, f64>,
+        options: Options,
+        sub_rays: usize,
+        effects: (String, Vec<f32>, f32, f32, f32, f32, u64),
+        step: u64,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let frame = batch::frame_of(frame, "frame")?;
+        let opts = options.raycast()?;
+        let (
+            returns,
+            reflectivity,
+            default_reflectivity,
+            range_noise,
+            dropout,
+            min_intensity,
+            seed,
+        ) = effects;
+        let returns = match returns.as_str() {
+            "first" => LidarReturn::First,
+            "last" => LidarReturn::Last,
+            "strongest" => LidarReturn::Strongest,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "returns: \"first\", \"last\" or \"strongest\", not {other:?}"
+                )));
+            }
+        };
+        let fx = LidarEffects {
+            returns,
+            reflectivity,
+            default_reflectivity,
+            range_noise,
+            dropout,
+            min_intensity,
+            seed,
+        };
+        let poses = poses.as_array();
+        let c = self.run_rig(py, rig, poses.nrows(), |t, gpu_rigs| {
+            t.lidar(
+                frame, &rig.parts, gpu_rigs, poses, &opts, &fx, sub_rays, step,
+            )
+        })?;
+        let rows = [poses.nrows(), rig.len() / sub_rays.max(1)];
+        PyTuple::new(
+            py,
+            [
+                crate::array(py, c.ranges, &rows)?.into_any(),
+                crate::array(py, c.points, &[rows[0], rows[1], 3])?.into_any(),
+                crate::array(py, c.intensity, &rows)?.into_any(),
+                crate::array(py, c.id, &rows)?.into_any(),
+            ],
+        )
     }
 }
 

@@ -3,6 +3,7 @@
 import math
 
 import numpy as np
+import pytest
 
 import voxcast as vc
 from conftest import terrain
@@ -131,3 +132,29 @@ def test_lidar_divergence_and_return_modes():
     subs = vc.sensors._sub_directions(rig.rays()[0].astype(np.float64), 2.0, 5)
     cos = np.einsum("rkc,rc->rk", subs[:, 1:], subs[:, 0])
     assert np.allclose(cos, math.cos(math.radians(1.0)))
+
+
+def test_lidar_scans_do_not_depend_on_threads_and_bad_poses_return_nothing():
+    world = lidar_world()
+    frame = (2**70, 0, 0)
+    lidar = vc.Lidar(vc.SensorRig.lidar([-10.0, -5.0, 0.0], 1.0, 80.0), divergence_deg=0.5, sub_rays=3,
+                     returns="last", range_noise=0.05, dropout=0.1, min_intensity=0.1, seed=2**64 - 1)
+    poses = np.array([[48.0, 30.0, 48.0, 0, 0, 0, 1], [np.nan, 30.0, 70.0, 0, 0, 0, 1], [20.0, 30.0, 70.0, 0, 0.6, 0, 0.8]])
+    scans = []
+    for t in (1, 2, 0):
+        vc.set_threads(t)
+        scans.append(lidar.scan(world, poses, step=9, frame=frame))
+    for s in scans[1:]:
+        for name in ("ranges", "intensity", "id"):
+            assert np.array_equal(getattr(scans[0], name), getattr(s, name)), name
+        assert np.array_equal(scans[0].points, s.points, equal_nan=True)
+    a = scans[0]
+    assert a.ranges.shape == (3, 1080) and a.points.shape == (3, 1080, 3)
+    assert not a.returned[1].any() and np.isnan(a.points[1]).all()
+    assert a.returned[0].sum() > 100 and np.all(a.intensity[a.returned] >= 0.1)
+    with pytest.raises(ValueError, match="seed"):
+        vc.Lidar(lidar.rig, seed=-1)
+    with pytest.raises(ValueError, match="step"):
+        lidar.scan(world, poses, step=-1)
+    with pytest.raises(ValueError, match="default_reflectivity"):
+        vc.Lidar(lidar.rig, default_reflectivity=2.0)

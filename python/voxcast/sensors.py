@@ -4,13 +4,13 @@ images, ML-Agents-style observations, and realistic LiDAR returns."""
 from __future__ import annotations
 
 import math
-from typing import Sequence, Tuple, Union
+from typing import Iterable, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from . import _voxcast
-from ._common import HIT, ArrayLike, _array, _max_distances
-from .world import Scan
+from ._common import HIT, ArrayLike, _array, _frame, _max_distances
+from .world import Scan, _options
 
 class SensorRig:
     """Directions in an agent's frame (``-Z`` forward, ``+Y`` up, ``+X`` right), each with its
@@ -152,7 +152,7 @@ class Lidar:
     """A LiDAR as a robot sees one: a rig's beams cast with the effects of a real sensor,
     each documented and drawn from ``seed`` (and a scan's ``step``) alone, so that a scan is
     reproducible and equal on the CPU and the GPU (they answer every sub-ray alike; the effects
-    are applied on the host afterwards).
+    are then computed natively on the host's threads, as ``voxcast::LidarEffects`` in Rust).
 
     - ``divergence_deg``, ``sub_rays``: each beam is ``sub_rays`` rays, the beam's axis and the
       others evenly around a ring ``divergence_deg / 2`` off it; ``returns`` picks the
@@ -191,70 +191,54 @@ class Lidar:
             raise ValueError(f"dropout: a probability in [0, 1], not {dropout}")
         if not range_noise >= 0.0:
             raise ValueError(f"range_noise: 0 or more voxels, not {range_noise}")
-        table = np.full(65536, default_reflectivity, dtype=np.float64)
+        if not 0.0 <= default_reflectivity <= 1.0:
+            raise ValueError(f"default_reflectivity: a value in [0, 1], not {default_reflectivity}")
+        if not 0 <= int(seed) < 2**64:
+            raise ValueError(f"seed: an int in 0..2**64, not {seed}")
+        table = {}
         for i, r in (reflectivity or {}).items():
             if not 0 <= int(i) < 65536 or not 0.0 <= float(r) <= 1.0:
                 raise ValueError(f"reflectivity: ids 0..65535 to values in [0, 1], not {i}: {r}")
             table[int(i)] = float(r)
+        by_id = [float(default_reflectivity)] * (max(table) + 1 if table else 0)
+        for i, r in table.items():
+            by_id[i] = r
         d, m = rig.rays()
         self.beams = len(rig)
         self.sub_rays = int(sub_rays)
         self.returns = returns
-        self.reflectivity = table
-        self.range_noise = float(range_noise)
-        self.dropout = float(dropout)
-        self.min_intensity = float(min_intensity)
         self.seed = int(seed)
+        self._effects = (
+            returns, by_id, float(default_reflectivity), float(range_noise), float(dropout), float(min_intensity), self.seed,
+        )
         subs = _sub_directions(d.astype(np.float64), float(divergence_deg), self.sub_rays)
         self.rig = rig if self.sub_rays == 1 else SensorRig(subs.reshape(-1, 3), np.repeat(m, self.sub_rays))
 
-    def scan(self, world, poses: ArrayLike, *, step: int = 0, **options) -> "LidarScan":
+    def scan(
+        self,
+        world,
+        poses: ArrayLike,
+        *,
+        step: int = 0,
+        frame: Iterable[int] = (0, 0, 0),
+        origin_policy: str = "report",
+        unloaded: str = "air",
+        solid: Optional[Iterable[int]] = None,
+    ) -> "LidarScan":
         """One sweep from every pose of ``poses`` (as :meth:`World.sense`) on ``world`` (a
         :class:`World` or a :class:`GpuWorld`); ``step`` (with the seed) draws the noise and
-        dropout, so that each step of a simulation differs and each is reproducible."""
-        scan = world.sense(self.rig, poses, **options)
-        a = scan.status.shape[0]
-        k = self.sub_rays
-        shape = (a, self.beams, k)
-        status = scan.status.reshape(shape)
-        hit = status == HIT
-        distance = np.where(hit, scan.distance.reshape(shape).astype(np.float64), np.inf)
-        # Intensity: reflectivity times the cosine of incidence (the ray against the face).
-        points = scan.points.reshape(a, self.beams, k, 3)
-        origins = np.asarray(poses, dtype=np.float64)[:, None, None, :3]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            ray = (points - origins) / distance[..., None]
-        cos = np.abs(np.sum(ray * scan.normal.reshape(a, self.beams, k, 3), axis=-1))
-        intensity = np.where(hit, self.reflectivity[scan.id.reshape(shape)] * np.nan_to_num(cos), 0.0)
-        if self.returns == "first":
-            pick = np.argmin(distance, axis=2)
-        elif self.returns == "last":
-            pick = np.argmax(np.where(hit, distance, -np.inf), axis=2)
-        else:
-            # The strongest; at equal intensity the nearer.
-            key = np.where(hit, -intensity, np.inf)
-            best = np.min(key, axis=2, keepdims=True)
-            pick = np.argmin(np.where(key == best, distance, np.inf), axis=2)
-        take = lambda x: np.take_along_axis(x, pick[..., None], axis=2)[..., 0]  # noqa: E731
-        rng_hit = take(hit)
-        ranges = take(distance)
-        inten = take(intensity)
-        ids = take(scan.id.reshape(shape))
-        pts = np.take_along_axis(points, pick[..., None, None], axis=2)[:, :, 0, :]
-        rng = np.random.default_rng([self.seed, int(step)])
-        noise = rng.normal(0.0, 1.0, ranges.shape) * self.range_noise
-        lost = rng.random(ranges.shape) < self.dropout
-        keep = rng_hit & ~lost & (inten >= self.min_intensity)
-        with np.errstate(invalid="ignore"):
-            unit = (pts - origins[:, :, 0, :]) / ranges[..., None]
-        noisy = np.maximum(ranges + noise, 0.0)
-        pts = origins[:, :, 0, :] + unit * noisy[..., None]
-        return LidarScan(
-            ranges=np.where(keep, noisy, np.inf).astype(np.float32),
-            points=np.where(keep[..., None], pts, np.nan),
-            intensity=np.where(keep, inten, 0.0).astype(np.float32),
-            id=np.where(keep, ids, 0).astype(np.uint16),
+        dropout, so that each step of a simulation differs and each is reproducible. The
+        effects are computed natively on every thread; a beam's draws depend on the seed, the
+        step, its agent and its index alone, so the scan is the same on the CPU and the GPU and
+        at any thread count. An agent whose pose is bad returns nothing."""
+        if not 0 <= int(step) < 2**64:
+            raise ValueError(f"step: an int in 0..2**64, not {step}")
+        f = _frame(frame)
+        q = _array("poses", poses, np.float64, (None, 7))
+        ranges, points, intensity, ids = world._caster.lidar_scan(
+            f, self.rig._native, q, _options(origin_policy, unloaded, solid), self.sub_rays, self._effects, int(step)
         )
+        return LidarScan(ranges=ranges, points=points, intensity=intensity, id=ids)
 
 
 class LidarScan:
