@@ -32,10 +32,15 @@ const LIDAR_BLOCK: usize = 1024;
 
 /// A LiDAR scan's answers, one row a beam, agent after agent (see [`Target::lidar`]).
 pub(crate) struct LidarColumns {
+    /// `HIT` where a return came back; else `INVALID` (a bad pose), `UNLOADED` (a sub-ray
+    /// stopped at unloaded space) or `MISS`.
+    pub(crate) status: Vec<u8>,
     pub(crate) ranges: Vec<f32>,
     pub(crate) points: Vec<f64>,
     pub(crate) intensity: Vec<f32>,
     pub(crate) id: Vec<u16>,
+    /// The agents whose pose is bad, with why, in order.
+    pub(crate) errors: Vec<(usize, String)>,
 }
 
 /// The pool the CPU's batches run on where the caller chose a thread count (`set_threads`);
@@ -220,10 +225,7 @@ impl Target<'_> {
 
     /// The poses of the rows of `poses` (`(A, 7)`: position, quaternion), a bad position
     /// standing in as a pose of zero rotation (its rays invalid), listed with why.
-    fn poses(
-        frame: WorldPos,
-        poses: ArrayView2<'_, f64>,
-    ) -> PyResult<(Vec<SensorPose>, BadRows)> {
+    fn poses(frame: WorldPos, poses: ArrayView2<'_, f64>) -> PyResult<(Vec<SensorPose>, BadRows)> {
         if poses.ncols() != 7 {
             return Err(PyValueError::new_err(format!(
                 "poses: shape (A, 7) (x, y, z, qx, qy, qz, qw), not {:?}",
@@ -363,7 +365,7 @@ impl Target<'_> {
                 "sub_rays: at least 1, dividing the rig's {rays} rays, not {sub_rays}"
             )));
         }
-        let (poses, _) = Self::poses(frame, poses)?;
+        let (poses, bad_poses) = Self::poses(frame, poses)?;
         let parts = self.readings(rig, gpu_rigs, &poses, opts)?;
         let outcomes: Vec<&[RaycastOutcome]> = parts
             .iter()
@@ -377,26 +379,41 @@ impl Target<'_> {
         let beams = rays / sub_rays;
         let n = poses.len() * beams;
         let mut c = LidarColumns {
+            status: vec![batch::MISS; n],
             ranges: vec![f32::INFINITY; n],
             points: vec![f64::NAN; 3 * n],
             intensity: vec![0.0; n],
             id: vec![0; n],
+            errors: Vec::new(),
         };
+        // Agents whose pose is bad, with why: a position that makes no point, else the
+        // rotation the sensor call refused.
+        let mut errors: Vec<(usize, String)> =
+            bad_poses.iter().map(|&(a, e)| (a, e.message())).collect();
+        for (a, e) in parts.iter().flat_map(SensorReadings::errors) {
+            if !errors.iter().any(|&(b, _)| b == a) {
+                errors.push((a, e.to_string()));
+            }
+        }
+        errors.sort_unstable_by_key(|&(a, _)| a);
         let ray = |a: usize, k: usize| {
             let (p, r) = place[k];
             poses[a].ray(&rig[p], r).ok()
         };
-        c.ranges
+        c.status
             .par_chunks_mut(LIDAR_BLOCK)
+            .zip(c.ranges.par_chunks_mut(LIDAR_BLOCK))
             .zip(c.points.par_chunks_mut(3 * LIDAR_BLOCK))
             .zip(c.intensity.par_chunks_mut(LIDAR_BLOCK))
             .zip(c.id.par_chunks_mut(LIDAR_BLOCK))
             .enumerate()
-            .for_each(|(blk, (((ranges, points), intensity), id))| {
+            .for_each(|(blk, ((((status, ranges), points), intensity), id))| {
+                let mut subs: Vec<(RaycastOutcome, glam::Vec3)> = Vec::with_capacity(sub_rays);
                 for j in 0..ranges.len() {
                     let i = blk * LIDAR_BLOCK + j;
                     let (a, b) = (i / beams, i % beams);
-                    let subs = (b * sub_rays..(b + 1) * sub_rays).map(|k| {
+                    subs.clear();
+                    subs.extend((b * sub_rays..(b + 1) * sub_rays).map(|k| {
                         let (p, r) = place[k];
                         let o = outcomes[p]
                             .get(a * rig[p].len() + r)
@@ -409,11 +426,25 @@ impl Target<'_> {
                             _ => glam::Vec3::ZERO,
                         };
                         (o, d)
-                    });
-                    let beam = fx.beam(step, a as u64, b as u64, subs);
+                    }));
+                    let beam = fx.beam(step, a as u64, b as u64, subs.iter().copied());
                     if !beam.returned() {
+                        status[j] = if subs
+                            .iter()
+                            .any(|(o, _)| matches!(o, RaycastOutcome::Invalid(_)))
+                        {
+                            batch::INVALID
+                        } else if subs
+                            .iter()
+                            .any(|(o, _)| matches!(o, RaycastOutcome::Unloaded { .. }))
+                        {
+                            batch::UNLOADED
+                        } else {
+                            batch::MISS
+                        };
                         continue;
                     }
+                    status[j] = batch::HIT;
                     ranges[j] = beam.range;
                     intensity[j] = beam.intensity;
                     id[j] = beam.id.0;
@@ -423,6 +454,7 @@ impl Target<'_> {
                     }
                 }
             });
+        c.errors = errors;
         Ok(c)
     }
 

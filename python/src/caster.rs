@@ -271,8 +271,8 @@ impl Caster {
 
     /// A LiDAR scan of `rig` (beams of `sub_rays` rays) from `poses` with the effects
     /// `(returns, reflectivity by id, default reflectivity, range noise, dropout, min
-    /// intensity, seed)`, drawn for `step`: `(ranges, points, intensity, id)`, `(A, B)` each
-    /// (points `(A, B, 3)`).
+    /// intensity, seed)`, drawn for `step`: `(status, ranges, points, intensity, id, errors)`,
+    /// `(A, B)` each (points `(A, B, 3)`), errors `(agent, why)`.
     #[expect(clippy::too_many_arguments, reason = "a scan's inputs, each needed")]
     fn lidar_scan<'py>(
         &self,
@@ -325,10 +325,12 @@ impl Caster {
         PyTuple::new(
             py,
             [
+                crate::array(py, c.status, &rows)?.into_any(),
                 crate::array(py, c.ranges, &rows)?.into_any(),
                 crate::array(py, c.points, &[rows[0], rows[1], 3])?.into_any(),
                 crate::array(py, c.intensity, &rows)?.into_any(),
                 crate::array(py, c.id, &rows)?.into_any(),
+                c.errors.into_pyobject(py)?.into_any(),
             ],
         )
     }

@@ -151,6 +151,12 @@ def test_lidar_scans_do_not_depend_on_threads_and_bad_poses_return_nothing():
     a = scans[0]
     assert a.ranges.shape == (3, 1080) and a.points.shape == (3, 1080, 3)
     assert not a.returned[1].any() and np.isnan(a.points[1]).all()
+    # Every beam says what it is: the bad pose's beams are INVALID (not open sky), with why.
+    assert np.all(a.status[1] == vc.INVALID) and [k for k, _ in a.errors] == [1]
+    assert "finite" in a.errors[0][1]
+    assert set(np.unique(a.status[[0, 2]])) <= {vc.HIT, vc.MISS} and np.any(a.status[0] == vc.MISS)
+    stop = lidar.scan(vc.World.from_dense(terrain()[:40]), poses[:1], unloaded="stop", step=9)
+    assert np.any(stop.status == vc.UNLOADED)
     assert a.returned[0].sum() > 100 and np.all(a.intensity[a.returned] >= 0.1)
     with pytest.raises(ValueError, match="seed"):
         vc.Lidar(lidar.rig, seed=-1)

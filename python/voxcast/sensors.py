@@ -9,7 +9,7 @@ from typing import Iterable, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _voxcast
-from ._common import HIT, ArrayLike, _array, _frame, _max_distances
+from ._common import HIT, MISS, ArrayLike, _array, _frame, _max_distances
 from .world import Scan, _options
 
 class SensorRig:
@@ -235,24 +235,38 @@ class Lidar:
             raise ValueError(f"step: an int in 0..2**64, not {step}")
         f = _frame(frame)
         q = _array("poses", poses, np.float64, (None, 7))
-        ranges, points, intensity, ids = world._caster.lidar_scan(
+        status, ranges, points, intensity, ids, errors = world._caster.lidar_scan(
             f, self.rig._native, q, _options(origin_policy, unloaded, solid), self.sub_rays, self._effects, int(step)
         )
-        return LidarScan(ranges=ranges, points=points, intensity=intensity, id=ids)
+        return LidarScan(ranges=ranges, points=points, intensity=intensity, id=ids, status=status, errors=list(errors))
 
 
 class LidarScan:
     """A :class:`Lidar`'s sweep, per agent and beam ``(A, R)``: ``ranges`` (float32 voxels,
     ``inf`` where no return came back), ``points`` ``(A, R, 3)`` (float64 voxels from the
-    frame, NaN without a return), ``intensity`` (float32 in [0, 1]) and the voxel ``id``."""
+    frame, NaN without a return), ``intensity`` (float32 in [0, 1]) and the voxel ``id``.
+    ``status`` says what each beam is: :data:`HIT` where its return came back; else
+    :data:`INVALID` (its agent's pose is bad: ``errors`` lists ``(agent, why)``),
+    :data:`UNLOADED` (a sub-ray stopped where unloaded space begins, ``unloaded="stop"``) or
+    :data:`MISS` (nothing within range, or the return was lost to dropout or the threshold)."""
 
-    def __init__(self, ranges: np.ndarray, points: np.ndarray, intensity: np.ndarray, id: np.ndarray) -> None:
+    def __init__(
+        self,
+        ranges: np.ndarray,
+        points: np.ndarray,
+        intensity: np.ndarray,
+        id: np.ndarray,
+        status: Optional[np.ndarray] = None,
+        errors: Optional[list] = None,
+    ) -> None:
         self.ranges = ranges
         self.points = points
         self.intensity = intensity
         self.id = id
+        self.status = np.where(np.isfinite(ranges), HIT, MISS).astype(np.uint8) if status is None else status
+        self.errors = errors or []
 
     @property
     def returned(self) -> np.ndarray:
         """True where a beam's return came back."""
-        return np.isfinite(self.ranges)
+        return self.status == HIT
