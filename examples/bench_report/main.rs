@@ -66,8 +66,9 @@ use peers::{Answer, Bounds, OccupancyGrid, ParryScene, Workload, WorkloadId};
         W4 sparse: rays of 512 voxels through a 256^3 cube with 0.5% solid voxels.\n\
         W5 agents: 2,000 agents on the terrain, line of sight for every pair within 64 voxels.\n\
         W6 sensors: 2,000 agents on the terrain, each a 64-ray vision cone of 32 voxels.\n\
-        W7 (w7, w7s, w7c): fastanvil's 1.19.4 Minecraft region: reach rays of 5 voxels from eye \
-        height, sight segments up to 64 voxels between points above the ground, a camera.\n\
+        W7 (w7, w7s, w7c, w7l): fastanvil's 1.19.4 Minecraft region: reach rays of 5 voxels from \
+        eye height, sight segments up to 64 voxels between points above the ground, a camera, a \
+        64-channel LiDAR of 120 voxels from robots above the ground (rays as a plain batch).\n\
         W9 (w9, w9s, w9c): W7's rays on the same region with its blocks' shapes (slabs, stairs, \
         fences, plants...; voxcast_import::shapes); the peers answer it as cubes, for reference."
 )]
@@ -86,7 +87,7 @@ struct Args {
     /// (1 to 4,000,000).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=4_000_000))]
     rays: Option<u64>,
-    /// Comma-separated workloads to run (w1,w2,w3,w4,w5,w6,w7,w7s,w7c,w9,w9s,w9c; see --help for what
+    /// Comma-separated workloads to run (w1,w2,w3,w4,w5,w6,w7,w7s,w7c,w7l,w9,w9s,w9c; see --help for what
     /// each is).
     #[arg(long, value_delimiter = ',')]
     workload: Vec<String>,

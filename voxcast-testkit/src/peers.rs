@@ -72,6 +72,10 @@ pub enum WorkloadId {
     /// The region, camera: a ray per pixel from above one corner across the region, max
     /// distance 700.
     W7Camera,
+    /// The region, a LiDAR: 64 channels (-24.9 to +2 degrees) x 1,800 azimuths (0.2 degrees)
+    /// of 120 voxels from robots 2.5 voxels above the ground, each robot's rays in channel
+    /// order (a plain batch, as a LiDAR's rays built by hand come).
+    W7Lidar,
     /// W7's reach rays on the same region with its blocks' shapes (block states imported with
     /// their properties, `voxcast_import::shapes::block_shape`): the cost of shapes against W7.
     /// The peers answer the region as cubes, for reference.
@@ -84,7 +88,7 @@ pub enum WorkloadId {
 
 impl WorkloadId {
     /// Every workload, in order.
-    pub const ALL: [Self; 12] = [
+    pub const ALL: [Self; 13] = [
         Self::W1,
         Self::W2,
         Self::W3,
@@ -94,16 +98,18 @@ impl WorkloadId {
         Self::W7,
         Self::W7Sight,
         Self::W7Camera,
+        Self::W7Lidar,
         Self::W9,
         Self::W9Sight,
         Self::W9Camera,
     ];
 
     /// The workloads on fastanvil's region (W7 and W9), which need its file.
-    pub const ON_REGION: [Self; 6] = [
+    pub const ON_REGION: [Self; 7] = [
         Self::W7,
         Self::W7Sight,
         Self::W7Camera,
+        Self::W7Lidar,
         Self::W9,
         Self::W9Sight,
         Self::W9Camera,
@@ -121,6 +127,7 @@ impl WorkloadId {
             Self::W7 => "w7",
             Self::W7Sight => "w7s",
             Self::W7Camera => "w7c",
+            Self::W7Lidar => "w7l",
             Self::W9 => "w9",
             Self::W9Sight => "w9s",
             Self::W9Camera => "w9c",
@@ -139,13 +146,14 @@ impl WorkloadId {
             Self::W7 => "W7 region reach",
             Self::W7Sight => "W7 region sight",
             Self::W7Camera => "W7 region camera",
+            Self::W7Lidar => "W7 region LiDAR",
             Self::W9 => "W9 shaped region reach",
             Self::W9Sight => "W9 shaped region sight",
             Self::W9Camera => "W9 shaped region camera",
         }
     }
 
-    /// Parses `w1` ... `w6`, `w7`, `w7s`, `w7c`, `w9`, `w9s`, `w9c` (any case).
+    /// Parses `w1` ... `w6`, `w7`, `w7s`, `w7c`, `w7l`, `w9`, `w9s`, `w9c` (any case).
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL
             .into_iter()
@@ -255,6 +263,7 @@ impl Workload {
             WorkloadId::W7
             | WorkloadId::W7Sight
             | WorkloadId::W7Camera
+            | WorkloadId::W7Lidar
             | WorkloadId::W9
             | WorkloadId::W9Sight
             | WorkloadId::W9Camera => {
@@ -277,6 +286,7 @@ impl Workload {
                         None,
                         Query::Raycast,
                     ),
+                    WorkloadId::W7Lidar => (lidar_rays(&eyes, n), None, Query::Raycast),
                     WorkloadId::W7Sight | WorkloadId::W9Sight => {
                         let mut segs = Vec::new();
                         let lift = Vec3::new(0.5, 1.0, 0.5);
@@ -328,6 +338,35 @@ impl Workload {
             poses,
         }
     }
+}
+
+/// W7's LiDAR rays: about `n` (whole robots of 115,200 rays, 1 to 8 robots) from the first
+/// eyes, lifted one voxel (2.5 voxels above the ground), channel by channel.
+fn lidar_rays(eyes: &[WorldPos], n: usize) -> Vec<VoxelRay> {
+    let (channels, azimuths) = (64, 1_800);
+    let dirs: Vec<Vec3> = (0..channels)
+        .flat_map(|c| (0..azimuths).map(move |a| (c, a)))
+        .map(|(c, a)| {
+            let e = (-24.9 + 26.9 * f64::from(c) / 63.0_f64).to_radians();
+            let h = (f64::from(a) * 0.2).to_radians();
+            Vec3::new(
+                (-e.cos() * h.sin()) as f32,
+                e.sin() as f32,
+                (-e.cos() * h.cos()) as f32,
+            )
+        })
+        .collect();
+    let robots = (n / dirs.len()).clamp(1, 8);
+    eyes.iter()
+        .take(robots)
+        .flat_map(|&p| {
+            let eye = WorldPos::new(p.x, p.y + 1, p.z);
+            dirs.iter().map(move |&d| {
+                VoxelRay::new(eye, Vec3::splat(0.5), d, 120.0)
+                    .unwrap_or_else(|e| panic!("a LiDAR ray: {e}"))
+            })
+        })
+        .collect()
 }
 
 /// The variable that names W7's region file where Cargo is not at hand (a machine that runs
