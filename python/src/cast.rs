@@ -27,6 +27,33 @@ const CAMERA_BAND: u32 = 8;
 /// Rows whose input was bad, with why, in row order.
 type BadRows = Vec<(usize, BadRay)>;
 
+/// The readings of a rig of one or more parts from every pose, looked up by agent and ray of
+/// the whole rig.
+struct RigReadings<'r> {
+    rig: &'r [SensorRig],
+    parts: Vec<SensorReadings>,
+    /// Each ray of the rig as its part and its index there.
+    place: Vec<(usize, usize)>,
+}
+
+impl RigReadings<'_> {
+    /// Ray `k`'s outcome from agent `a`.
+    fn outcome(&self, a: usize, k: usize) -> RaycastOutcome {
+        let (p, r) = self.place[k];
+        self.parts[p]
+            .outcomes()
+            .and_then(|o| o.get(a * self.rig[p].len() + r))
+            .copied()
+            .unwrap_or(RaycastOutcome::Invalid(RayError::BadRotation))
+    }
+
+    /// Ray `k` as the sensor call made it from `pose`; `None` for a bad pose.
+    fn ray(&self, pose: &SensorPose, k: usize) -> Option<VoxelRay> {
+        let (p, r) = self.place[k];
+        pose.ray(&self.rig[p], r).ok()
+    }
+}
+
 /// Beams a task of a LiDAR scan's effects computes.
 const LIDAR_BLOCK: usize = 1024;
 
@@ -259,13 +286,13 @@ impl Target<'_> {
     }
 
     /// The readings, with outcomes, of each part of `rig` from every pose.
-    fn readings(
+    fn readings<'r>(
         &self,
-        rig: &[SensorRig],
+        rig: &'r [SensorRig],
         gpu_rigs: &[GpuSensorRig],
         poses: &[SensorPose],
         opts: &RaycastOptions,
-    ) -> PyResult<Vec<SensorReadings>> {
+    ) -> PyResult<RigReadings<'r>> {
         let mut parts = Vec::with_capacity(rig.len());
         for (k, part) in rig.iter().enumerate() {
             parts.push(match self {
@@ -280,7 +307,13 @@ impl Target<'_> {
                 }
             });
         }
-        Ok(parts)
+        // Each ray of the rig (counted across its parts) as its part and its index there.
+        let place = rig
+            .iter()
+            .enumerate()
+            .flat_map(|(p, part)| (0..part.len()).map(move |r| (p, r)))
+            .collect();
+        Ok(RigReadings { rig, parts, place })
     }
 
     /// Every ray of `rig` from every pose: the answers agent after agent, each ray's point where
@@ -296,27 +329,12 @@ impl Target<'_> {
     ) -> PyResult<(Columns, Vec<f64>)> {
         let (poses, bad_poses) = Self::poses(frame, poses)?;
         let agents = poses.len();
-        let parts = self.readings(rig, gpu_rigs, &poses, opts)?;
-        let per_agent: usize = rig.iter().map(SensorRig::len).sum();
-        let outcomes: Vec<&[RaycastOutcome]> = parts
-            .iter()
-            .map(|r| r.outcomes().unwrap_or_default())
-            .collect();
-        // Each ray of the rig (counted across its parts) as its part and its index there.
-        let place: Vec<(usize, usize)> = rig
-            .iter()
-            .enumerate()
-            .flat_map(|(p, part)| (0..part.len()).map(move |r| (p, r)))
-            .collect();
+        let readings = self.readings(rig, gpu_rigs, &poses, opts)?;
+        let per_agent = readings.place.len();
         let bad: rustc_hash::FxHashMap<usize, BadRay> = bad_poses.iter().copied().collect();
         let columns = Columns::filled(agents * per_agent, frame, |row| {
             let (a, k) = (row / per_agent, row % per_agent);
-            let (p, r) = place[k];
-            let outcome = outcomes[p]
-                .get(a * rig[p].len() + r)
-                .copied()
-                .unwrap_or(RaycastOutcome::Invalid(RayError::BadRotation));
-            (outcome, bad.get(&a).copied())
+            (readings.outcome(a, k), bad.get(&a).copied())
         });
         let mut points = vec![f64::NAN; agents * per_agent * 3];
         // Where each hit lies, from the ray as the sensor call made it.
@@ -324,17 +342,13 @@ impl Target<'_> {
             .par_chunks_mut(3 * per_agent)
             .enumerate()
             .for_each(|(a, out)| {
-                let mut k = 0;
-                for part in rig {
-                    for r in 0..part.len() {
-                        let row = a * per_agent + k;
-                        if columns.status[row] == batch::HIT
-                            && let Ok(ray) = poses[a].ray(part, r)
-                        {
-                            let p = batch::point_at(frame, &ray, columns.distance[row]);
-                            out[3 * k..3 * k + 3].copy_from_slice(&p);
-                        }
-                        k += 1;
+                for k in 0..per_agent {
+                    let row = a * per_agent + k;
+                    if columns.status[row] == batch::HIT
+                        && let Some(ray) = readings.ray(&poses[a], k)
+                    {
+                        let p = batch::point_at(frame, &ray, columns.distance[row]);
+                        out[3 * k..3 * k + 3].copy_from_slice(&p);
                     }
                 }
             });
@@ -366,16 +380,7 @@ impl Target<'_> {
             )));
         }
         let (poses, bad_poses) = Self::poses(frame, poses)?;
-        let parts = self.readings(rig, gpu_rigs, &poses, opts)?;
-        let outcomes: Vec<&[RaycastOutcome]> = parts
-            .iter()
-            .map(|r| r.outcomes().unwrap_or_default())
-            .collect();
-        let place: Vec<(usize, usize)> = rig
-            .iter()
-            .enumerate()
-            .flat_map(|(p, part)| (0..part.len()).map(move |r| (p, r)))
-            .collect();
+        let readings = self.readings(rig, gpu_rigs, &poses, opts)?;
         let beams = rays / sub_rays;
         let n = poses.len() * beams;
         let mut c = LidarColumns {
@@ -390,16 +395,12 @@ impl Target<'_> {
         // rotation the sensor call refused.
         let mut errors: Vec<(usize, String)> =
             bad_poses.iter().map(|&(a, e)| (a, e.message())).collect();
-        for (a, e) in parts.iter().flat_map(SensorReadings::errors) {
+        for (a, e) in readings.parts.iter().flat_map(SensorReadings::errors) {
             if !errors.iter().any(|&(b, _)| b == a) {
                 errors.push((a, e.to_string()));
             }
         }
         errors.sort_unstable_by_key(|&(a, _)| a);
-        let ray = |a: usize, k: usize| {
-            let (p, r) = place[k];
-            poses[a].ray(&rig[p], r).ok()
-        };
         c.status
             .par_chunks_mut(LIDAR_BLOCK)
             .zip(c.ranges.par_chunks_mut(LIDAR_BLOCK))
@@ -414,15 +415,11 @@ impl Target<'_> {
                     let (a, b) = (i / beams, i % beams);
                     subs.clear();
                     subs.extend((b * sub_rays..(b + 1) * sub_rays).map(|k| {
-                        let (p, r) = place[k];
-                        let o = outcomes[p]
-                            .get(a * rig[p].len() + r)
-                            .copied()
-                            .unwrap_or(RaycastOutcome::Invalid(RayError::BadRotation));
+                        let o = readings.outcome(a, k);
                         let d = match o {
-                            RaycastOutcome::Hit(_) => {
-                                ray(a, k).map_or(glam::Vec3::ZERO, |r| r.direction)
-                            }
+                            RaycastOutcome::Hit(_) => readings
+                                .ray(&poses[a], k)
+                                .map_or(glam::Vec3::ZERO, |r| r.direction),
                             _ => glam::Vec3::ZERO,
                         };
                         (o, d)
@@ -448,7 +445,7 @@ impl Target<'_> {
                     ranges[j] = beam.range;
                     intensity[j] = beam.intensity;
                     id[j] = beam.id.0;
-                    if let Some(r) = ray(a, b * sub_rays + beam.sub_ray) {
+                    if let Some(r) = readings.ray(&poses[a], b * sub_rays + beam.sub_ray) {
                         let p = batch::point_at(frame, &r, beam.range);
                         points[3 * j..3 * j + 3].copy_from_slice(&p);
                     }
