@@ -91,3 +91,33 @@ def test_bad_options_and_rigs(world):
 def test_empty_batches(world):
     h = world.raycast(np.zeros((0, 3)), np.zeros((0, 3)))
     assert len(h) == 0 and h.voxel.shape == (0, 3)
+
+
+def test_array_likes_and_empty_batches_everywhere(world):
+    # Empty in, empty out, whatever the empty input's shape.
+    h = world.raycast([], [], 50)
+    assert len(h) == 0 and h.voxel.shape == (0, 3)
+    assert len(world.line_of_sight([], [])) == 0
+    # A nested list of ids is a dense block, as numpy arrays of any integer type are.
+    w = vc.World.from_dense([[[0, 1], [2, 0]], [[0, 0], [3, 0]]])
+    assert w.get_voxels([[0, 0, 1], [0, 1, 0], [1, 1, 0]])[0].tolist() == [1, 2, 3]
+    assert vc.World.from_dense(np.full((2, 2, 2), 7, np.int64)).get_voxels([[1, 1, 1]])[0].tolist() == [7]
+    with pytest.raises(ValueError, match="ids"):
+        vc.World.from_dense(np.full((2, 2, 2), 70000))
+    with pytest.raises(TypeError, match="ids"):
+        vc.World.from_dense([[[0.5]]])
+
+
+def test_numbers_that_would_be_truncated_or_ignored_are_refused(world):
+    with pytest.raises(TypeError, match="ids"):
+        world.set_voxels([[0, 0, 0]], 2.9)
+    assert world.get_voxels([[0, 0, 0]])[0].tolist() == [1], "the refused edit changed nothing"
+    for r in (-1, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="radius"):
+            world.visible_pairs_within([[0.5, 3, 0.5], [2.5, 3, 0.5]], r)
+    with pytest.raises(ValueError, match="fov_y_deg"):
+        vc.SensorRig.depth_camera(8, 8, fov_y_deg=180)
+    with pytest.raises(ValueError, match="threads"):
+        vc.set_threads(10_000)
+    with pytest.raises(ValueError, match="threads"):
+        vc.set_threads(-1)

@@ -16,6 +16,8 @@ Answers never raise for one bad ray: each row has a ``status`` (:data:`MISS`, :d
 dtypes or options raise ``ValueError`` or ``TypeError`` naming the argument.
 """
 
+import os
+
 from ._common import INVALID, HIT, MAX_DISTANCE, MISS, UNLOADED
 from .sensors import Lidar, LidarScan, SensorRig, depth_image, ray_perception
 from . import _voxcast
@@ -25,9 +27,11 @@ from .world import Gpu, GpuWorld, Hits, Scan, World, camera_directions, minecraf
 
 def set_threads(threads: int) -> None:
     """Runs the CPU's batches on ``threads`` threads from now on (0, the default: one a core).
-    Batches from several Python threads share them."""
-    if not isinstance(threads, int) or threads < 0:
-        raise ValueError(f"threads: 0 or more, not {threads!r}")
+    Batches from several Python threads share them. More than 4 threads a core (at least 256)
+    is refused: each is made at once, and so many only slow the batches down."""
+    most = max(256, 4 * (os.cpu_count() or 1))
+    if isinstance(threads, bool) or not isinstance(threads, int) or not 0 <= threads <= most:
+        raise ValueError(f"threads: 0 (one a core) to {most} (4 a core, at least 256), not {threads!r}")
     _voxcast.set_threads(threads)
 
 

@@ -65,6 +65,9 @@ def _array(name: str, a: ArrayLike, dtype, shape: Tuple[Optional[int], ...]) -> 
     ):
         return a  # already what the native module takes
     src = np.asarray(a) if not isinstance(a, np.ndarray) else a
+    if src.size == 0 and shape[0] in (None, 0) and all(w is not None for w in shape[1:]):
+        # Empty in, empty out: `[]` is a batch of no rows whatever its shape says.
+        return np.zeros((0,) + tuple(shape[1:]), dtype=dtype)
     if src.dtype.kind not in "biuf":
         raise TypeError(f"{name}: numbers, not dtype {src.dtype}")
     if np.dtype(dtype).kind in "iu" and src.dtype.kind == "f":

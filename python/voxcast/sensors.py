@@ -75,6 +75,8 @@ class SensorRig:
         the camera axis is its range times ``-direction.z`` (:func:`depth_image`)."""
         if width < 1 or height < 1:
             raise ValueError(f"width, height: at least 1, not {width} x {height}")
+        if not 0 < fov_y_deg < 180:
+            raise ValueError(f"fov_y_deg: in (0, 180) degrees, not {fov_y_deg}")
         t = math.tan(math.radians(fov_y_deg) / 2)
         u = (2 * (np.arange(width) + 0.5) / width - 1) * t * width / height
         v = (1 - 2 * (np.arange(height) + 0.5) / height) * t

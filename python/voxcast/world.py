@@ -87,6 +87,18 @@ def _hits(frame: Frame, out) -> Hits:
     return Hits(frame, status, voxel, normal, distance, ids, uv, list(errors))
 
 
+def _ids(ids: ArrayLike) -> np.ndarray:
+    """`ids` as uint8 or uint16 (kept as given) or, for other integers in 0..65535, uint16."""
+    a = np.asarray(ids)
+    if a.dtype in (np.uint8, np.uint16):
+        return a
+    if a.dtype.kind not in "iu" or a.dtype == np.bool_:
+        raise TypeError(f"ids: integers (uint8 or uint16), not dtype {a.dtype}")
+    if a.size and (a.min() < 0 or a.max() > 65535):
+        raise ValueError("ids: voxel ids are 0..65535")
+    return a.astype(np.uint16)
+
+
 def _options(origin_policy: str, unloaded: str, solid, conservative: bool = False) -> tuple:
     """The options of a call as the native module takes them, each checked."""
     if origin_policy not in ("report", "skip", "exit"):
@@ -245,6 +257,8 @@ class _Casts:
         within ``radius`` voxels of each other and see each other, sorted: uint32 ``(K, 2)``."""
         f = _frame(frame)
         e = _array("eyes", eyes, np.float64, (None, 3))
+        if not (isinstance(radius, (int, float, np.integer, np.floating)) and 0 <= radius < math.inf):
+            raise ValueError(f"radius: 0 or more voxels (finite), not {radius!r}")
         return self._caster.visible_pairs_within(f, e, float(radius), _options(origin_policy, unloaded, solid, conservative))
 
     def sense(
@@ -352,11 +366,10 @@ class World(_Casts):
         return kind if kind != "boxes" else [tuple(map(tuple, b)) for b in boxes]
 
     def load_dense(self, ids: ArrayLike, origin: Iterable[int] = (0, 0, 0)) -> None:
-        """Writes the dense block ``ids`` (uint8 or uint16, ``[x, y, z]``) at ``origin``. Every
+        """Writes the dense block ``ids`` (uint8 or uint16, ``[x, y, z]``; other integers,
+        numpy arrays or nested lists, are taken where every id lies in 0..65535) at ``origin``. Every
         chunk it touches becomes loaded; voxels of those chunks outside the block keep their ids."""
-        a = np.asarray(ids)
-        if a.dtype not in (np.uint8, np.uint16):
-            raise TypeError(f"ids: uint8 or uint16, not dtype {a.dtype}")
+        a = _ids(ids)
         if a.ndim != 3:
             raise ValueError(f"ids: three dimensions [x, y, z], not shape {a.shape}")
         o = _frame(origin, "origin")
@@ -385,6 +398,8 @@ class World(_Casts):
         or ``(N,)``). A voxel of an unloaded chunk loads that chunk, the rest of it air."""
         v = _array("voxels", voxels, np.int64, (None, 3))
         if np.ndim(ids) == 0:
+            if isinstance(ids, (bool, np.bool_)) or not isinstance(ids, (int, np.integer)):
+                raise TypeError(f"ids: an integer voxel id, not {type(ids).__name__} {ids!r}")
             i = int(ids)
             if not 0 <= i < 65536:
                 raise ValueError(f"ids: voxel ids are 0..65535, not {i}")
