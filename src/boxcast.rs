@@ -109,8 +109,9 @@ pub struct BoxCast {
     pub body: BoxBody,
     /// Direction of motion, as a ray's (normalised unless within `1e-5` of unit length).
     pub direction: Vec3,
-    /// How far the box moves, in voxels, as a ray's max distance (`f32::INFINITY` means the
-    /// cap, [`MAX_DISTANCE_CAP`](crate::ray::MAX_DISTANCE_CAP)).
+    /// How far the box moves, in voxels, as a ray's max distance (farther than
+    /// [`MAX_DISTANCE_CAP`](crate::ray::MAX_DISTANCE_CAP), `f32::INFINITY` included, means the
+    /// cap).
     pub max_distance: f32,
 }
 

@@ -60,8 +60,8 @@ pub struct Camera {
     pub scale_x: f32,
     /// `tan(fov_y / 2)`: half the image height at distance 1.
     pub scale_y: f32,
-    /// Max distance of every ray, in voxels (`f32::INFINITY` and `f32::MAX` mean
-    /// [`crate::MAX_DISTANCE_CAP`], as for a ray).
+    /// Max distance of every ray, in voxels (farther than [`crate::MAX_DISTANCE_CAP`],
+    /// `f32::INFINITY` included, means the cap, as for a ray).
     pub max_distance: f32,
 }
 
@@ -289,8 +289,8 @@ pub struct CameraSpec {
     pub width: u32,
     /// Image height in pixels, at least 1. Default: 720.
     pub height: u32,
-    /// Max distance of every ray, in voxels, at most [`crate::MAX_DISTANCE_CAP`] (`f32::INFINITY`
-    /// and `f32::MAX` mean the cap). Default: 1024.
+    /// Max distance of every ray, in voxels (farther than [`crate::MAX_DISTANCE_CAP`],
+    /// `f32::INFINITY` included, means the cap). Default: 1024.
     pub max_distance: f32,
 }
 

@@ -15,10 +15,10 @@ pub use options::{
 pub use outcome::{LineOfSight, RaycastOutcome, UV_TOLERANCE, VoxelRaycastHit};
 pub use window::{WindowHit, WindowOutcome, WindowRay};
 
-/// Largest accepted [`VoxelRay::max_distance`], in voxels, and what "no limit" means: a max
-/// distance of `f32::INFINITY` or `f32::MAX` (the usual "unbounded" values) searches this far on
-/// every call (rays, cameras, sensor rigs), while a finite value above it is refused
-/// ([`RayError::MaxDistanceTooLarge`]: most likely a unit mistake). Far beyond sight distances, and small
+/// The farthest a ray looks, in voxels: a ray asked to look farther (any larger max distance,
+/// `f32::INFINITY` and `f32::MAX` included) looks this far, on every call and engine (rays,
+/// cameras, sensor rigs, box casts). A segment ([`VoxelRay::between`]) must reach its end, so
+/// a longer one is refused ([`RayError::MaxDistanceTooLarge`]). Far beyond sight distances, and small
 /// enough that every crossing count stays exact in f32 (`n < 2^24`), so that every path to a
 /// crossing (stepping, skipping, the GPU) computes its distance with the same bits. Distances
 /// are f32 values all the same: near the cap they lie up to about 0.01 voxel from those of the
@@ -68,9 +68,10 @@ pub enum RayError {
     /// `max_distance` is negative.
     #[error("max distance is negative")]
     NegativeMaxDistance,
-    /// `max_distance` is finite and exceeds [`MAX_DISTANCE_CAP`] (`f32::INFINITY` and
-    /// `f32::MAX` are accepted: they mean the cap).
-    #[error("max distance exceeds the cap of {MAX_DISTANCE_CAP} voxels")]
+    /// A segment ([`VoxelRay::between`], line of sight between agents) longer than
+    /// [`MAX_DISTANCE_CAP`], which no cast reaches the end of. (A ray's max distance above the
+    /// cap is not an error: the ray looks as far as the cap.)
+    #[error("segment longer than the cap of {MAX_DISTANCE_CAP} voxels")]
     MaxDistanceTooLarge,
     /// A `sub_offset` component is NaN or infinite.
     #[error("sub offset is not finite")]
@@ -215,19 +216,15 @@ pub(crate) fn check_direction(d: Vec3) -> Result<(), RayError> {
     }
 }
 
-/// The max distance a cast searches for `m`: `m` itself (`+0.0` for `-0.0`), or
-/// [`MAX_DISTANCE_CAP`] for the two "no limit" values, `f32::INFINITY` and `f32::MAX`.
+/// The max distance a cast searches for `m`: `m` itself (`+0.0` for `-0.0`), at most
+/// [`MAX_DISTANCE_CAP`] (so `f32::INFINITY` and `f32::MAX` mean the cap).
 fn checked_max_distance(m: f32) -> Result<f32, RayError> {
     if m.is_nan() {
         Err(RayError::NanMaxDistance)
     } else if m < 0.0 {
         Err(RayError::NegativeMaxDistance)
-    } else if m == f32::INFINITY || m == f32::MAX {
-        Ok(MAX_DISTANCE_CAP)
-    } else if m > MAX_DISTANCE_CAP {
-        Err(RayError::MaxDistanceTooLarge)
     } else {
-        Ok(m + 0.0)
+        Ok(m.min(MAX_DISTANCE_CAP) + 0.0)
     }
 }
 
@@ -778,10 +775,11 @@ mod tests {
             let r = VoxelRay::new(o, s, Vec3::X, unbounded).expect("no limit is a valid ray");
             assert_eq!(r.max_distance.to_bits(), MAX_DISTANCE_CAP.to_bits());
         }
-        assert_eq!(
-            VoxelRay::new(o, s, Vec3::X, MAX_DISTANCE_CAP * 2.0),
-            Err(RayError::MaxDistanceTooLarge)
-        );
+        // Farther than the cap: the ray looks as far as the cap.
+        for far in [MAX_DISTANCE_CAP.next_up(), MAX_DISTANCE_CAP * 2.0, 1e30] {
+            let r = VoxelRay::new(o, s, Vec3::X, far).expect("a far ray is a valid ray");
+            assert_eq!(r.max_distance.to_bits(), MAX_DISTANCE_CAP.to_bits());
+        }
         assert_eq!(
             VoxelRay::new(o, s, Vec3::X, f32::NEG_INFINITY),
             Err(RayError::NegativeMaxDistance)

@@ -62,14 +62,13 @@ pub struct SensorRig {
 }
 
 impl SensorRig {
-    /// A rig of the given rays: (direction in the agent's frame, max distance in voxels, where
-    /// `f32::INFINITY` and `f32::MAX` mean [`MAX_DISTANCE_CAP`](crate::MAX_DISTANCE_CAP)).
-    /// Any finite non-zero direction is normalised.
+    /// A rig of the given rays: (direction in the agent's frame, max distance in voxels, at
+    /// most [`MAX_DISTANCE_CAP`](crate::MAX_DISTANCE_CAP): farther, `f32::INFINITY` included,
+    /// means the cap). Any finite non-zero direction is normalised.
     ///
     /// # Errors
     /// [`SensorRigError::Ray`] for a zero or non-finite direction or a max distance that is
-    /// NaN, negative or above [`MAX_DISTANCE_CAP`](crate::MAX_DISTANCE_CAP) (other than the two
-    /// "no limit" values); [`SensorRigError::TooManyRays`] above
+    /// NaN or negative; [`SensorRigError::TooManyRays`] above
     /// [`MAX_RIG_RAYS`].
     pub fn new(rays: &[(Vec3, f32)]) -> Result<Self, SensorRigError> {
         if rays.len() > MAX_RIG_RAYS {

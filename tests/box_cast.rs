@@ -517,6 +517,20 @@ fn bad_casts_are_errors_and_spoil_nothing_else() {
         slide(Vec3::new(0.0, f32::INFINITY, 0.0)),
         Err(BoxCastError::Ray(RayError::InfiniteDirection))
     );
+    // A move farther than a cast looks cannot be checked to its end: refused, where a cast
+    // that far only looks as far as the cap.
+    assert_eq!(
+        slide(Vec3::new(70_000.0, 0.0, 0.0)),
+        Err(BoxCastError::Ray(RayError::MaxDistanceTooLarge))
+    );
+    let far = BoxCast {
+        max_distance: 1e9,
+        ..good
+    };
+    assert!(matches!(
+        box_cast_batch(&[far], &w, &RaycastOptions::default())[0],
+        BoxCastOutcome::Hit(_)
+    ));
     for i in [0, 4] {
         let h = hit_of(out[i]);
         assert_eq!(

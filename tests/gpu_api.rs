@@ -604,9 +604,9 @@ fn sparse_camera() -> Camera {
     .expect("camera")
 }
 
-/// `f32::INFINITY` and `f32::MAX` as a max distance mean `MAX_DISTANCE_CAP` on every call, on
-/// both engines: a hand-filled ray, a camera and a sensor rig all reach a block 40,000 voxels
-/// away, as far as a ray built with the cap reaches.
+/// A max distance beyond `MAX_DISTANCE_CAP` (`f32::INFINITY` and `f32::MAX` included) means
+/// the cap on every call, on both engines: a hand-filled ray, a camera and a sensor rig all
+/// reach a block 40,000 voxels away, as far as a ray built with the cap reaches.
 #[test]
 fn no_limit_means_the_cap_on_every_call() {
     use voxcast::{MAX_DISTANCE_CAP, SensorPose, SensorReading, SensorRig, glam::Quat, sense};
@@ -619,7 +619,7 @@ fn no_limit_means_the_cap_on_every_call() {
     let capped = VoxelRay::new(WorldPos::ZERO, Vec3::splat(0.5), Vec3::X, MAX_DISTANCE_CAP)
         .expect("capped ray");
     let mut rays = vec![capped];
-    for unbounded in [f32::INFINITY, f32::MAX] {
+    for unbounded in [f32::INFINITY, f32::MAX, 1e6, MAX_DISTANCE_CAP.next_up()] {
         rays.push(VoxelRay {
             max_distance: unbounded,
             ..capped

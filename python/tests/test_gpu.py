@@ -95,6 +95,8 @@ def test_bad_rays_are_answered_alike(gpu):
     cpu = world.raycast(o, d, 50.0)
     assert cpu.status.tolist() == [vc.HIT, vc.INVALID, vc.INVALID, vc.INVALID, vc.INVALID]
     assert_same(cpu, gpu.upload(world).raycast(o, d, 50.0), "bad rays")
+    # Farther than the cap: the cap, on both engines.
+    assert_same(world.raycast(o, d, 1e30), gpu.upload(world).raycast(o, d, 1e30), "far rays")
 
 
 def test_lidar_realism_equals_on_cpu_and_gpu(gpu):

@@ -121,3 +121,17 @@ def test_numbers_that_would_be_truncated_or_ignored_are_refused(world):
         vc.set_threads(10_000)
     with pytest.raises(ValueError, match="threads"):
         vc.set_threads(-1)
+
+
+def test_a_ray_asked_to_look_farther_than_the_cap_looks_as_far_as_the_cap():
+    w = vc.World()
+    w.set_voxels([[65_535, 0, 0], [-65_538, 0, 0]], 1)
+    o = [[0.0, 0.5, 0.5], [0.0, 0.5, 0.5]]
+    d = [[1, 0, 0], [-1, 0, 0]]
+    for far in (65_537.0, 1e5, 1e6, 1e30, np.inf):
+        h = w.raycast(o, d, far)
+        assert h.status.tolist() == [vc.HIT, vc.MISS], far
+        assert h.distance[0] == 65_535.0
+    # A segment longer than the cap is refused, as a row.
+    s = w.line_of_sight([[0.5, 0.5, 0.5]], [[70_000.5, 0.5, 0.5]])
+    assert s.status.tolist() == [vc.INVALID] and "cap" in s.errors[0][1]

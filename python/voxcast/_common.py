@@ -18,7 +18,8 @@ UNLOADED: int = _voxcast.UNLOADED
 #: Status of an invalid ray (see ``Hits.errors``): a NaN, infinite or zero direction, a bad
 #: max distance, a point that is not finite or lies 2**62 voxels or more from the frame.
 INVALID: int = _voxcast.INVALID
-#: The longest ray, in voxels: ``max_distance=inf`` means this.
+#: The farthest a ray looks, in voxels: a larger ``max_distance`` (``inf`` included) means this.
+#: A segment (line of sight) longer than this is an invalid row.
 MAX_DISTANCE: float = _voxcast.MAX_DISTANCE
 
 Frame = Tuple[int, int, int]

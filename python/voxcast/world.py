@@ -151,7 +151,8 @@ class _Casts:
     ) -> Hits:
         """Casts one ray per row: from ``origins`` (float64 ``(N, 3)``, voxels from the frame)
         along ``directions`` (``(N, 3)``, any non-zero length; rounded to float32) for
-        ``max_distance`` voxels (a number or ``(N,)``; ``inf`` means :data:`MAX_DISTANCE`).
+        ``max_distance`` voxels (a number or ``(N,)``; farther than :data:`MAX_DISTANCE`,
+        ``inf`` included, means :data:`MAX_DISTANCE`).
 
         ``origin_policy``: a ray that starts in a stopping voxel reports it at distance 0
         (``"report"``), skips it (``"skip"``), or passes through solid until it has been in a

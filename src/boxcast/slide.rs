@@ -150,6 +150,10 @@ fn slide_pass(
     if len == 0.0 {
         return Ok(Pass::Free(pos));
     }
+    // A move must be checked to its end: a cast would stop looking at the cap.
+    if len > f64::from(crate::ray::MAX_DISTANCE_CAP) {
+        return Err(BoxCastError::Ray(crate::ray::RayError::MaxDistanceTooLarge));
+    }
     let dir = (rest / len).as_vec3();
     let cast = BoxCast::new(pos.0, pos.1, h, dir, len as f32)?;
     let prepared = cast.prepare()?;

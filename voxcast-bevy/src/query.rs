@@ -58,8 +58,8 @@ impl VoxelQuery<'_> {
     }
 
     /// A ray from `from` along `direction` (normalised when it is not unit length),
-    /// `max_distance` voxels far (`f32::INFINITY` or `f32::MAX` for
-    /// [`voxcast::MAX_DISTANCE_CAP`]): [`VoxelQuery::raycast`] of it.
+    /// `max_distance` voxels far (farther than [`voxcast::MAX_DISTANCE_CAP`], `f32::INFINITY`
+    /// included, means the cap): [`VoxelQuery::raycast`] of it.
     #[must_use]
     pub fn cast(
         &self,
@@ -160,8 +160,8 @@ impl VoxelQuery<'_> {
 }
 
 /// The ray through a point of a camera's viewport (picking: the cursor's position): from the
-/// near plane through that point, `max_distance` voxels far (`f32::INFINITY` or `f32::MAX` for
-/// [`voxcast::MAX_DISTANCE_CAP`]), in the i128 world.
+/// near plane through that point, `max_distance` voxels far (farther than
+/// [`voxcast::MAX_DISTANCE_CAP`], `f32::INFINITY` included, means the cap), in the i128 world.
 ///
 /// - `cursor`: the point in logical pixels of the viewport, from its top left corner (what
 ///   Bevy's `Window::cursor_position` gives, minus the viewport's own offset).

@@ -63,10 +63,10 @@ impl VoxelPosition {
 #[derive(Component, Clone, Debug, PartialEq)]
 #[require(Transform, BlockTarget)]
 pub struct BlockTargeter {
-    /// How far the entity reaches, in voxels: `0..=`[`voxcast::MAX_DISTANCE_CAP`], or
-    /// `f32::INFINITY` or `f32::MAX` for no limit of its own (the cap). A block whose face lies
-    /// exactly at `reach` is in reach. NaN, negative or other values above the cap give the
-    /// entity no target and an error in [`BlockTarget`].
+    /// How far the entity reaches, in voxels; farther than [`voxcast::MAX_DISTANCE_CAP`]
+    /// (`f32::INFINITY` included: no limit of its own) means the cap. A block whose face lies
+    /// exactly at `reach` is in reach. NaN or negative values give the entity no target and an
+    /// error in [`BlockTarget`].
     pub reach: f32,
     /// Which voxels stop the ray, what happens when it starts in one, and what unloaded
     /// chunks do.

@@ -1,7 +1,7 @@
 //! What `VoxelRay::new` must do with a user's ray, decided without its code: reject exactly the
 //! inputs the docs name (each with its own error), and otherwise keep the start point (to
 //! within f32 rounding), the direction (normalised unless already of unit length) and the max
-//! distance (the cap for the two "no limit" values, `f32::INFINITY` and `f32::MAX`).
+//! distance (the cap for anything farther, `f32::INFINITY` included).
 
 use voxcast::glam::Vec3;
 use voxcast::{MAX_DISTANCE_CAP, RayError, VoxelRay};
@@ -29,9 +29,6 @@ pub fn reasons(raw: &VoxelRay) -> Vec<RayError> {
         out.push(RayError::NanMaxDistance);
     } else if m < 0.0 {
         out.push(RayError::NegativeMaxDistance);
-    } else if m > MAX_DISTANCE_CAP && m != f32::INFINITY && m != f32::MAX {
-        // The two "no limit" values mean the cap.
-        out.push(RayError::MaxDistanceTooLarge);
     }
     let d = raw.direction;
     if d.is_nan() {
@@ -65,12 +62,8 @@ pub fn check(raw: &VoxelRay, built: &Result<VoxelRay, RayError>) -> Result<(), S
         Ok(_) if !why.is_empty() => return Err(format!("accepted, but {why:?}")),
         Ok(r) => r,
     };
-    let unbounded = raw.max_distance == f32::INFINITY || raw.max_distance == f32::MAX;
-    let want_max = if unbounded {
-        MAX_DISTANCE_CAP
-    } else {
-        raw.max_distance + 0.0
-    };
+    // Farther than the cap means the cap.
+    let want_max = raw.max_distance.min(MAX_DISTANCE_CAP) + 0.0;
     if r.max_distance.to_bits() != want_max.to_bits() {
         return Err(format!(
             "max distance {} from {}",
