@@ -52,6 +52,8 @@ case "${1:-}" in
         install checked
         # From target/, so that python/voxcast (without its native module) is not on the path.
         (cd target && "$venv/bin/python" -m pytest -q -p no:cacheprovider "$root/python/tests")
+        # As a user runs them from inside python/, where the sources sit beside the tests.
+        (cd python && "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/test_inputs.py)
         # The examples write their files (the LiDAR sweep on the GPU, its answers the CPU's).
         say "the examples, into target/py-examples"
         "$venv/bin/python" python/examples/lidar_sweep.py --gpu --out-dir target/py-examples

@@ -6,11 +6,18 @@ it) a missing adapter fails them; otherwise they are skipped with a loud message
 
 import os
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-import voxcast as vc
+# Run from inside python/ (`python -m pytest tests`), the current folder would put the
+# package's sources, which lack the built native module, ahead of the installed package: the
+# tests import the installed one.
+_SOURCES = Path(__file__).resolve().parent.parent
+sys.path = [p for p in sys.path if Path(p or ".").resolve() != _SOURCES]
+
+import voxcast as vc  # noqa: E402
 
 # Offsets in the i128 world the tests place their worlds at: the origin, 2^64, 2^120, and near
 # both edges (a 96-voxel world must fit below 2^127).
