@@ -28,14 +28,17 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Hits:
-    """What a batch found, one row per ray (or per agent and ray: shape ``(A, R)``).
+    """What a batch found, one row per ray (per agent and ray: ``(A, R)``; per pixel of a camera:
+    ``(height, width)``).
 
     ``status``: :data:`MISS`, :data:`HIT`, :data:`UNLOADED` or :data:`INVALID` (uint8).
     ``voxel``: the hit voxel, or where unloaded space began, as int64 offsets from ``frame``
     (0 for misses and invalid rays). ``normal``: the face the ray entered the voxel through
     (int8, zero where the ray started inside it). ``distance``: voxels along the ray (float32;
     ``inf`` for a miss, NaN for an invalid ray). ``id``: the hit voxel's id (uint16). ``uv``: where
-    on that face (float32, each in [0, 1]). ``errors``: (row, why) for each invalid row, the row
+    the ray entered that face (float32, each in [0, 1], from the voxel's low corner): ``(y, z)``
+    on an x face, ``(x, z)`` on a y face, ``(x, y)`` on a z face; zero where the ray started
+    inside the voxel. ``errors``: (row, why) for each invalid row, the row
     counted in the flat order of ``status``.
     """
 
