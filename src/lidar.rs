@@ -208,8 +208,11 @@ impl LidarEffects {
         }
         // Three draws for every beam, hit or not, so that one beam's draws never depend on
         // another's answers.
-        let key = mix(mix(mix(self.seed ^ 0x6c69_6461_7200_0000) ^ step) ^ agent) ^ beam;
-        let (u1, u2, u3) = (unit(mix(key ^ 1)), unit(mix(key ^ 2)), unit(mix(key ^ 3)));
+        // The beam is mixed in too: with it only xored in, neighbouring beams' draws would
+        // share values (`key ^ 1` of one beam is `key ^ 2` of another).
+        let key = mix(mix(mix(mix(self.seed ^ 0x6c69_6461_7200_0000) ^ step) ^ agent) ^ beam);
+        let draw = |k: u64| unit(mix(key.wrapping_add(k.wrapping_mul(0x9e37_79b9_7f4a_7c15))));
+        let (u1, u2, u3) = (draw(1), draw(2), draw(3));
         let Some((t, intensity, id, sub_ray)) = best else {
             return LidarBeam::NONE;
         };
@@ -259,8 +262,15 @@ impl LidarEffects {
             .for_each(|(i, slot)| {
                 let (a, b) = (i / beams, i % beams);
                 let subs = (b * sub_rays..(b + 1) * sub_rays).map(|k| {
-                    let d = poses[a].ray(rig, k).map_or(Vec3::ZERO, |r| r.direction);
-                    (outcomes[a * rays + k], d)
+                    let o = outcomes[a * rays + k];
+                    // Only a hit's direction is read (its intensity).
+                    let d = match o {
+                        RaycastOutcome::Hit(_) => {
+                            poses[a].ray(rig, k).map_or(Vec3::ZERO, |r| r.direction)
+                        }
+                        _ => Vec3::ZERO,
+                    };
+                    (o, d)
                 });
                 *slot = self.beam(step, a as u64, b as u64, subs);
             });
@@ -326,8 +336,14 @@ mod tests {
             .collect();
         let again = fx.beam(3, 1, 17, [(hit(10.0, 1, IVec3::NEG_Y), -d)]);
         assert_eq!(again, beams[17]);
-        let other_step = fx.beam(4, 1, 17, [(hit(10.0, 1, IVec3::NEG_Y), -d)]);
-        assert_ne!(other_step.range.to_bits(), beams[17].range.to_bits());
+        // Another step draws anew: the ranges of nearly every beam differ.
+        let differ = (0..100)
+            .filter(|&b| {
+                let other = fx.beam(4, 1, b, [(hit(10.0, 1, IVec3::NEG_Y), -d)]);
+                other.range.to_bits() != beams[b as usize].range.to_bits()
+            })
+            .count();
+        assert!(differ > 60, "{differ} of 100 beams differ between steps");
         let kept: Vec<f64> = beams
             .iter()
             .filter(|b| b.returned())
