@@ -438,7 +438,7 @@ impl Columns {
         answer: impl Fn(std::ops::Range<usize>, &mut Scratch) + Sync,
     ) -> Self {
         Self::in_blocks(n, len, |s: &mut Scratch, b, cols| {
-            let rows = b * len..(b * len + cols.0.0.0.0.0.len());
+            let rows = b * len..((b + 1) * len).min(n);
             s.outcomes.clear();
             s.bad.clear();
             answer(rows, s);
