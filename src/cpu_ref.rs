@@ -212,15 +212,10 @@ pub(crate) fn cast_unprepared(
     world: &VoxelWorld,
     opts: &RaycastOptions,
 ) -> RaycastOutcome {
-    match ray.prepare() {
-        Err(e) => RaycastOutcome::Invalid(e),
-        Ok(None) => RaycastOutcome::Miss,
-        Ok(Some(p)) => cast_ray(&p, world, opts, false, 0.0),
-    }
+    Cast::new(world, opts, false).unprepared(ray)
 }
 
-/// Casts one prepared ray: the whole reference algorithm. Twin of `cast_ray` in
-/// `shaders/cast.wgsl`.
+/// Casts one prepared ray: the whole reference algorithm (see [`Cast::ray`]).
 pub(crate) fn cast_ray(
     r: &PreparedRay,
     world: &VoxelWorld,
@@ -228,252 +223,346 @@ pub(crate) fn cast_ray(
     conservative: bool,
     t_air: f32,
 ) -> RaycastOutcome {
-    // Under `Air` nothing outside the occupied bounds stops the ray, and the DDA's chunk
-    // coordinates only move away from a box once they have left it: a ray outside is a miss.
-    // Per-voxel mode stops at the loaded bounds instead, so that comparing the modes tests this.
-    let air_chunks = match opts.unloaded {
-        UnloadedPolicy::Air => {
-            let range = if opts.per_voxel {
-                world.loaded_chunk_bounds()
-            } else {
-                world.occupied_chunk_bounds()
-            };
-            // Conservative line of sight also tests voxels beside the ray at edges and corners:
-            // those of a crossing inside the box lie within one voxel of the crossing's two
-            // voxels, so a margin of a chunk around the box keeps every such crossing.
-            match range {
-                None => return RaycastOutcome::Miss,
-                Some((lo, hi)) if conservative => Some(grow_by_a_chunk(lo, hi)),
-                range => range,
-            }
-        }
-        UnloadedPolicy::Stop if world.loaded_bounds().is_some() => None,
-        UnloadedPolicy::Stop if opts.origin == OriginPolicy::SkipOriginVoxel => {
-            let mut d = Dda::new(r);
-            if conservative && let Some(o) = unloaded_tie_extra(&d, opts) {
-                return o;
-            }
-            return match d.dda_step() {
-                Ok(_) => RaycastOutcome::Unloaded {
-                    voxel_pos: d.voxel(),
-                    distance: d.t,
-                },
-                Err(Ended) => RaycastOutcome::Miss,
-            };
-        }
-        UnloadedPolicy::Stop => {
-            return RaycastOutcome::Unloaded {
-                voxel_pos: r.start,
-                distance: 0.0,
-            };
-        }
-    };
-    // Chunk c is outside `lo..=hi` on axis a when `c - lo`, taken as unsigned, exceeds
-    // `hi - lo`: one comparison per axis, none branching.
-    let (chunk_lo, span) = air_chunks.map_or(([0; 3], [0; 3]), |(lo, hi)| {
-        (
-            [lo.x, lo.y, lo.z],
-            [0, 1, 2].map(|a| hi.axis(a).wrapping_sub(lo.axis(a)) as u128),
-        )
-    });
-    let outside = |c: [i128; 3]| {
-        (c[0].wrapping_sub(chunk_lo[0]) as u128 > span[0])
-            | (c[1].wrapping_sub(chunk_lo[1]) as u128 > span[1])
-            | (c[2].wrapping_sub(chunk_lo[2]) as u128 > span[2])
-    };
-    let mut d = Dda::new(r);
-    let mut in_origin = true;
-    let mut air_seen = opts.origin != OriginPolicy::ExitSolid;
-    let mut regions = RegionCache::default();
-    let every_non_air = opts.blocks.is_every_non_air();
-    // Shaped ids (the crate docs' "Shapes"): a stopping voxel stops the ray where it meets a box.
-    let shapes = world.shapes();
-    let boxes_of = |id: VoxelId| {
-        if shapes.is_empty() {
-            None
-        } else {
-            shapes.boxes_of(id)
-        }
-    };
-    let stops = |id: VoxelId| {
-        let blocks = if every_non_air {
-            !id.is_air()
-        } else {
-            opts.blocks.contains(id)
-        };
-        // An empty shape is air to rays.
-        blocks && boxes_of(id).is_none_or(|b| !b.is_empty())
-    };
-    // `d` is in the start voxel's chunk, which lies in the bounds' whole chunks or not at all.
-    if let Some((lo, hi)) = air_chunks
-        && outside(d.chunk)
-    {
-        if !d.enter_box(&VoxelBox::from_chunks(lo, hi)) {
-            return RaycastOutcome::Miss;
-        }
-        // The voxels before the box were air or unloaded: the origin voxel has been passed.
-        in_origin = false;
-        air_seen = true;
-    }
-    // Known air up to `t_air` (see `camera::air_before`): land just before it in one move.
-    if t_air > d.t && !conservative && !opts.per_voxel {
-        if !d.advance_to(t_air.min(r.max_distance)) {
-            return RaycastOutcome::Miss;
-        }
-        in_origin = false;
-        air_seen = true;
-    }
-    let skip_bricks = world.skip_bricks_for(r.max_distance >= LONG_RAY);
-    let short = r.max_distance < LONG_RAY;
-    let reportable = |in_origin: bool, air_seen: bool| {
-        !(in_origin && opts.origin == OriginPolicy::SkipOriginVoxel) && air_seen
-    };
+    Cast::new(world, opts, conservative).ray(r, t_air)
+}
 
-    loop {
-        // Entered a new chunk (or started): classify it once.
-        if air_chunks.is_some() && outside(d.chunk) {
-            return RaycastOutcome::Miss;
-        }
-        let kind = chunk_kind(world, d.chunk);
-        loop {
-            // Under `Report` the origin voxel is examined like any other.
-            if let ChunkKind::Dense(c) = kind
-                && (!in_origin || opts.origin == OriginPolicy::Report)
-                && air_seen
-                && !conservative
-                && !opts.per_voxel
-            {
-                let blocks = &opts.blocks;
-                let walk = if skip_bricks {
-                    let tops = regions.tops(world, d.chunk, opts.unloaded);
-                    d.walk_dense::<false, false>(c, every_non_air, blocks, tops)
-                } else if short && c.ids.has_occupancy() {
-                    d.walk_dense::<true, true>(c, every_non_air, blocks, None)
+/// How every cast under one world and one set of options begins.
+#[derive(Clone, Copy)]
+enum Start {
+    /// Under [`UnloadedPolicy::Air`]: nothing outside a box of whole chunks stops a ray (the
+    /// occupied bounds, or the loaded bounds for `per_voxel`; `Cast::bounds`); `false` when
+    /// there is no such box, so that every ray misses.
+    Air(bool),
+    /// Under [`UnloadedPolicy::Stop`] in a world with a loaded chunk.
+    Stop,
+    /// Under `Stop` with nothing loaded: the ray ends where it leaves the origin voxel
+    /// ([`OriginPolicy::SkipOriginVoxel`]) or at its start.
+    NothingLoaded,
+}
+
+/// What a cast derives from the world and the options before it looks at a ray, made once for
+/// a whole batch: each ray's cast then starts from its own state alone.
+#[derive(Clone, Copy)]
+pub(crate) struct Cast<'w> {
+    world: &'w VoxelWorld,
+    opts: &'w RaycastOptions,
+    conservative: bool,
+    start: Start,
+    /// Under `Air`, the bounds' lowest chunk and, per axis, the highest minus the lowest: chunk
+    /// `c` is outside on axis `a` when `c - lo`, taken as unsigned, exceeds that span.
+    chunk_lo: [i128; 3],
+    span: [u128; 3],
+    every_non_air: bool,
+    /// Whether the world has shaped ids (the crate docs' "Shapes").
+    shapes: bool,
+    /// Whether dense chunks may be crossed in `walk_dense` (neither conservative nor per voxel).
+    walks: bool,
+    /// Whether empty bricks are skipped whole: for rays shorter than [`LONG_RAY`], and longer.
+    skip_bricks: [bool; 2],
+}
+
+impl<'w> Cast<'w> {
+    /// The casts of `opts` through `world`; `conservative` for conservative line of sight.
+    #[inline]
+    pub(crate) fn new(world: &'w VoxelWorld, opts: &'w RaycastOptions, conservative: bool) -> Self {
+        let mut bounds = None;
+        let start = match opts.unloaded {
+            UnloadedPolicy::Air => {
+                let range = if opts.per_voxel {
+                    world.loaded_chunk_bounds()
                 } else {
-                    d.walk_dense::<true, false>(c, every_non_air, blocks, None)
+                    world.occupied_chunk_bounds()
                 };
-                match walk {
-                    Walk::Hit(id) => {
-                        let Some(boxes) = boxes_of(id) else {
-                            return RaycastOutcome::Hit(d.hit(id));
-                        };
-                        if let Some(h) = shape_hit(r, d.n, boxes) {
-                            return RaycastOutcome::Hit(h.answer(&d, id));
-                        }
-                        // The ray passes the shape: step on from its voxel.
-                        in_origin = false;
-                        match d.dda_step() {
-                            Err(Ended) => return RaycastOutcome::Miss,
-                            Ok(true) => break,
-                            Ok(false) => continue,
-                        }
-                    }
-                    Walk::Miss => return RaycastOutcome::Miss,
-                    Walk::LeftChunk => break,
-                }
+                // Conservative line of sight also tests voxels beside the ray at edges and
+                // corners: those of a crossing inside the box lie within one voxel of the
+                // crossing's two voxels, so a margin of a chunk around the box keeps every
+                // such crossing.
+                bounds = match range {
+                    Some((lo, hi)) if conservative => Some(grow_by_a_chunk(lo, hi)),
+                    range => range,
+                };
+                Start::Air(bounds.is_some())
             }
-            // Examine the current voxel.
-            let (stop_id, passable_box): (Option<VoxelId>, Option<LocalBox>) = match kind {
-                ChunkKind::Unloaded => match opts.unloaded {
-                    UnloadedPolicy::Air => (None, Some(([0; 3], [31; 3]))),
-                    UnloadedPolicy::Stop
-                        if in_origin && opts.origin == OriginPolicy::SkipOriginVoxel =>
-                    {
-                        (None, None)
-                    }
-                    UnloadedPolicy::Stop => {
-                        return RaycastOutcome::Unloaded {
-                            voxel_pos: d.voxel(),
-                            distance: d.t,
-                        };
-                    }
-                },
-                ChunkKind::Uniform(id) => {
-                    if stops(id) {
-                        (Some(id), None)
+            UnloadedPolicy::Stop if world.loaded_bounds().is_some() => Start::Stop,
+            UnloadedPolicy::Stop => Start::NothingLoaded,
+        };
+        let (chunk_lo, span) = bounds.map_or(([0; 3], [0; 3]), |(lo, hi)| {
+            (
+                [lo.x, lo.y, lo.z],
+                [0, 1, 2].map(|a| hi.axis(a).wrapping_sub(lo.axis(a)) as u128),
+            )
+        });
+        Self {
+            world,
+            opts,
+            conservative,
+            start,
+            chunk_lo,
+            span,
+            every_non_air: opts.blocks.is_every_non_air(),
+            shapes: !world.shapes().is_empty(),
+            walks: !conservative && !opts.per_voxel,
+            skip_bricks: [world.skip_bricks_for(false), world.skip_bricks_for(true)],
+        }
+    }
+
+    /// `ray` prepared and cast: what [`voxel_raycast_with`] answers.
+    #[inline]
+    pub(crate) fn unprepared(&self, ray: &VoxelRay) -> RaycastOutcome {
+        // Matched by reference: the prepared ray is cast where `prepare` left it, not copied.
+        match &ray.prepare() {
+            Err(e) => RaycastOutcome::Invalid(*e),
+            Ok(None) => RaycastOutcome::Miss,
+            Ok(Some(p)) => self.ray(p, 0.0),
+        }
+    }
+
+    /// The `Air` bounds as voxels (only with `Start::Air(true)`).
+    #[cold]
+    fn bounds(&self) -> VoxelBox {
+        let hi: [i128; 3] =
+            std::array::from_fn(|a| self.chunk_lo[a].wrapping_add(self.span[a] as i128));
+        VoxelBox::from_chunks(
+            ChunkPos::new(self.chunk_lo[0], self.chunk_lo[1], self.chunk_lo[2]),
+            ChunkPos::new(hi[0], hi[1], hi[2]),
+        )
+    }
+
+    /// Whether chunk `c` lies outside the `Air` bounds: one comparison per axis, none
+    /// branching.
+    #[inline(always)]
+    fn outside(&self, c: [i128; 3]) -> bool {
+        (c[0].wrapping_sub(self.chunk_lo[0]) as u128 > self.span[0])
+            | (c[1].wrapping_sub(self.chunk_lo[1]) as u128 > self.span[1])
+            | (c[2].wrapping_sub(self.chunk_lo[2]) as u128 > self.span[2])
+    }
+
+    /// Casts one prepared ray: the whole reference algorithm. `t_air`: a distance up to which
+    /// the caller knows the ray crosses only air (a sweep's, see `sweep.rs`), or 0. Twin of
+    /// `cast_ray` in `shaders/cast.wgsl`.
+    pub(crate) fn ray(&self, r: &PreparedRay, t_air: f32) -> RaycastOutcome {
+        let (world, opts, conservative) = (self.world, self.opts, self.conservative);
+        // Under `Air` nothing outside the occupied bounds stops the ray, and the DDA's chunk
+        // coordinates only move away from a box once they have left it: a ray outside is a
+        // miss. Per-voxel mode stops at the loaded bounds instead, so that comparing the modes
+        // tests this.
+        let air = match self.start {
+            Start::Air(false) => return RaycastOutcome::Miss,
+            Start::Air(true) => true,
+            Start::Stop => false,
+            Start::NothingLoaded if opts.origin == OriginPolicy::SkipOriginVoxel => {
+                let mut d = Dda::new(r);
+                if conservative && let Some(o) = unloaded_tie_extra(&d, opts) {
+                    return o;
+                }
+                return match d.dda_step() {
+                    Ok(_) => RaycastOutcome::Unloaded {
+                        voxel_pos: d.voxel(),
+                        distance: d.t,
+                    },
+                    Err(Ended) => RaycastOutcome::Miss,
+                };
+            }
+            Start::NothingLoaded => {
+                return RaycastOutcome::Unloaded {
+                    voxel_pos: r.start,
+                    distance: 0.0,
+                };
+            }
+        };
+        let mut d = Dda::new(r);
+        let mut in_origin = true;
+        let mut air_seen = opts.origin != OriginPolicy::ExitSolid;
+        let mut regions = RegionCache::default();
+        let every_non_air = self.every_non_air;
+        // Shaped ids (the crate docs' "Shapes"): a stopping voxel stops the ray where it meets
+        // a box.
+        let shapes = world.shapes();
+        let boxes_of = |id: VoxelId| {
+            if self.shapes {
+                shapes.boxes_of(id)
+            } else {
+                None
+            }
+        };
+        let stops = |id: VoxelId| {
+            let blocks = if every_non_air {
+                !id.is_air()
+            } else {
+                opts.blocks.contains(id)
+            };
+            // An empty shape is air to rays.
+            blocks && boxes_of(id).is_none_or(|b| !b.is_empty())
+        };
+        // `d` is in the start voxel's chunk, which lies in the bounds' whole chunks or not at
+        // all.
+        if air && self.outside(d.chunk) {
+            if !d.enter_box(&self.bounds()) {
+                return RaycastOutcome::Miss;
+            }
+            // The voxels before the box were air or unloaded: the origin voxel has been passed.
+            in_origin = false;
+            air_seen = true;
+        }
+        // Known air up to `t_air` (see `sweep::air_before`): land just before it in one move.
+        if t_air > d.t && self.walks {
+            if !d.advance_to(t_air.min(r.max_distance)) {
+                return RaycastOutcome::Miss;
+            }
+            in_origin = false;
+            air_seen = true;
+        }
+        let short = r.max_distance < LONG_RAY;
+        let skip_bricks = self.skip_bricks[usize::from(!short)];
+        let reportable = |in_origin: bool, air_seen: bool| {
+            !(in_origin && opts.origin == OriginPolicy::SkipOriginVoxel) && air_seen
+        };
+
+        loop {
+            // Entered a new chunk (or started): classify it once.
+            if air && self.outside(d.chunk) {
+                return RaycastOutcome::Miss;
+            }
+            let kind = chunk_kind(world, d.chunk);
+            loop {
+                // Under `Report` the origin voxel is examined like any other.
+                if let ChunkKind::Dense(c) = kind
+                    && (!in_origin || opts.origin == OriginPolicy::Report)
+                    && air_seen
+                    && self.walks
+                {
+                    let blocks = &opts.blocks;
+                    let walk = if skip_bricks {
+                        let tops = regions.tops(world, d.chunk, opts.unloaded);
+                        d.walk_dense::<false, false>(c, every_non_air, blocks, tops)
+                    } else if short && c.ids.has_occupancy() {
+                        d.walk_dense::<true, true>(c, every_non_air, blocks, None)
                     } else {
-                        (None, Some(([0; 3], [31; 3])))
+                        d.walk_dense::<true, false>(c, every_non_air, blocks, None)
+                    };
+                    match walk {
+                        Walk::Hit(id) => {
+                            let Some(boxes) = boxes_of(id) else {
+                                return RaycastOutcome::Hit(d.hit(id));
+                            };
+                            if let Some(h) = shape_hit(r, d.n, boxes) {
+                                return RaycastOutcome::Hit(h.answer(&d, id));
+                            }
+                            // The ray passes the shape: step on from its voxel.
+                            in_origin = false;
+                            match d.dda_step() {
+                                Err(Ended) => return RaycastOutcome::Miss,
+                                Ok(true) => break,
+                                Ok(false) => continue,
+                            }
+                        }
+                        Walk::Miss => return RaycastOutcome::Miss,
+                        Walk::LeftChunk => break,
                     }
                 }
-                ChunkKind::Dense(c) => {
-                    let [x, y, z] = d.local.map(|v| v as u32);
-                    let word = c.occupancy[(y | z << 5) as usize];
-                    if word >> x & 1 != 0 {
-                        let id = c.ids.id_in_row(y | z << 5, x);
+                // Examine the current voxel.
+                let (stop_id, passable_box): (Option<VoxelId>, Option<LocalBox>) = match kind {
+                    ChunkKind::Unloaded => match opts.unloaded {
+                        UnloadedPolicy::Air => (None, Some(([0; 3], [31; 3]))),
+                        UnloadedPolicy::Stop
+                            if in_origin && opts.origin == OriginPolicy::SkipOriginVoxel =>
+                        {
+                            (None, None)
+                        }
+                        UnloadedPolicy::Stop => {
+                            return RaycastOutcome::Unloaded {
+                                voxel_pos: d.voxel(),
+                                distance: d.t,
+                            };
+                        }
+                    },
+                    ChunkKind::Uniform(id) => {
                         if stops(id) {
                             (Some(id), None)
                         } else {
+                            (None, Some(([0; 3], [31; 3])))
+                        }
+                    }
+                    ChunkKind::Dense(c) => {
+                        let [x, y, z] = d.local.map(|v| v as u32);
+                        let word = c.occupancy[(y | z << 5) as usize];
+                        if word >> x & 1 != 0 {
+                            let id = c.ids.id_in_row(y | z << 5, x);
+                            if stops(id) {
+                                (Some(id), None)
+                            } else {
+                                (None, None)
+                            }
+                        } else if let Some((lo, hi)) = empty_box(c.bricks, x, y, z) {
+                            (None, Some((lo.map(|v| v as i32), hi.map(|v| v as i32))))
+                        } else {
                             (None, None)
                         }
-                    } else if let Some((lo, hi)) = empty_box(c.bricks, x, y, z) {
-                        (None, Some((lo.map(|v| v as i32), hi.map(|v| v as i32))))
-                    } else {
-                        (None, None)
                     }
-                }
-            };
-            match stop_id.map(|id| (id, boxes_of(id))) {
-                Some((id, None)) if reportable(in_origin, air_seen) => {
-                    return RaycastOutcome::Hit(d.hit(id));
-                }
-                Some((_, None)) => {}
-                Some((id, Some(boxes))) => {
-                    let h = shape_hit(r, d.n, boxes);
-                    if reportable(in_origin, air_seen) {
-                        if let Some(h) = h {
-                            return RaycastOutcome::Hit(h.answer(&d, id));
-                        }
-                        air_seen = true;
-                    } else if !air_seen {
-                        // `ExitSolid` before the ray has been in air: it is still in a solid
-                        // where it entered this voxel inside a box (or starts inside one).
-                        match h {
-                            Some(h) if h.t == d.t => {}
-                            Some(h) => return RaycastOutcome::Hit(h.answer(&d, id)),
-                            None => air_seen = true,
-                        }
-                    }
-                }
-                None => air_seen = true,
-            }
-            // Skip a box that holds nothing that stops the ray, then cross out of it. The skip
-            // lands before any crossing tied with the box's exit, so the conservative corner
-            // test below still sees the whole tie group.
-            let mut moved = false;
-            if let (Some((mut lo, mut hi)), false) = (passable_box, opts.per_voxel) {
-                // A whole chunk that holds nothing that stops the ray: cross the run of such
-                // chunks around it (as the shader does, after classifying the chunk).
-                if !matches!(kind, ChunkKind::Dense(_)) {
-                    (lo, hi) = match regions
-                        .tops(world, d.chunk, opts.unloaded)
-                        .and_then(|t| column_box(t, &d))
-                    {
-                        Some(b) => b,
-                        None => regions.run(world, d.chunk, opts.unloaded),
-                    };
-                }
-                let skipped = if conservative {
-                    d.skip_box::<true>(lo, hi)
-                } else {
-                    d.skip_box::<false>(lo, hi)
                 };
-                if skipped.is_err() {
-                    return RaycastOutcome::Miss;
+                match stop_id.map(|id| (id, boxes_of(id))) {
+                    Some((id, None)) if reportable(in_origin, air_seen) => {
+                        return RaycastOutcome::Hit(d.hit(id));
+                    }
+                    Some((_, None)) => {}
+                    Some((id, Some(boxes))) => {
+                        let h = shape_hit(r, d.n, boxes);
+                        if reportable(in_origin, air_seen) {
+                            if let Some(h) = h {
+                                return RaycastOutcome::Hit(h.answer(&d, id));
+                            }
+                            air_seen = true;
+                        } else if !air_seen {
+                            // `ExitSolid` before the ray has been in air: it is still in a solid
+                            // where it entered this voxel inside a box (or starts inside one).
+                            match h {
+                                Some(h) if h.t == d.t => {}
+                                Some(h) => return RaycastOutcome::Hit(h.answer(&d, id)),
+                                None => air_seen = true,
+                            }
+                        }
+                    }
+                    None => air_seen = true,
                 }
-                // A run of chunks may have ended in another chunk.
-                moved = d.carry_local();
-            }
-            in_origin = false;
-            if conservative
-                && let Some(o) =
-                    next_tie_extras(&d, &|p| world.get_voxel(p), opts, air_seen, &stops)
-            {
-                return o;
-            }
-            match d.dda_step() {
-                Err(Ended) => return RaycastOutcome::Miss,
-                Ok(entered) if entered || moved => break,
-                Ok(_) => {}
+                // Skip a box that holds nothing that stops the ray, then cross out of it. The skip
+                // lands before any crossing tied with the box's exit, so the conservative corner
+                // test below still sees the whole tie group.
+                let mut moved = false;
+                if let (Some((mut lo, mut hi)), false) = (passable_box, opts.per_voxel) {
+                    // A whole chunk that holds nothing that stops the ray: cross the run of such
+                    // chunks around it (as the shader does, after classifying the chunk).
+                    if !matches!(kind, ChunkKind::Dense(_)) {
+                        (lo, hi) = match regions
+                            .tops(world, d.chunk, opts.unloaded)
+                            .and_then(|t| column_box(t, &d))
+                        {
+                            Some(b) => b,
+                            None => regions.run(world, d.chunk, opts.unloaded),
+                        };
+                    }
+                    let skipped = if conservative {
+                        d.skip_box::<true>(lo, hi)
+                    } else {
+                        d.skip_box::<false>(lo, hi)
+                    };
+                    if skipped.is_err() {
+                        return RaycastOutcome::Miss;
+                    }
+                    // A run of chunks may have ended in another chunk.
+                    moved = d.carry_local();
+                }
+                in_origin = false;
+                if conservative
+                    && let Some(o) =
+                        next_tie_extras(&d, &|p| world.get_voxel(p), opts, air_seen, &stops)
+                {
+                    return o;
+                }
+                match d.dda_step() {
+                    Err(Ended) => return RaycastOutcome::Miss,
+                    Ok(entered) if entered || moved => break,
+                    Ok(_) => {}
+                }
             }
         }
     }

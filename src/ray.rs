@@ -449,7 +449,6 @@ impl VoxelRay {
             self.max_distance,
         )?;
         let mut p = PreparedRay {
-            origin: r.origin,
             start: r.origin,
             sub: r.sub_offset,
             dir: r.direction,
@@ -522,8 +521,6 @@ pub(crate) fn first_crossing(sub: f32, d: f32) -> f32 {
 /// the CPU reference and the GPU upload.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct PreparedRay {
-    /// The (normalised) origin voxel.
-    pub(crate) origin: WorldPos,
     /// The voxel that holds the ray just after its start point (see [`first_voxel`]).
     pub(crate) start: WorldPos,
     /// Sub offset in `[0, 1)`, denormals flushed.
@@ -543,6 +540,20 @@ pub(crate) struct PreparedRay {
 }
 
 impl PreparedRay {
+    /// The (normalised) origin voxel: `start`, moved back up by one on each axis where
+    /// [`first_voxel`] moved it down.
+    #[must_use]
+    pub(crate) fn origin(&self) -> WorldPos {
+        WorldPos::from_array(std::array::from_fn(|a| {
+            let s = self.start.axis(a);
+            if self.dir[a] < 0.0 && self.sub[a] == 0.0 {
+                s + 1
+            } else {
+                s
+            }
+        }))
+    }
+
     /// Offset of the start point inside the start voxel on each axis: `sub`, or `1.0` on an
     /// axis where [`first_voxel`] moved the start voxel down by one.
     #[inline]
@@ -575,7 +586,6 @@ impl PreparedRay {
     pub(crate) fn shifted_down(&self, mask: u32) -> Option<Self> {
         let mut out = *self;
         for a in (0..3).filter(|&a| mask >> a & 1 != 0) {
-            set_axis(&mut out.origin, a, self.origin.axis(a).checked_sub(1)?);
             set_axis(&mut out.start, a, self.start.axis(a).checked_sub(1)?);
         }
         Some(out)

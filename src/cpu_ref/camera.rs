@@ -180,7 +180,7 @@ mod tests {
         );
         // Rays from different points share nothing; a tile in a solid voxel has no air.
         let mut apart = center.clone();
-        apart[1].origin.x += 1;
+        apart[1].start.x += 1;
         assert_eq!(air_before(&world, apart.iter()), 0.0);
         let mut buried = world.clone();
         buried.set_voxel(cam.position, VoxelId(1));

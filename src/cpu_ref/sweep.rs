@@ -12,7 +12,7 @@
 use rayon::iter::{IndexedParallelIterator, IntoParallelRefIterator, ParallelIterator};
 use rayon::slice::{ParallelSlice, ParallelSliceMut};
 
-use crate::cpu_ref::{cast_ray, cast_unprepared};
+use crate::cpu_ref::Cast;
 use crate::ray::{PreparedRay, RaycastOptions, RaycastOutcome, UnloadedPolicy, VoxelRay};
 use crate::world::VoxelWorld;
 
@@ -131,8 +131,9 @@ impl Shared {
         } else {
             0.0
         };
+        let cast = Cast::new(world, opts, false);
         for (i, r) in rays {
-            answer(*i, cast_ray(r, world, opts, false, t_air));
+            answer(*i, cast.ray(r, t_air));
         }
     }
 }
@@ -148,9 +149,10 @@ pub(crate) fn cast_batch_into(
     out: &mut Vec<RaycastOutcome>,
 ) {
     if !sweeps(opts) || !has_run(rays) {
+        let cast = Cast::new(world, opts, false);
         rays.par_iter()
             .with_min_len(ALONE)
-            .map(|r| cast_unprepared(r, world, opts))
+            .map(|r| cast.unprepared(r))
             .collect_into_vec(out);
         return;
     }
@@ -170,7 +172,8 @@ pub(crate) fn cast_serial_into(
 ) {
     out.clear();
     if !sweeps(opts) {
-        out.extend(rays.iter().map(|r| cast_unprepared(r, world, opts)));
+        let cast = Cast::new(world, opts, false);
+        out.extend(rays.iter().map(|r| cast.unprepared(r)));
         return;
     }
     out.resize(rays.len(), RaycastOutcome::Miss);
@@ -237,6 +240,7 @@ fn cast_block(
     out: &mut [RaycastOutcome],
 ) {
     let mut shared = Shared::default();
+    let cast = Cast::new(world, opts, false);
     let mut dirs: Vec<glam::Vec3> = Vec::new();
     let mut start = 0;
     while start < rays.len() {
@@ -246,7 +250,7 @@ fn cast_block(
         }
         if end - start < MIN_RUN || !air_found(&rays[start..end], world) {
             for i in start..end {
-                out[i] = cast_unprepared(&rays[i], world, opts);
+                out[i] = cast.unprepared(&rays[i]);
             }
         } else {
             dirs.clear();
@@ -394,7 +398,8 @@ pub(crate) fn air_before<'r>(
     let Some(first) = all.next() else {
         return 0.0;
     };
-    if all.any(|r| r.origin != first.origin || r.sub != first.sub) {
+    let first_origin = first.origin();
+    if all.any(|r| r.sub != first.sub || r.origin() != first_origin) {
         return 0.0;
     }
     let (mut d_lo, mut d_hi) = (first.dir.as_dvec3(), first.dir.as_dvec3());
@@ -405,7 +410,7 @@ pub(crate) fn air_before<'r>(
         t_max = t_max.max(f64::from(r.max_distance));
     }
     let sub = first.sub.as_dvec3();
-    let origin = first.origin.to_array();
+    let origin = first_origin.to_array();
     let (mut t0, mut step) = (0.0f64, FIRST_STEP);
     while t0 < t_max {
         let t1 = (t0 + step).min(t_max);
