@@ -222,7 +222,12 @@ if (( browser_ok != 0 )); then
 fi
 cat "$browser_log"
 # The native digest of the page's parity suite, written by web/tests/suite.rs above.
-VOXCAST_NATIVE_DIGEST="$(cat target/tmp/voxcast-web-digest)" ./scripts/web.sh test
+web_target=$(./scripts/web.sh target-dir)
+VOXCAST_NATIVE_DIGEST="$(cat "$web_target/tmp/voxcast-web-digest")" ./scripts/web.sh test
+# The page's script builds where cargo builds: CARGO_TARGET_DIR (and build.target-dir) honoured.
+elsewhere="$(mktemp -d)/elsewhere"
+[[ "$(CARGO_TARGET_DIR="$elsewhere" ./scripts/web.sh target-dir)" == "$elsewhere" ]] \
+    || { echo "test.sh: scripts/web.sh does not build into CARGO_TARGET_DIR" >&2; exit 1; }
 
 elapsed=$((SECONDS - start))
 printf 'test.sh: all tests passed in %dm%02ds\n' $((elapsed / 60)) $((elapsed % 60))

@@ -1,22 +1,28 @@
 #!/usr/bin/env bash
 # voxcast in the browser.
-#   scripts/web.sh build          builds the page into target/web/site (wasm32 + wasm-bindgen)
+#   scripts/web.sh build          builds the page into TARGET/web/site (wasm32 + wasm-bindgen)
 #   scripts/web.sh serve [PORT]   builds it and serves it on http://127.0.0.1:PORT (default 8731)
 #   scripts/web.sh tools          installs the browser and Playwright only (what `test` needs)
+#   scripts/web.sh target-dir     prints TARGET: cargo's target directory (CARGO_TARGET_DIR or
+#                                 build.target-dir where set, else target/)
 #   scripts/web.sh test           builds it and tests it in headless Chromium (Playwright):
 #                                 parity in the page, click-to-break, a screenshot, the size
 #                                 limits, a killed GPU process, CPU fallback
 #                                 (VOXCAST_NATIVE_DIGEST: the native digest, if computed already)
 # Installs what is missing: the wasm32 target (rustup), wasm-bindgen-cli at the version of
-# Cargo.lock (into target/web-tools), Debian's chromium (apt) and npm's playwright-core (into
-# target/web-tools). Fails with a clear message, never skips, when one cannot be had.
+# Cargo.lock (into TARGET/web-tools), Debian's chromium (apt) and npm's playwright-core (into
+# TARGET/web-tools). Fails with a clear message, never skips, when one cannot be had.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root=$(pwd)
-out="$root/target/web"
-tools="$root/target/web-tools"
 say() { echo "web.sh: $*"; }
 die() { echo "web.sh: $*" >&2; exit 1; }
+# Cargo's own answer, so that CARGO_TARGET_DIR and a configured build.target-dir are honoured.
+target=$(cargo metadata --format-version 1 --no-deps 2>/dev/null \
+    | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])') \
+    || die "cannot ask cargo for its target directory (cargo metadata)"
+out="$target/web"
+tools="$target/web-tools"
 
 need_wasm() {
     rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown && return
@@ -29,7 +35,7 @@ need_bindgen() {
     v=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)
     [[ -n "$v" ]] || die "no wasm-bindgen in Cargo.lock"
     if ! "$tools/bin/wasm-bindgen" --version 2>/dev/null | grep -qF " $v"; then
-        say "installing wasm-bindgen-cli $v (the version of Cargo.lock) into target/web-tools"
+        say "installing wasm-bindgen-cli $v (the version of Cargo.lock) into $tools"
         # Not --locked: a locked dependency of the CLI is missing from some registries.
         # --debug: it compiles in about two thirds of the time, and still binds the page in
         # about two seconds.
@@ -47,7 +53,7 @@ need_browser() {
     fi
     if [[ ! -d "$tools/node_modules/playwright-core" ]]; then
         command -v npm >/dev/null || die "no npm to install playwright-core"
-        say "installing npm's playwright-core into target/web-tools"
+        say "installing npm's playwright-core into $tools"
         mkdir -p "$tools"
         (cd "$tools" && { [[ -f package.json ]] || npm init -y >/dev/null; } && npm install --silent playwright-core) \
             || die "cannot install playwright-core with npm"
@@ -59,10 +65,14 @@ build() {
     need_bindgen
     say "building voxcast-web for wasm32-unknown-unknown"
     cargo build -q --release --target wasm32-unknown-unknown -p voxcast-web
-    rm -rf "$out/site" && mkdir -p "$out/site"
-    "$tools/bin/wasm-bindgen" --target web --no-typescript --out-dir "$out/site" \
-        target/wasm32-unknown-unknown/release/voxcast_web.wasm
-    cp web/static/index.html web/static/main.js "$out/site/"
+    local wasm="$target/wasm32-unknown-unknown/release/voxcast_web.wasm"
+    [[ -f "$wasm" ]] || die "cargo built no $wasm"
+    # Bound into a fresh folder that replaces the site only once it is complete.
+    rm -rf "$out/site.new" && mkdir -p "$out/site.new"
+    "$tools/bin/wasm-bindgen" --target web --no-typescript --out-dir "$out/site.new" "$wasm" \
+        || die "wasm-bindgen failed on $wasm"
+    cp web/static/index.html web/static/main.js "$out/site.new/"
+    rm -rf "$out/site" && mv "$out/site.new" "$out/site"
     say "built $out/site ($(du -sh "$out/site" | cut -f1))"
 }
 
@@ -89,7 +99,7 @@ test_page() {
         python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/')" 2>/dev/null && break
         sleep 0.2
     done
-    # Run from target/web-tools, where node finds playwright-core.
+    # Run from TARGET/web-tools, where node finds playwright-core.
     cp web/check.mjs "$tools/check.mjs"
     timeout 900 node "$tools/check.mjs" "http://127.0.0.1:$port/index.html" \
         "${digest%% *}" "$out"
@@ -99,6 +109,7 @@ case "${1:-}" in
     build) build ;;
     serve) build; serve "${2:-}" ;;
     tools) need_browser ;;
+    target-dir) echo "$target" ;;
     test) build; test_page ;;
-    *) die "usage: scripts/web.sh build | serve [PORT] | tools | test" ;;
+    *) die "usage: scripts/web.sh build | serve [PORT] | tools | target-dir | test" ;;
 esac
