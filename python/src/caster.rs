@@ -78,9 +78,7 @@ impl Caster {
         n: usize,
         call: impl FnOnce(&Target<'_>) -> PyResult<R> + Send,
     ) -> PyResult<R> {
-        let world = self.world.try_borrow(py).map_err(|_| {
-            PyRuntimeError::new_err("the world is being edited: edit it between batches")
-        })?;
+        let world = crate::world::read(self.world.bind(py))?;
         match &self.on {
             On::Cpu => {
                 let target = Target::Cpu(&world.world);
@@ -364,7 +362,7 @@ impl Gpu {
     /// `world` uploaded whole, as a caster whose calls follow the world's later edits.
     fn upload(&self, py: Python<'_>, world: Py<World>) -> PyResult<Caster> {
         let (on_gpu, seen) = {
-            let w = world.borrow(py);
+            let w = crate::world::read(world.bind(py))?;
             let on_gpu = self
                 .gpu
                 .upload_world(&w.world)

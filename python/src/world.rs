@@ -69,6 +69,34 @@ impl World {
 }
 
 /// `frame + v`, or a `ValueError` naming row `i` of `name`.
+/// How long a waiting edit or batch sleeps, without the GIL, between looks at the world.
+const WAIT: std::time::Duration = std::time::Duration::from_micros(200);
+
+/// The world borrowed for an edit: waits, without the GIL, until the batches that other
+/// Python threads cast on it have ended (a batch reads the world for its whole length).
+/// Ctrl-C stops the wait with `KeyboardInterrupt`, the world unchanged.
+pub(crate) fn edit<'py>(world: &Bound<'py, World>) -> PyResult<PyRefMut<'py, World>> {
+    loop {
+        if let Ok(w) = world.try_borrow_mut() {
+            return Ok(w);
+        }
+        world.py().detach(|| std::thread::sleep(WAIT));
+        world.py().check_signals()?;
+    }
+}
+
+/// The world borrowed for a batch: waits, without the GIL, for an edit that another Python
+/// thread is making (loading chunks builds them without the GIL). Ctrl-C stops the wait.
+pub(crate) fn read<'py>(world: &Bound<'py, World>) -> PyResult<PyRef<'py, World>> {
+    loop {
+        if let Ok(w) = world.try_borrow() {
+            return Ok(w);
+        }
+        world.py().detach(|| std::thread::sleep(WAIT));
+        world.py().check_signals()?;
+    }
+}
+
 fn voxel_at(frame: WorldPos, v: [i64; 3], name: &str, i: usize) -> PyResult<WorldPos> {
     frame.checked_add(v.map(i128::from)).ok_or_else(|| {
         PyValueError::new_err(format!("{name}: row {i} lies outside the i128 world"))
@@ -126,7 +154,7 @@ impl World {
 
     /// Sets the shape of `id`: `kind` "cube", "empty" or "boxes" (then `boxes`, each a low
     /// and a high corner in sixteenths of the voxel).
-    fn set_shape(&mut self, id: u16, kind: &str, boxes: Vec<Corners>) -> PyResult<()> {
+    fn set_shape(slf: &Bound<'_, Self>, id: u16, kind: &str, boxes: Vec<Corners>) -> PyResult<()> {
         let shape = match kind {
             "cube" => BlockShape::Cube,
             "empty" => BlockShape::Empty,
@@ -143,11 +171,12 @@ impl World {
                 )));
             }
         };
-        self.world
+        let mut this = edit(slf)?;
+        this.world
             .set_shape(VoxelId(id), &shape)
             .map_err(|e| PyValueError::new_err(format!("shape of id {id}: {e}")))?;
         // A change the GPU copy must take (`GpuWorld::update_chunks` takes the shapes).
-        self.version += 1;
+        this.version += 1;
         Ok(())
     }
 
@@ -175,7 +204,7 @@ impl World {
     /// `origin`: every chunk it touches is loaded, voxels of those chunks outside the block
     /// keep their ids (air where the chunk was unloaded).
     fn load_dense(
-        &mut self,
+        slf: &Bound<'_, Self>,
         py: Python<'_>,
         ids: PyReadonlyArray3<'_, u16>,
         origin: &Bound<'_, PyAny>,
@@ -209,7 +238,8 @@ impl World {
             })
             .filter(|c| c.is_in_world())
             .collect();
-        let world = &self.world;
+        let mut this = edit(slf)?;
+        let world = &this.world;
         let chunks: Vec<(ChunkPos, Chunk)> = py.detach(|| {
             on_pool(usize::MAX, || {
                 use rayon::prelude::*;
@@ -245,10 +275,10 @@ impl World {
                     .collect()
             })
         });
-        self.world
+        this.world
             .insert_chunks(chunks)
             .map_err(|e| PyValueError::new_err(e.to_string()))?;
-        self.note_changes();
+        this.note_changes();
         Ok(())
     }
 
@@ -256,7 +286,7 @@ impl World {
     /// (int64 chunk coordinates from the chunk `frame`, Python ints), replacing what was
     /// there; a later chunk at the same position replaces an earlier one.
     fn load_chunks(
-        &mut self,
+        slf: &Bound<'_, Self>,
         py: Python<'_>,
         frame: &Bound<'_, PyAny>,
         chunks: PyReadonlyArray2<'_, i64>,
@@ -305,17 +335,18 @@ impl World {
                     .collect()
             })
         });
-        self.world
+        let mut this = edit(slf)?;
+        this.world
             .insert_chunks(loaded)
             .map_err(|e| PyValueError::new_err(e.to_string()))?;
-        self.note_changes();
+        this.note_changes();
         Ok(())
     }
 
     /// Sets voxel `voxels[i]` (int64, from `frame`) to `ids[i]`; a voxel of an unloaded chunk
     /// loads that chunk (air elsewhere).
     fn set_voxels(
-        &mut self,
+        slf: &Bound<'_, Self>,
         frame: &Bound<'_, PyAny>,
         voxels: PyReadonlyArray2<'_, i64>,
         ids: PyReadonlyArray1<'_, u16>,
@@ -340,10 +371,11 @@ impl World {
                 )
             })
             .collect::<PyResult<_>>()?;
+        let mut this = edit(slf)?;
         for (p, &id) in at.into_iter().zip(ids.iter()) {
-            self.world.set_voxel(p, VoxelId(id));
+            this.world.set_voxel(p, VoxelId(id));
         }
-        self.note_changes();
+        this.note_changes();
         Ok(())
     }
 
@@ -393,9 +425,11 @@ impl World {
     }
 
     #[setter]
-    fn set_skip_empty_bricks(&mut self, skip: Option<bool>) {
-        self.skip_set = skip;
-        self.world.set_skip_empty_bricks(skip);
+    fn set_skip_empty_bricks(slf: &Bound<'_, Self>, skip: Option<bool>) -> PyResult<()> {
+        let mut this = edit(slf)?;
+        this.skip_set = skip;
+        this.world.set_skip_empty_bricks(skip);
+        Ok(())
     }
 
     /// The inclusive voxel box `((x, y, z), (x, y, z))` of every loaded chunk (Python ints),

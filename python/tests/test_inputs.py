@@ -135,3 +135,45 @@ def test_a_ray_asked_to_look_farther_than_the_cap_looks_as_far_as_the_cap():
     # A segment longer than the cap is refused, as a row.
     s = w.line_of_sight([[0.5, 0.5, 0.5]], [[70_000.5, 0.5, 0.5]])
     assert s.status.tolist() == [vc.INVALID] and "cap" in s.errors[0][1]
+
+
+def test_edits_wait_for_batches_on_other_threads():
+    """An edit made while another thread casts on the same world waits for that batch (the
+    batch answers for the world as it was), instead of failing with "Already borrowed"."""
+    import threading
+
+    w = vc.World()
+    w.set_voxels([[x, 0, z] for x in range(64) for z in range(64)], 1)
+    n = 200_000
+    origins = np.tile([[0.5, 40.5, 0.5]], (n, 1))
+    rng = np.random.default_rng(5)
+    dirs = rng.normal(size=(n, 3))
+    dirs[:, 1] = -np.abs(dirs[:, 1]) - 0.1
+    stop = threading.Event()
+    errors = []
+    batches = [0]
+
+    def cast():
+        while not stop.is_set():
+            try:
+                w.raycast(origins, dirs, 200.0)
+                batches[0] += 1
+            except Exception as e:  # noqa: BLE001 - every failure is the test's finding
+                errors.append(e)
+                return
+
+    t = threading.Thread(target=cast)
+    t.start()
+    try:
+        edits = 0
+        while batches[0] < 3 and not errors:
+            w.set_voxels([[edits % 64, 1, 7]], 2)
+            w.skip_empty_bricks = None
+            edits += 1
+    finally:
+        stop.set()
+        t.join()
+    assert not errors, errors
+    assert edits > 0
+    ids, _ = w.get_voxels([[x, 1, 7] for x in range(min(edits, 64))])
+    assert (ids == 2).all()
