@@ -1,7 +1,7 @@
 //! Rays, options, hits and outcomes, and the validation that turns a user's ray into the exact
 //! per-axis parameters both the CPU reference and the GPU step with.
 
-use glam::{DVec3, Vec3};
+use glam::{DVec3, Vec3, Vec3A};
 
 use crate::coords::WorldPos;
 
@@ -448,34 +448,47 @@ impl VoxelRay {
             self.direction,
             self.max_distance,
         )?;
-        let mut p = PreparedRay {
-            start: r.origin,
+        // The three axes at once (`first_crossing`, `first_voxel` and the enable test of
+        // each, the same operations lane by lane, so the same bits).
+        let d = Vec3A::from(r.direction);
+        let sub = Vec3A::from(r.sub_offset);
+        let down = d.cmplt(Vec3A::ZERO);
+        let on_low_face = sub.cmpeq(Vec3A::ZERO);
+        let b = Vec3A::select(
+            down,
+            Vec3A::select(on_low_face, Vec3A::ONE, sub),
+            Vec3A::ONE - sub,
+        );
+        let inv = Vec3A::ONE / d.abs();
+        // Disable an axis that never crosses within max distance: no infinity, NaN or
+        // denormal ever reaches the stepping arithmetic (the GPU may assume they don't occur).
+        let enabled = d.cmpne(Vec3A::ZERO)
+            & inv.is_finite_mask()
+            & (b * inv).cmple(Vec3A::splat(r.max_distance));
+        let inv = Vec3A::select(enabled, inv, Vec3A::ONE);
+        let (down, enabled) = (down.bitmask(), enabled.bitmask());
+        let mut start = r.origin;
+        // The start voxel moves down on an axis where the start point lies on the low face
+        // and the ray moves down (`first_voxel`).
+        let moved = down & on_low_face.bitmask();
+        if moved != 0 {
+            for a in 0..3 {
+                match first_voxel(r.origin.axis(a), r.sub_offset[a], r.direction[a]) {
+                    Some(v) => set_axis(&mut start, a, v),
+                    None => return Ok(None),
+                }
+            }
+        }
+        let p = PreparedRay {
+            start,
             sub: r.sub_offset,
             dir: r.direction,
             max_distance: r.max_distance,
-            b: [1.0; 3],
-            inv: [1.0; 3],
-            step: [1; 3],
-            enabled: [false; 3],
+            b: b.to_array(),
+            inv: inv.to_array(),
+            step: [0, 1, 2].map(|a| 1 - 2 * (down >> a & 1) as i8),
+            enabled: [0, 1, 2].map(|a| enabled >> a & 1 != 0),
         };
-        for a in 0..3 {
-            let d = r.direction[a];
-            let sub = r.sub_offset[a];
-            p.step[a] = if d < 0.0 { -1 } else { 1 };
-            let start = first_voxel(r.origin.axis(a), sub, d);
-            match start {
-                Some(s) => set_axis(&mut p.start, a, s),
-                None => return Ok(None),
-            }
-            p.b[a] = first_crossing(sub, d);
-            let inv = 1.0 / d.abs();
-            // Disable an axis that never crosses within max distance: no infinity, NaN or
-            // denormal ever reaches the stepping arithmetic (the GPU may assume they don't occur).
-            if d != 0.0 && inv.is_finite() && p.b[a] * inv <= r.max_distance {
-                p.enabled[a] = true;
-                p.inv[a] = inv;
-            }
-        }
         Ok(Some(p))
     }
 }
@@ -636,6 +649,76 @@ mod tests {
             };
             if w.abs() < 1.7e38 {
                 assert_eq!(add_whole(5, w), wide, "add_whole(5, {w:e})");
+            }
+        }
+    }
+
+    /// `prepare` takes the three axes at once: each axis gets what the per-axis definitions
+    /// give it (`first_voxel`, `first_crossing`, `1 / |d|` and the enable test), bit for bit,
+    /// over directions with zero, denormal, tiny and huge components of both signs, start
+    /// points on faces, short and long max distances, and origins at the i128 edges.
+    #[test]
+    fn prepare_equals_the_per_axis_definitions() {
+        let mut rng = voxcast_testkit::SplitMix64::new(64);
+        let pick = |r: &mut voxcast_testkit::SplitMix64, from: &[f32]| {
+            from[r.below(from.len() as u64) as usize]
+        };
+        let comps = [
+            0.0, -0.0, 1e-39, -1e-39, 1e-30, -1e-30, 1.0, -1.0, 0.3, -0.7,
+        ];
+        let subs = [0.0, 0.5, 1e-39, 0.999_999_94, 0.25];
+        let maxes = [0.0, 1e-3, 0.5, 1.0, 7.5, 1e4, f32::INFINITY];
+        let origins = [0, -5, i128::MIN, i128::MAX, i128::MIN + 1];
+        for i in 0..100_000 {
+            let d = Vec3::from_array(std::array::from_fn(|_| {
+                if rng.below(3) == 0 {
+                    pick(&mut rng, &comps)
+                } else {
+                    rng.next_f32() * 2.0 - 1.0
+                }
+            }));
+            let sub = Vec3::from_array(std::array::from_fn(|_| pick(&mut rng, &subs)));
+            let origin = WorldPos::from_array(std::array::from_fn(|_| {
+                let o = origins[rng.below(origins.len() as u64) as usize];
+                if i % 2 == 0 { o } else { o / 2 }
+            }));
+            let ray = VoxelRay {
+                origin,
+                sub_offset: sub,
+                direction: d,
+                max_distance: pick(&mut rng, &maxes),
+            };
+            let Ok(r) =
+                VoxelRay::validated(ray.origin, ray.sub_offset, ray.direction, ray.max_distance)
+            else {
+                assert!(ray.prepare().is_err());
+                continue;
+            };
+            let mut start = r.origin;
+            let mut none = false;
+            for a in 0..3 {
+                match first_voxel(r.origin.axis(a), r.sub_offset[a], r.direction[a]) {
+                    Some(v) => set_axis(&mut start, a, v),
+                    None => none = true,
+                }
+            }
+            let p = ray.prepare().expect("valid");
+            if none {
+                assert_eq!(p, None, "{ray:?}");
+                continue;
+            }
+            let p = p.expect("prepared");
+            assert_eq!(p.start, start, "{ray:?}");
+            for a in 0..3 {
+                let (dv, sv) = (r.direction[a], r.sub_offset[a]);
+                let b = first_crossing(sv, dv);
+                let inv = 1.0 / dv.abs();
+                let enabled = dv != 0.0 && inv.is_finite() && b * inv <= r.max_distance;
+                assert_eq!(p.step[a], if dv < 0.0 { -1 } else { 1 }, "{ray:?} axis {a}");
+                assert_eq!(p.b[a].to_bits(), b.to_bits(), "{ray:?} axis {a}");
+                assert_eq!(p.enabled[a], enabled, "{ray:?} axis {a}");
+                let want = if enabled { inv } else { 1.0 };
+                assert_eq!(p.inv[a].to_bits(), want.to_bits(), "{ray:?} axis {a}");
             }
         }
     }

@@ -182,6 +182,23 @@ mod tests {
         let mut apart = center.clone();
         apart[1].start.x += 1;
         assert_eq!(air_before(&world, apart.iter()), 0.0);
+        // Rays from different points whose start voxels coincide (on a face, moving apart)
+        // share nothing either.
+        let on_face = |x: i128, dx: f32| {
+            VoxelRay {
+                origin: crate::coords::WorldPos::new(x, 100, 100),
+                sub_offset: glam::Vec3::new(0.0, 0.5, 0.5),
+                direction: glam::Vec3::new(dx, -0.5, 0.5).normalize(),
+                max_distance: 200.0,
+            }
+            .prepare()
+            .expect("valid")
+            .expect("in the world")
+        };
+        let (a, b) = (on_face(101, -0.5), on_face(100, 0.5));
+        assert_eq!(a.start, b.start);
+        assert_eq!(air_before(&world, [a, b].iter()), 0.0);
+        assert!(air_before(&world, [a, a].iter()) > 0.0);
         let mut buried = world.clone();
         buried.set_voxel(cam.position, VoxelId(1));
         assert_eq!(air_before(&buried, center.iter()), 0.0);

@@ -399,7 +399,16 @@ pub(crate) fn air_before<'r>(
         return 0.0;
     };
     let first_origin = first.origin();
-    if all.any(|r| r.sub != first.sub || r.origin() != first_origin) {
+    // Off every voxel face a start is its origin; on one, `first_voxel` may have moved it.
+    let on_face = first.sub.cmpeq(glam::Vec3::ZERO).any();
+    if all.any(|r| {
+        r.sub != first.sub
+            || if on_face {
+                r.origin() != first_origin
+            } else {
+                r.start != first.start
+            }
+    }) {
         return 0.0;
     }
     let (mut d_lo, mut d_hi) = (first.dir.as_dvec3(), first.dir.as_dvec3());
