@@ -7,9 +7,14 @@ sweeps are answered by the CPU reference (on every core, without the GIL) or, th
 
 Coordinates. numpy has no 128-bit integers, so every call takes a ``frame``: a voxel of the
 world given as three Python ints (default ``(0, 0, 0)``). Points are float64 offsets in voxels
-from the frame's low corner (exact within 2**53 of it; a ray's start is then rounded to f32
-inside its voxel, within 2**-25 voxels). Voxels come back as int64 offsets from the frame;
-:meth:`Hits.voxel_ints` gives them as Python ints of the world.
+from the frame's low corner. What holds: a point's voxel is the exact floor of the float64 you
+pass, and its start inside that voxel is the float64's fraction rounded to f32, within 2**-25
+voxels of the float64. The float64 itself holds a number to within half its spacing, which
+grows with the offset: below 2**28 voxels from the frame that is at most 2**-25 (so a start
+within 2**-24 of the number you meant), below 2**40 at most 2**-13, and from 2**52 on the
+offset is a whole number (whole offsets are exact up to 2**53). Keep offsets small by passing a
+frame near the rays. Voxels come back as int64 offsets from the frame; :meth:`Hits.voxel_ints`
+gives them as Python ints of the world.
 
 Answers never raise for one bad ray: each row has a ``status`` (:data:`MISS`, :data:`HIT`,
 :data:`UNLOADED`, :data:`INVALID`) and ``Hits.errors`` says why a row is invalid. Wrong shapes,
