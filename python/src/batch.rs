@@ -373,6 +373,14 @@ impl Columns {
         block: impl Fn(&mut S, usize, BlockColumns<'_>) -> Vec<(usize, String)> + Sync,
     ) -> Self {
         use rayon::prelude::*;
+        // After Ctrl-C the remaining blocks are left unwritten: the call raises instead.
+        let since = crate::cast::interrupts();
+        let block = |s: &mut S, b: usize, cols: BlockColumns<'_>| {
+            if crate::cast::interrupted(since) {
+                return Vec::new();
+            }
+            block(s, b, cols)
+        };
         let mut c = Self {
             status: vec![0; n],
             voxel: vec![0; 3 * n],

@@ -88,6 +88,69 @@ pub(crate) fn on_pool<R: Send>(n: usize, f: impl FnOnce() -> R + Send) -> R {
     }
 }
 
+/// Ctrl-C's count: a CPU batch stops writing blocks once it moves (see [`interrupted`]).
+static INTERRUPTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Rays from which a CPU batch runs on a helper thread while the calling thread watches for
+/// Ctrl-C: smaller batches end within a few milliseconds anyway.
+const WATCHED: usize = 1 << 16;
+
+/// How often a watched batch's caller looks for Ctrl-C.
+const WATCH: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// Ctrl-C's count now, for [`interrupted`].
+pub(crate) fn interrupts() -> u64 {
+    INTERRUPTS.load(std::sync::atomic::Ordering::Acquire)
+}
+
+/// Whether Ctrl-C came since `since` (a count from [`interrupts`]): the batch that took it
+/// stops writing blocks, and its call raises `KeyboardInterrupt`.
+pub(crate) fn interrupted(since: u64) -> bool {
+    interrupts() != since
+}
+
+/// Runs `work`, a CPU batch of `n` rays, without the GIL. A large batch runs on a helper
+/// thread while this one looks for Ctrl-C every [`WATCH`]: on Ctrl-C the batches casting on
+/// the CPU skip their remaining blocks (see [`interrupted`]), this call waits for them to
+/// end and raises `KeyboardInterrupt`; a batch from another Python thread stopped so raises it
+/// too. Worlds are left as they were (batches only read them).
+pub(crate) fn interruptible<R: Send>(
+    py: Python<'_>,
+    n: usize,
+    work: impl FnOnce() -> R + Send,
+) -> PyResult<R> {
+    let since = interrupts();
+    let out = if n < WATCHED {
+        py.detach(work)
+    } else {
+        std::thread::scope(|s| -> PyResult<R> {
+            let watcher = std::thread::current();
+            let helper = s.spawn(move || {
+                let out = work();
+                watcher.unpark();
+                out
+            });
+            while !helper.is_finished() {
+                py.detach(|| std::thread::park_timeout(WATCH));
+                if let Err(e) = py.check_signals() {
+                    INTERRUPTS.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+                    // The batch stops at its next block.
+                    let _ = py.detach(|| helper.join());
+                    return Err(e);
+                }
+            }
+            py.detach(|| helper.join())
+                .map_err(|_| PyRuntimeError::new_err("a CPU batch panicked"))
+        })?
+    };
+    if interrupted(since) {
+        return Err(pyo3::exceptions::PyKeyboardInterrupt::new_err(
+            "the batch was stopped by Ctrl-C",
+        ));
+    }
+    Ok(out)
+}
+
 /// Makes the CPU's batches run on `threads` threads (0: one a core, rayon's own pool).
 pub(crate) fn set_threads(threads: usize) -> PyResult<()> {
     let pool = if threads == 0 {

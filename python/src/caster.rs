@@ -82,7 +82,7 @@ impl Caster {
         match &self.on {
             On::Cpu => {
                 let target = Target::Cpu(&world.world);
-                py.detach(|| on_pool(n, || call(&target)))
+                crate::cast::interruptible(py, n, || on_pool(n, || call(&target)))?
             }
             On::Gpu { gpu, upload } => {
                 fn poisoned<T>(_: T) -> PyErr {

@@ -200,3 +200,45 @@ def test_the_documented_precision_of_float64_offsets():
         for m, x, d in zip(meant, walls, hits.distance):
             exact = Fraction(x) - m
             assert abs(Fraction(float(d)) - exact) <= Fraction(bound), (scale, m, d)
+
+
+def test_ctrl_c_stops_a_cpu_batch_soon_and_leaves_the_world_usable():
+    """Ctrl-C during a long CPU batch raises KeyboardInterrupt within a fraction of a second,
+    not when the batch would have ended, and the world answers the next batch as before."""
+    import os
+    import signal
+    import threading
+    import time
+
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signals reach the main thread only")
+    # A long bar of id 1 that rays pass through (only id 2 stops them): every ray walks
+    # hundreds of voxels along it, voxel by voxel.
+    w = vc.World.from_dense(np.ones((1024, 32, 32), np.uint8))
+    rng = np.random.default_rng(3)
+
+    def rays(n):
+        # In the dtypes the call takes, so that it spends its time in the batch.
+        o = rng.uniform(1.0, 31.0, size=(n, 3))
+        o[:, 0] = rng.uniform(1.0, 1023.0, size=n)
+        d = np.column_stack([rng.choice([-1.0, 1.0], n), rng.normal(0, 0.01, (n, 2))])
+        return o, d.astype(np.float32)
+
+    o, d = rays(1 << 16)
+    t = time.perf_counter()
+    w.raycast(o, d, 2000.0, solid=[2])
+    per_ray = (time.perf_counter() - t) / len(o)
+    # A batch that would take seconds (about 6, at most 4 M rays).
+    n = int(min(6.0 / per_ray, 1 << 22))
+    o, d = rays(n)
+    timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT))
+    start = time.perf_counter()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        w.raycast(o, d, 2000.0, solid=[2])
+        time.sleep(10)  # Without the check, the interrupt arrives only after the batch.
+    took = time.perf_counter() - start
+    timer.join()
+    assert took < 1.0 + 1.0, f"Ctrl-C took {took - 1.0:.2f} s to stop a {per_ray * n:.1f} s batch"
+    hits = w.raycast([[0.5, 0.5, -3.5]], [[0.0, 0.0, 1.0]], 10.0)
+    assert hits.status[0] == vc.HIT and hits.distance[0] == 3.5
