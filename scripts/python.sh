@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # voxcast from Python (the package in python/).
-#   scripts/python.sh test     installs the package into target/py-venv and runs its tests
-#                              (pytest python/tests; the GPU tests as the Rust ones, failing
-#                              without an adapter under VOXCAST_REQUIRE_GPU=1) and examples
+#   scripts/python.sh wheel [PROFILE]  builds the wheel users install (abi3: one wheel for
+#                              CPython 3.9 and later; manylinux, checked by maturin's own
+#                              auditwheel) into target/wheels (profile release by default)
+#   scripts/python.sh test     builds the wheel (profile checked), installs it into a fresh
+#                              virtual environment (target/py-wheel-venv) with no cargo on PATH
+#                              and runs its tests there (pytest python/tests; the GPU tests as
+#                              the Rust ones, failing without an adapter under
+#                              VOXCAST_REQUIRE_GPU=1) and examples
 #   scripts/python.sh venv     makes target/py-venv with maturin, numpy and pytest only
 #   scripts/python.sh install  installs the package into target/py-venv only
 #   scripts/python.sh bench    installs it with Open3D and pyoctomap and runs python/bench.py
@@ -45,27 +50,71 @@ install() {
         || die "cannot build the voxcast package"
 }
 
+wheel() {
+    need_packages
+    local profile=${1:-release}
+    say "building the voxcast wheel (profile $profile) into target/wheels"
+    rm -rf target/wheels
+    # --compatibility pypi: a manylinux tag PyPI accepts; --auditwheel check: fail, rather than
+    # bundle, where the library needs a shared library outside the manylinux set.
+    PATH="$venv/bin:$PATH" "$venv/bin/maturin" build -m python/Cargo.toml --profile "$profile" \
+        --strip --compatibility pypi --auditwheel check --out target/wheels \
+        || die "cannot build the voxcast wheel"
+    wheel=$(ls target/wheels/voxcast-*-abi3-manylinux*.whl 2>/dev/null | head -n 1)
+    [[ -n "$wheel" ]] || die "maturin built no abi3 manylinux wheel: $(ls target/wheels)"
+    say "built $wheel"
+}
+
+# PATH without any folder that holds cargo or rustc: what a user without Rust has.
+path_without_rust() {
+    local dir out=""
+    local IFS=:
+    for dir in $PATH; do
+        [[ -x "$dir/cargo" || -x "$dir/rustc" ]] && continue
+        out="${out:+$out:}$dir"
+    done
+    echo "$out"
+}
+
 case "${1:-}" in
     venv) need_packages ;;
     install) install release ;;
+    wheel) wheel "${2:-release}" ;;
     test)
-        install checked
+        wheel checked
+        users="$root/target/py-wheel-venv"
+        rm -rf "$users"
+        bare=$(path_without_rust)
+        say "installing $wheel into a fresh virtual environment with no cargo on PATH"
+        env PATH="$bare" python3 -m venv "$users" || die "cannot make a virtual environment in $users"
+        env PATH="$users/bin:$bare" bash -c '! command -v cargo >/dev/null && ! command -v rustc >/dev/null' \
+            || die "cargo is still on PATH for the wheel's test"
+        # --only-binary: the package must come from the wheel, never from a source build.
+        env PATH="$users/bin:$bare" "$users/bin/pip" install -q --only-binary voxcast "$wheel" pytest \
+            || die "cannot install the wheel and pytest"
+        # The sample files of fastanvil and dot_vox, found with cargo here, named for the tests.
+        packages=$(cargo metadata --format-version 1 | python3 -c 'import json, os, sys
+for p in json.load(sys.stdin)["packages"]:
+    if p["name"] in ("fastanvil", "dot_vox"):
+        print("VOXCAST_PACKAGE_" + p["name"].upper() + "=" + os.path.dirname(p["manifest_path"]))') \
+            || die "cannot find fastanvil's and dot_vox's sources with cargo metadata"
+        run() { env PATH="$users/bin:$bare" $packages "$users/bin/python" "$@"; }
         # From target/, so that python/voxcast (without its native module) is not on the path.
-        (cd target && "$venv/bin/python" -m pytest -q -p no:cacheprovider "$root/python/tests")
+        (cd target && run -m pytest -q -p no:cacheprovider "$root/python/tests")
         # As a user runs them from inside python/, where the sources sit beside the tests.
-        (cd python && "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/test_inputs.py)
+        (cd python && run -m pytest -q -p no:cacheprovider tests/test_inputs.py)
         # The examples write their files (the LiDAR sweep on the GPU, its answers the CPU's).
         say "the examples, into target/py-examples"
-        "$venv/bin/python" python/examples/lidar_sweep.py --gpu --out-dir target/py-examples
+        run python/examples/lidar_sweep.py --gpu --out-dir target/py-examples
         for f in lidar.ply lidar_range.png lidar_top.png; do
             [[ -s target/py-examples/$f ]] || die "the LiDAR example wrote no $f"
         done
-        "$venv/bin/python" python/examples/agent_observations.py --steps 5
+        run python/examples/agent_observations.py --steps 5
         ;;
     bench)
         install release
         "$venv/bin/pip" install -q open3d pyoctomap || die "cannot install open3d and pyoctomap from PyPI"
         "$venv/bin/python" python/bench.py "${@:2}"
         ;;
-    *) die "usage: scripts/python.sh test | venv | install | bench" ;;
+    *) die "usage: scripts/python.sh test | wheel [PROFILE] | venv | install | bench" ;;
 esac

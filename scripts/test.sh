@@ -192,8 +192,10 @@ phase "the importers' examples on the files fastanvil and dot_vox ship"
 phase "voxcast-bevy's picking example"
 "$examples/picking"
 
-# Python: the package in python/ built into a virtual environment (target/py-venv) and its
-# pytest suite, the GPU tests on lavapipe as above (scripts/python.sh installs what it needs).
+# Python: the package in python/ built as the wheel users install (abi3, manylinux, checked by
+# maturin's auditwheel), installed into a fresh virtual environment with no cargo on PATH, and
+# its pytest suite there, the GPU tests on lavapipe as above (scripts/python.sh installs what
+# it needs).
 phase "the Python package and its tests"
 tools_ok=0
 wait "$tools_pid" || tools_ok=$?

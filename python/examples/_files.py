@@ -1,8 +1,9 @@
 """What the examples share: the sample files the Rust crates' dependencies ship (found with
-``cargo metadata`` in a clone of the repository), and writers of PNG and PLY files (numpy
+``cargo metadata`` in a clone of the repository, or named by ``VOXCAST_PACKAGE_<NAME>``), and writers of PNG and PLY files (numpy
 alone, no imaging library)."""
 
 import json
+import os
 import struct
 import subprocess
 import zlib
@@ -14,7 +15,12 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def package_dir(name: str) -> Path:
-    """Where cargo keeps the source of the workspace's dependency ``name``."""
+    """Where cargo keeps the source of the workspace's dependency ``name``: from
+    ``VOXCAST_PACKAGE_<NAME>`` where set (for a machine without cargo), else from
+    ``cargo metadata``."""
+    given = os.environ.get("VOXCAST_PACKAGE_" + name.upper())
+    if given:
+        return Path(given)
     out = subprocess.run(
         ["cargo", "metadata", "--format-version", "1"], cwd=REPO, check=True, capture_output=True
     ).stdout

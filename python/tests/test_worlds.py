@@ -1,8 +1,7 @@
 """Worlds from what Python users have: chunks in bulk, Minecraft regions, MagicaVoxel models;
 and agents' visibility on them."""
 
-import json
-import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,12 +11,9 @@ import voxcast as vc
 from conftest import assert_same, terrain
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def package_dir(name: str) -> Path:
-    """A dependency's sources, as cargo keeps them (the sample files the importers' tests read)."""
-    out = subprocess.run(["cargo", "metadata", "--format-version", "1"], cwd=REPO, check=True, capture_output=True).stdout
-    return next(Path(p["manifest_path"]).parent for p in json.loads(out)["packages"] if p["name"] == name)
+# The examples' helper finds the sample files the Rust dependencies ship.
+sys.path.insert(0, str(REPO / "python" / "examples"))
+from _files import package_dir  # noqa: E402
 
 
 def test_load_chunks_equals_load_dense():
