@@ -73,6 +73,21 @@ const canvasPixels = (page) => page.evaluate(() => {
   const frame2 = await page.evaluate(() => window.voxcast.check());
   ok(frame2.differ === 0, `after the edit the GPU's frame equals the CPU reference's (${frame2.differ} differ)`);
 
+  // Keys pressed while a frame is drawn: the last frame drawn shows the camera where they
+  // left it (every pixel equal to the CPU reference's for that camera).
+  await page.locator('#view').focus();
+  for (const key of ['KeyW', 'ArrowLeft', 'KeyD', 'ArrowUp', 'KeyW']) {
+    await page.keyboard.press(key);
+    await page.waitForTimeout(150);
+  }
+  for (let i = 0; i < 600 && !(await page.evaluate(() => window.voxcast.drawn())); i += 1) {
+    await page.waitForTimeout(500);
+  }
+  const sample = await page.evaluate(() => document.getElementById('status').dataset.sampleDiffer);
+  ok(sample === '0', `every frame drawn checked a sample of its pixels: ${await page.textContent('#check')}`);
+  const moved = await page.evaluate(() => window.voxcast.check());
+  ok(moved.differ === 0, `after moving during frames, the last frame shows the last camera (${moved.differ} of ${moved.pixels} differ)`);
+
   // Size limits: a clear error, nothing else changes.
   const refused = await page.evaluate(() => window.voxcast.resize(100000, 100000));
   ok(refused !== 'ok' && /canvas/.test(refused), `a 100000x100000 canvas is refused: ${refused}`);

@@ -25,6 +25,11 @@ async function draw() {
   $('rate').textContent = `${(pixels / ms / 1000).toFixed(2)} M rays/s ` +
     `(${pixels.toLocaleString('en-US')} pixels in ${ms.toFixed(1)} ms, ` +
     `${demo.on_gpu() ? 'GPU' : 'CPU reference'})`;
+  // Every frame is checked on a sample of its pixels; `check` compares them all.
+  const [differ, compared] = demo.check_sample(97);
+  $('check').textContent = `this frame: ${differ.toLocaleString('en-US')} of a sample of ` +
+    `${compared.toLocaleString('en-US')} pixels differ from the CPU reference`;
+  $('status').dataset.sampleDiffer = String(differ);
 }
 
 function check() {
@@ -33,12 +38,16 @@ function check() {
   return { differ, pixels };
 }
 
+// A frame is wanted (`dirty`) from when a camera move is applied until a draw queued after it
+// starts. Moves call `redraw` when they are applied, in the chain of calls: a draw that was
+// already queued ran before them, so a later one is queued for them.
 let dirty = false;
 function redraw() {
   if (dirty) return;
   dirty = true;
   requestAnimationFrame(() => run(async () => { dirty = false; await draw(); }));
 }
+const move = (...by) => run(async () => { demo.move_by(...by); redraw(); });
 
 async function main() {
   await init();
@@ -68,8 +77,7 @@ async function main() {
     const m = keys[e.code], t = turns[e.code];
     if (!m && !t) return;
     e.preventDefault();
-    run(async () => demo.move_by(...(m ?? [0, 0, 0]), ...(t ?? [0, 0])));
-    redraw();
+    move(...(m ?? [0, 0, 0]), ...(t ?? [0, 0]));
   });
   let drag = null, moved = false;
   canvas.addEventListener('mousedown', (e) => { drag = [e.clientX, e.clientY]; moved = false; canvas.focus(); });
@@ -80,8 +88,7 @@ async function main() {
     if (Math.abs(dx) + Math.abs(dy) < 3) return;
     moved = true;
     drag = [e.clientX, e.clientY];
-    run(async () => demo.move_by(0, 0, 0, dx * 0.004, -dy * 0.004));
-    redraw();
+    move(0, 0, 0, dx * 0.004, -dy * 0.004);
   });
   canvas.addEventListener('click', (e) => {
     if (moved) return;
@@ -104,6 +111,8 @@ async function main() {
     // A world larger than the device's storage limit: refused, its message on the page.
     oversizedWorld: () => run(async () => { const why = demo.upload_oversized_window(); $('notice').textContent = `voxcast: ${why}`; return why; }),
     redraw: () => run(draw),
+    // Whether every applied move has been drawn (no frame wanted, none queued before this).
+    drawn: () => run(async () => !dirty),
   };
 }
 
