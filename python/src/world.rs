@@ -76,24 +76,23 @@ const WAIT: std::time::Duration = std::time::Duration::from_micros(200);
 /// Python threads cast on it have ended (a batch reads the world for its whole length).
 /// Ctrl-C stops the wait with `KeyboardInterrupt`, the world unchanged.
 pub(crate) fn edit<'py>(world: &Bound<'py, World>) -> PyResult<PyRefMut<'py, World>> {
-    loop {
-        if let Ok(w) = world.try_borrow_mut() {
-            return Ok(w);
-        }
-        world.py().detach(|| std::thread::sleep(WAIT));
-        world.py().check_signals()?;
-    }
+    wait_for(world.py(), || world.try_borrow_mut().ok())
 }
 
 /// The world borrowed for a batch: waits, without the GIL, for an edit that another Python
 /// thread is making (loading chunks builds them without the GIL). Ctrl-C stops the wait.
 pub(crate) fn read<'py>(world: &Bound<'py, World>) -> PyResult<PyRef<'py, World>> {
+    wait_for(world.py(), || world.try_borrow().ok())
+}
+
+/// `take()` once it gives something, looking again every [`WAIT`] without the GIL.
+fn wait_for<T>(py: Python<'_>, mut take: impl FnMut() -> Option<T>) -> PyResult<T> {
     loop {
-        if let Ok(w) = world.try_borrow() {
-            return Ok(w);
+        if let Some(t) = take() {
+            return Ok(t);
         }
-        world.py().detach(|| std::thread::sleep(WAIT));
-        world.py().check_signals()?;
+        py.detach(|| std::thread::sleep(WAIT));
+        py.check_signals()?;
     }
 }
 
