@@ -4,10 +4,10 @@
 //! runs has a twin of the same name in the shader's stage files (`shaders/`), with the same
 //! constants and the same comparisons in the same order, so the two can be read side by side
 //! (each stage file's header lists its twins): `crossing_t`, `next_axis`, `crossings_before`
-//! (written out inside the shader's `skip_box`),
-//! `RegionCache::run` (`region_run` there) and `cast_ray` here; `tied_axes`, `tie_ranks` and
-//! `tie_extra` in `ties.rs`; `dda_step`, `walk_dense`, `skip_box` and `face_uv` in `dda.rs`;
-//! `empty_block` and `empty_box` in `world/summary.rs`. The public queries built on
+//! (written out inside the shader's `skip_box`), `RegionCache::run` (`region_run` there) and
+//! `cast_ray` here (its body in `Cast::ray`; what a batch shares is made once, in
+//! `Cast::new`); `tied_axes`, `tie_ranks` and `tie_extra` in `ties.rs`; `dda_step`,
+//! `walk_dense`, `skip_box` and `face_uv` in `dda.rs`; `empty_block` and `empty_box` in `world/summary.rs`. The public queries built on
 //! `cast_ray` (one ray, line of sight, the batches) are in `queries.rs`. The host-only parts
 //! (validation in [`VoxelRay::prepare`](crate::ray::VoxelRay::prepare), clipping to a box in `enter_box`) produce the state
 //! the GPU starts from. Under [`UnloadedPolicy::Air`] a ray ends where it leaves the occupied
