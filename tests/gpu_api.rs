@@ -690,3 +690,19 @@ fn no_limit_means_the_cap_on_every_call() {
     );
     assert_eq!(cpu_s.get(0, 1), Some(SensorReading::Hit(2.5)));
 }
+
+/// A software adapter says so: lavapipe and llvmpipe (what CI runs) are CPU devices, and the
+/// summary names every adapter and marks a software one.
+#[test]
+fn software_adapters_say_so() {
+    let Some(gpu) = gpu() else { return };
+    let info = gpu.adapter_info();
+    let cpu = info.device_type == wgpu::DeviceType::Cpu;
+    assert_eq!(gpu.is_software(), cpu);
+    if info.name.contains("llvmpipe") || info.name.contains("lavapipe") {
+        assert!(gpu.is_software(), "{info:?}");
+    }
+    let summary = gpu.adapter_summary();
+    assert_eq!(summary.contains(", software"), cpu, "{summary}");
+    assert!(!summary.starts_with(" ("), "{summary}");
+}

@@ -1,6 +1,7 @@
 // The page's test in headless Chromium (Playwright, Debian's chromium): parity in the page,
-// click-to-break, a screenshot, the size limits, a killed GPU process, and the CPU fallback
-// without WebGPU.
+// click-to-break, a screenshot, the size limits, a killed GPU process, keys pressed during
+// frames, a software adapter left to the CPU (the GPU checks load URL?gpu, which renders on
+// one), and the CPU fallback without WebGPU.
 // Usage: node check.mjs URL NATIVE_DIGEST OUT_DIR   (run by `scripts/web.sh test`)
 import { chromium } from 'playwright-core';
 import { writeFileSync } from 'node:fs';
@@ -12,7 +13,7 @@ const ok = (cond, what) => {
   if (!cond) failures += 1;
 };
 
-async function open(webgpu) {
+async function open(webgpu, query = '') {
   const args = ['--headless=new', '--no-sandbox', '--no-first-run', '--disable-background-networking',
     '--disable-component-update', '--disable-sync'];
   if (webgpu) args.push('--enable-unsafe-webgpu');
@@ -20,7 +21,7 @@ async function open(webgpu) {
   const page = await browser.newPage({ viewport: { width: 1320, height: 900 } });
   page.on('console', (m) => { if (m.type() === 'error') console.log('console:', m.text()); });
   page.on('pageerror', (e) => console.log('page error:', e.message));
-  await page.goto(url);
+  await page.goto(url + query);
   await page.waitForFunction(() => document.getElementById('status').dataset.ready !== 'no', null, { timeout: 300000 });
   return { browser, page };
 }
@@ -30,9 +31,10 @@ const canvasPixels = (page) => page.evaluate(() => {
   return Array.from(c.getContext('2d').getImageData(0, 0, c.width, c.height).data);
 });
 
-// With WebGPU: the GPU renders, the frame and the parity suite match the CPU reference.
+// With WebGPU, asked for by ?gpu even on a software adapter: the GPU renders, the frame and
+// the parity suite match the CPU reference.
 {
-  const { browser, page } = await open(true);
+  const { browser, page } = await open(true, '?gpu');
   ok(await page.evaluate(() => document.getElementById('status').dataset.ready) === 'yes', 'the page started');
   const adapter = await page.textContent('#adapter');
   ok(adapter.length > 0 && !adapter.startsWith('starting'), `the page names its adapter: ${adapter}`);
@@ -114,11 +116,26 @@ const canvasPixels = (page) => page.evaluate(() => {
   await browser.close();
 }
 
+// With WebGPU and no ?gpu: a software adapter (SwiftShader here) leaves the page to the CPU
+// reference, and the page says so; another adapter renders.
+{
+  const { browser, page } = await open(true);
+  const software = await page.evaluate(() => window.voxcast.software());
+  const onGpu = await page.evaluate(() => window.voxcast.onGpu());
+  const notice = await page.textContent('#notice');
+  ok(software ? (!onGpu && /software WebGPU adapter.*\?gpu/.test(notice)) : onGpu,
+    `a ${software ? 'software' : 'hardware'} adapter ${onGpu ? 'renders' : 'leaves the page to the CPU reference'}: ${notice}`);
+  const frame = await page.evaluate(() => window.voxcast.check());
+  ok(frame.differ === 0, `and the frame equals the CPU reference's (${frame.differ} differ)`);
+  await browser.close();
+}
+
 // Without WebGPU: the page says so and renders on the CPU.
 {
   const { browser, page } = await open(false);
   const notice = await page.textContent('#notice');
   ok(/No WebGPU/.test(notice), `without WebGPU the page says so: ${notice}`);
+  ok(/browser/.test(notice) && !/apt-get/.test(notice), 'with advice for a browser, not for a Linux host');
   ok(!(await page.evaluate(() => window.voxcast.onGpu())), 'and renders with the CPU reference');
   const px = await canvasPixels(page);
   let sky = 0;

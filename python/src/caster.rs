@@ -359,6 +359,12 @@ impl Gpu {
         self.gpu.adapter_summary()
     }
 
+    /// Whether the adapter runs on the CPU (lavapipe, llvmpipe, SwiftShader).
+    #[getter]
+    fn is_software(&self) -> bool {
+        self.gpu.is_software()
+    }
+
     /// `world` uploaded whole, as a caster whose calls follow the world's later edits.
     fn upload(&self, py: Python<'_>, world: Py<World>) -> PyResult<Caster> {
         let (on_gpu, seen) = {

@@ -136,3 +136,10 @@ def test_the_readme_example_runs(gpu):
 
     assert_same(scope["hits"], scope["same"], "README")
     assert scope["hits"].hit.sum() > 1000 and scope["scan"].returned.sum() > 1000
+
+
+def test_a_software_adapter_says_so(gpu):
+    """lavapipe and llvmpipe (what CI runs) are software adapters; the summary says so too."""
+    if "llvmpipe" in gpu.adapter or "lavapipe" in gpu.adapter:
+        assert gpu.is_software
+    assert gpu.is_software == (", software" in gpu.adapter)

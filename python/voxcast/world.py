@@ -469,6 +469,12 @@ class Gpu:
         """The adapter and the self-check's outcome, in one line."""
         return self._native.adapter
 
+    @property
+    def is_software(self) -> bool:
+        """Whether the adapter runs on the CPU (Mesa's lavapipe or llvmpipe, SwiftShader):
+        there the CPU engine (:class:`World`'s own calls) is usually faster on the same cores."""
+        return self._native.is_software
+
     def upload(self, world: World) -> "GpuWorld":
         """``world`` uploaded to the GPU. The upload follows the world: each call brings over
         the chunks edited since the one before."""

@@ -4,6 +4,16 @@
 use crate::camera::CameraError;
 use crate::coords::ChunkPos;
 
+/// How to get an adapter, natively.
+#[cfg(not(target_arch = "wasm32"))]
+const NO_ADAPTER_ADVICE: &str = "To get one, install a Vulkan driver (Debian or Ubuntu, software: \
+     `apt-get install mesa-vulkan-drivers`) or choose one with WGPU_BACKEND or WGPU_ADAPTER_NAME.";
+/// How to get an adapter in a browser.
+#[cfg(target_arch = "wasm32")]
+const NO_ADAPTER_ADVICE: &str = "This browser offers no WebGPU adapter: use one with WebGPU \
+     enabled (Chrome and Edge from 113, Safari from 26, Firefox from 141 on Windows; Chromium on \
+     Linux with --enable-unsafe-webgpu), on a page served over https or from localhost.";
+
 /// What can go wrong on the GPU path. Each message says what happened and, where the caller
 /// can do something about it, what.
 ///
@@ -11,12 +21,9 @@ use crate::coords::ChunkPos;
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum GpuError {
-    /// No adapter was found.
-    #[error(
-        "no GPU adapter found. To get one, install a Vulkan driver (Debian or Ubuntu, software: \
-         `apt-get install mesa-vulkan-drivers`) or choose one with WGPU_BACKEND or \
-         WGPU_ADAPTER_NAME. wgpu says: {0}"
-    )]
+    /// No adapter was found. The message says how to get one where voxcast runs (natively: a
+    /// Vulkan driver, `WGPU_BACKEND`; in a browser: one with WebGPU enabled).
+    #[error("no GPU adapter found. {advice} wgpu says: {0}", advice = NO_ADAPTER_ADVICE)]
     NoAdapter(String),
     /// `WGPU_ADAPTER_NAME` names no available adapter.
     #[error("WGPU_ADAPTER_NAME={wanted:?} matches no adapter; available: {available}")]

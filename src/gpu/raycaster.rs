@@ -252,15 +252,40 @@ impl GpuRaycaster {
         &self.batches.device.info
     }
 
+    /// Whether the adapter says it runs on the CPU (wgpu's `DeviceType::Cpu`): Mesa's lavapipe
+    /// and llvmpipe, SwiftShader, and in a browser an adapter that WebGPU marks as a fallback
+    /// adapter. On such an adapter the CPU reference on the same cores is usually faster
+    /// (`BENCHMARKS.md`: lavapipe at about half the CPU batch's rate, Chromium's SwiftShader
+    /// about twentieth of the page's CPU path), so a caller choosing an engine should prefer
+    /// the CPU there. A browser that does not mark its software adapter (Chromium's
+    /// SwiftShader, unless the page asked for a fallback adapter) gives `false`; a page can
+    /// also read the adapter's `info.architecture` (`"swiftshader"`).
+    #[must_use]
+    pub fn is_software(&self) -> bool {
+        self.adapter_info().device_type == wgpu::DeviceType::Cpu
+    }
+
     /// A one-line description of the adapter and of the self-check's outcome, e.g.
-    /// `llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan, llvmpipe Mesa 22.3.6); exact: 3000 rays and
-    /// 1296 camera pixels match the CPU reference`.
+    /// `llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan, llvmpipe Mesa 22.3.6), software; exact:
+    /// 3000 rays and 1296 camera pixels match the CPU reference`. An adapter without a name (a
+    /// browser may keep it private) is called `an unnamed adapter`.
     #[must_use]
     pub fn adapter_summary(&self) -> String {
         let info = self.adapter_info();
+        let name = if info.name.is_empty() {
+            "an unnamed adapter"
+        } else {
+            info.name.as_str()
+        };
+        let driver = format!("{} {}", info.driver, info.driver_info);
+        let driver = driver.trim();
         format!(
-            "{} ({:?}, {} {}); {}",
-            info.name, info.backend, info.driver, info.driver_info, self.self_check
+            "{name} ({:?}{}{}){}; {}",
+            info.backend,
+            if driver.is_empty() { "" } else { ", " },
+            driver,
+            if self.is_software() { ", software" } else { "" },
+            self.self_check
         )
     }
 
