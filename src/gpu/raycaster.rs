@@ -254,10 +254,8 @@ impl GpuRaycaster {
 
     /// Whether the adapter says it runs on the CPU (wgpu's `DeviceType::Cpu`): Mesa's lavapipe
     /// and llvmpipe, SwiftShader, and in a browser an adapter that WebGPU marks as a fallback
-    /// adapter. On such an adapter the CPU reference on the same cores is usually faster
-    /// (`BENCHMARKS.md`: lavapipe at about half the CPU batch's rate, Chromium's SwiftShader
-    /// about twentieth of the page's CPU path), so a caller choosing an engine should prefer
-    /// the CPU there. A browser that does not mark its software adapter (Chromium's
+    /// adapter. On such an adapter the CPU reference on the same cores is usually faster (see
+    /// `BENCHMARKS.md`), so a caller choosing an engine should prefer the CPU there. A browser that does not mark its software adapter (Chromium's
     /// SwiftShader, unless the page asked for a fallback adapter) gives `false`; a page can
     /// also read the adapter's `info.architecture` (`"swiftshader"`).
     #[must_use]

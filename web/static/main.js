@@ -55,8 +55,8 @@ async function main() {
   // The browser's own description of its adapter, where it gives one.
   const info = webgpu ? (await navigator.gpu.requestAdapter())?.info : null;
   const described = info && [info.vendor, info.architecture, info.description].filter(Boolean).join(' ');
-  // A software adapter (SwiftShader: Vulkan on the CPU) renders about twenty times slower
-  // than the CPU reference in this page, so the CPU renders there unless `?gpu` asks.
+  // A software adapter (SwiftShader: Vulkan on the CPU) renders slower than the CPU reference
+  // in this page, so the CPU renders there unless `?gpu` asks.
   const software = !!info && (info.isFallbackAdapter === true || /swiftshader/i.test(described));
   const forced = new URLSearchParams(location.search).has('gpu');
   const useGpu = webgpu && (!software || forced);
@@ -73,7 +73,7 @@ async function main() {
   $('adapter').textContent = name;
   if (software && !useGpu) {
     $('notice').textContent = `A software WebGPU adapter here (${described}): the CPU reference ` +
-      'renders this page, about twenty times faster on it. Add ?gpu to the address to render on the adapter.';
+      'renders this page, faster on it. Add ?gpu to the address to render on the adapter.';
   } else if (!demo.on_gpu()) {
     $('notice').textContent = `No WebGPU here: the CPU reference renders this page (${demo.adapter()}).`;
   }
