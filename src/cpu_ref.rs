@@ -20,6 +20,10 @@
 //! or (under [`UnloadedPolicy::Air`]) unloaded chunk, runs of such chunks inside its region of
 //! `4×4×4` chunks (`RegionCache::run`, from the region summaries `VoxelWorld` keeps).
 //!
+//! A batch finds the chunks its rays enter in a flat table of the occupied bounds
+//! (`ChunkTable`, made once a batch) instead of a hash of `i128` keys, and `walk_dense` walks on
+//! from one dense chunk into the next without leaving its loop.
+//!
 //! The CPU also skips the air above the ground: `VoxelWorld` keeps, per region, how high the
 //! non-air voxels of each column of bricks reach (`ColumnTops`), and where a voxel lies above
 //! its column's top, the box from the top of its brick column, chunk column or whole region up
@@ -188,20 +192,47 @@ pub(crate) fn grow_by_a_chunk(lo: ChunkPos, hi: ChunkPos) -> (ChunkPos, ChunkPos
 
 /// What a voxel does to the ray, from its chunk.
 #[derive(Clone, Copy)]
-enum ChunkKind<'w> {
+pub(crate) enum ChunkKind<'w> {
     Unloaded,
     Uniform(VoxelId),
     Dense(&'w DenseChunk),
 }
 
 fn chunk_kind(world: &VoxelWorld, chunk: [i128; 3]) -> ChunkKind<'_> {
-    match world
-        .chunk(ChunkPos::new(chunk[0], chunk[1], chunk[2]))
-        .map(|c| c.view())
-    {
+    kind_of(world.chunk(ChunkPos::new(chunk[0], chunk[1], chunk[2])))
+}
+
+fn kind_of(chunk: Option<&crate::world::Chunk>) -> ChunkKind<'_> {
+    match chunk.map(|c| c.view()) {
         None => ChunkKind::Unloaded,
         Some(ChunkView::Uniform(id)) => ChunkKind::Uniform(id),
         Some(ChunkView::Dense(d)) => ChunkKind::Dense(d),
+    }
+}
+
+/// Most slots of a [`ChunkTable`]: 16 MiB of table.
+const TABLE_MOST: u128 = 1 << 20;
+/// Most slots of a [`ChunkTable`] a ray of the batch: a slot costs about as much to fill as
+/// a chunk crossing saves.
+const TABLE_SLOTS_A_RAY: u128 = 4;
+
+/// Every chunk of a batch's `Air` bounds (see `Start::Air`) in a flat table, x fastest: a ray
+/// finds the chunk it enters with one index and one load, not a hash of `i128` keys, and
+/// crosses from dense chunk to dense chunk without leaving `walk_dense`'s loop. Made once a
+/// batch, where the bounds are small enough (`TABLE_MOST`, `TABLE_SLOTS_A_RAY`).
+pub(crate) struct ChunkTable<'w> {
+    kinds: Vec<ChunkKind<'w>>,
+    /// Chunks along each axis.
+    dims: [u32; 3],
+}
+
+impl ChunkTable<'_> {
+    /// The slot of the chunk at `at` chunks from the bounds' lowest chunk (each below `dims`).
+    #[inline(always)]
+    fn slot(&self, at: [u32; 3]) -> ChunkKind<'_> {
+        let i = at[0] as usize
+            + self.dims[0] as usize * (at[1] as usize + self.dims[1] as usize * at[2] as usize);
+        self.kinds[i]
     }
 }
 
@@ -259,6 +290,8 @@ pub(crate) struct Cast<'w> {
     walks: bool,
     /// Whether empty bricks are skipped whole: for rays shorter than [`LONG_RAY`], and longer.
     skip_bricks: [bool; 2],
+    /// The chunks of the `Air` bounds, for a batch (see [`Cast::table`]).
+    table: Option<&'w ChunkTable<'w>>,
 }
 
 impl<'w> Cast<'w> {
@@ -303,6 +336,65 @@ impl<'w> Cast<'w> {
             shapes: !world.shapes().is_empty(),
             walks: !conservative && !opts.per_voxel,
             skip_bricks: [world.skip_bricks_for(false), world.skip_bricks_for(true)],
+            table: None,
+        }
+    }
+
+    /// The world the rays are cast through.
+    pub(crate) fn world(&self) -> &'w VoxelWorld {
+        self.world
+    }
+
+    /// The options they are cast under.
+    pub(crate) fn opts(&self) -> &'w RaycastOptions {
+        self.opts
+    }
+
+    /// The table of the chunks in the `Air` bounds for a batch of `rays` rays, where it pays
+    /// and rays walk dense chunks (`walks`); `None` elsewhere.
+    pub(crate) fn table(&self, rays: usize) -> Option<ChunkTable<'w>> {
+        if !matches!(self.start, Start::Air(true)) || !self.walks {
+            return None;
+        }
+        let dims = self.span.map(|s| s.saturating_add(1));
+        let slots = dims[0].saturating_mul(dims[1]).saturating_mul(dims[2]);
+        let world = self.world;
+        let most = TABLE_MOST.min(TABLE_SLOTS_A_RAY * rays as u128);
+        if slots > most || world.chunk_count() as u128 > most {
+            return None;
+        }
+        let dims = dims.map(|d| d as u32);
+        let mut kinds = vec![ChunkKind::Unloaded; slots as usize];
+        for (p, c) in world.chunks() {
+            let at: [u128; 3] =
+                std::array::from_fn(|a| p.axis(a).wrapping_sub(self.chunk_lo[a]) as u128);
+            if (0..3).all(|a| at[a] <= self.span[a]) {
+                let i = at[0] + u128::from(dims[0]) * (at[1] + u128::from(dims[1]) * at[2]);
+                kinds[i as usize] = kind_of(Some(c));
+            }
+        }
+        Some(ChunkTable { kinds, dims })
+    }
+
+    /// These casts, finding chunks in `table` (made by [`Cast::table`] of the same casts).
+    pub(crate) fn with_table<'t>(self, table: &'t ChunkTable<'t>) -> Cast<'t>
+    where
+        'w: 't,
+    {
+        Cast {
+            table: Some(table),
+            ..self
+        }
+    }
+
+    /// What the chunk at `c` (inside the `Air` bounds where there is a table) does to rays.
+    #[inline(always)]
+    fn kind(&self, c: [i128; 3]) -> ChunkKind<'w> {
+        match self.table {
+            Some(t) => t.slot(std::array::from_fn(|a| {
+                c[a].wrapping_sub(self.chunk_lo[a]) as u32
+            })),
+            None => chunk_kind(self.world, c),
         }
     }
 
@@ -423,7 +515,7 @@ impl<'w> Cast<'w> {
             if air && self.outside(d.chunk) {
                 return RaycastOutcome::Miss;
             }
-            let kind = chunk_kind(world, d.chunk);
+            let kind = self.kind(d.chunk);
             loop {
                 // Under `Report` the origin voxel is examined like any other.
                 if let ChunkKind::Dense(c) = kind
@@ -432,13 +524,14 @@ impl<'w> Cast<'w> {
                     && self.walks
                 {
                     let blocks = &opts.blocks;
+                    let table = self.table.map(|t| (t, self.chunk_lo));
                     let walk = if skip_bricks {
                         let tops = regions.tops(world, d.chunk, opts.unloaded);
-                        d.walk_dense::<false, false>(c, every_non_air, blocks, tops)
+                        d.walk_dense::<false, false>(c, every_non_air, blocks, tops, None)
                     } else if short && c.ids.has_occupancy() {
-                        d.walk_dense::<true, true>(c, every_non_air, blocks, None)
+                        d.walk_dense::<true, true>(c, every_non_air, blocks, None, table)
                     } else {
-                        d.walk_dense::<true, false>(c, every_non_air, blocks, None)
+                        d.walk_dense::<true, false>(c, every_non_air, blocks, None, table)
                     };
                     match walk {
                         Walk::Hit(id) => {

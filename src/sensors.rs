@@ -12,8 +12,8 @@ use glam::{DQuat, DVec3, Quat, Vec3};
 use rayon::prelude::*;
 
 use crate::coords::WorldPos;
+use crate::cpu_ref::Cast;
 use crate::cpu_ref::sweep::{SweepOrder, sweeps};
-use crate::cpu_ref::voxel_raycast_with;
 use crate::ray::{RayError, RaycastOptions, RaycastOutcome, VoxelRay, split_sub};
 use crate::world::VoxelWorld;
 
@@ -667,11 +667,17 @@ pub fn sense_into(
     }
     let prepared: Vec<_> = poses.par_iter().map(SensorPose::prepare).collect();
     let outcomes = readings.outcomes.take();
-    let cast = |p: &PreparedPose, &[x, y, z, max]: &[f32; 4]| {
-        voxel_raycast_with(&p.ray(Vec3::new(x, y, z), max), world, opts)
-    };
     // One agent's answers into `out` (and their words into `words`): swept in the rig's groups
     // where the options allow, else ray by ray.
+    let base = Cast::new(world, opts, false);
+    let table = base.table(n * poses.len());
+    let swept = match &table {
+        Some(t) => base.with_table(t),
+        None => base,
+    };
+    let cast = |p: &PreparedPose, &[x, y, z, max]: &[f32; 4]| {
+        swept.unprepared(&p.ray(Vec3::new(x, y, z), max))
+    };
     let agent = |p: &PreparedPose, out: &mut [RaycastOutcome], words: &mut [f32]| {
         if sweeps(opts) {
             rig.order.cast_into(out, |group, answers, base, shared| {
@@ -679,7 +685,7 @@ pub fn sense_into(
                     let [x, y, z, max] = rig.rays[r as usize];
                     (r as usize - base, p.ray(Vec3::new(x, y, z), max))
                 });
-                shared.cast_group(rays, world, opts, |k, o| answers[k] = o);
+                shared.cast_group(rays, &swept, |k, o| answers[k] = o);
             });
         } else {
             out.par_iter_mut()

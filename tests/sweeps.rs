@@ -253,3 +253,82 @@ fn sensor_rigs_equal_their_rays_cast_alone() {
         check(&world, &poses, &every_path()[..2]);
     }
 }
+
+/// A batch finds the chunks its rays enter in a table of the occupied bounds and walks on from
+/// dense chunk to dense chunk in one loop: long rays from anywhere, in every direction, through
+/// dense chunks of sparse and of packed voxels, chunks of one solid id, chunks of air and
+/// unloaded chunks inside the bounds, near the i128 world's edges, must answer as each ray cast
+/// alone (which looks every chunk up by its position).
+#[test]
+fn long_rays_of_a_batch_through_every_kind_of_chunk_equal_rays_cast_alone() {
+    use voxcast::{CHUNK_EDGE, Chunk, ChunkPos, LocalPos};
+    for (case, base) in [
+        ChunkPos::new(-2, -1, -3),
+        ChunkPos::new(1 << 90, -(1 << 100), 7),
+        ChunkPos::new(
+            ChunkPos::MAX_INDEX - 3,
+            ChunkPos::MIN_INDEX,
+            ChunkPos::MAX_INDEX - 3,
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut rng = SplitMix64::new(40 + case as u64);
+        let mut world = VoxelWorld::new();
+        for (k, c) in (0..4 * 3 * 4).map(|k| (k, [k % 4, k / 4 % 3, k / 12])) {
+            let pos = ChunkPos::new(base.x + c[0], base.y + c[1], base.z + c[2]);
+            // Sparse, packed and striped dense chunks, one solid id, air, or not loaded.
+            let density = [0.002, 0.01, 0.05][k as usize % 3];
+            let chunk = match rng.below(8) {
+                0 => Chunk::from_fn(|_| VoxelId(1 + k as u16 % 3)),
+                1 => Chunk::from_fn(|_| VoxelId(0)),
+                2 => continue,
+                3 => Chunk::from_fn(|p: LocalPos| VoxelId(u16::from(p.y % 7 == 3) * 2)),
+                _ => {
+                    let threshold = (density * f64::from(u32::MAX)) as u64;
+                    Chunk::from_fn(|_| {
+                        let r = rng.next_u64();
+                        VoxelId(if r & 0xFFFF_FFFF < threshold {
+                            1 + (r >> 40) as u16 % 3
+                        } else {
+                            0
+                        })
+                    })
+                }
+            };
+            world.insert_chunk(pos, chunk).expect("in the world");
+        }
+        let edge = CHUNK_EDGE;
+        let corner = WorldPos::new(base.x * edge, base.y * edge, base.z * edge);
+        let rays: Vec<VoxelRay> = (0..3000)
+            .map(|_| {
+                let at =
+                    [4 * edge, 3 * edge, 4 * edge].map(|e| rng.below(e as u64 + 40) as i128 - 20);
+                VoxelRay {
+                    origin: offset(corner, at),
+                    sub_offset: Vec3::new(rng.next_f32(), rng.next_f32(), rng.next_f32()),
+                    direction: rng.unit_vector(),
+                    max_distance: [300.0, 100.0, 40.0][rng.below(3) as usize],
+                }
+            })
+            .collect();
+        for o in every_path() {
+            assert_batch_parity(&rays, &world, &o);
+        }
+        // Runs from one eye, swept.
+        let eye = offset(corner, [64, 40, 64]);
+        let run: Vec<VoxelRay> = rays
+            .iter()
+            .map(|r| VoxelRay {
+                origin: eye,
+                sub_offset: Vec3::splat(0.5),
+                ..*r
+            })
+            .collect();
+        assert!(
+            assert_batch_parity(&run, &world, &RaycastOptions::default()) > 100,
+            "the eye sees voxels"
+        );
+    }
+}

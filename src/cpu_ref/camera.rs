@@ -7,6 +7,7 @@ use rayon::iter::{IndexedParallelIterator, ParallelIterator};
 use rayon::prelude::ParallelSliceMut;
 
 use crate::camera::{Camera, CameraError};
+use crate::cpu_ref::Cast;
 use crate::cpu_ref::sweep::Shared;
 use crate::ray::{PreparedRay, RaycastOptions, RaycastOutcome, VoxelRay};
 use crate::world::VoxelWorld;
@@ -81,13 +82,19 @@ pub fn raycast_camera_rows_into(
     if len == 0 {
         return Ok(());
     }
+    let base = Cast::new(world, opts, false);
+    let table = base.table(len);
+    let cast = match &table {
+        Some(t) => base.with_table(t),
+        None => base,
+    };
     out.par_chunks_mut(width * TILE as usize)
         .enumerate()
         .for_each(|(band, band_rows)| {
             let y0 = rows.start + band as u32 * TILE;
             let mut shared = Shared::default();
             for x0 in (0..camera.width).step_by(TILE as usize) {
-                cast_tile(camera, world, opts, [x0, y0], band_rows, &mut shared);
+                cast_tile(camera, &cast, [x0, y0], band_rows, &mut shared);
             }
         });
     Ok(())
@@ -97,8 +104,7 @@ pub fn raycast_camera_rows_into(
 /// into `rows`, the image rows from the tile's first.
 fn cast_tile(
     camera: &Camera,
-    world: &VoxelWorld,
-    opts: &RaycastOptions,
+    cast: &Cast<'_>,
     corner: [u32; 2],
     rows: &mut [RaycastOutcome],
     shared: &mut Shared,
@@ -123,7 +129,7 @@ fn cast_tile(
             }
         }
     }
-    shared.cast_prepared(&rays, world, opts, |i, o| rows[i] = o);
+    shared.cast_prepared(&rays, cast, |i, o| rows[i] = o);
 }
 
 #[cfg(test)]

@@ -6,8 +6,8 @@ use glam::{IVec3, Vec2};
 use crate::aabb::ray_aabb_f64;
 use crate::coords::{CHUNK_SHIFT, VoxelBox, WorldPos};
 use crate::cpu_ref::{
-    AXIS_NONE, CHUNK_MAX, CHUNK_MIN, T_DISABLED, chunk_corner_in_region, count_before,
-    crossing_before, crossing_t, next_axis, tie_scaled,
+    AXIS_NONE, CHUNK_MAX, CHUNK_MIN, ChunkKind, ChunkTable, T_DISABLED, chunk_corner_in_region,
+    count_before, crossing_before, crossing_t, next_axis, tie_scaled,
 };
 use crate::ray::{MaterialFilter, PreparedRay, VoxelRaycastHit};
 use crate::world::{BRICK_EDGE, ColumnTops, DenseChunk, VoxelId, empty_box};
@@ -154,25 +154,39 @@ impl<'r> Dda<'r> {
     /// chunks whose records hold occupancy words. A layout choice of the CPU's alone: the
     /// shader reads the GPU's own buffers (compact occupancy bits, `u16` ids) and takes the
     /// same steps.
+    ///
+    /// `table`: the batch's chunk table and its lowest chunk (only with `STEP_EMPTY_BRICKS`,
+    /// under `Air`): the walk goes on into the next chunk where that is dense (and holds
+    /// occupancy words, with `ROWS`), ends as [`Walk::Miss`] where the ray leaves the table's
+    /// bounds (nothing outside them stops it), and leaves as [`Walk::LeftChunk`] elsewhere.
     #[inline]
-    pub(super) fn walk_dense<const STEP_EMPTY_BRICKS: bool, const ROWS: bool>(
+    pub(super) fn walk_dense<'c, const STEP_EMPTY_BRICKS: bool, const ROWS: bool>(
         &mut self,
-        c: &DenseChunk,
+        c: &'c DenseChunk,
         every_non_air: bool,
         blocks: &MaterialFilter,
         tops: Option<&ColumnTops>,
+        table: Option<(&'c ChunkTable<'c>, [i128; 3])>,
     ) -> Walk {
         let r = self.ray;
         let at = chunk_corner_in_region(self.chunk);
-        let occupancy = &*c.occupancy;
-        let (records, shift) = (c.ids.words(), c.ids.record_shift());
-        let load = |y: u32, z: u32| {
-            if ROWS {
-                records[((y | z << 5) << shift) as usize]
-            } else {
-                occupancy[(y | z << 5) as usize]
-            }
+        let mut c = c;
+        let mut occupancy = &*c.occupancy;
+        let (mut records, mut shift) = (c.ids.words(), c.ids.record_shift());
+        // The chunk's place in the table, where there is one.
+        let mut place: [u32; 3] = match table {
+            Some((_, lo)) => std::array::from_fn(|a| self.chunk[a].wrapping_sub(lo[a]) as u32),
+            None => [0; 3],
         };
+        macro_rules! load {
+            ($y:expr, $z:expr) => {
+                if ROWS {
+                    records[(($y | $z << 5) << shift) as usize]
+                } else {
+                    occupancy[($y | $z << 5) as usize]
+                }
+            };
+        }
         let bricks = c.bricks;
         let max = r.max_distance;
         let [bx, by, bz] = r.b;
@@ -184,7 +198,33 @@ impl<'r> Dda<'r> {
         let [mut tx, mut ty, mut tz] = self.t_next;
         let mut t = self.t;
         let mut axis = self.entry_axis;
-        let mut word = load(y, z);
+        let mut word = load!(y, z);
+        // The ray left the chunk on axis `$a` (local coordinate `$v`, now 32 or `u32::MAX`):
+        // where the next chunk is dense, go on in it; else leave the loop.
+        macro_rules! next_chunk {
+            ($a:expr, $v:ident, $step:expr) => {
+                match table {
+                    Some((t, _)) if STEP_EMPTY_BRICKS => {
+                        place[$a] = place[$a].wrapping_add($step);
+                        if place[$a] >= t.dims[$a] {
+                            break Walk::Miss;
+                        }
+                        $v &= 31;
+                        match t.slot(place) {
+                            ChunkKind::Dense(next) if !ROWS || next.ids.has_occupancy() => {
+                                c = next;
+                                occupancy = &*c.occupancy;
+                                (records, shift) = (c.ids.words(), c.ids.record_shift());
+                                word = load!(y, z);
+                                continue;
+                            }
+                            _ => break Walk::LeftChunk,
+                        }
+                    }
+                    _ => break Walk::LeftChunk,
+                }
+            };
+        }
         let walk = loop {
             if word >> x & 1 != 0 {
                 let id = c.ids.id_in_row(y | z << 5, x);
@@ -220,7 +260,7 @@ impl<'r> Dda<'r> {
                 [x, y, z] = self.local.map(|v| v as u32);
                 [nx, ny, nz] = self.n;
                 [tx, ty, tz] = self.t_next;
-                word = load(y, z);
+                word = load!(y, z);
             }
             // `next_axis` and `dda_step`, unrolled per axis.
             if tx <= ty && tx <= tz {
@@ -232,7 +272,7 @@ impl<'r> Dda<'r> {
                 tx = crossing_t(bx, ix, nx);
                 x = x.wrapping_add(sx);
                 if x >= 32 {
-                    break Walk::LeftChunk;
+                    next_chunk!(0, x, sx);
                 }
             } else if ty <= tz {
                 if ty > max {
@@ -243,9 +283,9 @@ impl<'r> Dda<'r> {
                 ty = crossing_t(by, iy, ny);
                 y = y.wrapping_add(sy);
                 if y >= 32 {
-                    break Walk::LeftChunk;
+                    next_chunk!(1, y, sy);
                 }
-                word = load(y, z);
+                word = load!(y, z);
             } else {
                 if tz > max {
                     break Walk::Miss;
@@ -255,9 +295,9 @@ impl<'r> Dda<'r> {
                 tz = crossing_t(bz, iz, nz);
                 z = z.wrapping_add(sz);
                 if z >= 32 {
-                    break Walk::LeftChunk;
+                    next_chunk!(2, z, sz);
                 }
-                word = load(y, z);
+                word = load!(y, z);
             }
         };
         self.n = [nx, ny, nz];
@@ -265,10 +305,18 @@ impl<'r> Dda<'r> {
         self.t = t;
         self.entry_axis = axis;
         self.local = [x, y, z].map(|v| v as i32);
-        if walk == Walk::LeftChunk {
-            let a = axis as usize;
-            if !self.carry_chunk(a, self.local[a]) {
-                return Walk::Miss;
+        match table {
+            // The walk has kept `place` and the local coordinates in range.
+            Some((_, lo)) if STEP_EMPTY_BRICKS => {
+                self.chunk = std::array::from_fn(|a| lo[a].wrapping_add(i128::from(place[a])));
+            }
+            _ => {
+                if walk == Walk::LeftChunk {
+                    let a = axis as usize;
+                    if !self.carry_chunk(a, self.local[a]) {
+                        return Walk::Miss;
+                    }
+                }
             }
         }
         walk

@@ -98,8 +98,7 @@ impl Shared {
     pub(crate) fn cast_group(
         &mut self,
         rays: impl Iterator<Item = (usize, VoxelRay)>,
-        world: &VoxelWorld,
-        opts: &RaycastOptions,
+        cast: &Cast<'_>,
         mut answer: impl FnMut(usize, RaycastOutcome),
     ) {
         let mut prepared = std::mem::take(&mut self.rays);
@@ -111,7 +110,7 @@ impl Shared {
                 Ok(Some(p)) => prepared.push((i, p)),
             }
         }
-        self.cast_prepared(&prepared, world, opts, answer);
+        self.cast_prepared(&prepared, cast, answer);
         self.rays = prepared;
     }
 
@@ -120,18 +119,16 @@ impl Shared {
     pub(crate) fn cast_prepared(
         &mut self,
         rays: &[(usize, PreparedRay)],
-        world: &VoxelWorld,
-        opts: &RaycastOptions,
+        cast: &Cast<'_>,
         mut answer: impl FnMut(usize, RaycastOutcome),
     ) {
-        let t_air = if sweeps(opts) && self.air.next() {
-            let t = air_before(world, rays.iter().map(|(_, r)| r));
+        let t_air = if sweeps(cast.opts()) && self.air.next() {
+            let t = air_before(cast.world(), rays.iter().map(|(_, r)| r));
             self.air.searched(t);
             t
         } else {
             0.0
         };
-        let cast = Cast::new(world, opts, false);
         for (i, r) in rays {
             answer(*i, cast.ray(r, t_air));
         }
@@ -148,8 +145,13 @@ pub(crate) fn cast_batch_into(
     opts: &RaycastOptions,
     out: &mut Vec<RaycastOutcome>,
 ) {
+    let base = Cast::new(world, opts, false);
+    let table = base.table(rays.len());
+    let cast = match &table {
+        Some(t) => base.with_table(t),
+        None => base,
+    };
     if !sweeps(opts) || !has_run(rays) {
-        let cast = Cast::new(world, opts, false);
         rays.par_iter()
             .with_min_len(ALONE)
             .map(|r| cast.unprepared(r))
@@ -160,7 +162,7 @@ pub(crate) fn cast_batch_into(
     out.resize(rays.len(), RaycastOutcome::Miss);
     out.par_chunks_mut(BLOCK)
         .zip(rays.par_chunks(BLOCK))
-        .for_each(|(out, rays)| cast_block(rays, world, opts, out));
+        .for_each(|(out, rays)| cast_block(rays, &cast, out));
 }
 
 /// [`cast_batch_into`] on the calling thread.
@@ -171,14 +173,19 @@ pub(crate) fn cast_serial_into(
     out: &mut Vec<RaycastOutcome>,
 ) {
     out.clear();
+    let base = Cast::new(world, opts, false);
+    let table = base.table(rays.len());
+    let cast = match &table {
+        Some(t) => base.with_table(t),
+        None => base,
+    };
     if !sweeps(opts) {
-        let cast = Cast::new(world, opts, false);
         out.extend(rays.iter().map(|r| cast.unprepared(r)));
         return;
     }
     out.resize(rays.len(), RaycastOutcome::Miss);
     for (out, rays) in out.chunks_mut(BLOCK).zip(rays.chunks(BLOCK)) {
-        cast_block(rays, world, opts, out);
+        cast_block(rays, &cast, out);
     }
 }
 
@@ -233,14 +240,8 @@ fn air_found(run: &[VoxelRay], world: &VoxelWorld) -> bool {
 /// exactly [`voxel_raycast_with`](crate::voxel_raycast_with)'s: runs of at least `MIN_RUN`
 /// rays from one start point sorted into groups of nearby directions and swept, where a trial
 /// finds air; the rest one by one.
-fn cast_block(
-    rays: &[VoxelRay],
-    world: &VoxelWorld,
-    opts: &RaycastOptions,
-    out: &mut [RaycastOutcome],
-) {
+fn cast_block(rays: &[VoxelRay], cast: &Cast<'_>, out: &mut [RaycastOutcome]) {
     let mut shared = Shared::default();
-    let cast = Cast::new(world, opts, false);
     let mut dirs: Vec<glam::Vec3> = Vec::new();
     let mut start = 0;
     while start < rays.len() {
@@ -248,7 +249,7 @@ fn cast_block(
         while end < rays.len() && same_start(&rays[end], &rays[start]) {
             end += 1;
         }
-        if end - start < MIN_RUN || !air_found(&rays[start..end], world) {
+        if end - start < MIN_RUN || !air_found(&rays[start..end], cast.world()) {
             for i in start..end {
                 out[i] = cast.unprepared(&rays[i]);
             }
@@ -260,7 +261,7 @@ fn cast_block(
                     let i = start + k as usize;
                     (i, rays[i])
                 });
-                shared.cast_group(group, world, opts, |i, o| out[i] = o);
+                shared.cast_group(group, cast, |i, o| out[i] = o);
             }
         }
         start = end;
