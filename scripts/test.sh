@@ -133,6 +133,8 @@ browser_builds() {
     # voxcast-bevy's build builds voxcast with its GPU side (its default) for wasm32 too.
     cargo build -q --target wasm32-unknown-unknown -p voxcast --no-default-features
     cargo build -q --target wasm32-unknown-unknown -p voxcast-bevy
+    # The API docs as a web app's author reads them: no link to a native-only item.
+    RUSTDOCFLAGS="-D warnings" cargo doc -q --no-deps --target wasm32-unknown-unknown -p voxcast
     ./scripts/web.sh build
 }
 ( renice -n 19 "$BASHPID" >/dev/null; browser_builds ) >"$browser_log" 2>&1 &

@@ -14,9 +14,18 @@
 //! [`CameraImage`], [`AgentPairs`], [`PairsWithin`], [`SensorSweep`] and [`BoxCasts`], each
 //! the twin of a CPU call. [`GpuRaycaster::submit`] returns a [`PendingBatch`], a
 //! [`std::future::Future`] that any executor can await, and that a frame loop can also
-//! take without blocking ([`PendingBatch::try_take`]) or wait for ([`PendingBatch::wait`]);
-//! [`GpuRaycaster::cast`] submits and waits. The `_into` forms reuse the answers' allocations,
-//! and each batch reports its own cost ([`BatchStats`]).
+//! take without blocking ([`PendingBatch::try_take`])
+#![cfg_attr(
+    not(target_arch = "wasm32"),
+    doc = "or wait for ([`PendingBatch::wait`]); [`GpuRaycaster::cast`] submits and waits."
+)]
+#![cfg_attr(
+    target_arch = "wasm32",
+    doc = "(in a browser nothing may block: batches are awaited)."
+)]
+//! The `_into` forms reuse the answers' allocations, and each batch reports its own cost
+//! ([`BatchStats`], from [`PendingBatch::stats`] once it is done: await the batch through
+//! `&mut` to keep it).
 //!
 //! ```no_run
 //! use voxcast::gpu::{GpuConfig, GpuRaycaster, Rays, Sightlines};
@@ -27,10 +36,12 @@
 //! let on_gpu = gpu.upload_world(world)?;
 //! // Awaited: the library never blocks the executor's thread.
 //! let hits = gpu.submit(Rays(rays), &on_gpu, &RaycastOptions::default())?.await?;
-//! // Blocking, reusing last frame's answers.
-//! let mut sight = Vec::new();
-//! let stats = gpu.cast_into(Sightlines(rays), &on_gpu, &LineOfSightOptions::default(), &mut sight)?;
-//! println!("{} rays, {} on the GPU, {:.2} ms", hits.len(), stats.gpu_rays, stats.total_seconds * 1e3);
+//! // Filling last frame's answers (here a new list), awaited through `&mut` to read its cost.
+//! let last: Vec<voxcast::LineOfSight> = Vec::new();
+//! let mut pending = gpu.submit_into(Sightlines(rays), &on_gpu, &LineOfSightOptions::default(), last)?;
+//! let sight = (&mut pending).await?;
+//! let stats = pending.stats().unwrap_or_default();
+//! println!("{} answers, {} on the GPU, {:.2} ms", hits.len() + sight.len(), stats.gpu_rays, stats.total_seconds * 1e3);
 //! # Ok(()) }
 //! ```
 //!
@@ -52,8 +63,12 @@
 //! dispatch, copy, map, read; on a device that is the CPU the copies are left out
 //! ([`DispatchMemory`]).
 //!
-//! Nothing blocks inside a call except those whose job is to wait ([`PendingBatch::wait`],
-//! [`GpuRaycaster::cast`], [`GpuRaycaster::new_blocking`]): error scopes are popped without
+#![cfg_attr(
+    not(target_arch = "wasm32"),
+    doc = "Only the calls whose job is to wait block ([`PendingBatch::wait`], [`GpuRaycaster::cast`], [`GpuRaycaster::new_blocking`])."
+)]
+#![cfg_attr(target_arch = "wasm32", doc = "No call blocks.")]
+//! Error scopes are popped without
 //! waiting (a scope whose answer is still to come is read with the batch). Who drives the
 //! device is a choice ([`Driver`]): voxcast's courier thread, the one place that waits on the
 //! device, or the host, with no thread at all: each job runs on the thread that sends it and

@@ -628,7 +628,7 @@ pub(crate) fn word(outcome: &RaycastOutcome) -> f32 {
 
 /// Casts every ray of `rig` from every pose against `world`, on all threads: the CPU reference
 /// of the GPU's sensor call, and its fallback. Ray `k` of agent `a` is
-/// [`SensorPose::ray`]`(rig, k)` of `poses[a]`, cast with [`voxel_raycast_with`]; with `outcomes`
+/// [`SensorPose::ray`]`(rig, k)` of `poses[a]`, cast with [`voxel_raycast_with`](crate::voxel_raycast_with); with `outcomes`
 /// the readings keep each ray's outcome too. An agent whose pose is bad gets its error on every
 /// ray, and the others are answered. Each agent's rays are cast as a sweep (as
 /// [`raycast_batch`](crate::raycast_batch) casts runs from one point), in groups of nearby

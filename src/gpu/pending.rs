@@ -240,8 +240,10 @@ impl<'a> Launch<'a> {
 /// - [`PendingBatch::try_take`] (and [`PendingBatch::is_ready`]) never block: they read what
 ///   has finished and submit the batch's next dispatches; for a frame loop, submit this frame
 ///   and take next frame.
-/// - [`PendingBatch::wait`] blocks the calling thread until the GPU is done, sleeping rather
-///   than spinning.
+#[cfg_attr(
+    not(target_arch = "wasm32"),
+    doc = "- [`PendingBatch::wait`] blocks the calling thread until the GPU is done, sleeping rather than spinning."
+)]
 ///
 /// On a device given to [`GpuRaycaster::from_device`](crate::gpu::GpuRaycaster::from_device)
 /// the application's own polling of the device (once per frame, say) completes readbacks too.
@@ -321,9 +323,12 @@ impl<T> PendingBatch<T> {
     }
 
     /// What this batch cost, once the GPU has finished it (`None` before; after a failure,
-    /// what it had cost until then). For a blocking call
-    /// ([`GpuRaycaster::cast_into`](crate::gpu::GpuRaycaster::cast_into)) the call returns
-    /// its batch's cost itself.
+    /// what it had cost until then). An awaited batch is read after awaiting it through `&mut`:
+    /// `let answers = (&mut pending).await?; let cost = pending.stats();`.
+    #[cfg_attr(
+        not(target_arch = "wasm32"),
+        doc = "A blocking call ([`GpuRaycaster::cast_into`](crate::gpu::GpuRaycaster::cast_into)) returns its batch's cost itself."
+    )]
     #[must_use]
     pub fn stats(&self) -> Option<BatchStats> {
         self.stats

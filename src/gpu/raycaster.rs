@@ -62,8 +62,14 @@ pub struct BatchSetup {
 /// | --- | --- |
 /// | [`submit`](GpuRaycaster::submit) | a [`PendingBatch`] at once: `.await` it, take it without blocking next frame, or wait |
 /// | [`submit_into`](GpuRaycaster::submit_into) | the same, filling answers handed back (no allocation) |
-/// | [`cast`](GpuRaycaster::cast) | the answers, once the GPU is done (blocks) |
-/// | [`cast_into`](GpuRaycaster::cast_into) | the same into answers handed back, and the batch's [`BatchStats`] |
+#[cfg_attr(
+    not(target_arch = "wasm32"),
+    doc = "| [`cast`](GpuRaycaster::cast) | the answers, once the GPU is done (blocks; not on wasm32) |"
+)]
+#[cfg_attr(
+    not(target_arch = "wasm32"),
+    doc = "| [`cast_into`](GpuRaycaster::cast_into) | the same into answers handed back, and the batch's [`BatchStats`](crate::gpu::BatchStats) |"
+)]
 ///
 /// Several batches may be in flight at once, from one thread or several: a raycaster (and a
 /// [`GpuWorld`]) is `Send + Sync`, and each batch measures its own cost.
@@ -378,8 +384,8 @@ impl GpuRaycaster {
     }
 
     /// Submits `query` against `world` and returns at once: its answers come from the
-    /// [`PendingBatch`] (awaited, taken without blocking with [`PendingBatch::try_take`], or
-    /// waited for with [`PendingBatch::wait`]), each exactly the CPU reference's answer (see
+    /// [`PendingBatch`] (awaited, or taken without blocking with [`PendingBatch::try_take`]; off
+    /// the web also waited for with `PendingBatch::wait`), each exactly the CPU reference's answer (see
     /// each kind: [`Rays`](crate::gpu::Rays), [`Sightlines`](crate::gpu::Sightlines),
     /// [`CameraImage`](crate::gpu::CameraImage), [`AgentPairs`](crate::gpu::AgentPairs),
     /// [`PairsWithin`](crate::gpu::PairsWithin), [`SensorSweep`](crate::gpu::SensorSweep),

@@ -69,9 +69,9 @@ pub(super) const ENTRY: Entry = Entry {
 /// ```no_run
 /// # use voxcast::gpu::{GpuConfig, GpuRaycaster, Rays};
 /// # use voxcast::{RaycastOptions, VoxelRay, VoxelWorld};
-/// # fn f(gpu: &GpuRaycaster, world: &VoxelWorld, rays: &[VoxelRay]) -> Result<(), voxcast::gpu::GpuError> {
+/// # async fn f(gpu: &GpuRaycaster, world: &VoxelWorld, rays: &[VoxelRay]) -> Result<(), voxcast::gpu::GpuError> {
 /// let on_gpu = gpu.upload_world(world)?;
-/// let outcomes = gpu.cast(Rays(rays), &on_gpu, &RaycastOptions::default())?;
+/// let outcomes = gpu.submit(Rays(rays), &on_gpu, &RaycastOptions::default())?.await?;
 /// assert_eq!(outcomes.len(), rays.len());
 /// # Ok(()) }
 /// ```
