@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # voxcast in the browser.
-#   scripts/web.sh build          builds the page into TARGET/web/site (wasm32 + wasm-bindgen)
+#   scripts/web.sh build          builds the page into TARGET/web/site (wasm32 + wasm-bindgen),
+#                                 and the web app template (templates/web-app) into site/app
 #   scripts/web.sh serve [PORT]   builds it and serves it on http://127.0.0.1:PORT (default 8731)
 #   scripts/web.sh tools          installs the browser and Playwright only (what `test` needs)
 #   scripts/web.sh target-dir     prints TARGET: cargo's target directory (CARGO_TARGET_DIR or
 #                                 build.target-dir where set, else target/)
 #   scripts/web.sh test           builds it and tests it in headless Chromium (Playwright):
 #                                 parity in the page, click-to-break, a screenshot, the size
-#                                 limits, a killed GPU process, CPU fallback
+#                                 limits, a killed GPU process, CPU fallback; the template's
+#                                 batch against the CPU
 #                                 (VOXCAST_NATIVE_DIGEST: the native digest, if computed already)
 # Installs what is missing: the wasm32 target (rustup), wasm-bindgen-cli at the version of
 # Cargo.lock (into TARGET/web-tools), Debian's chromium (apt) and npm's playwright-core (into
@@ -72,6 +74,14 @@ build() {
     "$tools/bin/wasm-bindgen" --target web --no-typescript --out-dir "$out/site.new" "$wasm" \
         || die "wasm-bindgen failed on $wasm"
     cp web/static/index.html web/static/main.js "$out/site.new/"
+    # The template of a web app (templates/web-app), served beside the page at app/.
+    say "building the web app template (templates/web-app) for wasm32-unknown-unknown"
+    cargo build -q --release --target wasm32-unknown-unknown -p voxcast-web-app
+    local app="$target/wasm32-unknown-unknown/release/voxcast_web_app.wasm"
+    [[ -f "$app" ]] || die "cargo built no $app"
+    "$tools/bin/wasm-bindgen" --target web --no-typescript --out-dir "$out/site.new/app" "$app" \
+        || die "wasm-bindgen failed on $app"
+    cp templates/web-app/index.html "$out/site.new/app/"
     rm -rf "$out/site" && mv "$out/site.new" "$out/site"
     say "built $out/site ($(du -sh "$out/site" | cut -f1))"
 }

@@ -1,4 +1,5 @@
-// The page's test in headless Chromium (Playwright, Debian's chromium): parity in the page,
+// The page's test in headless Chromium (Playwright, Debian's chromium): the web app
+// template's batch against the CPU, parity in the page,
 // click-to-break, a screenshot, the size limits, a killed GPU process, keys pressed during
 // frames, a software adapter left to the CPU (the GPU checks load URL?gpu, which renders on
 // one), and the CPU fallback without WebGPU.
@@ -30,6 +31,22 @@ const canvasPixels = (page) => page.evaluate(() => {
   const c = document.getElementById('view');
   return Array.from(c.getContext('2d').getImageData(0, 0, c.width, c.height).data);
 });
+
+// The web app template (templates/web-app, served at app/): its batch, awaited on the
+// browser's GPU, equals the CPU's answers.
+{
+  const args = ['--headless=new', '--no-sandbox', '--no-first-run', '--enable-unsafe-webgpu'];
+  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args, headless: true });
+  const page = await browser.newPage();
+  page.on('pageerror', (e) => console.log('app page error:', e.message));
+  await page.goto(new URL('app/index.html', url).href);
+  await page.waitForFunction(() => document.getElementById('out').dataset.done !== 'no', null, { timeout: 300000 });
+  const text = await page.textContent('#out');
+  console.log(`web app template: ${text}`);
+  ok(await page.evaluate(() => document.getElementById('out').dataset.done) === 'yes' && /^0 of 4096 answers differ/.test(text),
+    'the web app template\'s GPU batch equals the CPU\'s answers');
+  await browser.close();
+}
 
 // With WebGPU, asked for by ?gpu even on a software adapter: the GPU renders, the frame and
 // the parity suite match the CPU reference.
