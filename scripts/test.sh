@@ -133,6 +133,8 @@ browser_builds() {
     # voxcast-bevy's build builds voxcast with its GPU side (its default) for wasm32 too.
     cargo build -q --target wasm32-unknown-unknown -p voxcast --no-default-features
     cargo build -q --target wasm32-unknown-unknown -p voxcast-bevy
+    # A Bevy app's line of sight on the GPU as a web game makes it (the raycaster awaited).
+    cargo build -q --target wasm32-unknown-unknown -p voxcast-bevy --example web_sight
     # The API docs as a web app's author reads them: no link to a native-only item.
     RUSTDOCFLAGS="-D warnings" cargo doc -q --no-deps --target wasm32-unknown-unknown -p voxcast
     ./scripts/web.sh build
@@ -191,8 +193,11 @@ phase "the importers' examples on the files fastanvil and dot_vox ship"
 
 # Picking without a window: a cursor position, the camera's transform and projection, through
 # voxcast-bevy's `viewport_ray` (exit 1 when the centre of the view is not the targeted block).
-phase "voxcast-bevy's picking example"
+phase "voxcast-bevy's picking example, and its web_sight example natively"
 "$examples/picking"
+# Line of sight on the GPU with the raycaster handed over from where it was made (exit 1 when
+# the GPU answered no batch or an answer differs from the CPU reference's).
+"$examples/web_sight"
 
 # Python: the package in python/ built as the wheel users install (abi3, manylinux, checked by
 # maturin's auditwheel), installed into a fresh virtual environment with no cargo on PATH, and

@@ -13,7 +13,7 @@
 pub mod boxcast;
 pub mod camera;
 pub mod edits;
-#[cfg(feature = "gpu")]
+#[cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
 pub mod gpu;
 pub mod grid;
 pub mod input;

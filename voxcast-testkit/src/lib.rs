@@ -12,10 +12,11 @@
 
 pub mod boxes;
 pub mod common;
-#[cfg(feature = "gpu")]
+// The GPU helpers wait for the device: native only (voxcast's blocking calls).
+#[cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
 pub mod demo;
 pub mod fuzz;
-#[cfg(feature = "gpu")]
+#[cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
 pub mod gpu;
 #[cfg(feature = "peers")]
 pub mod peers;

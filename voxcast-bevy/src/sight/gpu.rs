@@ -60,6 +60,11 @@ use voxcast::{ChunkPos, LineOfSight, VoxelWorld};
 ///     .run();
 /// ```
 ///
+/// On the web (`wasm32`) `from_device` is `async`, as nothing may block there: spawn it
+/// (`wasm_bindgen_futures::spawn_local`) with clones of the two handles, put the raycaster it
+/// makes into a shared slot, and insert `VoxelGpu` from a system once it is there (the
+/// `web_sight` example of this crate); sight batches run on the CPU until then.
+///
 /// The device keeps the limits Bevy requested for it (`WgpuSettings::limits`); with wgpu's
 /// defaults about 20,000 terrain chunks stored voxel by voxel fit (see
 /// [`GpuRaycaster::from_device`]), and a larger world gets
