@@ -110,6 +110,26 @@ const canvasPixels = (page) => page.evaluate(() => {
   // Size limits: a clear error, nothing else changes.
   const refused = await page.evaluate(() => window.voxcast.resize(100000, 100000));
   ok(refused !== 'ok' && /canvas/.test(refused), `a 100000x100000 canvas is refused: ${refused}`);
+  // A size the page renders: the canvas follows and the frame is exact at it; then the
+  // window's own resize, which the canvas follows (16:9 of the window's width).
+  const resized = await page.evaluate(() => window.voxcast.resize(640, 360));
+  const small = await page.evaluate(() => window.voxcast.check());
+  ok(resized === 'ok' && small.pixels === 640 * 360 && small.differ === 0,
+    `a 640x360 canvas renders exactly at that size (${resized}; ${small.differ} of ${small.pixels} differ)`);
+  await page.setViewportSize({ width: 840, height: 700 });
+  let size = [0, 0];
+  for (let i = 0; i < 100; i += 1) {
+    size = await page.evaluate(() => window.voxcast.size());
+    if (size[0] === 800) break;
+    await page.waitForTimeout(100);
+  }
+  const fitted = await page.evaluate(() => window.voxcast.check());
+  ok(size[0] === 800 && size[1] === 450 && fitted.pixels === 800 * 450 && fitted.differ === 0,
+    `the canvas follows the window to ${size.join('x')} and renders exactly (${fitted.differ} of ${fitted.pixels} differ)`);
+  await page.setViewportSize({ width: 1320, height: 900 });
+  for (let i = 0; i < 100 && (await page.evaluate(() => window.voxcast.size()))[0] !== 1280; i += 1) {
+    await page.waitForTimeout(100);
+  }
   // A world larger than the browser's storage limit: a clear error on the page, and the
   // world the page renders is unchanged.
   const tooLarge = await page.evaluate(() => window.voxcast.oversizedWorld().catch((e) => `rejected: ${e.message ?? e}`));
@@ -118,6 +138,14 @@ const canvasPixels = (page) => page.evaluate(() => {
   await page.evaluate(() => window.voxcast.redraw());
   const frame3 = await page.evaluate(() => window.voxcast.check());
   ok(frame3.differ === 0, `and the page still renders its world exactly (${frame3.differ} differ)`);
+  // A failed draw's notice goes once a frame is drawn again.
+  await page.evaluate(() => { document.getElementById('notice').textContent = ''; });
+  const failedDraw = await page.evaluate(() => window.voxcast.failOnce());
+  const failedNotice = await page.textContent('#notice');
+  await page.evaluate(() => window.voxcast.redraw());
+  const afterGood = await page.textContent('#notice');
+  ok(failedNotice.startsWith('voxcast: ') && failedNotice.includes(failedDraw) && afterGood === '',
+    `a failed frame's notice (${failedNotice}) goes after the next good frame (now: "${afterGood}")`);
   // A lost device: the browser's GPU process killed (DevTools' Browser.crashGpuProcess, what
   // a driver crash does to a tab). The next frame fails with a message on the page, and
   // nothing hangs.

@@ -8,8 +8,10 @@ const canvas = $('view');
 const ctx = canvas.getContext('2d');
 let demo = null;
 let chain = Promise.resolve();
-// A call that fails (a lost device, a world the GPU cannot hold) says so on the page.
-const fail = (e) => { $('notice').textContent = `voxcast: ${e?.message ?? e}`; };
+// A call that fails (a lost device, a world the GPU cannot hold) says so on the page, until
+// a frame is drawn again.
+let failed = false;
+const fail = (e) => { $('notice').textContent = `voxcast: ${e?.message ?? e}`; failed = true; };
 const run = (f) => {
   const done = chain.then(f, f);
   chain = done.catch(fail);
@@ -20,6 +22,10 @@ async function draw() {
   const rgba = await demo.render();
   const image = new ImageData(new Uint8ClampedArray(rgba.buffer), canvas.width, canvas.height);
   ctx.putImageData(image, 0, 0);
+  if (failed) {
+    $('notice').textContent = '';
+    failed = false;
+  }
   const ms = demo.last_ms();
   const pixels = canvas.width * canvas.height;
   $('rate').textContent = `${(pixels / ms / 1000).toFixed(2)} M rays/s ` +
@@ -48,6 +54,37 @@ function redraw() {
   requestAnimationFrame(() => run(async () => { dirty = false; await draw(); }));
 }
 const move = (...by) => run(async () => { demo.move_by(...by); redraw(); });
+
+// The picture's size: the module's and the canvas's change together, and the next frame is
+// drawn at it. A size the page does not render is refused with its reason; nothing changes.
+// `applySize` runs inside a call of the chain; `resize` queues one.
+async function applySize(w, h) {
+  try {
+    demo.resize(w, h);
+  } catch (e) {
+    return String(e.message ?? e);
+  }
+  canvas.width = w;
+  canvas.height = h;
+  await draw();
+  return 'ok';
+}
+const resize = (w, h) => run(() => applySize(w, h));
+// The canvas follows the window's width (16:9, at most 1280x720), the last size wanted once
+// the calls before it are done.
+let wanted = null;
+function fitWindow() {
+  const w = Math.max(160, Math.min(1280, Math.floor(window.innerWidth - 40)));
+  const size = [w, Math.round(w * 9 / 16)];
+  const queued = wanted !== null;
+  wanted = size;
+  if (queued) return;
+  run(async () => {
+    const [ww, wh] = wanted;
+    wanted = null;
+    if (ww !== canvas.width || wh !== canvas.height) await applySize(ww, wh);
+  });
+}
 
 async function main() {
   await init();
@@ -80,6 +117,7 @@ async function main() {
   await run(draw);
   await run(async () => check());
   $('status').dataset.ready = 'yes';
+  window.addEventListener('resize', fitWindow);
 
   const keys = { KeyW: [2, 0, 0], KeyS: [-2, 0, 0], KeyD: [0, 2, 0], KeyA: [0, -2, 0],
     KeyR: [0, 0, 2], KeyF: [0, 0, -2] };
@@ -117,7 +155,14 @@ async function main() {
   window.voxcast = {
     parity: () => run(async () => JSON.parse(await demo.parity())),
     check: () => run(async () => check()),
-    resize: (w, h) => run(async () => { try { demo.resize(w, h); return 'ok'; } catch (e) { return String(e.message ?? e); } }),
+    resize: (w, h) => resize(w, h),
+    // A call that fails, as a lost frame would: its notice shows until the next good frame.
+    failOnce: () => {
+      const why = 'a frame that failed (a test of the notice)';
+      run(async () => { throw new Error(why); });
+      return run(async () => why);
+    },
+    size: () => [canvas.width, canvas.height],
     onGpu: () => run(async () => demo.on_gpu()),
     software: () => window.voxcastSoftware,
     // A world larger than the device's storage limit: refused, its message on the page.
