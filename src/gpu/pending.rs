@@ -327,7 +327,7 @@ impl<T> PendingBatch<T> {
     /// `let answers = (&mut pending).await?; let cost = pending.stats();`.
     #[cfg_attr(
         not(target_arch = "wasm32"),
-        doc = "A blocking call ([`GpuRaycaster::cast_into`](crate::gpu::GpuRaycaster::cast_into)) returns its batch's cost itself."
+        doc = "A blocking call (`GpuRaycaster::cast_into`) returns its batch's cost itself."
     )]
     #[must_use]
     pub fn stats(&self) -> Option<BatchStats> {

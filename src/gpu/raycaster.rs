@@ -68,7 +68,7 @@ pub struct BatchSetup {
 )]
 #[cfg_attr(
     not(target_arch = "wasm32"),
-    doc = "| [`cast_into`](GpuRaycaster::cast_into) | the same into answers handed back, and the batch's [`BatchStats`](crate::gpu::BatchStats) |"
+    doc = "| [`cast_into`](GpuRaycaster::cast_into) | the same into answers handed back, and the batch's `BatchStats` |"
 )]
 ///
 /// Several batches may be in flight at once, from one thread or several: a raycaster (and a
