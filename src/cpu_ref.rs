@@ -541,10 +541,13 @@ impl<'w> Cast<'w> {
                             if let Some(h) = shape_hit(r, d.n, boxes) {
                                 return RaycastOutcome::Hit(h.answer(&d, id));
                             }
-                            // The ray passes the shape: step on from its voxel.
+                            // The ray passes the shape: step on from its voxel. With a table
+                            // the walk may have gone on into another chunk than `kind`'s, so
+                            // the chunk is classified again.
                             in_origin = false;
                             match d.dda_step() {
                                 Err(Ended) => return RaycastOutcome::Miss,
+                                Ok(_) if table.is_some() => break,
                                 Ok(true) => break,
                                 Ok(false) => continue,
                             }

@@ -257,8 +257,8 @@ fn sensor_rigs_equal_their_rays_cast_alone() {
 /// A batch finds the chunks its rays enter in a table of the occupied bounds and walks on from
 /// dense chunk to dense chunk in one loop: long rays from anywhere, in every direction, through
 /// dense chunks of sparse and of packed voxels, chunks of one solid id, chunks of air and
-/// unloaded chunks inside the bounds, near the i128 world's edges, must answer as each ray cast
-/// alone (which looks every chunk up by its position).
+/// unloaded chunks inside the bounds, past shaped voxels, near the i128 world's edges, must
+/// answer as each ray cast alone (which looks every chunk up by its position).
 #[test]
 fn long_rays_of_a_batch_through_every_kind_of_chunk_equal_rays_cast_alone() {
     use voxcast::{CHUNK_EDGE, Chunk, ChunkPos, LocalPos};
@@ -299,6 +299,21 @@ fn long_rays_of_a_batch_through_every_kind_of_chunk_equal_rays_cast_alone() {
             };
             world.insert_chunk(pos, chunk).expect("in the world");
         }
+        // Shaped ids that rays pass beside: a bottom slab and a thin post (a ray that passes
+        // one steps on, maybe into another chunk than the one its walk began in).
+        let shape = |b: &[([u8; 3], [u8; 3])]| {
+            voxcast::BlockShape::Boxes(
+                b.iter()
+                    .map(|&(lo, hi)| voxcast::ShapeBox::new(lo, hi).expect("a valid box"))
+                    .collect(),
+            )
+        };
+        world
+            .set_shape(VoxelId(2), &shape(&[([0, 0, 0], [16, 8, 16])]))
+            .expect("a valid shape");
+        world
+            .set_shape(VoxelId(3), &shape(&[([6, 0, 6], [10, 16, 10])]))
+            .expect("a valid shape");
         let edge = CHUNK_EDGE;
         let corner = WorldPos::new(base.x * edge, base.y * edge, base.z * edge);
         let rays: Vec<VoxelRay> = (0..3000)
