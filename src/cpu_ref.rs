@@ -352,7 +352,7 @@ impl<'w> Cast<'w> {
 
     /// The table of the chunks in the `Air` bounds for a batch of `rays` rays, where it pays
     /// and rays walk dense chunks (`walks`); `None` elsewhere.
-    pub(crate) fn table(&self, rays: usize) -> Option<ChunkTable<'w>> {
+    fn table(&self, rays: usize) -> Option<ChunkTable<'w>> {
         if !matches!(self.start, Start::Air(true)) || !self.walks {
             return None;
         }
@@ -377,13 +377,28 @@ impl<'w> Cast<'w> {
     }
 
     /// These casts, finding chunks in `table` (made by [`Cast::table`] of the same casts).
-    pub(crate) fn with_table<'t>(self, table: &'t ChunkTable<'t>) -> Cast<'t>
+    fn with_table<'t>(self, table: &'t ChunkTable<'t>) -> Cast<'t>
     where
         'w: 't,
     {
         Cast {
             table: Some(table),
             ..self
+        }
+    }
+
+    /// `f` given the casts of a batch of `rays` rays under `opts` through `world`: made once,
+    /// with the batch's chunk table where it pays ([`Cast::table`]).
+    pub(crate) fn for_batch<R>(
+        world: &VoxelWorld,
+        opts: &RaycastOptions,
+        rays: usize,
+        f: impl FnOnce(&Cast<'_>) -> R,
+    ) -> R {
+        let cast = Cast::new(world, opts, false);
+        match cast.table(rays) {
+            Some(table) => f(&cast.with_table(&table)),
+            None => f(&cast),
         }
     }
 

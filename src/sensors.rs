@@ -628,8 +628,9 @@ pub(crate) fn word(outcome: &RaycastOutcome) -> f32 {
 
 /// Casts every ray of `rig` from every pose against `world`, on all threads: the CPU reference
 /// of the GPU's sensor call, and its fallback. Ray `k` of agent `a` is
-/// [`SensorPose::ray`]`(rig, k)` of `poses[a]`, cast with [`voxel_raycast_with`](crate::voxel_raycast_with); with `outcomes`
-/// the readings keep each ray's outcome too. An agent whose pose is bad gets its error on every
+/// [`SensorPose::ray`]`(rig, k)` of `poses[a]`, cast with
+/// [`voxel_raycast_with`](crate::voxel_raycast_with); with `outcomes` the readings keep each
+/// ray's outcome too. An agent whose pose is bad gets its error on every
 /// ray, and the others are answered. Each agent's rays are cast as a sweep (as
 /// [`raycast_batch`](crate::raycast_batch) casts runs from one point), in groups of nearby
 /// directions that the rig orders once when it is made; the answers are the same.
@@ -667,62 +668,58 @@ pub fn sense_into(
     }
     let prepared: Vec<_> = poses.par_iter().map(SensorPose::prepare).collect();
     let outcomes = readings.outcomes.take();
-    // One agent's answers into `out` (and their words into `words`): swept in the rig's groups
-    // where the options allow, else ray by ray.
-    let base = Cast::new(world, opts, false);
-    let table = base.table(n * poses.len());
-    let swept = match &table {
-        Some(t) => base.with_table(t),
-        None => base,
-    };
-    let cast = |p: &PreparedPose, &[x, y, z, max]: &[f32; 4]| {
-        swept.unprepared(&p.ray(Vec3::new(x, y, z), max))
-    };
-    let agent = |p: &PreparedPose, out: &mut [RaycastOutcome], words: &mut [f32]| {
-        if sweeps(opts) {
-            rig.order.cast_into(out, |group, answers, base, shared| {
-                let rays = group.iter().map(|&r| {
-                    let [x, y, z, max] = rig.rays[r as usize];
-                    (r as usize - base, p.ray(Vec3::new(x, y, z), max))
+    Cast::for_batch(world, opts, n * poses.len(), |swept| {
+        let cast = |p: &PreparedPose, &[x, y, z, max]: &[f32; 4]| {
+            swept.unprepared(&p.ray(Vec3::new(x, y, z), max))
+        };
+        // One agent's answers into `out` (and their words into `words`): swept in the rig's
+        // groups where the options allow, else ray by ray.
+        let agent = |p: &PreparedPose, out: &mut [RaycastOutcome], words: &mut [f32]| {
+            if sweeps(opts) {
+                rig.order.cast_into(out, |group, answers, base, shared| {
+                    let rays = group.iter().map(|&r| {
+                        let [x, y, z, max] = rig.rays[r as usize];
+                        (r as usize - base, p.ray(Vec3::new(x, y, z), max))
+                    });
+                    shared.cast_group(rays, swept, |k, o| answers[k] = o);
                 });
-                shared.cast_group(rays, &swept, |k, o| answers[k] = o);
-            });
-        } else {
-            out.par_iter_mut()
-                .zip(&rig.rays)
-                .with_min_len(256)
-                .for_each(|(o, r)| *o = cast(p, r));
+            } else {
+                out.par_iter_mut()
+                    .zip(&rig.rays)
+                    .with_min_len(256)
+                    .for_each(|(o, r)| *o = cast(p, r));
+            }
+            for (w, o) in words.iter_mut().zip(out.iter()) {
+                *w = word(o);
+            }
+        };
+        match outcomes {
+            Some(mut outcomes) => {
+                outcomes
+                    .par_chunks_mut(n)
+                    .zip(readings.distances.par_chunks_mut(n))
+                    .zip(&prepared)
+                    .for_each(|((out, words), p)| {
+                        if let Ok(p) = p {
+                            agent(p, out, words);
+                        }
+                    });
+                readings.outcomes = Some(outcomes);
+            }
+            None => {
+                readings
+                    .distances
+                    .par_chunks_mut(n)
+                    .zip(&prepared)
+                    .for_each_init(Vec::new, |out, (words, p)| {
+                        if let Ok(p) = p {
+                            out.resize(n, RaycastOutcome::Miss);
+                            agent(p, out, words);
+                        }
+                    });
+            }
         }
-        for (w, o) in words.iter_mut().zip(out.iter()) {
-            *w = word(o);
-        }
-    };
-    match outcomes {
-        Some(mut outcomes) => {
-            outcomes
-                .par_chunks_mut(n)
-                .zip(readings.distances.par_chunks_mut(n))
-                .zip(&prepared)
-                .for_each(|((out, words), p)| {
-                    if let Ok(p) = p {
-                        agent(p, out, words);
-                    }
-                });
-            readings.outcomes = Some(outcomes);
-        }
-        None => {
-            readings
-                .distances
-                .par_chunks_mut(n)
-                .zip(&prepared)
-                .for_each_init(Vec::new, |out, (words, p)| {
-                    if let Ok(p) = p {
-                        out.resize(n, RaycastOutcome::Miss);
-                        agent(p, out, words);
-                    }
-                });
-        }
-    }
+    });
     for (a, p) in prepared.iter().enumerate() {
         if let Err(e) = p {
             readings.set_invalid(a, *e);

@@ -82,21 +82,17 @@ pub fn raycast_camera_rows_into(
     if len == 0 {
         return Ok(());
     }
-    let base = Cast::new(world, opts, false);
-    let table = base.table(len);
-    let cast = match &table {
-        Some(t) => base.with_table(t),
-        None => base,
-    };
-    out.par_chunks_mut(width * TILE as usize)
-        .enumerate()
-        .for_each(|(band, band_rows)| {
-            let y0 = rows.start + band as u32 * TILE;
-            let mut shared = Shared::default();
-            for x0 in (0..camera.width).step_by(TILE as usize) {
-                cast_tile(camera, &cast, [x0, y0], band_rows, &mut shared);
-            }
-        });
+    Cast::for_batch(world, opts, len, |cast| {
+        out.par_chunks_mut(width * TILE as usize)
+            .enumerate()
+            .for_each(|(band, band_rows)| {
+                let y0 = rows.start + band as u32 * TILE;
+                let mut shared = Shared::default();
+                for x0 in (0..camera.width).step_by(TILE as usize) {
+                    cast_tile(camera, cast, [x0, y0], band_rows, &mut shared);
+                }
+            });
+    });
     Ok(())
 }
 

@@ -145,24 +145,20 @@ pub(crate) fn cast_batch_into(
     opts: &RaycastOptions,
     out: &mut Vec<RaycastOutcome>,
 ) {
-    let base = Cast::new(world, opts, false);
-    let table = base.table(rays.len());
-    let cast = match &table {
-        Some(t) => base.with_table(t),
-        None => base,
-    };
-    if !sweeps(opts) || !has_run(rays) {
-        rays.par_iter()
-            .with_min_len(ALONE)
-            .map(|r| cast.unprepared(r))
-            .collect_into_vec(out);
-        return;
-    }
-    out.clear();
-    out.resize(rays.len(), RaycastOutcome::Miss);
-    out.par_chunks_mut(BLOCK)
-        .zip(rays.par_chunks(BLOCK))
-        .for_each(|(out, rays)| cast_block(rays, &cast, out));
+    Cast::for_batch(world, opts, rays.len(), |cast| {
+        if !sweeps(opts) || !has_run(rays) {
+            rays.par_iter()
+                .with_min_len(ALONE)
+                .map(|r| cast.unprepared(r))
+                .collect_into_vec(out);
+            return;
+        }
+        out.clear();
+        out.resize(rays.len(), RaycastOutcome::Miss);
+        out.par_chunks_mut(BLOCK)
+            .zip(rays.par_chunks(BLOCK))
+            .for_each(|(out, rays)| cast_block(rays, cast, out));
+    });
 }
 
 /// [`cast_batch_into`] on the calling thread.
@@ -173,20 +169,16 @@ pub(crate) fn cast_serial_into(
     out: &mut Vec<RaycastOutcome>,
 ) {
     out.clear();
-    let base = Cast::new(world, opts, false);
-    let table = base.table(rays.len());
-    let cast = match &table {
-        Some(t) => base.with_table(t),
-        None => base,
-    };
-    if !sweeps(opts) {
-        out.extend(rays.iter().map(|r| cast.unprepared(r)));
-        return;
-    }
-    out.resize(rays.len(), RaycastOutcome::Miss);
-    for (out, rays) in out.chunks_mut(BLOCK).zip(rays.chunks(BLOCK)) {
-        cast_block(rays, &cast, out);
-    }
+    Cast::for_batch(world, opts, rays.len(), |cast| {
+        if !sweeps(opts) {
+            out.extend(rays.iter().map(|r| cast.unprepared(r)));
+            return;
+        }
+        out.resize(rays.len(), RaycastOutcome::Miss);
+        for (out, rays) in out.chunks_mut(BLOCK).zip(rays.chunks(BLOCK)) {
+            cast_block(rays, cast, out);
+        }
+    });
 }
 
 /// Rays a task of a batch sweeps: the runs it sorts lie within it, so that its answers are
