@@ -137,6 +137,40 @@ impl Shared {
 
 /// Casts `rays` into `out` in input order, each outcome exactly
 /// [`voxel_raycast_with`](crate::voxel_raycast_with)'s, on rayon's threads: in blocks of
+/// Bits of a direction's index in its block in a [`SweepOrder`] key.
+const INDEX_BITS: u32 = 12;
+const _: () = assert!(BLOCK == 1 << INDEX_BITS);
+/// Bits an axis of a direction's cell in a [`SweepOrder`] key, above its index.
+const CELL_BITS: u32 = (u32::BITS - INDEX_BITS) / 2;
+/// Digits of the radix sort of [`SweepOrder`] keys: two passes over the cell bits.
+const DIGIT_BITS: u32 = CELL_BITS;
+
+/// Sorts `keys` (cell above index, the indices distinct) by cell, then index: two stable
+/// passes of a radix sort over the cell bits, as the keys come in index order. `spare` is
+/// scratch of the same length, reused between calls.
+fn radix_sort_cells(keys: &mut Vec<u32>, spare: &mut Vec<u32>) {
+    spare.clear();
+    spare.resize(keys.len(), 0);
+    for pass in 0..2 {
+        let shift = INDEX_BITS + pass * DIGIT_BITS;
+        let digit = |k: u32| ((k >> shift) & ((1 << DIGIT_BITS) - 1)) as usize;
+        let mut at = [0u32; 1 << DIGIT_BITS];
+        for &k in keys.iter() {
+            at[digit(k)] += 1;
+        }
+        let mut sum = 0;
+        for c in &mut at {
+            (*c, sum) = (sum, sum + *c);
+        }
+        for &k in keys.iter() {
+            let d = digit(k);
+            spare[at[d] as usize] = k;
+            at[d] += 1;
+        }
+        std::mem::swap(keys, spare);
+    }
+}
+
 /// `BLOCK` consecutive rays, where runs of at least `MIN_RUN` rays from one start point are
 /// swept and the rest cast one by one.
 pub(crate) fn cast_batch_into(
@@ -282,11 +316,14 @@ impl SweepOrder {
     /// about `GROUP` of them (so a group never spans two far-apart parts of the curve).
     pub(crate) fn of(dirs: &[glam::Vec3]) -> Self {
         let mut s = Self::default();
-        let mut keys: Vec<u64> = Vec::with_capacity(dirs.len().min(BLOCK));
+        let mut cells: Vec<[u32; 2]> = Vec::with_capacity(dirs.len().min(BLOCK));
+        let mut keys: Vec<u32> = Vec::with_capacity(dirs.len().min(BLOCK));
+        let mut spare: Vec<u32> = Vec::new();
         for (b, block) in dirs.chunks(BLOCK).enumerate() {
             s.blocks.push(s.ends.len() as u32);
             let base = b * BLOCK;
-            let cells: Vec<[u32; 2]> = block.iter().map(|&d| octahedral_cell(d)).collect();
+            cells.clear();
+            cells.extend(block.iter().map(|&d| octahedral_cell(d)));
             let (lo, hi) = cells.iter().fold(([u32::MAX; 2], [0; 2]), |(lo, hi), c| {
                 (
                     [lo[0].min(c[0]), lo[1].min(c[1])],
@@ -298,15 +335,18 @@ impl SweepOrder {
             let area = f64::from(hi[0] - lo[0] + 1) * f64::from(hi[1] - lo[1] + 1);
             let edge = (GROUP as f64 * area / block.len() as f64).sqrt();
             let level = (edge.log2().ceil().max(0.0) as u32).min(16);
+            // Cells from the block's lowest, coarsened to `CELL_BITS` bits an axis, so that a
+            // key holds the cell's Z-order index above the direction's index in the block.
+            let span = (hi[0] - lo[0]).max(hi[1] - lo[1]);
+            let coarse = (u32::BITS - span.leading_zeros()).saturating_sub(CELL_BITS);
+            let level = level.saturating_sub(coarse);
             keys.clear();
-            keys.extend(
-                cells
-                    .iter()
-                    .enumerate()
-                    .map(|(i, c)| (u64::from(morton(c[0], c[1])) << 32) | (base + i) as u64),
-            );
-            keys.sort_unstable();
-            let cell_of = |k: u64| (k >> 32) >> (2 * level);
+            keys.extend(cells.iter().enumerate().map(|(i, c)| {
+                let cell = morton((c[0] - lo[0]) >> coarse, (c[1] - lo[1]) >> coarse);
+                cell << INDEX_BITS | i as u32
+            }));
+            radix_sort_cells(&mut keys, &mut spare);
+            let cell_of = |k: u32| (k >> INDEX_BITS) >> (2 * level);
             let mut from = 0;
             for i in 1..=keys.len() {
                 if i == keys.len() || i - from == GROUP || cell_of(keys[i]) != cell_of(keys[from]) {
@@ -314,7 +354,9 @@ impl SweepOrder {
                     from = i;
                 }
             }
-            s.order.extend(keys.iter().map(|&k| k as u32));
+            let index = (1 << INDEX_BITS) - 1;
+            s.order
+                .extend(keys.iter().map(|&k| (base as u32) + (k & index)));
         }
         s.blocks.push(s.ends.len() as u32);
         s
@@ -541,5 +583,30 @@ mod tests {
             3
         );
         assert_eq!(SweepOrder::of(&[]).groups().count(), 0);
+    }
+
+    #[test]
+    fn the_radix_sort_sorts() {
+        let mut rng = voxcast_testkit::SplitMix64::new(9);
+        for len in [0, 1, 2, 100, BLOCK] {
+            // Keys as `SweepOrder::of` makes them: any cell above distinct indices in order,
+            // cells drawn from few values too so that equal cells keep their index order.
+            for few in [false, true] {
+                let mut keys: Vec<u32> = (0..len as u32)
+                    .map(|i| {
+                        let cell = if few {
+                            rng.below(4) as u32
+                        } else {
+                            rng.next_u64() as u32
+                        };
+                        cell << INDEX_BITS | i
+                    })
+                    .collect();
+                let mut want = keys.clone();
+                want.sort_unstable();
+                radix_sort_cells(&mut keys, &mut Vec::new());
+                assert_eq!(keys, want, "{len} keys");
+            }
+        }
     }
 }
