@@ -19,9 +19,8 @@ struct GpuAgent {
 @group(0) @binding(9) var<storage, read> agents: array<GpuAgent>;
 @group(0) @binding(10) var<storage, read_write> pair_out: array<atomic<u32>>;
 
-// Statuses of a pair's answer besides those of Hit.status: the eyes are too close
-// (RayError::ZeroDirection) or too far apart (RayError::MaxDistanceTooLarge).
-const STATUS_ZERO_LENGTH: u32 = 4u;
+// Status of a pair's answer besides those of Hit.status: the eyes are too far apart
+// (RayError::MaxDistanceTooLarge).
 const STATUS_TOO_LONG: u32 = 5u;
 const MAX_DISTANCE_CAP: f32 = 65536.0;
 const MIN_SQUARED_LENGTH: f32 = 0x1p-60f;
@@ -44,8 +43,10 @@ fn segment(d: vec3<f32>) -> vec4<f32> {
 }
 
 // Line of sight between the eyes of a pair of agents: the segment from agent a's eye to agent
-// b's, built as VoxelRay::between builds it, cast as cast_rays casts a segment; sets the
-// pair's bit where nothing blocks it, and writes its answer with Params.details.
+// b's (the host orders each pair's eyes, lower first, as VoxelRay::sight_line does), built as
+// VoxelRay::between builds it, or of length 0 along +x where the eyes are too close; cast as
+// cast_rays casts a segment; sets the pair's bit where nothing blocks it, and writes its
+// answer with Params.details.
 @compute @workgroup_size(64)
 fn cast_pairs(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let i = invocation_index(gid, groups);
@@ -58,10 +59,10 @@ fn cast_pairs(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
     // VoxelRay::between: the voxel difference (exact) plus the offsets' difference.
     let seg = segment(vec3<f32>(b.voxel - a.voxel) + pin3(b.sub - a.sub));
     var h = miss();
-    if (seg.w == 0.0) {
-        h = make_hit(STATUS_ZERO_LENGTH, a.voxel, 0.0, 0u, AXIS_NONE, false, vec3<u32>(0u));
-    } else if (seg.w < 0.0) {
+    if (seg.w < 0.0) {
         h = make_hit(STATUS_TOO_LONG, a.voxel, 0.0, 0u, AXIS_NONE, false, vec3<u32>(0u));
+    } else if (seg.w == 0.0) {
+        h = cast_segment(made_ray(a.voxel, a.sub, vec3<f32>(1.0, 0.0, 0.0), 0.0), params.details != 0u);
     } else {
         h = cast_segment(made_ray(a.voxel, a.sub, seg.xyz, seg.w), params.details != 0u);
     }

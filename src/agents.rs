@@ -13,7 +13,8 @@ use crate::world::VoxelWorld;
 
 /// An agent (an NPC, a sensor, a player): where it stands and how high its eyes are. Its eye
 /// is `position + offset + (0, eye_height, 0)` ([`Agent::eye`]); line of sight between two
-/// agents is the segment between their eyes ([`VoxelRay::between`]).
+/// agents is the segment between their eyes ([`VoxelRay::sight_line`]), one answer for
+/// either order.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Agent {
     /// The voxel the agent stands in.
@@ -58,18 +59,20 @@ impl Agent {
     }
 }
 
-/// The segment from agent `a`'s eye to agent `b`'s ([`VoxelRay::between`]), or why there is
+/// The segment line of sight between the eyes of agents `pair[0]` and `pair[1]` casts
+/// ([`VoxelRay::sight_line`]: from the lower eye to the higher, so that the pair's answer does
+/// not depend on its order; eyes at one point give a segment of length 0), or why there is
 /// none: an agent's error ([`Agent::eye`]), [`RayError::NoSuchAgent`] for an index past the
-/// end of `agents`, or the segment's ([`RayError::ZeroDirection`] for eyes at the same point,
-/// [`RayError::MaxDistanceTooLarge`] for eyes more than `MAX_DISTANCE_CAP` apart).
+/// end of `agents`, or [`RayError::MaxDistanceTooLarge`] for eyes more than
+/// `MAX_DISTANCE_CAP` apart.
 ///
 /// # Errors
 /// As said above.
 pub fn agent_segment(agents: &[Agent], pair: [u32; 2]) -> Result<VoxelRay, RayError> {
     let eye = |i: u32| agents.get(i as usize).ok_or(RayError::NoSuchAgent)?.eye();
-    let (from, from_sub) = eye(pair[0])?;
-    let (to, to_sub) = eye(pair[1])?;
-    VoxelRay::between(from, from_sub, to, to_sub)
+    let (a, a_sub) = eye(pair[0])?;
+    let (b, b_sub) = eye(pair[1])?;
+    VoxelRay::sight_line(a, a_sub, b, b_sub)
 }
 
 /// Line of sight between the eyes of each pair of agents (indices into `agents`), on all

@@ -190,6 +190,24 @@ pub(crate) fn segment(d: [f32; 3]) -> Result<(Vec3, f32), RayError> {
     Ok((Vec3::new(d[0] * r, d[1] * r, d[2] * r), length))
 }
 
+/// A point as its voxel and an offset in `[0, 1)`, normalised as [`VoxelRay::new`] does.
+pub(crate) fn normalised_point(p: WorldPos, sub: Vec3) -> Result<(WorldPos, Vec3), RayError> {
+    let (x, sx) = split_sub(p.x, sub.x)?;
+    let (y, sy) = split_sub(p.y, sub.y)?;
+    let (z, sz) = split_sub(p.z, sub.z)?;
+    Ok((WorldPos::new(x, y, z), Vec3::new(sx, sy, sz)))
+}
+
+/// The order of normalised points in which [`VoxelRay::sight_line`] casts from the lower: by
+/// voxel x, y, z, then offset x, y, z in IEEE total order (equal only for equal bits).
+pub(crate) fn point_order(a: (WorldPos, Vec3), b: (WorldPos, Vec3)) -> std::cmp::Ordering {
+    (a.0.x, a.0.y, a.0.z)
+        .cmp(&(b.0.x, b.0.y, b.0.z))
+        .then_with(|| a.1.x.total_cmp(&b.1.x))
+        .then_with(|| a.1.y.total_cmp(&b.1.y))
+        .then_with(|| a.1.z.total_cmp(&b.1.z))
+}
+
 /// A point in f64 voxel coordinates as its voxel (the floor) and the f64 fraction rounded to
 /// f32 (possibly to 1.0, which [`split_sub`] then carries into the next voxel).
 fn split_point(p: DVec3) -> Result<(WorldPos, Vec3), RayError> {
@@ -381,6 +399,55 @@ impl VoxelRay {
         }
         let (direction, length) = segment(d)?;
         Self::new(from, from_sub, direction, length)
+    }
+
+    /// The segment that line of sight between points `a` and `b` casts: [`VoxelRay::between`]
+    /// from the lower of the two points to the higher, so that line of sight between them has
+    /// one answer whichever is given first (`sight_line(a, b)` equals `sight_line(b, a)`, in
+    /// both modes, on every engine). Points are normalised as [`VoxelRay::new`] does, then
+    /// ordered by voxel x, y, z, then by offset x, y, z (IEEE total order). A blocked answer's
+    /// distance and face are those seen from the lower point; under
+    /// [`OriginPolicy::SkipOriginVoxel`] the voxel holding the lower point is skipped and the
+    /// one holding the higher point is tested.
+    ///
+    /// Points that coincide, or lie within about `1e-9` voxels of each other (where `between`
+    /// answers [`RayError::ZeroDirection`]), give the segment of length 0 from the lower point
+    /// along +x: line of sight then examines only the voxel holding it, under the origin policy
+    /// (clear under the default `SkipOriginVoxel`: two eyes at one point see each other).
+    ///
+    /// # Errors
+    /// The errors of [`VoxelRay::new`] for either point's offset or voxel;
+    /// [`RayError::MaxDistanceTooLarge`] when the points are more than [`MAX_DISTANCE_CAP`]
+    /// apart.
+    pub fn sight_line(
+        a: WorldPos,
+        a_sub: Vec3,
+        b: WorldPos,
+        b_sub: Vec3,
+    ) -> Result<Self, RayError> {
+        let a = normalised_point(a, a_sub)?;
+        let b = normalised_point(b, b_sub)?;
+        let (lo, hi) = if point_order(a, b).is_le() {
+            (a, b)
+        } else {
+            (b, a)
+        };
+        match Self::between(lo.0, lo.1, hi.0, hi.1) {
+            Err(RayError::ZeroDirection) => Self::new(lo.0, lo.1, Vec3::X, 0.0),
+            segment => segment,
+        }
+    }
+
+    /// [`VoxelRay::sight_line`] between two points in f64 voxel coordinates (see
+    /// [`VoxelRay::from_point`]).
+    ///
+    /// # Errors
+    /// Those of [`VoxelRay::from_point`] for either point, then those of
+    /// [`VoxelRay::sight_line`].
+    pub fn sight_line_points(a: DVec3, b: DVec3) -> Result<Self, RayError> {
+        let (a, a_sub) = split_point(a)?;
+        let (b, b_sub) = split_point(b)?;
+        Self::sight_line(a, a_sub, b, b_sub)
     }
 
     /// [`VoxelRay::new`] from a point in f64 voxel coordinates, for engines that keep

@@ -503,3 +503,139 @@ fn sight_with_only(
     world.set_voxel(p, VoxelId::AIR);
     (p, got)
 }
+
+/// Line of sight between two points is one answer whichever is given first
+/// (`VoxelRay::sight_line`), for agents on voxel centres (where a segment and its reverse step
+/// through exact edges differently) in both modes under every origin policy, at ordinary and
+/// far i128 positions; and `VoxelRay::between` in both orders would not be.
+#[test]
+fn line_of_sight_is_one_answer_for_either_order() {
+    use voxcast::{Agent, agent_visibility, visible_pairs_within};
+    use voxcast_testkit::common::random_solids;
+    for base in [
+        WorldPos::new(-7, 3, 11),
+        WorldPos::new(1 << 100, -(1 << 90), 5),
+    ] {
+        let world = world_with(&random_solids(3, base, 24, 0.12, 3));
+        let agents: Vec<Agent> = (0..120)
+            .map(|i: i128| {
+                let p = WorldPos::new(
+                    base.x + i % 23,
+                    base.y + (i * 7) % 23,
+                    base.z + (i * 13) % 23,
+                );
+                Agent::new(p, Vec3::splat(0.5), 0.0)
+            })
+            .collect();
+        let pairs: Vec<[u32; 2]> = (0..120)
+            .flat_map(|a| (a + 1..120).map(move |b| [a, b]))
+            .collect();
+        let swapped: Vec<[u32; 2]> = pairs.iter().map(|&[a, b]| [b, a]).collect();
+        let reversed: Vec<Agent> = agents.iter().rev().copied().collect();
+        let back = |i: u32| 119 - i;
+        let mut one_way_differs = 0;
+        for origin in [
+            OriginPolicy::SkipOriginVoxel,
+            OriginPolicy::Report,
+            OriginPolicy::ExitSolid,
+        ] {
+            for conservative in [false, true] {
+                let los = LineOfSightOptions {
+                    raycast: RaycastOptions {
+                        origin,
+                        ..RaycastOptions::default()
+                    },
+                    conservative,
+                };
+                let what = format!("{los:?} at {base:?}");
+                let there = agent_visibility(&agents, &pairs, &world, &los);
+                assert_eq!(
+                    there,
+                    agent_visibility(&agents, &swapped, &world, &los),
+                    "{what}"
+                );
+                let mut seen: Vec<[u32; 2]> = visible_pairs_within(&reversed, 40.0, &world, &los)
+                    .iter()
+                    .map(|&[a, b]| [back(b), back(a)])
+                    .collect();
+                seen.sort_unstable();
+                assert_eq!(
+                    visible_pairs_within(&agents, 40.0, &world, &los),
+                    seen,
+                    "{what}"
+                );
+                for &[a, b] in pairs.iter().step_by(7) {
+                    let (pa, pb) = (agents[a as usize].position, agents[b as usize].position);
+                    let half = Vec3::splat(0.5);
+                    // The second point given with whole units in its offset: normalised first.
+                    let pb_moved = WorldPos::new(pb.x - 1, pb.y, pb.z + 2);
+                    let sub_moved = Vec3::new(1.5, 0.5, -1.5);
+                    let ab = VoxelRay::sight_line(pa, half, pb_moved, sub_moved).expect("valid");
+                    let ba = VoxelRay::sight_line(pb, half, pa, half).expect("valid");
+                    assert_eq!(ab, ba, "{what}");
+                    if !conservative && origin == OriginPolicy::SkipOriginVoxel && pa != pb {
+                        let cast = |from, to| {
+                            let seg = VoxelRay::between(from, half, to, half).expect("valid");
+                            line_of_sight(&seg, &world, &los) == LineOfSight::Clear
+                        };
+                        one_way_differs += usize::from(cast(pa, pb) != cast(pb, pa));
+                    }
+                }
+            }
+        }
+        assert!(
+            one_way_differs > 0,
+            "the points hold segments whose reverse answers otherwise"
+        );
+    }
+}
+
+/// Two points at one place (or within about 1e-9 voxels) see each other: a segment of length
+/// 0 from the lower, which examines only the voxel holding it, under the origin policy.
+#[test]
+fn points_at_one_place_see_each_other() {
+    use voxcast::{Agent, agent_visibility, visible_pairs_within};
+    let p = WorldPos::new(4, 5, 6);
+    let sub = Vec3::new(0.25, 0.5, 0.75);
+    let seg = VoxelRay::sight_line(p, sub, p, sub).expect("a segment of length 0");
+    assert_eq!(
+        (seg.origin, seg.sub_offset, seg.max_distance),
+        (p, sub, 0.0)
+    );
+    let near = Vec3::new(0.25, 0.5, 0.75 + 1e-10);
+    assert_eq!(VoxelRay::sight_line(p, near, p, sub), Ok(seg));
+    // The same point given with whole units in its offset.
+    let same = VoxelRay::sight_line(WorldPos::new(3, 5, 6), sub + Vec3::X, p, sub);
+    assert_eq!(same, Ok(seg));
+    let air = VoxelWorld::new();
+    let solid = world_with(&[(p, STONE)]);
+    let with = |origin| LineOfSightOptions {
+        raycast: RaycastOptions {
+            origin,
+            ..RaycastOptions::default()
+        },
+        conservative: false,
+    };
+    let skip = with(OriginPolicy::SkipOriginVoxel);
+    assert_eq!(line_of_sight(&seg, &air, &skip), LineOfSight::Clear);
+    assert_eq!(line_of_sight(&seg, &solid, &skip), LineOfSight::Clear);
+    assert_eq!(
+        line_of_sight(&seg, &solid, &with(OriginPolicy::ExitSolid)),
+        LineOfSight::Clear
+    );
+    assert!(matches!(
+        line_of_sight(&seg, &solid, &with(OriginPolicy::Report)),
+        LineOfSight::Blocked(h) if h.voxel_pos == p && h.distance == 0.0
+    ));
+    let agents = [Agent::new(p, sub, 0.0), Agent::new(p, sub - Vec3::Y, 1.0)];
+    assert_eq!(
+        agent_visibility(&agents, &[[0, 1], [1, 0]], &solid, &skip),
+        [LineOfSight::Clear; 2]
+    );
+    assert_eq!(visible_pairs_within(&agents, 1.0, &solid, &skip), [[0, 1]]);
+    // Farther apart than the cap is still refused.
+    assert_eq!(
+        VoxelRay::sight_line(p, sub, WorldPos::new(1 << 20, 5, 6), sub),
+        Err(RayError::MaxDistanceTooLarge)
+    );
+}

@@ -179,11 +179,12 @@ pub(crate) fn camera(
     .map_err(|e| PyValueError::new_err(format!("camera: {e}")))
 }
 
-/// The segment from point `a` to point `b` ([`VoxelRay::between`]).
+/// The segment line of sight between points `a` and `b` casts ([`VoxelRay::sight_line`]:
+/// from the lower point, so one answer for either order).
 pub(crate) fn segment(frame: WorldPos, a: [f64; 3], b: [f64; 3]) -> Result<VoxelRay, BadRay> {
     let (va, sa) = point(frame, a).map_err(BadRay::Point)?;
     let (vb, sb) = point(frame, b).map_err(BadRay::Point)?;
-    VoxelRay::between(va, sa, vb, sb).map_err(BadRay::Ray)
+    VoxelRay::sight_line(va, sa, vb, sb).map_err(BadRay::Ray)
 }
 
 /// Rays built one per row, bad ones replaced by [`stand_in`] and listed with their index.

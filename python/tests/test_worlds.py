@@ -85,6 +85,36 @@ def test_agent_visibility_is_line_of_sight_between_eyes(gpu):
         assert world.agent_visibility(eyes, cpu.astype(np.int64), frame=frame, conservative=conservative).visible.all()
 
 
+def test_line_of_sight_is_one_answer_for_either_order(gpu):
+    """Eyes on voxel centres (where a segment and its reverse step through exact edges): every
+    pair answers alike in both orders, in both modes, on both engines; eyes at one point see
+    each other."""
+    frame = (2**64, 0, 2**64)
+    ids = terrain()
+    world = vc.World.from_dense(ids, origin=frame)
+    on_gpu = gpu.upload(world)
+    rng = np.random.default_rng(5)
+    eyes = rng.integers(0, 96, (150, 3)).astype(np.float64) + 0.5
+    eyes[:, 1] = rng.integers(8, 30, 150) + 0.5
+    # Two eyes at one point, in air.
+    eyes[0] = np.argwhere(ids[:, 40:, :] == 0)[0] + (0.5, 40.5, 0.5)
+    eyes[1] = eyes[0]
+    pairs = np.array([(i, j) for i in range(150) for j in range(i + 1, 150)])
+    for conservative in (False, True):
+        for engine in (world, on_gpu):
+            ab = engine.line_of_sight(eyes[pairs[:, 0]], eyes[pairs[:, 1]], frame=frame, conservative=conservative)
+            ba = engine.line_of_sight(eyes[pairs[:, 1]], eyes[pairs[:, 0]], frame=frame, conservative=conservative)
+            assert_same(ab, ba, f"line of sight reversed, conservative={conservative}")
+            seen = engine.agent_visibility(eyes, pairs[:, ::-1], frame=frame, conservative=conservative)
+            assert_same(ab, seen, "agents reversed")
+            assert bool(seen.visible[0]) and seen.status[0] == vc.MISS
+            assert 0 < ab.visible.sum() < len(pairs)
+            flipped = engine.visible_pairs_within(eyes[::-1], 30.0, frame=frame, conservative=conservative)
+            back = np.sort(149 - flipped[:, ::-1], axis=1)
+            back = back[np.lexsort((back[:, 1], back[:, 0]))]
+            assert np.array_equal(engine.visible_pairs_within(eyes, 30.0, frame=frame, conservative=conservative), back)
+
+
 def test_agent_visibility_bad_input():
     world = vc.World.from_dense(np.zeros((64, 64, 64), np.uint8))
     eyes = np.array([[1.0, 40, 1], [np.nan, 40, 1], [50, 40, 50]])

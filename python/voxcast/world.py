@@ -214,11 +214,15 @@ class _Casts:
         unloaded: str = "air",
         solid: Optional[Iterable[int]] = None,
     ) -> Hits:
-        """Whether each segment from ``a[i]`` to ``b[i]`` (float64 ``(N, 3)``, voxels from the
-        frame) is clear: ``Hits.visible``; where it is blocked, the first blocking voxel is the
-        row's hit. The voxel that ``b[i]`` lies in counts. ``conservative=True`` also blocks a
-        segment that passes exactly through an edge or corner touching a stopping voxel (no
-        seeing through diagonal cracks). Other options as :meth:`raycast`.
+        """Whether each segment between ``a[i]`` and ``b[i]`` (float64 ``(N, 3)``, voxels from
+        the frame) is clear: ``Hits.visible``; where it is blocked, the first blocking voxel is
+        the row's hit. Each segment is cast from the lower of its two points (by voxel x, y, z,
+        then offset), so swapping ``a`` and ``b`` gives the same answers, and a blocked row's
+        distance is measured from that point; the voxels both points lie in count (under the
+        default ``origin_policy="report"``). Two points at one place see each other unless the
+        voxel there stops rays. ``conservative=True`` also blocks a segment that passes exactly
+        through an edge or corner touching a stopping voxel (no seeing through diagonal
+        cracks). Other options as :meth:`raycast`.
         """
         f = _frame(frame)
         pa = _array("a", a, np.float64, (None, 3))
@@ -258,7 +262,8 @@ class _Casts:
         solid: Optional[Iterable[int]] = None,
     ) -> np.ndarray:
         """Every pair ``(i, j)``, ``i < j``, of agents whose eyes (float64 ``(A, 3)``) lie
-        within ``radius`` voxels of each other and see each other, sorted: uint32 ``(K, 2)``."""
+        within ``radius`` voxels of each other and see each other (:meth:`line_of_sight`: the
+        same pairs whatever the order of the eyes), sorted: uint32 ``(K, 2)``."""
         f = _frame(frame)
         e = _array("eyes", eyes, np.float64, (None, 3))
         if not (isinstance(radius, (int, float, np.integer, np.floating)) and 0 <= radius < math.inf):

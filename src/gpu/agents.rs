@@ -1,6 +1,6 @@
 //! Agent visibility on the GPU: agents' eyes uploaded once a frame ([`GpuAgents`]), then line
 //! of sight for pairs of them in one batch, each segment built in the shader from the two eyes
-//! exactly as [`VoxelRay::between`] builds it, with the pairs that have an eye outside the
+//! exactly as [`VoxelRay::sight_line`] builds it, with the pairs that have an eye outside the
 //! window cast from segments built on the host; and what collects their answers.
 
 use bytemuck::{Pod, Zeroable};
@@ -20,7 +20,7 @@ use crate::gpu::query::{Query, sealed::Sealed};
 use crate::gpu::rays::{RayAnswers, RayUpload, ray_leg};
 use crate::gpu::window::Window;
 use crate::gpu::world::GpuWorld;
-use crate::ray::{LineOfSight, LineOfSightOptions, RayError, VoxelRay};
+use crate::ray::{LineOfSight, LineOfSightOptions, RayError, VoxelRay, point_order};
 
 /// `cast_pairs`: line of sight between pairs of agents (`shaders/agents.wgsl`): pairs of agent
 /// indices and the agents' eyes in, the pairs' bits and answers out.
@@ -383,8 +383,9 @@ impl PairAnswers {
 /// Line of sight between the eyes of pairs of agents on the GPU, the twin of
 /// [`agent_visibility`](crate::agent_visibility): one bit a pair, and with `outcomes` each
 /// pair's [`LineOfSight`] too (what blocks it), bit for bit the CPU's answers. Each pair's
-/// segment, from agent `a`'s eye to agent `b`'s, is built in the shader exactly as
-/// [`VoxelRay::between`] builds it: 8 bytes up a pair (its two indices) and one bit down
+/// segment, from the lower eye to the higher (one answer for either order of the pair), is
+/// built in the shader exactly as [`VoxelRay::sight_line`] builds it: 8 bytes up a pair (its
+/// two indices) and one bit down
 /// (20 bytes with `outcomes`). Every option of line of sight works, conservative too.
 ///
 /// A pair with an invalid agent ([`GpuAgents::errors`]) or an index past the end gets
@@ -449,6 +450,21 @@ pub(super) fn pair_job(
         return Err(GpuError::AgentsForAnotherWindow);
     }
     visibility.reset(pairs.len(), answers);
+    // Each pair as its segment is cast, from the lower eye (`VoxelRay::sight_line`).
+    let eye = |k: u32| {
+        agents
+            .eyes
+            .get(k as usize)
+            .copied()
+            .unwrap_or(Err(RayError::NoSuchAgent))
+    };
+    let pairs: Vec<[u32; 2]> = pairs
+        .iter()
+        .map(|&[a, b]| match (eye(a), eye(b)) {
+            (Ok(pa), Ok(pb)) if point_order(pb, pa).is_lt() => [b, a],
+            _ => [a, b],
+        })
+        .collect();
     let start = |k: u32| agents.starts.get(k as usize).copied().flatten();
     // Each pair's octant of direction where the shader takes it (both eyes in the
     // window), else `HOST`; how many pairs each has; whether every such pair is a long
@@ -494,16 +510,9 @@ pub(super) fn pair_job(
             }
             continue;
         }
-        let eye = |k: u32| {
-            agents
-                .eyes
-                .get(k as usize)
-                .copied()
-                .unwrap_or(Err(RayError::NoSuchAgent))
-        };
         let segment = eye(a).and_then(|(p, ps)| {
             let (q, qs) = eye(b)?;
-            VoxelRay::between(p, ps, q, qs)
+            VoxelRay::sight_line(p, ps, q, qs)
         });
         match segment {
             Ok(seg) => {

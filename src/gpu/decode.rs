@@ -6,9 +6,7 @@ use glam::{IVec3, Vec2};
 
 use crate::cpu_ref::AXIS_NONE;
 use crate::gpu::error::GpuError;
-use crate::gpu::layout::{
-    GpuHit, STATUS_HIT, STATUS_MISS, STATUS_TOO_LONG, STATUS_UNLOADED, STATUS_ZERO_LENGTH,
-};
+use crate::gpu::layout::{GpuHit, STATUS_HIT, STATUS_MISS, STATUS_TOO_LONG, STATUS_UNLOADED};
 use crate::gpu::window::Window;
 use crate::ray::{RayError, RaycastOutcome, WindowHit, WindowOutcome};
 use crate::world::VoxelId;
@@ -26,7 +24,6 @@ pub(super) fn decode_window(h: &GpuHit, start: [i32; 3]) -> Option<WindowOutcome
     let status = status_word & 15;
     match status {
         STATUS_MISS => return Some(WindowOutcome::Miss),
-        STATUS_ZERO_LENGTH => return Some(WindowOutcome::Invalid(RayError::ZeroDirection)),
         STATUS_TOO_LONG => return Some(WindowOutcome::Invalid(RayError::MaxDistanceTooLarge)),
         _ => {}
     }
@@ -184,7 +181,6 @@ mod tests {
                 "unloaded",
             ),
             (packed([0; 3], 0, STATUS_MISS, 0.0, [0, 0]), "miss"),
-            (packed([0; 3], 0, STATUS_ZERO_LENGTH, 0.0, [0, 0]), "zero"),
             (packed([0; 3], 0, STATUS_TOO_LONG, 0.0, [0, 0]), "too long"),
         ];
         for (h, what) in cases {

@@ -113,8 +113,6 @@ pub(super) const STATUS_HIT: u32 = 1;
 pub(super) const STATUS_UNLOADED: u32 = 2;
 /// The walk ran past its step limit (or a box cast past its loop budget).
 pub(super) const STATUS_RUNAWAY: u32 = 3;
-/// A pair's eyes are too close for a segment (`cast_pairs`).
-pub(super) const STATUS_ZERO_LENGTH: u32 = 4;
 /// A pair's eyes are farther apart than [`crate::ray::MAX_DISTANCE_CAP`].
 pub(super) const STATUS_TOO_LONG: u32 = 5;
 

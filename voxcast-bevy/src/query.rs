@@ -94,8 +94,9 @@ impl VoxelQuery<'_> {
         BlockTarget::cast(&self.voxels, from, direction, reach, options)
     }
 
-    /// Line of sight from `from` to `to` ([`voxcast::line_of_sight`] of
-    /// [`VoxelRay::between`]): `Invalid` when the two points coincide, lie more than
+    /// Line of sight between `from` and `to` ([`voxcast::line_of_sight`] of
+    /// [`VoxelRay::sight_line`]: one answer for either order, cast from the lower point; two
+    /// points that coincide see each other): `Invalid` when they lie more than
     /// [`voxcast::MAX_DISTANCE_CAP`] apart or leave the i128 world.
     #[must_use]
     pub fn line_of_sight(
@@ -104,7 +105,7 @@ impl VoxelQuery<'_> {
         to: &VoxelPosition,
         options: &LineOfSightOptions,
     ) -> LineOfSight {
-        match VoxelRay::between(from.voxel, from.offset, to.voxel, to.offset) {
+        match VoxelRay::sight_line(from.voxel, from.offset, to.voxel, to.offset) {
             Ok(segment) => line_of_sight(&segment, &self.voxels, options),
             Err(e) => LineOfSight::Invalid(e),
         }

@@ -27,18 +27,20 @@ pub struct SightId(pub u64);
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum SightRequest {
     /// Can `from` see `to`: the segment between their [`VoxelPosition`]s (eye to eye), as the
-    /// positions are when the batch is answered.
+    /// positions are when the batch is answered ([`VoxelRay::sight_line`]: one answer for
+    /// either order, and two entities at one point see each other).
     Entities {
         /// The looking entity.
         from: Entity,
         /// The entity looked at.
         to: Entity,
     },
-    /// Is the segment between two points clear.
+    /// Is the segment between two points clear ([`VoxelRay::sight_line`]: cast from the lower
+    /// point, so one answer for either order; what blocks it is seen from there).
     Segment {
-        /// Start point.
+        /// One end point.
         from: VoxelPosition,
-        /// End point (its voxel is tested too: see [`VoxelRay::between`]).
+        /// The other end point.
         to: VoxelPosition,
     },
 }
@@ -172,7 +174,7 @@ fn segment(
             (at(from)?, at(to)?)
         }
     };
-    VoxelRay::between(from.voxel, from.offset, to.voxel, to.offset)
+    VoxelRay::sight_line(from.voxel, from.offset, to.voxel, to.offset)
         .map_err(|e| Ok(LineOfSight::Invalid(e)))
 }
 

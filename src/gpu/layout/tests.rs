@@ -115,7 +115,6 @@ fn shader_constants_equal_their_rust_twins() {
         ("STATUS_HIT", U(STATUS_HIT)),
         ("STATUS_UNLOADED", U(STATUS_UNLOADED)),
         ("STATUS_RUNAWAY", U(STATUS_RUNAWAY)),
-        ("STATUS_ZERO_LENGTH", U(STATUS_ZERO_LENGTH)),
         ("STATUS_TOO_LONG", U(STATUS_TOO_LONG)),
         ("MAX_DISTANCE_CAP", F(crate::ray::MAX_DISTANCE_CAP)),
         ("MIN_SQUARED_LENGTH", F(crate::ray::MIN_SQUARED_LENGTH)),

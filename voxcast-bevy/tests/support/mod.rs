@@ -169,7 +169,7 @@ pub(crate) fn expected_sight(
     to: &VoxelPosition,
     opts: &LineOfSightOptions,
 ) -> LineOfSight {
-    match VoxelRay::between(from.voxel, from.offset, to.voxel, to.offset) {
+    match VoxelRay::sight_line(from.voxel, from.offset, to.voxel, to.offset) {
         Ok(segment) => line_of_sight(&segment, world, opts),
         Err(e) => LineOfSight::Invalid(e),
     }
