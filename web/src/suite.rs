@@ -244,14 +244,14 @@ fn camera_at(eye: &VoxelRay, forward: Vec3, width: u32, height: u32, max: f32) -
     c
 }
 
-/// Segments between the eyes of `pairs` of `agents`.
+/// The segments line of sight casts between the eyes of `pairs` of `agents`.
 fn segments_of(agents: &[Agent], pairs: &[[u32; 2]]) -> Vec<VoxelRay> {
     pairs
         .iter()
         .filter_map(|&[a, b]| {
             let (pa, sa) = agents[a as usize].eye().ok()?;
             let (pb, sb) = agents[b as usize].eye().ok()?;
-            VoxelRay::between(pa, sa, pb, sb).ok()
+            VoxelRay::sight_line(pa, sa, pb, sb).ok()
         })
         .collect()
 }
@@ -279,6 +279,10 @@ fn terrain_case() -> Case {
     let t = Terrain::STANDARD;
     let agents = t.agents(160, 31);
     let mut pairs = pairs_within(&agents, 64.0);
+    // Each pair in both orders (one answer for either), and random ones (some of an agent
+    // with itself: a segment of length 0).
+    let reversed: Vec<[u32; 2]> = pairs.iter().map(|&[a, b]| [b, a]).collect();
+    pairs.extend(reversed);
     let mut rng = SplitMix64::new(32);
     pairs.extend((0..500).map(|_| [rng.below(160) as u32, rng.below(160) as u32]));
     let rays = t.reach_rays(1500, 33);
