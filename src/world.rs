@@ -3,7 +3,7 @@
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::coords::{ChunkPos, VoxelBox, WorldPos};
+use crate::coords::{ChunkPos, LocalPos, VoxelBox, WorldPos};
 
 #[cfg(any(test, feature = "test-hooks"))]
 mod check;
@@ -194,6 +194,9 @@ impl VoxelWorld {
             }
         }
         let occupied = !chunk.is_empty();
+        if old.is_air() != id.is_air() {
+            self.update_voxel_top(cp, local, id.is_air());
+        }
         self.air = (
             self.air.0 - before.0 + after.0,
             self.air.1 - before.1 + after.1,
@@ -339,6 +342,60 @@ impl VoxelWorld {
         }
     }
 
+    /// Recomputes the voxel column tops of the chunk column holding chunk `pos` in its region
+    /// from the chunks loaded in its four layers.
+    fn refresh_voxel_tops(&mut self, pos: ChunkPos) {
+        let (region, _) = region_of([pos.x, pos.y, pos.z]);
+        let Some(r) = self.regions.get_mut(&(region[0], region[1], region[2])) else {
+            return;
+        };
+        let at = chunk_in_region([pos.x, pos.y, pos.z]);
+        let mut tops = [0u8; 1024];
+        // From the highest layer down: a column's top is in the highest layer that has one.
+        for layer in (0..4u32).rev() {
+            let y = pos.y - i128::from(at[1]) + i128::from(layer);
+            if let Some(c) = self.chunks.get(&ChunkPos::new(pos.x, y, pos.z)) {
+                for (top, t) in tops.iter_mut().zip(c.voxel_tops()) {
+                    if *top == 0 && t != 0 {
+                        *top = layer as u8 * 32 + t;
+                    }
+                }
+            }
+        }
+        r.tops.set_voxel_tops(at[0], at[2], &tops);
+    }
+
+    /// Follows an edit at `local` of chunk `cp` that made the voxel air (`now_air`) or not air
+    /// in its voxel column's top: the top rises to a non-air voxel above it, and is looked for
+    /// again below (in this chunk, then the layers beneath) when its top voxel becomes air.
+    fn update_voxel_top(&mut self, cp: ChunkPos, local: LocalPos, now_air: bool) {
+        let (region, _) = region_of([cp.x, cp.y, cp.z]);
+        let Some(r) = self.regions.get_mut(&(region[0], region[1], region[2])) else {
+            return;
+        };
+        let at = chunk_in_region([cp.x, cp.y, cp.z]);
+        let (lx, ly, lz) = (u32::from(local.x), u32::from(local.y), u32::from(local.z));
+        let (x, z) = (at[0] << 5 | lx, at[2] << 5 | lz);
+        let y = at[1] << 5 | ly;
+        let top = r.tops.voxel_top(x, z);
+        let new = if !now_air {
+            top.max(y as u8 + 1)
+        } else if u32::from(top) == y + 1 {
+            (0..=at[1])
+                .rev()
+                .find_map(|layer| {
+                    let p = ChunkPos::new(cp.x, cp.y - i128::from(at[1] - layer), cp.z);
+                    let below = if layer == at[1] { ly } else { 32 };
+                    let t = self.chunks.get(&p)?.voxel_top(lx, lz, below);
+                    (t != 0).then(|| layer as u8 * 32 + t)
+                })
+                .unwrap_or(0)
+        } else {
+            top
+        };
+        r.tops.set_voxel_top(x, z, new);
+    }
+
     /// Loads `chunk` at `pos`, returning the chunk it replaces, if any.
     ///
     /// # Errors
@@ -357,6 +414,7 @@ impl VoxelWorld {
         self.mark_changed(pos);
         self.count_air(&chunk, true);
         let old = self.chunks.insert(pos, chunk);
+        self.refresh_voxel_tops(pos);
         if let Some(c) = &old {
             self.count_air(c, false);
         }
@@ -437,6 +495,7 @@ impl VoxelWorld {
     pub fn remove_chunk(&mut self, pos: ChunkPos) -> Option<Chunk> {
         let removed = self.chunks.remove(&pos)?;
         self.set_tops(pos, [0; 16]);
+        self.refresh_voxel_tops(pos);
         self.summarise(pos, false, false);
         self.mark_changed(pos);
         self.count_air(&removed, false);
@@ -463,7 +522,7 @@ impl VoxelWorld {
     }
 
     /// Approximate bytes of memory the world holds, in bytes: the chunks' per-voxel storage
-    /// plus the tables of chunks, region summaries (with their column tops, about 1.3 KiB a
+    /// plus the tables of chunks, region summaries (with their column tops, about 17.3 KiB a
     /// region of `4×4×4` chunks) and changed chunks (at their allocated capacity). A chunk of
     /// one id costs only its table entry.
     #[must_use]

@@ -107,6 +107,26 @@ impl VoxelWorld {
                 .set_chunk(chunk_in_region([pos.x, pos.y, pos.z]), tops);
             loaded = Some(grow(loaded, pos));
         }
+        // Voxel column tops: the highest non-air voxel of each column over a region's layers.
+        for (&pos, chunk) in &self.chunks {
+            let (region, _) = region_of([pos.x, pos.y, pos.z]);
+            let [cx, cy, cz] = chunk_in_region([pos.x, pos.y, pos.z]);
+            let Some(r) = regions.get_mut(&(region[0], region[1], region[2])) else {
+                continue;
+            };
+            for z in 0..32u8 {
+                for x in 0..32u8 {
+                    let top = (0..32u8)
+                        .rev()
+                        .find(|&y| !chunk.get(LocalPos::new(x, y, z)).is_air())
+                        .map_or(0, |y| cy as u8 * 32 + y + 1);
+                    let (vx, vz) = (cx << 5 | u32::from(x), cz << 5 | u32::from(z));
+                    if top > r.tops.voxel_top(vx, vz) {
+                        r.tops.set_voxel_top(vx, vz, top);
+                    }
+                }
+            }
+        }
         if regions.len() != self.regions.len() {
             return Err(format!(
                 "{} regions kept, {} with loaded chunks",

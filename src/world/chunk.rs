@@ -291,6 +291,29 @@ impl Chunk {
         }
     }
 
+    /// One more than the highest local y holding a non-air voxel in each column of voxels
+    /// (index `x + 32·z`), 0 where the column is all air.
+    pub(crate) fn voxel_tops(&self) -> [u8; 1024] {
+        match &self.repr {
+            ChunkRepr::Uniform(id) => [if id.is_air() { 0 } else { 32 }; 1024],
+            ChunkRepr::Dense(d) => super::tops::voxel_tops(&d.occupancy),
+        }
+    }
+
+    /// [`Chunk::voxel_tops`] of voxel column `(x, z)` alone, counting rows `y < below` only.
+    pub(crate) fn voxel_top(&self, x: u32, z: u32, below: u32) -> u8 {
+        match &self.repr {
+            ChunkRepr::Uniform(id) => {
+                if id.is_air() {
+                    0
+                } else {
+                    below.min(32) as u8
+                }
+            }
+            ChunkRepr::Dense(d) => super::tops::voxel_top(&d.occupancy, x, z, below),
+        }
+    }
+
     /// `Some(id)` when every voxel of the chunk is `id`.
     #[inline]
     #[must_use]

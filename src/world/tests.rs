@@ -98,7 +98,8 @@ fn bricks_track_edits() {
 }
 
 /// The world's air counts, recomputed from its chunks.
-/// The column tops of every region, recomputed voxel by voxel from the chunks.
+/// The column tops of every region (brick and voxel columns), recomputed voxel by voxel from
+/// the chunks.
 fn brute_tops(w: &VoxelWorld) -> FxHashMap<(i128, i128, i128), ColumnTops> {
     let mut out: FxHashMap<_, ColumnTops> = FxHashMap::default();
     for (pos, chunk) in w.chunks() {
@@ -115,9 +116,23 @@ fn brute_tops(w: &VoxelWorld) -> FxHashMap<(i128, i128, i128), ColumnTops> {
                 .map_or(0, |y| y + 1)
         });
         let (r, _) = region_of([pos.x, pos.y, pos.z]);
-        out.entry((r[0], r[1], r[2]))
-            .or_default()
-            .set_chunk(chunk_in_region([pos.x, pos.y, pos.z]), tops);
+        let at = chunk_in_region([pos.x, pos.y, pos.z]);
+        let region = out.entry((r[0], r[1], r[2])).or_default();
+        region.set_chunk(at, tops);
+        for z in 0..32u8 {
+            for x in 0..32u8 {
+                if let Some(y) = (0..32u8)
+                    .rev()
+                    .find(|&y| !chunk.get(LocalPos::new(x, y, z)).is_air())
+                {
+                    let (vx, vz) = (at[0] << 5 | u32::from(x), at[2] << 5 | u32::from(z));
+                    let top = at[1] as u8 * 32 + y + 1;
+                    if top > region.voxel_top(vx, vz) {
+                        region.set_voxel_top(vx, vz, top);
+                    }
+                }
+            }
+        }
     }
     out
 }

@@ -1,7 +1,9 @@
-//! Column tops: how high the non-air voxels of each column of bricks reach inside a region.
-//! Above a column's top, up to the region's top, there is only air (or unloaded space): an
-//! empty box the DDA crosses in one skip. Rays over terrain (a camera's, sight lines) cross
-//! whole chunk columns this way instead of walking the air above the ground brick by brick.
+//! Column tops: how high the non-air voxels of each column of bricks, and of each column of
+//! voxels, reach inside a region. Above a column's top, up to the region's top, there is only
+//! air (or unloaded space): an empty box the DDA crosses in one skip. Rays over terrain (a
+//! camera's, sight lines) cross whole chunk columns this way instead of walking the air above
+//! the ground brick by brick, and a sweep's air search (`air_before`) follows the ground down to
+//! the voxel.
 
 use super::summary::BRICK_SHIFT;
 
@@ -9,6 +11,14 @@ use super::summary::BRICK_SHIFT;
 const COLUMNS_PER_EDGE: u32 = 16;
 /// Region-local y of a region's highest voxel.
 const REGION_TOP: u32 = 127;
+/// Voxel columns along a region's edge.
+const VOXELS_PER_EDGE: u32 = 128;
+
+/// Index of the voxel column at region-local `(x, z)` (each in `0..128`).
+#[inline]
+const fn voxel_column(x: u32, z: u32) -> usize {
+    (x + VOXELS_PER_EDGE * z) as usize
+}
 
 /// Index of the brick column at region-local voxel column `(x, z)` (each in `0..128`).
 #[inline]
@@ -40,6 +50,9 @@ pub(crate) struct ColumnTops {
     chunks: [u8; 16],
     /// The highest of the region.
     all: u8,
+    /// Per voxel column ([`voxel_column`]): the top over the four layers, in region-local y
+    /// (`0..=128`). Kept by the world, which reads the chunks of a column's four layers.
+    voxels: [u8; 16384],
 }
 
 impl Default for ColumnTops {
@@ -49,6 +62,7 @@ impl Default for ColumnTops {
             bricks: [0; 256],
             chunks: [0; 16],
             all: 0,
+            voxels: [0; 16384],
         }
     }
 }
@@ -59,6 +73,29 @@ impl ColumnTops {
     #[inline]
     pub(crate) fn top(&self, c: [u32; 3], bx: u32, bz: u32) -> u8 {
         self.layers[c[1] as usize][brick_column(c, bx, bz)]
+    }
+
+    /// The top of voxel column `(x, z)` (region-local, each in `0..128`), region-local.
+    #[inline]
+    pub(crate) fn voxel_top(&self, x: u32, z: u32) -> u8 {
+        self.voxels[voxel_column(x, z)]
+    }
+
+    /// Sets the top of voxel column `(x, z)` (region-local, each in `0..128`) to `top`
+    /// (region-local, `0..=128`).
+    #[inline]
+    pub(crate) fn set_voxel_top(&mut self, x: u32, z: u32, top: u8) {
+        self.voxels[voxel_column(x, z)] = top;
+    }
+
+    /// Sets the tops of the `32×32` voxel columns of chunk column `(cx, cz)` (each in `0..4`)
+    /// to `tops` (index `x + 32·z`, chunk-column local; region-local tops).
+    pub(crate) fn set_voxel_tops(&mut self, cx: u32, cz: u32, tops: &[u8; 1024]) {
+        for z in 0..32 {
+            let from = voxel_column(cx << 5, cz << 5 | z);
+            self.voxels[from..from + 32]
+                .copy_from_slice(&tops[(32 * z) as usize..(32 * z + 32) as usize]);
+        }
     }
 
     /// Records `tops` (as [`Chunk::column_tops`](super::Chunk) gives them) for the chunk at
@@ -123,8 +160,9 @@ impl ColumnTops {
 
 impl ColumnTops {
     /// Whether every voxel of the region-local box `x0..=x1`, `y0..`, `z0..=z1` (each in
-    /// `0..128`) lies at or above its brick column's top: air, or not loaded. Looks at the
-    /// region's top, then the chunk columns' and then the brick columns' only where needed.
+    /// `0..128`) lies at or above its voxel column's top: air, or not loaded. Looks at the
+    /// region's top, then the chunk columns', the brick columns' and the voxel columns' only
+    /// where needed.
     pub(crate) fn air_above(&self, [x0, x1]: [u32; 2], y0: u32, [z0, z1]: [u32; 2]) -> bool {
         if u32::from(self.all) <= y0 {
             return true;
@@ -144,8 +182,17 @@ impl ColumnTops {
                 );
                 for bz in bz0..=bz1 {
                     for bx in bx0..=bx1 {
-                        if u32::from(self.bricks[(bx + COLUMNS_PER_EDGE * bz) as usize]) > y0 {
-                            return false;
+                        if u32::from(self.bricks[(bx + COLUMNS_PER_EDGE * bz) as usize]) <= y0 {
+                            continue;
+                        }
+                        // The brick column reaches above `y0`: its voxel columns in the box.
+                        let (vx0, vx1) = (x0.max(bx << BRICK_SHIFT), x1.min(bx << BRICK_SHIFT | 7));
+                        let (vz0, vz1) = (z0.max(bz << BRICK_SHIFT), z1.min(bz << BRICK_SHIFT | 7));
+                        for z in vz0..=vz1 {
+                            let row = &self.voxels[voxel_column(vx0, z)..=voxel_column(vx1, z)];
+                            if row.iter().any(|&top| u32::from(top) > y0) {
+                                return false;
+                            }
                         }
                     }
                 }
@@ -223,6 +270,36 @@ pub(crate) fn column_top(occupancy: &[u32; 1024], bx: u32, bz: u32, below: u32) 
         .map_or(0, |y| y as u8 + 1)
 }
 
+/// The top (chunk-local y + 1, 0 when empty) of voxel column `(x, z)` of the occupancy bits of
+/// a chunk (word `y + 32·z`, bit `x`), looking at rows `y < below` only.
+pub(crate) fn voxel_top(occupancy: &[u32; 1024], x: u32, z: u32, below: u32) -> u8 {
+    (0..below.min(32))
+        .rev()
+        .find(|&y| occupancy[(y + 32 * z) as usize] >> x & 1 != 0)
+        .map_or(0, |y| y as u8 + 1)
+}
+
+/// The tops of all 1024 voxel columns of a chunk's occupancy bits (index `x + 32·z`).
+pub(crate) fn voxel_tops(occupancy: &[u32; 1024]) -> [u8; 1024] {
+    let mut tops = [0u8; 1024];
+    for z in 0..32u32 {
+        // The columns whose top is not found yet, one bit each.
+        let mut open = u32::MAX;
+        for y in (0..32u32).rev() {
+            let mut found = occupancy[(y + 32 * z) as usize] & open;
+            open &= !found;
+            while found != 0 {
+                tops[(found.trailing_zeros() + 32 * z) as usize] = y as u8 + 1;
+                found &= found - 1;
+            }
+            if open == 0 {
+                break;
+            }
+        }
+    }
+    tops
+}
+
 /// The tops of all 16 brick columns of a chunk's occupancy bits (index `bx + 4·bz`).
 pub(crate) fn column_tops(occupancy: &[u32; 1024]) -> [u8; 16] {
     let mut tops = [0u8; 16];
@@ -287,5 +364,33 @@ mod tests {
         );
         t.set_chunk([1, 2, 0], [0; 16]);
         assert_eq!(t, ColumnTops::default());
+    }
+
+    /// The air search looks past a brick column's top to its voxel columns: a box beside the
+    /// one tall voxel of a brick column is air above the rest of that column.
+    #[test]
+    fn air_above_follows_voxel_columns() {
+        let mut occ = [0u32; 1024];
+        // Chunk-local voxel (9, 5, 2) (brick column (1, 0)) and a ground layer at y = 0.
+        occ[5 + 32 * 2] |= 1 << 9;
+        for z in 0..32 {
+            occ[32 * z] = u32::MAX;
+        }
+        let voxels = voxel_tops(&occ);
+        assert_eq!(voxels[9 + 32 * 2], 6);
+        assert_eq!(voxels[10 + 32 * 2], 1);
+        assert_eq!(voxel_top(&occ, 9, 2, 5), 1);
+        assert_eq!(voxel_top(&occ, 9, 2, 32), 6);
+        let mut t = ColumnTops::default();
+        t.set_chunk([0, 0, 0], column_tops(&occ));
+        t.set_voxel_tops(0, 0, &voxels);
+        // Above the ground, in brick column (1, 0) but beside the tall voxel.
+        assert!(t.air_above([10, 15], 1, [0, 7]));
+        assert!(t.air_above([8, 15], 1, [3, 7]));
+        // Over the tall voxel, below its top; at its top.
+        assert!(!t.air_above([8, 9], 5, [2, 2]));
+        assert!(t.air_above([8, 9], 6, [2, 2]));
+        // Into the ground.
+        assert!(!t.air_above([20, 21], 0, [20, 21]));
     }
 }
