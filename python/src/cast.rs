@@ -7,8 +7,8 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use rayon::prelude::*;
 use voxcast::gpu::{
-    AgentPairs, CameraImage, GpuRaycaster, GpuSensorRig, GpuWorld, PairsWithin, Rays, SensorSweep,
-    Sightlines,
+    AgentPairs, CameraImage, GpuRaycaster, GpuSensorRig, GpuWorld, PairsWithin, PendingBatch,
+    Query, Rays, SensorSweep, Sightlines,
 };
 use voxcast::{
     Agent, Camera, LidarEffects, LineOfSightOptions, RayError, RaycastOptions, RaycastOutcome,
@@ -151,6 +151,82 @@ pub(crate) fn interruptible<R: Send>(
     Ok(out)
 }
 
+/// Rays (or segments) a GPU batch of them sends up at a time: the band `GpuRaycaster::cast`
+/// prepares on the host, so that host memory stays bounded.
+const GPU_BAND: usize = 1 << 20;
+
+/// Waits for `pending`, without the GIL, while Ctrl-C is looked for every [`WATCH`] (and at
+/// once when a dispatch finishes): on Ctrl-C `KeyboardInterrupt` is raised at once and the
+/// batch is dropped on a thread of its own (its dispatches in flight finish and their answers
+/// are discarded; the raycaster and the world stay usable, later batches queued behind them).
+fn wait_gpu<T: Send + 'static>(mut pending: PendingBatch<T>) -> PyResult<T> {
+    use std::task::{Context, Poll, Wake, Waker};
+    /// Wakes the waiting thread where a dispatch of the batch has finished.
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(std::sync::Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    loop {
+        if let Poll::Ready(answers) = std::pin::Pin::new(&mut pending).poll(&mut cx) {
+            return answers.map_err(gpu_error);
+        }
+        std::thread::park_timeout(WATCH);
+        if let Err(e) = Python::attach(|py| py.check_signals()) {
+            // Dropping waits for the dispatches in flight: not on the caller's time.
+            std::thread::spawn(move || drop(pending));
+            return Err(e);
+        }
+    }
+}
+
+/// `query` cast on `g` against `w` and waited for ([`wait_gpu`]): `GpuRaycaster::cast`, with
+/// Ctrl-C heard while the GPU runs.
+fn gpu_cast<Q: Query<Answers: Send + 'static>>(
+    g: &GpuRaycaster,
+    query: Q,
+    w: &GpuWorld,
+    opts: &Q::Options,
+) -> PyResult<Q::Answers> {
+    wait_gpu(g.submit(query, w, opts).map_err(gpu_error)?)
+}
+
+/// `items` cast on `g` against `w` as `query` makes a batch of them, in bands of [`GPU_BAND`]
+/// (the next band submitted while the last runs), each waited for as [`wait_gpu`] does.
+fn gpu_bands<'a, I, A: Send + 'static, Q: Query<Answers = Vec<A>>>(
+    g: &GpuRaycaster,
+    items: &'a [I],
+    query: impl Fn(&'a [I]) -> Q,
+    w: &GpuWorld,
+    opts: &Q::Options,
+) -> PyResult<Vec<A>> {
+    if items.len() <= GPU_BAND {
+        return gpu_cast(g, query(items), w, opts);
+    }
+    let mut out = Vec::with_capacity(items.len());
+    let mut last: Option<PendingBatch<Vec<A>>> = None;
+    for band in items.chunks(GPU_BAND) {
+        let next = g.submit(query(band), w, opts).map_err(gpu_error)?;
+        if let Some(done) = last.replace(next) {
+            match wait_gpu(done) {
+                Ok(answers) => out.extend(answers),
+                Err(e) => {
+                    // The next band too is dropped on a thread of its own (see `wait_gpu`).
+                    std::thread::spawn(move || drop(last));
+                    return Err(e);
+                }
+            }
+        }
+    }
+    if let Some(done) = last {
+        out.extend(wait_gpu(done)?);
+    }
+    Ok(out)
+}
+
 /// Makes the CPU's batches run on `threads` threads (0: one a core, rayon's own pool).
 pub(crate) fn set_threads(threads: usize) -> PyResult<()> {
     let pool = if threads == 0 {
@@ -200,7 +276,7 @@ impl Target<'_> {
     fn rays(&self, rays: &[VoxelRay], opts: &RaycastOptions) -> PyResult<Vec<RaycastOutcome>> {
         match self {
             Target::Cpu(w) => Ok(voxcast::raycast_batch(rays, w, opts)),
-            Target::Gpu(g, w) => g.cast(Rays(rays), w, opts).map_err(gpu_error),
+            Target::Gpu(g, w) => gpu_bands(g, rays, Rays, w, opts),
         }
     }
 
@@ -270,7 +346,7 @@ impl Target<'_> {
                 })
             }
             Target::Gpu(g, w) => {
-                let outcomes = g.cast(CameraImage(camera), w, opts).map_err(gpu_error)?;
+                let outcomes = gpu_cast(g, CameraImage(camera), w, opts)?;
                 Columns::of(frame, &outcomes, &[])
             }
         })
@@ -299,7 +375,7 @@ impl Target<'_> {
             }),
             Target::Gpu(g, w) => {
                 let (rays, bad) = batch::built(n, make);
-                let answers = g.cast(Sightlines(&rays), w, opts).map_err(gpu_error)?;
+                let answers = gpu_bands(g, &rays, Sightlines, w, opts)?;
                 let outcomes: Vec<RaycastOutcome> = answers.into_iter().map(Into::into).collect();
                 Columns::of(frame, &outcomes, &bad)
             }
@@ -359,7 +435,7 @@ impl Target<'_> {
                         poses,
                         outcomes: true,
                     };
-                    g.cast(sweep, w, opts).map_err(gpu_error)?
+                    gpu_cast(g, sweep, w, opts)?
                 }
             });
         }
@@ -571,7 +647,7 @@ impl Target<'_> {
                     pairs: &pairs,
                     outcomes: true,
                 };
-                let seen = g.cast(query, w, opts).map_err(gpu_error)?;
+                let seen = gpu_cast(g, query, w, opts)?;
                 seen.answers()
                     .ok_or_else(|| PyRuntimeError::new_err("agent visibility without answers"))?
                     .to_vec()
@@ -598,7 +674,8 @@ impl Target<'_> {
             Target::Cpu(w) => Ok(voxcast::visible_pairs_within(&agents, radius, w, opts)),
             Target::Gpu(g, w) => {
                 let on_gpu = g.upload_agents(&agents, w).map_err(gpu_error)?;
-                g.cast(
+                gpu_cast(
+                    g,
                     PairsWithin {
                         agents: &on_gpu,
                         radius,
@@ -606,7 +683,6 @@ impl Target<'_> {
                     w,
                     opts,
                 )
-                .map_err(gpu_error)
             }
         }
     }

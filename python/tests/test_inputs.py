@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import voxcast as vc
+from conftest import assert_same
 
 
 @pytest.fixture
@@ -200,6 +201,50 @@ def test_the_documented_precision_of_float64_offsets():
         for m, x, d in zip(meant, walls, hits.distance):
             exact = Fraction(x) - m
             assert abs(Fraction(float(d)) - exact) <= Fraction(bound), (scale, m, d)
+
+
+def test_ctrl_c_stops_a_gpu_batch_soon_and_leaves_the_gpu_usable(gpu):
+    """Ctrl-C during a long GPU batch raises KeyboardInterrupt within a fraction of a second
+    (the batch's dispatches in flight are abandoned), and the GPU answers the next batches as
+    the CPU does."""
+    import os
+    import signal
+    import threading
+    import time
+
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signals reach the main thread only")
+    w = vc.World.from_dense(np.ones((1024, 32, 32), np.uint8))
+    on_gpu = gpu.upload(w)
+    rng = np.random.default_rng(4)
+
+    def rays(n):
+        o = rng.uniform(1.0, 31.0, size=(n, 3))
+        o[:, 0] = rng.uniform(1.0, 1023.0, size=n)
+        d = np.column_stack([rng.choice([-1.0, 1.0], n), rng.normal(0, 0.01, (n, 2))])
+        return o, d.astype(np.float32)
+
+    o, d = rays(1 << 16)
+    on_gpu.raycast(o, d, 2000.0, solid=[2])
+    t = time.perf_counter()
+    on_gpu.raycast(o, d, 2000.0, solid=[2])
+    per_ray = (time.perf_counter() - t) / len(o)
+    n = int(min(6.0 / per_ray, 1 << 23))
+    o, d = rays(n)
+    timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT))
+    start = time.perf_counter()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        on_gpu.raycast(o, d, 2000.0, solid=[2])
+        time.sleep(10)  # Without the check, the interrupt arrives only after the batch.
+    took = time.perf_counter() - start
+    timer.join()
+    if per_ray * n > 3.0:
+        assert took < 1.0 + 1.0, f"Ctrl-C took {took - 1.0:.2f} s to stop a {per_ray * n:.1f} s batch"
+    # The next batches, of every kind that waits on the GPU, answer as the CPU does.
+    o, d = rays(5000)
+    assert_same(w.raycast(o, d, 2000.0, solid=[2]), on_gpu.raycast(o, d, 2000.0, solid=[2]), "rays after Ctrl-C")
+    assert_same(w.line_of_sight(o[:100], o[100:200]), on_gpu.line_of_sight(o[:100], o[100:200]), "sight after Ctrl-C")
 
 
 def test_ctrl_c_stops_a_cpu_batch_soon_and_leaves_the_world_usable():
