@@ -31,7 +31,10 @@ type BadRows = Vec<(usize, BadRay)>;
 /// the whole rig.
 struct RigReadings<'r> {
     rig: &'r [SensorRig],
-    parts: Vec<SensorReadings>,
+    /// Per part, its readings band after band of poses (see [`sense_band`]).
+    parts: Vec<Vec<SensorReadings>>,
+    /// Poses a band of each part holds (the last band may hold fewer).
+    band_poses: Vec<usize>,
     /// Each ray of the rig as its part and its index there.
     place: Vec<(usize, usize)>,
 }
@@ -40,11 +43,26 @@ impl RigReadings<'_> {
     /// Ray `k`'s outcome from agent `a`.
     fn outcome(&self, a: usize, k: usize) -> RaycastOutcome {
         let (p, r) = self.place[k];
+        let band = self.band_poses[p];
         self.parts[p]
-            .outcomes()
-            .and_then(|o| o.get(a * self.rig[p].len() + r))
+            .get(a / band)
+            .and_then(SensorReadings::outcomes)
+            .and_then(|o| o.get(a % band * self.rig[p].len() + r))
             .copied()
             .unwrap_or(RaycastOutcome::Invalid(RayError::BadRotation))
+    }
+
+    /// The agents whose pose a part's sensor call refused, with why (an agent once a part).
+    fn errors(&self) -> impl Iterator<Item = (usize, RayError)> + '_ {
+        self.parts
+            .iter()
+            .zip(&self.band_poses)
+            .flat_map(|(bands, &n)| {
+                bands
+                    .iter()
+                    .enumerate()
+                    .flat_map(move |(b, r)| r.errors().map(move |(a, e)| (b * n + a, e)))
+            })
     }
 
     /// Ray `k` as the sensor call made it from `pose`; `None` for a bad pose.
@@ -144,14 +162,39 @@ pub(crate) fn interruptible<R: Send>(
         })?
     };
     if interrupted(since) {
-        return Err(pyo3::exceptions::PyKeyboardInterrupt::new_err(
-            "the batch was stopped by Ctrl-C",
-        ));
+        return Err(stopped());
     }
     Ok(out)
 }
 
-/// Rays (or segments) a GPU batch of them sends up at a time: the band `GpuRaycaster::cast`
+/// Rays (or segments, or sensor rays) a CPU call casts between looks for Ctrl-C where it is
+/// not written in blocks.
+const CPU_BAND: usize = 1 << 16;
+
+/// The error of a CPU call that Ctrl-C stopped (see [`interruptible`]).
+fn stopped() -> PyErr {
+    pyo3::exceptions::PyKeyboardInterrupt::new_err("the batch was stopped by Ctrl-C")
+}
+
+/// `voxcast::agent_visibility` in bands of [`CPU_BAND`] pairs, Ctrl-C heard between them.
+fn visibility_in_bands(
+    agents: &[Agent],
+    pairs: &[[u32; 2]],
+    w: &VoxelWorld,
+    opts: &LineOfSightOptions,
+) -> PyResult<Vec<voxcast::LineOfSight>> {
+    let since = interrupts();
+    let mut seen = Vec::with_capacity(pairs.len());
+    for band in pairs.chunks(CPU_BAND) {
+        if interrupted(since) {
+            return Err(stopped());
+        }
+        seen.extend(voxcast::agent_visibility(agents, band, w, opts));
+    }
+    Ok(seen)
+}
+
+/// Rays (or segments) a GPU batch of them sends up at a time/// Rays (or segments) a GPU batch of them sends up at a time: the band `GpuRaycaster::cast`
 /// prepares on the host, so that host memory stays bounded.
 const GPU_BAND: usize = 1 << 20;
 
@@ -426,18 +469,33 @@ impl Target<'_> {
         opts: &RaycastOptions,
     ) -> PyResult<RigReadings<'r>> {
         let mut parts = Vec::with_capacity(rig.len());
+        let mut band_poses = Vec::with_capacity(rig.len());
+        let since = interrupts();
         for (k, part) in rig.iter().enumerate() {
-            parts.push(match self {
-                Target::Cpu(w) => voxcast::sense(part, poses, w, opts, true),
+            match self {
+                Target::Cpu(w) => {
+                    // In bands of poses, so that Ctrl-C is heard between them.
+                    let band = (CPU_BAND / part.len().max(1)).max(1);
+                    let mut bands = Vec::with_capacity(poses.len().div_ceil(band));
+                    for some in poses.chunks(band) {
+                        if interrupted(since) {
+                            return Err(stopped());
+                        }
+                        bands.push(voxcast::sense(part, some, w, opts, true));
+                    }
+                    parts.push(bands);
+                    band_poses.push(band);
+                }
                 Target::Gpu(g, w) => {
                     let sweep = SensorSweep {
                         rig: &gpu_rigs[k],
                         poses,
                         outcomes: true,
                     };
-                    gpu_cast(g, sweep, w, opts)?
+                    parts.push(vec![gpu_cast(g, sweep, w, opts)?]);
+                    band_poses.push(poses.len().max(1));
                 }
-            });
+            }
         }
         // Each ray of the rig (counted across its parts) as its part and its index there.
         let place = rig
@@ -445,7 +503,12 @@ impl Target<'_> {
             .enumerate()
             .flat_map(|(p, part)| (0..part.len()).map(move |r| (p, r)))
             .collect();
-        Ok(RigReadings { rig, parts, place })
+        Ok(RigReadings {
+            rig,
+            parts,
+            band_poses,
+            place,
+        })
     }
 
     /// Every ray of `rig` from every pose: the answers agent after agent, each ray's point where
@@ -527,7 +590,7 @@ impl Target<'_> {
         // rotation the sensor call refused.
         let mut errors: Vec<(usize, String)> =
             bad_poses.iter().map(|&(a, e)| (a, e.message())).collect();
-        for (a, e) in readings.parts.iter().flat_map(SensorReadings::errors) {
+        for (a, e) in readings.errors() {
             if !errors.iter().any(|&(b, _)| b == a) {
                 errors.push((a, e.to_string()));
             }
@@ -639,7 +702,7 @@ impl Target<'_> {
             })
             .collect::<PyResult<_>>()?;
         let answers = match self {
-            Target::Cpu(w) => voxcast::agent_visibility(&agents, &pairs, w, opts),
+            Target::Cpu(w) => visibility_in_bands(&agents, &pairs, w, opts)?,
             Target::Gpu(g, w) => {
                 let on_gpu = g.upload_agents(&agents, w).map_err(gpu_error)?;
                 let query = AgentPairs {
@@ -671,7 +734,16 @@ impl Target<'_> {
     ) -> PyResult<Vec<[u32; 2]>> {
         let (agents, _) = Self::agents(frame, eyes)?;
         match self {
-            Target::Cpu(w) => Ok(voxcast::visible_pairs_within(&agents, radius, w, opts)),
+            Target::Cpu(w) => {
+                let pairs = voxcast::pairs_within(&agents, radius);
+                let seen = visibility_in_bands(&agents, &pairs, w, opts)?;
+                Ok(pairs
+                    .into_iter()
+                    .zip(seen)
+                    .filter(|(_, s)| *s == voxcast::LineOfSight::Clear)
+                    .map(|(p, _)| p)
+                    .collect())
+            }
             Target::Gpu(g, w) => {
                 let on_gpu = g.upload_agents(&agents, w).map_err(gpu_error)?;
                 gpu_cast(

@@ -247,6 +247,79 @@ def test_ctrl_c_stops_a_gpu_batch_soon_and_leaves_the_gpu_usable(gpu):
     assert_same(w.line_of_sight(o[:100], o[100:200]), on_gpu.line_of_sight(o[:100], o[100:200]), "sight after Ctrl-C")
 
 
+def test_sense_in_bands_answers_each_pose_as_alone(gpu):
+    """A CPU sweep from many poses is cast in bands of poses (Ctrl-C is heard between them):
+    every pose's answers, bad poses and their errors among them, equal that pose's sweep alone
+    and the GPU's."""
+    from conftest import terrain
+
+    w = vc.World.from_dense(terrain())
+    rng = np.random.default_rng(8)
+    d = rng.normal(0, 1, (5000, 3))
+    rig = vc.SensorRig((d / np.linalg.norm(d, axis=1)[:, None]).astype(np.float32), 60.0)
+    poses = np.zeros((40, 7))
+    poses[:, :3] = rng.uniform(4, 90, (40, 3))
+    poses[:, 1] = rng.uniform(20, 40, 40)
+    poses[:, 6] = 1.0
+    poses[[3, 17, 39], 0] = np.nan
+    scan = w.sense(rig, poses)
+    assert scan.status.shape == (40, 5000)
+    assert sorted({row // 5000 for row, _ in scan.errors}) == [3, 17, 39]
+    for a in range(40):
+        alone = w.sense(rig, poses[a : a + 1])
+        assert np.array_equal(alone.status[0], scan.status[a]), a
+        assert np.array_equal(alone.distance[0].view(np.uint32), scan.distance[a].view(np.uint32)), a
+        assert np.array_equal(alone.voxel[0], scan.voxel[a]), a
+    assert_same(scan, gpu.upload(w).sense(rig, poses), "sense on the GPU")
+
+
+@pytest.mark.parametrize("call", ["sense", "agents"])
+def test_ctrl_c_stops_cpu_sensors_and_agents_soon(call):
+    """Ctrl-C during a long CPU sensor sweep or agent visibility call raises
+    KeyboardInterrupt within a fraction of a second, and the next call answers."""
+    import os
+    import signal
+    import threading
+    import time
+
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signals reach the main thread only")
+    # Rays along a long bar of id 1 that only id 2 stops: hundreds of voxel steps each.
+    w = vc.World.from_dense(np.ones((1024, 32, 32), np.uint8))
+    rng = np.random.default_rng(5)
+    d = np.column_stack([rng.choice([-1.0, 1.0], 4096), rng.normal(0, 0.01, (4096, 2))])
+    rig = vc.SensorRig(d.astype(np.float32), 2000.0)
+
+    def run(n):
+        if call == "sense":
+            poses = np.zeros((n, 7))
+            poses[:, 0] = rng.uniform(1.0, 1023.0, n)
+            poses[:, 1:3] = rng.uniform(1.0, 31.0, (n, 2))
+            poses[:, 6] = 1.0
+            return w.sense(rig, poses, solid=[2])
+        eyes = rng.uniform(1.0, 31.0, (n, 3))
+        eyes[:, 0] = rng.uniform(1.0, 1023.0, n)
+        pairs = rng.integers(0, n, (n * 64, 2))
+        return w.agent_visibility(eyes, pairs, solid=[2])
+
+    t = time.perf_counter()
+    run(16)
+    per_unit = (time.perf_counter() - t) / 16
+    n = int(min(6.0 / per_unit, 1 << 16))
+    timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT))
+    start = time.perf_counter()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        run(n)
+        time.sleep(10)  # Without the checks, the interrupt arrives only after the call.
+    took = time.perf_counter() - start
+    timer.join()
+    print(f"{call}: a {per_unit * n:.1f} s call stopped after {took - 1.0:.2f} s")
+    if per_unit * n > 3.0:
+        assert took < 1.0 + 1.0, f"Ctrl-C took {took - 1.0:.2f} s to stop a {per_unit * n:.1f} s call"
+    assert len(run(2).status) > 0
+
+
 def test_ctrl_c_stops_a_cpu_batch_soon_and_leaves_the_world_usable():
     """Ctrl-C during a long CPU batch raises KeyboardInterrupt within a fraction of a second,
     not when the batch would have ended, and the world answers the next batch as before."""
