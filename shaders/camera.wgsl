@@ -28,7 +28,7 @@ fn cast_camera(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workg
     }
     let pixel = params.ray_base + i;
     let px = pixel % params.cam_width;
-    let py = pixel / params.cam_width;
+    let py = params.cam_row0 + pixel / params.cam_width;
     let dir = camera_dir(px, py);
     let ray = made_ray(params.cam_position, params.cam_sub, dir, params.cam_max_distance);
     hits[i] = pack_hit(finished(ray, cast_ray(ray)), params.cam_position);

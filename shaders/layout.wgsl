@@ -117,6 +117,7 @@ struct Params {
     zero: u32,              // 0: the value behind `pin` (shaders/exact.wgsl), unknown when compiling
     details: u32,           // cast_pairs, cast_sensors: 1 to write each answer whole
     sensor_rays: u32,       // cast_sensors: rays of the rig (the dispatch's rays are whole agents)
+    cam_row0: u32,          // cast_camera: the image row of the batch's first pixel
 }
 
 // One ray as the host uploads it: 48 bytes.

@@ -122,7 +122,7 @@ pub use wgpu;
 
 pub use agents::{AgentPairs, GpuAgents, Visibility};
 pub use boxes::BoxCasts;
-pub use camera::CameraImage;
+pub use camera::{CameraImage, CameraRows};
 pub use device::{DispatchMemory, Driver, GpuConfig, RaySetup, SelfCheck};
 pub use error::GpuError;
 pub use flight::{BatchStats, KeptMemory};

@@ -4,7 +4,7 @@
 
 #![cfg(feature = "gpu")]
 
-use voxcast::gpu::{CameraImage, Rays, Sightlines};
+use voxcast::gpu::{CameraImage, CameraRows, Rays, Sightlines};
 use voxcast_testkit::common;
 
 use voxcast_testkit::gpu::*;
@@ -12,7 +12,7 @@ use voxcast_testkit::gpu::*;
 use voxcast::gpu::{GpuError, GpuRaycaster, GpuWorld};
 use voxcast::{
     Camera, ChunkPos, RaycastOptions, UnloadedPolicy, VoxelId, VoxelRay, VoxelWorld, WorldPos,
-    glam::Vec3, raycast_batch,
+    glam::Vec3, raycast_batch, raycast_camera_rows_into,
 };
 use voxcast_testkit::scene::SplitMix64;
 
@@ -160,6 +160,53 @@ fn parity_camera_rays_made_in_the_shader() {
         &g,
         &raycast_batch(&far.rays().expect("rays"), tw, &RaycastOptions::default()),
     );
+    // An image in bands of rows (`CameraRows`), from the shader and from host rays: each band
+    // is those rows of the whole image, and rows past its height continue the image plane as
+    // on the CPU.
+    let opts = RaycastOptions::default();
+    let near = Camera::new(
+        WorldPos::new(128, 60, 4),
+        Vec3::splat(0.5),
+        Vec3::new(0.1, -0.5, 1.0),
+        70.0,
+        96,
+        54,
+        512.0,
+    )
+    .expect("camera");
+    for cam in [near, far] {
+        let whole = gpu.cast(CameraImage(&cam), &gw, &opts).expect("render");
+        let mut bands = Vec::new();
+        for rows in [
+            0..8,
+            8..8,
+            8..37,
+            37..cam.height,
+            cam.height..cam.height + 5,
+        ] {
+            let band = gpu
+                .cast(
+                    CameraRows {
+                        camera: &cam,
+                        rows: rows.clone(),
+                    },
+                    &gw,
+                    &opts,
+                )
+                .expect("a band");
+            let mut cpu = Vec::new();
+            raycast_camera_rows_into(&cam, rows.clone(), tw, &opts, &mut cpu).expect("rows");
+            let rays: Vec<_> = rows
+                .clone()
+                .flat_map(|y| (0..cam.width).map(move |x| (x, y)))
+                .map(|(x, y)| cam.ray(x, y).expect("a ray"))
+                .collect();
+            assert_parity(&format!("camera rows {rows:?}"), &rays, &band, &cpu);
+            bands.extend(band);
+        }
+        assert_eq!(bands.len(), whole.len() + 5 * cam.width as usize);
+        assert!(bands.iter().zip(&whole).all(|(b, w)| b.matches(w)));
+    }
 }
 
 /// Issue 5's exactness claim on the GPU: skipping empty chunks and bricks lands on exactly the

@@ -51,40 +51,87 @@ impl Query for CameraImage<'_> {
         self,
         launch: Launch<'_>,
         opts: &RaycastOptions,
-        mut out: Vec<RaycastOutcome>,
+        out: Vec<RaycastOutcome>,
     ) -> Result<PendingBatch<Vec<RaycastOutcome>>, GpuError> {
-        let camera = self.0;
-        if camera.width == 0 || camera.height == 0 {
-            return Err(GpuError::Camera(CameraError::EmptyImage));
-        }
-        let pixels = u64::from(camera.width) * u64::from(camera.height);
-        if pixels > u64::from(u32::MAX) {
-            return Err(GpuError::BatchTooLarge(
-                usize::try_from(pixels).unwrap_or(usize::MAX),
-            ));
-        }
-        out.clear();
-        out.try_reserve(pixels as usize)
-            .map_err(|_| GpuError::OutputTooLarge(pixels))?;
-        let world = launch.world;
-        let Some((camera, eye)) = shader_camera_in(&world.window, camera) else {
-            // From host-built rays: a pixel whose ray is invalid gets its error in its place.
-            let rays = camera_rays(camera)?;
-            return submit_rays(launch, &rays, opts, false, out);
-        };
-        let params = camera_params(world.params(), &camera, eye);
-        let flags = option_flags(opts, false)
-            | world.walk_flags(camera.max_distance >= crate::cpu_ref::LONG_RAY);
-        let binding = launch.binding(ENTRY, flags, params, opts)?;
-        let flight = launch.flight(binding, Pixels(pixels as u32))?;
-        let collector = CameraAnswers {
-            out,
-            eye,
-            window: world.window,
-        };
-        Ok(launch.pending(Leg::new(Some(flight), collector), pixels))
+        start_rows(launch, self.0, 0..self.0.height, opts, out)
     }
 }
+
+/// The image rows `rows` of a camera cast on the GPU (row 0 at the top; rows past the image's
+/// height continue the image plane, as [`Camera::pixel_dir`] does): `rows.len() × width`
+/// outcomes, row by row, each that pixel's outcome in [`CameraImage`] of the whole image. The
+/// twin of [`raycast_camera_rows_into`](crate::raycast_camera_rows_into). For images drawn in
+/// bands, whose answers then take memory for one band at a time. An empty range gives no
+/// outcomes; rows from `2^24` on are cast from rays built on the host.
+///
+/// Submitting it fails as [`CameraImage`] does.
+#[derive(Clone, Debug)]
+pub struct CameraRows<'a> {
+    /// The camera.
+    pub camera: &'a Camera,
+    /// The image rows to cast.
+    pub rows: std::ops::Range<u32>,
+}
+
+impl Sealed for CameraRows<'_> {}
+
+impl Query for CameraRows<'_> {
+    type Answers = Vec<RaycastOutcome>;
+    type Options = RaycastOptions;
+
+    fn start(
+        self,
+        launch: Launch<'_>,
+        opts: &RaycastOptions,
+        out: Vec<RaycastOutcome>,
+    ) -> Result<PendingBatch<Vec<RaycastOutcome>>, GpuError> {
+        start_rows(launch, self.camera, self.rows, opts, out)
+    }
+}
+
+/// Rows `rows` of `camera` submitted (see [`CameraRows`]).
+fn start_rows(
+    launch: Launch<'_>,
+    camera: &Camera,
+    rows: std::ops::Range<u32>,
+    opts: &RaycastOptions,
+    mut out: Vec<RaycastOutcome>,
+) -> Result<PendingBatch<Vec<RaycastOutcome>>, GpuError> {
+    if camera.width == 0 || camera.height == 0 {
+        return Err(GpuError::Camera(CameraError::EmptyImage));
+    }
+    let pixels = u64::from(camera.width) * u64::from(rows.end.saturating_sub(rows.start));
+    if pixels > u64::from(u32::MAX) {
+        return Err(GpuError::BatchTooLarge(
+            usize::try_from(pixels).unwrap_or(usize::MAX),
+        ));
+    }
+    out.clear();
+    out.try_reserve(pixels as usize)
+        .map_err(|_| GpuError::OutputTooLarge(pixels))?;
+    let world = launch.world;
+    let shader = shader_camera_in(&world.window, camera).filter(|_| rows.end <= MAX_ROWS);
+    let Some((camera, eye)) = shader else {
+        // From host-built rays: a pixel whose ray is invalid gets its error in its place.
+        let rays = camera_rays(camera, rows)?;
+        return submit_rays(launch, &rays, opts, false, out);
+    };
+    let mut params = camera_params(world.params(), &camera, eye);
+    params.cam_row0 = rows.start;
+    let flags = option_flags(opts, false)
+        | world.walk_flags(camera.max_distance >= crate::cpu_ref::LONG_RAY);
+    let binding = launch.binding(ENTRY, flags, params, opts)?;
+    let flight = launch.flight(binding, Pixels(pixels as u32))?;
+    let collector = CameraAnswers {
+        out,
+        eye,
+        window: world.window,
+    };
+    Ok(launch.pending(Leg::new(Some(flight), collector), pixels))
+}
+
+/// Rows the shader makes pixels' rays for: row indices below `2^24` convert to f32 exactly.
+const MAX_ROWS: u32 = 1 << 24;
 
 /// A camera's pixels, each made in the shader: nothing goes up.
 #[derive(Debug)]
@@ -197,15 +244,18 @@ pub(super) fn camera_params(mut params: GpuParams, camera: &Camera, eye: [i32; 3
     params
 }
 
-/// Every pixel's ray of `camera`, row by row, as [`Camera::ray`] makes it but unchecked: a
-/// pixel whose ray is invalid keeps its fields, and the batch answers it with the error
-/// `Camera::ray` gives.
-pub(super) fn camera_rays(camera: &Camera) -> Result<Vec<VoxelRay>, GpuError> {
-    let pixels = u64::from(camera.width) * u64::from(camera.height);
+/// The ray of every pixel of `camera`'s image rows `rows`, row by row, as [`Camera::ray`] makes
+/// it but unchecked: a pixel whose ray is invalid keeps its fields, and the batch answers it
+/// with the error `Camera::ray` gives.
+pub(super) fn camera_rays(
+    camera: &Camera,
+    rows: std::ops::Range<u32>,
+) -> Result<Vec<VoxelRay>, GpuError> {
+    let pixels = u64::from(camera.width) * u64::from(rows.end.saturating_sub(rows.start));
     let mut rays = Vec::new();
     rays.try_reserve(pixels as usize)
         .map_err(|_| GpuError::OutputTooLarge(pixels))?;
-    for py in 0..camera.height {
+    for py in rows {
         rays.extend((0..camera.width).map(|px| VoxelRay {
             origin: camera.position,
             sub_offset: camera.sub_offset,

@@ -174,7 +174,9 @@ pub(super) struct GpuParams {
     pub(super) details: u32,
     /// `cast_sensors`: rays of the rig.
     pub(super) sensor_rays: u32,
-    pub(super) _pad: [u32; 3],
+    /// `cast_camera`: the image row of the batch's first pixel.
+    pub(super) cam_row0: u32,
+    pub(super) _pad: [u32; 2],
 }
 
 /// How the shader declares a binding: its address space and access.
