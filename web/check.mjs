@@ -130,6 +130,19 @@ const canvasPixels = (page) => page.evaluate(() => {
   for (let i = 0; i < 100 && (await page.evaluate(() => window.voxcast.size()))[0] !== 1280; i += 1) {
     await page.waitForTimeout(100);
   }
+  // The largest canvas the page renders works after a large one, and frames are cast and kept
+  // in bands: the module's memory (which never shrinks) stays far below a whole frame's answers
+  // (96 bytes a pixel: 1.6 GB at 4096x4096).
+  const large = await page.evaluate(() => window.voxcast.resize(2560, 1440));
+  const largeCheck = await page.evaluate(() => window.voxcast.check());
+  ok(large === 'ok' && largeCheck.pixels === 2560 * 1440 && largeCheck.differ === 0,
+    `a 2560x1440 canvas renders exactly (${large}; ${largeCheck.differ} of ${largeCheck.pixels} differ)`);
+  const largest = await page.evaluate(() => window.voxcast.resize(4096, 4096));
+  const largestSample = await page.evaluate(() => document.getElementById('status').dataset.sampleDiffer);
+  const memory = await page.evaluate(() => window.voxcast.memory());
+  ok(largest === 'ok' && largestSample === '0' && memory < 1.2e9,
+    `then the largest, 4096x4096, renders (${largest}; sample differ ${largestSample}) with ${(memory / 2 ** 20).toFixed(0)} MiB of module memory`);
+  await page.evaluate(() => window.voxcast.resize(1280, 720));
   // A world larger than the browser's storage limit: a clear error on the page, and the
   // world the page renders is unchanged.
   const tooLarge = await page.evaluate(() => window.voxcast.oversizedWorld().catch((e) => `rejected: ${e.message ?? e}`));

@@ -10,11 +10,11 @@ use std::rc::Rc;
 
 use glam::{DVec3, Vec3};
 use js_sys::Promise;
-use voxcast::gpu::{AgentPairs, CameraImage, GpuAgents, GpuConfig, GpuRaycaster, GpuWorld};
+use voxcast::gpu::{AgentPairs, CameraRows, GpuAgents, GpuConfig, GpuRaycaster, GpuWorld};
 use voxcast::{
-    Agent, Camera, LineOfSightOptions, RaycastOptions, RaycastOutcome, VoxelId, VoxelRay,
-    VoxelWorld, WorldPos, agent_visibility, break_block, place_block, raycast_camera,
-    voxel_raycast_with,
+    Agent, Camera, LineOfSightOptions, RayError, RaycastOptions, RaycastOutcome, VoxelId, VoxelRay,
+    VoxelRaycastHit, VoxelWorld, WorldPos, agent_visibility, break_block, place_block,
+    raycast_camera_rows_into, voxel_raycast_with,
 };
 use voxcast_testkit::scene::{STONE, Terrain};
 use voxcast_testkit::shading::shade;
@@ -27,6 +27,9 @@ const MAX_PIXELS: u32 = 4096 * 4096;
 const MAX_DISTANCE: f32 = 1024.0;
 /// How far a click reaches, in voxels.
 const REACH: f32 = 256.0;
+/// Pixels a frame is cast, shaded and kept in at a time (at least 8 rows, a multiple of 8):
+/// the answers of one band (96 bytes a pixel) take memory, not those of the whole frame.
+const BAND_PIXELS: u32 = 1 << 19;
 
 /// What the page holds between calls.
 struct State {
@@ -41,8 +44,11 @@ struct State {
     yaw: f32,
     pitch: f32,
     npcs: Vec<Agent>,
-    /// The last frame's answers, for the parity check of the picture.
-    last: Vec<RaycastOutcome>,
+    /// The last frame's answers, for the parity check of the picture, and its camera's voxel.
+    last: Vec<Kept>,
+    last_eye: WorldPos,
+    /// The last frame's picture (RGBA), its memory kept for the next.
+    rgba: Vec<u8>,
     /// Milliseconds the last frame's batch took, and its pixels.
     last_ms: f64,
     /// The NPCs' and the player's eyes on the GPU, updated each frame.
@@ -74,6 +80,93 @@ fn busy(_: impl std::fmt::Display) -> JsValue {
 /// The browser's clock, in milliseconds.
 fn now_ms() -> f64 {
     js_sys::Date::now()
+}
+
+/// A frame's answer kept for the checks: 32 bytes against a [`RaycastOutcome`]'s 96, its
+/// voxel relative to the camera's.
+#[derive(Clone, Copy, Debug)]
+enum Kept {
+    Hit {
+        rel: [i32; 3],
+        normal: [i8; 3],
+        distance: f32,
+        id: u16,
+        uv: [f32; 2],
+    },
+    Unloaded {
+        rel: [i32; 3],
+        distance: f32,
+    },
+    Miss,
+    Invalid(RayError),
+}
+
+impl Kept {
+    /// `o` kept, relative to `eye` (a voxel farther than i32 from it, which no ray of the page
+    /// reaches, is kept as invalid, and the checks then count it as differing).
+    fn of(o: &RaycastOutcome, eye: WorldPos) -> Self {
+        let rel = |p: WorldPos| -> Option<[i32; 3]> {
+            let d = |a: i128, b: i128| i32::try_from(a.checked_sub(b)?).ok();
+            Some([d(p.x, eye.x)?, d(p.y, eye.y)?, d(p.z, eye.z)?])
+        };
+        let far = Kept::Invalid(RayError::OriginOutOfRange);
+        match *o {
+            RaycastOutcome::Hit(h) => rel(h.voxel_pos).map_or(far, |rel| Kept::Hit {
+                rel,
+                normal: h.face_normal.to_array().map(|n| n as i8),
+                distance: h.distance,
+                id: h.voxel_type.0,
+                uv: h.hit_uv.to_array(),
+            }),
+            RaycastOutcome::Unloaded {
+                voxel_pos,
+                distance,
+            } => rel(voxel_pos).map_or(far, |rel| Kept::Unloaded { rel, distance }),
+            RaycastOutcome::Miss => Kept::Miss,
+            RaycastOutcome::Invalid(e) => Kept::Invalid(e),
+        }
+    }
+
+    /// The outcome kept, for a camera at voxel `eye`.
+    fn outcome(self, eye: WorldPos) -> RaycastOutcome {
+        let at = |r: [i32; 3]| {
+            WorldPos::new(
+                eye.x + i128::from(r[0]),
+                eye.y + i128::from(r[1]),
+                eye.z + i128::from(r[2]),
+            )
+        };
+        match self {
+            Kept::Hit {
+                rel,
+                normal,
+                distance,
+                id,
+                uv,
+            } => RaycastOutcome::Hit(VoxelRaycastHit {
+                voxel_pos: at(rel),
+                face_normal: glam::IVec3::from_array(normal.map(i32::from)),
+                distance,
+                voxel_type: VoxelId(id),
+                hit_uv: glam::Vec2::from_array(uv),
+            }),
+            Kept::Unloaded { rel, distance } => RaycastOutcome::Unloaded {
+                voxel_pos: at(rel),
+                distance,
+            },
+            Kept::Miss => RaycastOutcome::Miss,
+            Kept::Invalid(e) => RaycastOutcome::Invalid(e),
+        }
+    }
+}
+
+/// The bands of rows a frame of `cam` is cast in ([`BAND_PIXELS`]).
+fn bands(cam: &Camera) -> impl Iterator<Item = std::ops::Range<u32>> {
+    let rows = (BAND_PIXELS / cam.width.max(1)).max(8) & !7;
+    let height = cam.height;
+    (0..height)
+        .step_by(rows as usize)
+        .map(move |y| y..(y + rows).min(height))
 }
 
 impl State {
@@ -115,15 +208,9 @@ impl State {
     }
 }
 
-/// The picture of `outcomes` as RGBA bytes, with the NPCs drawn: a square at each one's eye
-/// and a line from the bottom middle (the player), green where it sees the player, red where
-/// it does not.
-fn picture(state: &State, cam: &Camera, outcomes: &[RaycastOutcome], sees: &[bool]) -> Vec<u8> {
-    let mut rgba = Vec::with_capacity(outcomes.len() * 4);
-    for o in outcomes {
-        let [r, g, b] = shade(o, MAX_DISTANCE);
-        rgba.extend_from_slice(&[r, g, b, 255]);
-    }
+/// The NPCs drawn on the picture `rgba`: a square at each one's eye and a line from the bottom
+/// middle (the player), green where it sees the player, red where it does not.
+fn draw_npcs(state: &State, cam: &Camera, rgba: &mut [u8], sees: &[bool]) {
     let (w, h) = (state.width as i32, state.height as i32);
     let mut dot = |x: i32, y: i32, c: [u8; 3]| {
         if (0..w).contains(&x) && (0..h).contains(&y) {
@@ -148,7 +235,6 @@ fn picture(state: &State, cam: &Camera, outcomes: &[RaycastOutcome], sees: &[boo
             }
         }
     }
-    rgba
 }
 
 /// The player as an agent at the eye (eye height 0), for the NPCs' sight.
@@ -157,7 +243,8 @@ fn player(eye: DVec3) -> Result<Agent, String> {
     Ok(Agent::new(ray.origin, ray.sub_offset, 0.0))
 }
 
-async fn frame(state: &mut State) -> Result<Vec<u8>, String> {
+/// Renders a frame into `state.rgba`, band by band ([`bands`]), keeping its answers.
+async fn frame(state: &mut State) -> Result<(), String> {
     let cam = state.camera()?;
     let opts = RaycastOptions::default();
     let mut agents = state.npcs.clone();
@@ -165,12 +252,12 @@ async fn frame(state: &mut State) -> Result<Vec<u8>, String> {
     let me = (agents.len() - 1) as u32;
     let pairs: Vec<[u32; 2]> = (0..me).map(|i| [i, me]).collect();
     let sight = LineOfSightOptions::default();
+    let pixels = cam.width as usize * cam.height as usize;
+    let mut cast_ms = 0.0;
     let start = now_ms();
-    let (outcomes, sees) = match &state.gpu {
+    // The NPCs' sight of the player: on the GPU submitted first and awaited after the image.
+    let seen = match &state.gpu {
         Some((gpu, gw)) => {
-            let image = gpu
-                .submit(CameraImage(&cam), gw, &opts)
-                .map_err(|e| e.to_string())?;
             // The eyes' buffer is kept from frame to frame and only rewritten.
             let on_gpu = match &mut state.eyes {
                 Some(eyes) => {
@@ -184,25 +271,53 @@ async fn frame(state: &mut State) -> Result<Vec<u8>, String> {
                 pairs: &pairs,
                 outcomes: false,
             };
-            let seen = gpu.submit(query, gw, &sight).map_err(|e| e.to_string())?;
-            let outcomes = image.await.map_err(|e| e.to_string())?;
-            let seen = seen.await.map_err(|e| e.to_string())?;
-            let sees: Vec<bool> = (0..pairs.len()).map(|i| seen.visible(i)).collect();
-            (outcomes, sees)
+            Some(gpu.submit(query, gw, &sight).map_err(|e| e.to_string())?)
         }
-        None => {
-            let outcomes = raycast_camera(&cam, &state.world, &opts).map_err(|e| e.to_string())?;
-            let sees: Vec<bool> = agent_visibility(&agents, &pairs, &state.world, &sight)
-                .iter()
-                .map(|s| *s == voxcast::LineOfSight::Clear)
-                .collect();
-            (outcomes, sees)
-        }
+        None => None,
     };
-    state.last_ms = now_ms() - start;
-    let rgba = picture(state, &cam, &outcomes, &sees);
-    state.last = outcomes;
-    Ok(rgba)
+    cast_ms += now_ms() - start;
+    state.last.clear();
+    state.last.reserve(pixels);
+    state.last_eye = cam.position;
+    state.rgba.clear();
+    state.rgba.reserve(pixels * 4);
+    let mut band = Vec::new();
+    for rows in bands(&cam) {
+        let t = now_ms();
+        match &state.gpu {
+            Some((gpu, gw)) => {
+                let query = CameraRows { camera: &cam, rows };
+                let pending = gpu
+                    .submit_into(query, gw, &opts, std::mem::take(&mut band))
+                    .map_err(|e| e.to_string())?;
+                band = pending.await.map_err(|e| e.to_string())?;
+            }
+            None => raycast_camera_rows_into(&cam, rows, &state.world, &opts, &mut band)
+                .map_err(|e| e.to_string())?,
+        }
+        cast_ms += now_ms() - t;
+        for o in &band {
+            let [r, g, b] = shade(o, MAX_DISTANCE);
+            state.rgba.extend_from_slice(&[r, g, b, 255]);
+            state.last.push(Kept::of(o, cam.position));
+        }
+    }
+    let t = now_ms();
+    let sees: Vec<bool> = match seen {
+        Some(seen) => {
+            let seen = seen.await.map_err(|e| e.to_string())?;
+            (0..pairs.len()).map(|i| seen.visible(i)).collect()
+        }
+        None => agent_visibility(&agents, &pairs, &state.world, &sight)
+            .iter()
+            .map(|s| *s == voxcast::LineOfSight::Clear)
+            .collect(),
+    };
+    state.last_ms = cast_ms + (now_ms() - t);
+    let mut rgba = std::mem::take(&mut state.rgba);
+    draw_npcs(state, &cam, &mut rgba, &sees);
+    state.rgba = rgba;
+    Ok(())
 }
 
 #[wasm_bindgen]
@@ -261,6 +376,8 @@ impl Demo {
                 pitch: f.y.asin(),
                 npcs,
                 last: Vec::new(),
+                last_eye: WorldPos::ZERO,
+                rgba: Vec::new(),
                 last_ms: 0.0,
                 eyes: None,
             };
@@ -302,26 +419,32 @@ impl Demo {
         let state = Rc::clone(&self.state);
         future_to_promise(async move {
             let mut s = state.try_borrow_mut().map_err(busy)?;
-            let rgba = frame(&mut s).await.map_err(js_error)?;
-            Ok(js_sys::Uint8Array::from(rgba.as_slice()).into())
+            frame(&mut s).await.map_err(js_error)?;
+            Ok(js_sys::Uint8Array::from(s.rgba.as_slice()).into())
         })
     }
 
-    /// Compares the last frame with the CPU reference pixel by pixel: resolves to
+    /// Compares the last frame with the CPU reference pixel by pixel, band by band: resolves to
     /// `[differing, pixels]`.
     pub fn check_frame(&self) -> Result<Vec<u32>, JsValue> {
         let s = self.state.try_borrow().map_err(busy)?;
         let cam = s.camera().map_err(js_error)?;
-        let cpu = raycast_camera(&cam, &s.world, &RaycastOptions::default()).map_err(js_error)?;
-        let differ = if cpu.len() == s.last.len() {
-            cpu.iter()
-                .zip(&s.last)
-                .filter(|(a, b)| !a.matches(b))
-                .count()
-        } else {
-            cpu.len()
-        };
-        Ok(vec![differ as u32, cpu.len() as u32])
+        let pixels = cam.width as usize * cam.height as usize;
+        if s.last.len() != pixels {
+            return Ok(vec![pixels as u32, pixels as u32]);
+        }
+        let (mut cpu, mut differ, mut at) = (Vec::new(), 0u32, 0);
+        for rows in bands(&cam) {
+            raycast_camera_rows_into(&cam, rows, &s.world, &RaycastOptions::default(), &mut cpu)
+                .map_err(js_error)?;
+            differ += cpu
+                .iter()
+                .zip(&s.last[at..])
+                .filter(|(c, k)| !c.matches(&k.outcome(s.last_eye)))
+                .count() as u32;
+            at += cpu.len();
+        }
+        Ok(vec![differ, pixels as u32])
     }
 
     /// Compares every `every`-th pixel of the last frame (in row order, from pixel 0) with the
@@ -347,9 +470,17 @@ impl Demo {
                 Err(e) => RaycastOutcome::Invalid(e),
             };
             compared += 1;
-            differ += u32::from(!cpu.matches(&s.last[i]));
+            differ += u32::from(!cpu.matches(&s.last[i].outcome(s.last_eye)));
         }
         Ok(vec![differ, compared])
+    }
+
+    /// Bytes of the page module's memory (WebAssembly's, which grows and never shrinks): for
+    /// the page's tests, which check that large frames keep it bounded.
+    pub fn memory_bytes(&self) -> Result<f64, JsValue> {
+        let memory: js_sys::WebAssembly::Memory = wasm_bindgen::memory().dyn_into()?;
+        let buffer: js_sys::ArrayBuffer = memory.buffer().dyn_into()?;
+        Ok(f64::from(buffer.byte_length()))
     }
 
     /// Moves the eye by `forward`, `right` and `up` voxels (along the view's heading) and turns

@@ -163,6 +163,8 @@ async function main() {
       return run(async () => why);
     },
     size: () => [canvas.width, canvas.height],
+    // Bytes of the module's memory (WebAssembly memory grows and never shrinks).
+    memory: () => run(async () => demo.memory_bytes()),
     onGpu: () => run(async () => demo.on_gpu()),
     software: () => window.voxcastSoftware,
     // A world larger than the device's storage limit: refused, its message on the page.
