@@ -203,10 +203,22 @@ def test_the_documented_precision_of_float64_offsets():
             assert abs(Fraction(float(d)) - exact) <= Fraction(bound), (scale, m, d)
 
 
-def test_ctrl_c_stops_a_gpu_batch_soon_and_leaves_the_gpu_usable(gpu):
-    """Ctrl-C during a long GPU batch raises KeyboardInterrupt within a fraction of a second
-    (the batch's dispatches in flight are abandoned), and the GPU answers the next batches as
-    the CPU does."""
+def _bar_rays(rng, n):
+    """Rays along a long bar of id 1 that only id 2 stops (``_bar_world``): hundreds of voxel
+    steps each, in the dtypes the calls take, so that a call spends its time casting."""
+    o = rng.uniform(1.0, 31.0, size=(n, 3))
+    o[:, 0] = rng.uniform(1.0, 1023.0, size=n)
+    d = np.column_stack([rng.choice([-1.0, 1.0], n), rng.normal(0, 0.01, (n, 2))])
+    return o, d.astype(np.float32)
+
+
+def _bar_world():
+    return vc.World.from_dense(np.ones((1024, 32, 32), np.uint8))
+
+
+def _ctrl_c_after_a_second(call):
+    """Runs ``call`` (on the main thread) with Ctrl-C sent to this process a second in: the
+    seconds from the signal to ``KeyboardInterrupt`` (which must come)."""
     import os
     import signal
     import threading
@@ -214,35 +226,42 @@ def test_ctrl_c_stops_a_gpu_batch_soon_and_leaves_the_gpu_usable(gpu):
 
     if threading.current_thread() is not threading.main_thread():
         pytest.skip("signals reach the main thread only")
-    w = vc.World.from_dense(np.ones((1024, 32, 32), np.uint8))
-    on_gpu = gpu.upload(w)
-    rng = np.random.default_rng(4)
-
-    def rays(n):
-        o = rng.uniform(1.0, 31.0, size=(n, 3))
-        o[:, 0] = rng.uniform(1.0, 1023.0, size=n)
-        d = np.column_stack([rng.choice([-1.0, 1.0], n), rng.normal(0, 0.01, (n, 2))])
-        return o, d.astype(np.float32)
-
-    o, d = rays(1 << 16)
-    on_gpu.raycast(o, d, 2000.0, solid=[2])
-    t = time.perf_counter()
-    on_gpu.raycast(o, d, 2000.0, solid=[2])
-    per_ray = (time.perf_counter() - t) / len(o)
-    n = int(min(6.0 / per_ray, 1 << 23))
-    o, d = rays(n)
     timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT))
     start = time.perf_counter()
     timer.start()
     with pytest.raises(KeyboardInterrupt):
-        on_gpu.raycast(o, d, 2000.0, solid=[2])
-        time.sleep(10)  # Without the check, the interrupt arrives only after the batch.
+        call()
+        time.sleep(10)  # Without the checks, the interrupt arrives only after the call.
     took = time.perf_counter() - start
     timer.join()
+    return took - 1.0
+
+
+def _seconds(call):
+    import time
+
+    t = time.perf_counter()
+    call()
+    return time.perf_counter() - t
+
+
+def test_ctrl_c_stops_a_gpu_batch_soon_and_leaves_the_gpu_usable(gpu):
+    """Ctrl-C during a long GPU batch raises KeyboardInterrupt within a fraction of a second
+    (the batch's dispatches in flight are abandoned), and the GPU answers the next batches as
+    the CPU does."""
+    w = _bar_world()
+    on_gpu = gpu.upload(w)
+    rng = np.random.default_rng(4)
+    o, d = _bar_rays(rng, 1 << 16)
+    on_gpu.raycast(o, d, 2000.0, solid=[2])
+    per_ray = _seconds(lambda: on_gpu.raycast(o, d, 2000.0, solid=[2])) / len(o)
+    n = int(min(6.0 / per_ray, 1 << 23))
+    o, d = _bar_rays(rng, n)
+    took = _ctrl_c_after_a_second(lambda: on_gpu.raycast(o, d, 2000.0, solid=[2]))
     if per_ray * n > 3.0:
-        assert took < 1.0 + 1.0, f"Ctrl-C took {took - 1.0:.2f} s to stop a {per_ray * n:.1f} s batch"
+        assert took < 1.0, f"Ctrl-C took {took:.2f} s to stop a {per_ray * n:.1f} s batch"
     # The next batches, of every kind that waits on the GPU, answer as the CPU does.
-    o, d = rays(5000)
+    o, d = _bar_rays(rng, 5000)
     assert_same(w.raycast(o, d, 2000.0, solid=[2]), on_gpu.raycast(o, d, 2000.0, solid=[2]), "rays after Ctrl-C")
     assert_same(w.line_of_sight(o[:100], o[100:200]), on_gpu.line_of_sight(o[:100], o[100:200]), "sight after Ctrl-C")
 
@@ -277,15 +296,7 @@ def test_sense_in_bands_answers_each_pose_as_alone(gpu):
 def test_ctrl_c_stops_cpu_sensors_and_agents_soon(call):
     """Ctrl-C during a long CPU sensor sweep or agent visibility call raises
     KeyboardInterrupt within a fraction of a second, and the next call answers."""
-    import os
-    import signal
-    import threading
-    import time
-
-    if threading.current_thread() is not threading.main_thread():
-        pytest.skip("signals reach the main thread only")
-    # Rays along a long bar of id 1 that only id 2 stops: hundreds of voxel steps each.
-    w = vc.World.from_dense(np.ones((1024, 32, 32), np.uint8))
+    w = _bar_world()
     rng = np.random.default_rng(5)
     d = np.column_stack([rng.choice([-1.0, 1.0], 4096), rng.normal(0, 0.01, (4096, 2))])
     rig = vc.SensorRig(d.astype(np.float32), 2000.0)
@@ -302,61 +313,26 @@ def test_ctrl_c_stops_cpu_sensors_and_agents_soon(call):
         pairs = rng.integers(0, n, (n * 64, 2))
         return w.agent_visibility(eyes, pairs, solid=[2])
 
-    t = time.perf_counter()
-    run(16)
-    per_unit = (time.perf_counter() - t) / 16
+    per_unit = _seconds(lambda: run(16)) / 16
     n = int(min(6.0 / per_unit, 1 << 16))
-    timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT))
-    start = time.perf_counter()
-    timer.start()
-    with pytest.raises(KeyboardInterrupt):
-        run(n)
-        time.sleep(10)  # Without the checks, the interrupt arrives only after the call.
-    took = time.perf_counter() - start
-    timer.join()
-    print(f"{call}: a {per_unit * n:.1f} s call stopped after {took - 1.0:.2f} s")
+    took = _ctrl_c_after_a_second(lambda: run(n))
+    print(f"{call}: a {per_unit * n:.1f} s call stopped after {took:.2f} s")
     if per_unit * n > 3.0:
-        assert took < 1.0 + 1.0, f"Ctrl-C took {took - 1.0:.2f} s to stop a {per_unit * n:.1f} s call"
+        assert took < 1.0, f"Ctrl-C took {took:.2f} s to stop a {per_unit * n:.1f} s call"
     assert len(run(2).status) > 0
 
 
 def test_ctrl_c_stops_a_cpu_batch_soon_and_leaves_the_world_usable():
     """Ctrl-C during a long CPU batch raises KeyboardInterrupt within a fraction of a second,
     not when the batch would have ended, and the world answers the next batch as before."""
-    import os
-    import signal
-    import threading
-    import time
-
-    if threading.current_thread() is not threading.main_thread():
-        pytest.skip("signals reach the main thread only")
-    # A long bar of id 1 that rays pass through (only id 2 stops them): every ray walks
-    # hundreds of voxels along it, voxel by voxel.
-    w = vc.World.from_dense(np.ones((1024, 32, 32), np.uint8))
+    w = _bar_world()
     rng = np.random.default_rng(3)
-
-    def rays(n):
-        # In the dtypes the call takes, so that it spends its time in the batch.
-        o = rng.uniform(1.0, 31.0, size=(n, 3))
-        o[:, 0] = rng.uniform(1.0, 1023.0, size=n)
-        d = np.column_stack([rng.choice([-1.0, 1.0], n), rng.normal(0, 0.01, (n, 2))])
-        return o, d.astype(np.float32)
-
-    o, d = rays(1 << 16)
-    t = time.perf_counter()
-    w.raycast(o, d, 2000.0, solid=[2])
-    per_ray = (time.perf_counter() - t) / len(o)
+    o, d = _bar_rays(rng, 1 << 16)
+    per_ray = _seconds(lambda: w.raycast(o, d, 2000.0, solid=[2])) / len(o)
     # A batch that would take seconds (about 6, at most 4 M rays).
     n = int(min(6.0 / per_ray, 1 << 22))
-    o, d = rays(n)
-    timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT))
-    start = time.perf_counter()
-    timer.start()
-    with pytest.raises(KeyboardInterrupt):
-        w.raycast(o, d, 2000.0, solid=[2])
-        time.sleep(10)  # Without the check, the interrupt arrives only after the batch.
-    took = time.perf_counter() - start
-    timer.join()
-    assert took < 1.0 + 1.0, f"Ctrl-C took {took - 1.0:.2f} s to stop a {per_ray * n:.1f} s batch"
+    o, d = _bar_rays(rng, n)
+    took = _ctrl_c_after_a_second(lambda: w.raycast(o, d, 2000.0, solid=[2]))
+    assert took < 1.0, f"Ctrl-C took {took:.2f} s to stop a {per_ray * n:.1f} s batch"
     hits = w.raycast([[0.5, 0.5, -3.5]], [[0.0, 0.0, 1.0]], 10.0)
     assert hits.status[0] == vc.HIT and hits.distance[0] == 3.5

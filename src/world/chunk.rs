@@ -280,13 +280,7 @@ impl Chunk {
     /// [`Chunk::column_tops`] of brick column `(bx, bz)` alone, counting rows `y < below` only.
     pub(crate) fn column_top(&self, bx: u32, bz: u32, below: u32) -> u8 {
         match &self.repr {
-            ChunkRepr::Uniform(id) => {
-                if id.is_air() {
-                    0
-                } else {
-                    below.min(32) as u8
-                }
-            }
+            ChunkRepr::Uniform(id) => uniform_top(*id, below),
             ChunkRepr::Dense(d) => super::tops::column_top(&d.occupancy, bx, bz, below),
         }
     }
@@ -303,13 +297,7 @@ impl Chunk {
     /// [`Chunk::voxel_tops`] of voxel column `(x, z)` alone, counting rows `y < below` only.
     pub(crate) fn voxel_top(&self, x: u32, z: u32, below: u32) -> u8 {
         match &self.repr {
-            ChunkRepr::Uniform(id) => {
-                if id.is_air() {
-                    0
-                } else {
-                    below.min(32) as u8
-                }
-            }
+            ChunkRepr::Uniform(id) => uniform_top(*id, below),
             ChunkRepr::Dense(d) => super::tops::voxel_top(&d.occupancy, x, z, below),
         }
     }
@@ -348,4 +336,10 @@ impl Chunk {
             ChunkRepr::Dense(d) => ChunkView::Dense(d),
         }
     }
+}
+
+/// The top of any column of a chunk of one id, counting rows `y < below` only: `below` (at
+/// most 32) where the id is not air, else 0.
+fn uniform_top(id: VoxelId, below: u32) -> u8 {
+    if id.is_air() { 0 } else { below.min(32) as u8 }
 }
