@@ -61,10 +61,11 @@ fn cast_pairs(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
     var h = miss();
     if (seg.w < 0.0) {
         h = make_hit(STATUS_TOO_LONG, a.voxel, 0.0, 0u, AXIS_NONE, false, vec3<u32>(0u));
-    } else if (seg.w == 0.0) {
-        h = cast_segment(made_ray(a.voxel, a.sub, vec3<f32>(1.0, 0.0, 0.0), 0.0), params.details != 0u);
     } else {
-        h = cast_segment(made_ray(a.voxel, a.sub, seg.xyz, seg.w), params.details != 0u);
+        // One call of cast_segment (drivers inline it whole): eyes too close for a direction
+        // give the segment of length 0 along +x.
+        let dir = select(seg.xyz, vec3<f32>(1.0, 0.0, 0.0), seg.w == 0.0);
+        h = cast_segment(made_ray(a.voxel, a.sub, dir, seg.w), params.details != 0u);
     }
     if ((h.status & 15u) == STATUS_MISS) {
         atomicOr(&pair_out[i >> 5u], 1u << (i & 31u));
