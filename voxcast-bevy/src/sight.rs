@@ -67,9 +67,10 @@ pub struct SightAnswer {
     pub request: SightRequest,
     /// `Ok` with what [`voxcast::line_of_sight`] answers for the segment (with the queue's
     /// [`SightQueue::options`]), or `Err` when an entity has no position. A segment that
-    /// cannot be cast (its points coincide, lie more than [`voxcast::MAX_DISTANCE_CAP`]
-    /// apart, or one is not finite) is `Ok(LineOfSight::Invalid(_))`, as the core crate
-    /// answers it. One bad request never keeps the others from their answers.
+    /// cannot be cast (its points lie more than [`voxcast::MAX_DISTANCE_CAP`] apart, or one
+    /// is not finite) is `Ok(LineOfSight::Invalid(_))`, as the core crate answers it; two
+    /// points at one place see each other. One bad request never keeps the others from their
+    /// answers.
     pub result: Result<LineOfSight, SightError>,
 }
 
