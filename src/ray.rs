@@ -191,6 +191,7 @@ pub(crate) fn segment(d: [f32; 3]) -> Result<(Vec3, f32), RayError> {
 }
 
 /// A point as its voxel and an offset in `[0, 1)`, normalised as [`VoxelRay::new`] does.
+#[inline(always)]
 pub(crate) fn normalised_point(p: WorldPos, sub: Vec3) -> Result<(WorldPos, Vec3), RayError> {
     let (x, sx) = split_sub(p.x, sub.x)?;
     let (y, sy) = split_sub(p.y, sub.y)?;
@@ -345,12 +346,10 @@ impl VoxelRay {
         // `-0.0` is stored as `+0.0`, so equal rays have equal bits.
         let max_distance = checked_max_distance(max_distance)?;
         let direction = unit_direction(direction)?;
-        let (x, sx) = split_sub(origin.x, sub_offset.x)?;
-        let (y, sy) = split_sub(origin.y, sub_offset.y)?;
-        let (z, sz) = split_sub(origin.z, sub_offset.z)?;
+        let (origin, sub_offset) = normalised_point(origin, sub_offset)?;
         Ok(Self {
-            origin: WorldPos::new(x, y, z),
-            sub_offset: Vec3::new(sx, sy, sz),
+            origin,
+            sub_offset,
             direction,
             max_distance,
         })

@@ -12,8 +12,8 @@ use glam::{DVec3, Vec3};
 use js_sys::Promise;
 use voxcast::gpu::{AgentPairs, CameraRows, GpuAgents, GpuConfig, GpuRaycaster, GpuWorld};
 use voxcast::{
-    Agent, Camera, LineOfSightOptions, RayError, RaycastOptions, RaycastOutcome, VoxelId, VoxelRay,
-    VoxelRaycastHit, VoxelWorld, WorldPos, agent_visibility, break_block, place_block,
+    Agent, Camera, LineOfSightOptions, RaycastOptions, RaycastOutcome, VoxelId, VoxelRay,
+    VoxelWorld, WindowOutcome, WorldPos, agent_visibility, break_block, place_block,
     raycast_camera_rows_into, voxel_raycast_with,
 };
 use voxcast_testkit::scene::{STONE, Terrain};
@@ -44,8 +44,9 @@ struct State {
     yaw: f32,
     pitch: f32,
     npcs: Vec<Agent>,
-    /// The last frame's answers, for the parity check of the picture, and its camera's voxel.
-    last: Vec<Kept>,
+    /// The last frame's answers relative to its camera's voxel (44 bytes a pixel against a
+    /// `RaycastOutcome`'s 96), for the parity check of the picture, and that voxel.
+    last: Vec<WindowOutcome>,
     last_eye: WorldPos,
     /// The last frame's picture (RGBA), its memory kept for the next.
     rgba: Vec<u8>,
@@ -80,84 +81,6 @@ fn busy(_: impl std::fmt::Display) -> JsValue {
 /// The browser's clock, in milliseconds.
 fn now_ms() -> f64 {
     js_sys::Date::now()
-}
-
-/// A frame's answer kept for the checks: 32 bytes against a [`RaycastOutcome`]'s 96, its
-/// voxel relative to the camera's.
-#[derive(Clone, Copy, Debug)]
-enum Kept {
-    Hit {
-        rel: [i32; 3],
-        normal: [i8; 3],
-        distance: f32,
-        id: u16,
-        uv: [f32; 2],
-    },
-    Unloaded {
-        rel: [i32; 3],
-        distance: f32,
-    },
-    Miss,
-    Invalid(RayError),
-}
-
-impl Kept {
-    /// `o` kept, relative to `eye` (a voxel farther than i32 from it, which no ray of the page
-    /// reaches, is kept as invalid, and the checks then count it as differing).
-    fn of(o: &RaycastOutcome, eye: WorldPos) -> Self {
-        let rel = |p: WorldPos| -> Option<[i32; 3]> {
-            let d = |a: i128, b: i128| i32::try_from(a.checked_sub(b)?).ok();
-            Some([d(p.x, eye.x)?, d(p.y, eye.y)?, d(p.z, eye.z)?])
-        };
-        let far = Kept::Invalid(RayError::OriginOutOfRange);
-        match *o {
-            RaycastOutcome::Hit(h) => rel(h.voxel_pos).map_or(far, |rel| Kept::Hit {
-                rel,
-                normal: h.face_normal.to_array().map(|n| n as i8),
-                distance: h.distance,
-                id: h.voxel_type.0,
-                uv: h.hit_uv.to_array(),
-            }),
-            RaycastOutcome::Unloaded {
-                voxel_pos,
-                distance,
-            } => rel(voxel_pos).map_or(far, |rel| Kept::Unloaded { rel, distance }),
-            RaycastOutcome::Miss => Kept::Miss,
-            RaycastOutcome::Invalid(e) => Kept::Invalid(e),
-        }
-    }
-
-    /// The outcome kept, for a camera at voxel `eye`.
-    fn outcome(self, eye: WorldPos) -> RaycastOutcome {
-        let at = |r: [i32; 3]| {
-            WorldPos::new(
-                eye.x + i128::from(r[0]),
-                eye.y + i128::from(r[1]),
-                eye.z + i128::from(r[2]),
-            )
-        };
-        match self {
-            Kept::Hit {
-                rel,
-                normal,
-                distance,
-                id,
-                uv,
-            } => RaycastOutcome::Hit(VoxelRaycastHit {
-                voxel_pos: at(rel),
-                face_normal: glam::IVec3::from_array(normal.map(i32::from)),
-                distance,
-                voxel_type: VoxelId(id),
-                hit_uv: glam::Vec2::from_array(uv),
-            }),
-            Kept::Unloaded { rel, distance } => RaycastOutcome::Unloaded {
-                voxel_pos: at(rel),
-                distance,
-            },
-            Kept::Miss => RaycastOutcome::Miss,
-            Kept::Invalid(e) => RaycastOutcome::Invalid(e),
-        }
-    }
 }
 
 /// The bands of rows a frame of `cam` is cast in ([`BAND_PIXELS`]).
@@ -299,7 +222,9 @@ async fn frame(state: &mut State) -> Result<(), String> {
         for o in &band {
             let [r, g, b] = shade(o, MAX_DISTANCE);
             state.rgba.extend_from_slice(&[r, g, b, 255]);
-            state.last.push(Kept::of(o, cam.position));
+            state
+                .last
+                .push(WindowOutcome::from_outcome(o, cam.position));
         }
     }
     let t = now_ms();
@@ -440,7 +365,7 @@ impl Demo {
             differ += cpu
                 .iter()
                 .zip(&s.last[at..])
-                .filter(|(c, k)| !c.matches(&k.outcome(s.last_eye)))
+                .filter(|(c, k)| !WindowOutcome::from_outcome(c, s.last_eye).matches(k))
                 .count() as u32;
             at += cpu.len();
         }
@@ -470,7 +395,7 @@ impl Demo {
                 Err(e) => RaycastOutcome::Invalid(e),
             };
             compared += 1;
-            differ += u32::from(!cpu.matches(&s.last[i].outcome(s.last_eye)));
+            differ += u32::from(!WindowOutcome::from_outcome(&cpu, s.last_eye).matches(&s.last[i]));
         }
         Ok(vec![differ, compared])
     }
