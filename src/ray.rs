@@ -508,12 +508,19 @@ impl VoxelRay {
     // Inlined so that the prepared ray is built in its caller's frame, not returned through memory.
     #[inline(always)]
     pub(crate) fn prepare(&self) -> Result<Option<PreparedRay>, RayError> {
-        let r = Self::validated(
+        Self::validated(
             self.origin,
             self.sub_offset,
             self.direction,
             self.max_distance,
-        )?;
+        )?
+        .prepare_valid()
+    }
+
+    /// [`VoxelRay::prepare`] for a ray already checked (as [`VoxelRay::new`] makes them).
+    #[inline(always)]
+    fn prepare_valid(self) -> Result<Option<PreparedRay>, RayError> {
+        let r = self;
         // The three axes at once (`first_crossing`, `first_voxel` and the enable test of
         // each, the same operations lane by lane, so the same bits).
         let d = Vec3A::from(r.direction);
@@ -556,6 +563,50 @@ impl VoxelRay {
             enabled: [0, 1, 2].map(|a| enabled >> a & 1 != 0),
         };
         Ok(Some(p))
+    }
+}
+
+/// A start point checked and normalised once for many rays: a camera's eye, a sensor's pose,
+/// a run of a batch's rays from one point. Rays prepared from it equal those that
+/// [`VoxelRay::prepare`] makes of the same rays, bit for bit and error for error.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct SharedStart {
+    /// The normalised origin voxel and sub-offset (see [`normalised_point`]).
+    pub(crate) origin: WorldPos,
+    pub(crate) sub: Vec3,
+}
+
+impl SharedStart {
+    /// The start point `origin + sub`, normalised.
+    ///
+    /// # Errors
+    /// As [`normalised_point`]. Its rays' own errors may take precedence (a NaN max distance is
+    /// reported before a bad origin): a caller whose start fails prepares its rays one by one.
+    pub(crate) fn new(origin: WorldPos, sub: Vec3) -> Result<Self, RayError> {
+        let (origin, sub) = normalised_point(origin, sub)?;
+        Ok(Self { origin, sub })
+    }
+
+    /// The ray from this start in `direction` (any length, normalised as [`VoxelRay::new`]
+    /// does), prepared: what [`VoxelRay::prepare`] gives for it.
+    ///
+    /// # Errors
+    /// As [`VoxelRay::new`] for the direction and the max distance.
+    #[inline(always)]
+    pub(crate) fn prepare(
+        &self,
+        direction: Vec3,
+        max_distance: f32,
+    ) -> Result<Option<PreparedRay>, RayError> {
+        let max_distance = checked_max_distance(max_distance)?;
+        let direction = unit_direction(direction)?;
+        VoxelRay {
+            origin: self.origin,
+            sub_offset: self.sub,
+            direction,
+            max_distance,
+        }
+        .prepare_valid()
     }
 }
 
@@ -722,7 +773,8 @@ mod tests {
     /// `prepare` takes the three axes at once: each axis gets what the per-axis definitions
     /// give it (`first_voxel`, `first_crossing`, `1 / |d|` and the enable test), bit for bit,
     /// over directions with zero, denormal, tiny and huge components of both signs, start
-    /// points on faces, short and long max distances, and origins at the i128 edges.
+    /// points on faces and offsets to be normalised, short and long max distances, and origins
+    /// at the i128 edges; and a ray prepared from a shared start equals it.
     #[test]
     fn prepare_equals_the_per_axis_definitions() {
         let mut rng = voxcast_testkit::SplitMix64::new(64);
@@ -732,7 +784,17 @@ mod tests {
         let comps = [
             0.0, -0.0, 1e-39, -1e-39, 1e-30, -1e-30, 1.0, -1.0, 0.3, -0.7,
         ];
-        let subs = [0.0, 0.5, 1e-39, 0.999_999_94, 0.25];
+        let subs = [
+            0.0,
+            0.5,
+            1e-39,
+            0.999_999_94,
+            0.25,
+            1.0,
+            -0.25,
+            2.75,
+            f32::NAN,
+        ];
         let maxes = [0.0, 1e-3, 0.5, 1.0, 7.5, 1e4, f32::INFINITY];
         let origins = [0, -5, i128::MIN, i128::MAX, i128::MIN + 1];
         for i in 0..100_000 {
@@ -754,6 +816,14 @@ mod tests {
                 direction: d,
                 max_distance: pick(&mut rng, &maxes),
             };
+            // From a shared start that is good: the same prepared ray, or the same error.
+            if let Ok(from) = SharedStart::new(ray.origin, ray.sub_offset) {
+                assert_eq!(
+                    from.prepare(ray.direction, ray.max_distance),
+                    ray.prepare(),
+                    "{ray:?}"
+                );
+            }
             let Ok(r) =
                 VoxelRay::validated(ray.origin, ray.sub_offset, ray.direction, ray.max_distance)
             else {

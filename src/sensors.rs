@@ -14,7 +14,7 @@ use rayon::prelude::*;
 use crate::coords::WorldPos;
 use crate::cpu_ref::Cast;
 use crate::cpu_ref::sweep::{SweepOrder, sweeps};
-use crate::ray::{RayError, RaycastOptions, RaycastOutcome, VoxelRay, split_sub};
+use crate::ray::{RayError, RaycastOptions, RaycastOutcome, SharedStart, VoxelRay, split_sub};
 use crate::world::VoxelWorld;
 
 /// Most rays a [`SensorRig`] holds.
@@ -355,8 +355,22 @@ impl PreparedPose {
         VoxelRay {
             origin: self.origin,
             sub_offset: self.sub,
-            direction: flush(sensor_dir(&self.matrix, d)),
+            direction: self.direction(d),
             max_distance: max,
+        }
+    }
+
+    /// Rig direction `d` turned by the pose.
+    #[inline]
+    pub(crate) fn direction(&self, d: Vec3) -> Vec3 {
+        flush(sensor_dir(&self.matrix, d))
+    }
+
+    /// The pose's origin as the start point of its rays.
+    pub(crate) fn start(&self) -> SharedStart {
+        SharedStart {
+            origin: self.origin,
+            sub: self.sub,
         }
     }
 }
@@ -676,12 +690,13 @@ pub fn sense_into(
         // groups where the options allow, else ray by ray.
         let agent = |p: &PreparedPose, out: &mut [RaycastOutcome], words: &mut [f32]| {
             if sweeps(opts) {
+                let from = p.start();
                 rig.order.cast_into(out, |group, answers, base, shared| {
                     let rays = group.iter().map(|&r| {
                         let [x, y, z, max] = rig.rays[r as usize];
-                        (r as usize - base, p.ray(Vec3::new(x, y, z), max))
+                        (r as usize - base, p.direction(Vec3::new(x, y, z)), max)
                     });
-                    shared.cast_group(rays, swept, |k, o| answers[k] = o);
+                    shared.cast_group(&from, rays, swept, |k, o| answers[k] = o);
                 });
             } else {
                 out.par_iter_mut()

@@ -13,7 +13,9 @@ use rayon::iter::{IndexedParallelIterator, IntoParallelRefIterator, ParallelIter
 use rayon::slice::{ParallelSlice, ParallelSliceMut};
 
 use crate::cpu_ref::Cast;
-use crate::ray::{PreparedRay, RaycastOptions, RaycastOutcome, UnloadedPolicy, VoxelRay};
+use crate::ray::{
+    PreparedRay, RaycastOptions, RaycastOutcome, SharedStart, UnloadedPolicy, VoxelRay,
+};
 use crate::world::VoxelWorld;
 
 /// Most rays in a group: enough to share the air search's cost, few enough that their
@@ -32,7 +34,7 @@ const SHORTEST_STEP: f64 = 1.0;
 /// The widest box, in voxels on any axis, that the air search asks about: a box costs a region
 /// lookup per region it touches, and a wide group far out would touch thousands. Wider boxes
 /// end the search (the rays then walk alone from there).
-const WIDEST_BOX: f64 = 512.0;
+const WIDEST_BOX: i64 = 512;
 
 /// Whether `opts` let a ray start from air found by a group (`cast_ray`'s `t_air`): under
 /// [`UnloadedPolicy::Air`] and not `per_voxel`. Elsewhere each ray walks alone.
@@ -42,10 +44,10 @@ pub(crate) fn sweeps(opts: &RaycastOptions) -> bool {
 
 /// Groups that search for air whatever they find, before the search must show that it pays.
 const TRIAL: u32 = 4;
-/// Air, in voxels a group on average, that pays for searching: a search costs about as many
-/// instructions a ray as stepping through a few voxels, and crossing air found together saves
-/// a skip or more a ray.
-const AIR_THAT_PAYS: f32 = 16.0;
+/// Air, in voxels a group on average, that pays for searching: a group's search costs each of
+/// its rays about what a voxel step or two costs, and each voxel of air crossed together saves
+/// a ray a voxel step or more (rays near the ground find a few voxels, and gain from them).
+const AIR_THAT_PAYS: f32 = 4.0;
 /// Where the search does not pay, one group in this many still searches, so that a task whose
 /// first groups looked at a wall finds the open sky further on.
 const RETRY: u32 = 8;
@@ -90,40 +92,42 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    /// Casts the rays of one group (each with the index its answer goes to), which should
-    /// share their start point: finds the air they cross together (where the search pays),
+    /// Casts the rays of one group from `from` (each a direction, a max distance and the
+    /// index its answer goes to): finds the air they cross together (where the search pays),
     /// then casts each from there. `answer(i, outcome)` receives each ray's outcome, exactly
     /// [`voxel_raycast_with`](crate::voxel_raycast_with)'s.
     #[inline]
     pub(crate) fn cast_group(
         &mut self,
-        rays: impl Iterator<Item = (usize, VoxelRay)>,
+        from: &SharedStart,
+        rays: impl Iterator<Item = (usize, glam::Vec3, f32)>,
         cast: &Cast<'_>,
         mut answer: impl FnMut(usize, RaycastOutcome),
     ) {
         let mut prepared = std::mem::take(&mut self.rays);
         prepared.clear();
-        for (i, r) in rays {
-            match r.prepare() {
+        for (i, d, max) in rays {
+            match from.prepare(d, max) {
                 Err(e) => answer(i, RaycastOutcome::Invalid(e)),
                 Ok(None) => answer(i, RaycastOutcome::Miss),
                 Ok(Some(p)) => prepared.push((i, p)),
             }
         }
-        self.cast_prepared(&prepared, cast, answer);
+        self.cast_prepared(from, &prepared, cast, answer);
         self.rays = prepared;
     }
 
-    /// [`Shared::cast_group`] for rays already prepared.
+    /// [`Shared::cast_group`] for rays already prepared from `from`.
     #[inline]
     pub(crate) fn cast_prepared(
         &mut self,
+        from: &SharedStart,
         rays: &[(usize, PreparedRay)],
         cast: &Cast<'_>,
         mut answer: impl FnMut(usize, RaycastOutcome),
     ) {
         let t_air = if sweeps(cast.opts()) && self.air.next() {
-            let t = air_before(cast.world(), rays.iter().map(|(_, r)| r));
+            let t = air_before(cast.world(), from, rays.iter().map(|(_, r)| r));
             self.air.searched(t);
             t
         } else {
@@ -248,16 +252,16 @@ fn same_start(a: &VoxelRay, b: &VoxelRay) -> bool {
 /// them into groups to pay: the air found by `TRIAL` strips of `GROUP` consecutive rays, spread
 /// over the run, is at least what makes a search pay on average. Strips are wider than the
 /// groups sorted by direction, so they find less air than those.
-fn air_found(run: &[VoxelRay], world: &VoxelWorld) -> bool {
+fn air_found(from: &SharedStart, run: &[VoxelRay], world: &VoxelWorld) -> bool {
     let mut trial = AirGate::default();
     let strips = run.len() / GROUP;
     let every = (strips / TRIAL as usize).max(1);
     for k in (0..strips).step_by(every).take(TRIAL as usize) {
         let strip: Vec<PreparedRay> = run[k * GROUP..(k + 1) * GROUP]
             .iter()
-            .filter_map(|r| r.prepare().ok().flatten())
+            .filter_map(|r| from.prepare(r.direction, r.max_distance).ok().flatten())
             .collect();
-        trial.searched(air_before(world, strip.iter()));
+        trial.searched(air_before(world, from, strip.iter()));
     }
     trial.pays()
 }
@@ -275,19 +279,27 @@ fn cast_block(rays: &[VoxelRay], cast: &Cast<'_>, out: &mut [RaycastOutcome]) {
         while end < rays.len() && same_start(&rays[end], &rays[start]) {
             end += 1;
         }
-        if end - start < MIN_RUN || !air_found(&rays[start..end], cast.world()) {
-            for i in start..end {
-                out[i] = cast.unprepared(&rays[i]);
+        // A run whose start point is bad is cast ray by ray, each with its own first error.
+        let from = (end - start >= MIN_RUN)
+            .then(|| SharedStart::new(rays[start].origin, rays[start].sub_offset).ok())
+            .flatten()
+            .filter(|from| air_found(from, &rays[start..end], cast.world()));
+        match from {
+            None => {
+                for i in start..end {
+                    out[i] = cast.unprepared(&rays[i]);
+                }
             }
-        } else {
-            dirs.clear();
-            dirs.extend(rays[start..end].iter().map(|r| r.direction));
-            for g in SweepOrder::of(&dirs).groups() {
-                let group = g.iter().map(|&k| {
-                    let i = start + k as usize;
-                    (i, rays[i])
-                });
-                shared.cast_group(group, cast, |i, o| out[i] = o);
+            Some(from) => {
+                dirs.clear();
+                dirs.extend(rays[start..end].iter().map(|r| r.direction));
+                for g in SweepOrder::of(&dirs).groups() {
+                    let group = g.iter().map(|&k| {
+                        let r = &rays[start + k as usize];
+                        (start + k as usize, r.direction, r.max_distance)
+                    });
+                    shared.cast_group(&from, group, cast, |i, o| out[i] = o);
+                }
             }
         }
         start = end;
@@ -420,53 +432,44 @@ fn morton(x: u32, y: u32) -> u32 {
     spread(x) | spread(y) << 1
 }
 
-/// A distance up to which every voxel that any of `rays` visits lies above its region's column
-/// tops (air, or not loaded): 0 when none is found, or when the rays do not all start at the
-/// same point. Walks the rays' bounding box forward in steps of up to `LONGEST_STEP` voxels,
-/// halving the step where a box reaches below the tops. The boxes are widened by a margin far
-/// larger than the difference between a ray's exact line and the voxels its DDA visits.
+/// A distance up to which every voxel that any of `rays` (all prepared from `from`) visits
+/// lies above its region's column tops (air, or not loaded): 0 when none is found. Walks the
+/// rays' bounding box forward in steps of up to `LONGEST_STEP` voxels, halving the step where
+/// a box reaches below the tops. The boxes are widened by a margin far larger than the
+/// difference between a ray's exact line and the voxels its DDA visits.
 pub(crate) fn air_before<'r>(
     world: &VoxelWorld,
-    rays: impl Iterator<Item = &'r PreparedRay> + Clone,
+    from: &SharedStart,
+    rays: impl Iterator<Item = &'r PreparedRay>,
 ) -> f32 {
-    let mut all = rays.clone();
-    let Some(first) = all.next() else {
+    let mut rays = rays.peekable();
+    let Some(first) = rays.peek() else {
         return 0.0;
     };
-    let first_origin = first.origin();
-    // Off every voxel face a start is its origin; on one, `first_voxel` may have moved it.
-    let on_face = first.sub.cmpeq(glam::Vec3::ZERO).any();
-    if all.any(|r| {
-        r.sub != first.sub
-            || if on_face {
-                r.origin() != first_origin
-            } else {
-                r.start != first.start
-            }
-    }) {
-        return 0.0;
-    }
     let (mut d_lo, mut d_hi) = (first.dir.as_dvec3(), first.dir.as_dvec3());
     let mut t_max = 0.0f64;
     for r in rays {
+        debug_assert!(r.origin() == from.origin && r.sub == from.sub);
         d_lo = d_lo.min(r.dir.as_dvec3());
         d_hi = d_hi.max(r.dir.as_dvec3());
         t_max = t_max.max(f64::from(r.max_distance));
     }
-    let sub = first.sub.as_dvec3();
-    let origin = first_origin.to_array();
+    let sub = from.sub.as_dvec3();
+    let origin = from.origin.to_array();
     let (mut t0, mut step) = (0.0f64, FIRST_STEP);
     while t0 < t_max {
         let t1 = (t0 + step).min(t_max);
         let slack = 0.01 + t1 * 1e-4;
-        let lo = (sub + (d_lo * t0).min(d_lo * t1) - slack).floor();
-        let hi = (sub + (d_hi * t0).max(d_hi * t1) + slack).floor();
-        if (hi - lo).max_element() > WIDEST_BOX {
+        let lo = (sub + (d_lo * t0).min(d_lo * t1) - slack)
+            .to_array()
+            .map(floor);
+        let hi = (sub + (d_hi * t0).max(d_hi * t1) + slack)
+            .to_array()
+            .map(floor);
+        if (0..3).any(|a| hi[a] - lo[a] > WIDEST_BOX) {
             break;
         }
-        let corner = |v: glam::DVec3| {
-            std::array::from_fn(|a| origin[a].saturating_add(i128::from(v[a] as i64)))
-        };
+        let corner = |v: [i64; 3]| std::array::from_fn(|a| origin[a].saturating_add(v[a].into()));
         if world.air_above_tops(corner(lo), corner(hi)) {
             t0 = t1;
             step = (step * 2.0).min(LONGEST_STEP);
@@ -479,6 +482,14 @@ pub(crate) fn air_before<'r>(
     // The largest f32 not above `t0`.
     let t = t0 as f32;
     if f64::from(t) > t0 { t.next_down() } else { t }
+}
+
+/// `x.floor()` as an integer, for `|x|` below `2^62`, without the library call that `floor`
+/// is on x86-64 without SSE4.1.
+#[inline]
+fn floor(x: f64) -> i64 {
+    let t = x as i64;
+    t - i64::from(t as f64 > x)
 }
 
 #[cfg(test)]
@@ -511,8 +522,12 @@ mod tests {
                 })
                 .collect()
         };
-        assert!(air_found(&run(ground + 40), &world));
-        assert!(!air_found(&run(ground - 5), &world));
+        let found = |y: i128| {
+            let from = SharedStart::new(WorldPos::new(128, y, 32), glam::Vec3::splat(0.5));
+            air_found(&from.expect("a valid start"), &run(y), &world)
+        };
+        assert!(found(ground + 40));
+        assert!(!found(ground - 5));
     }
 
     /// The gate searches in its trial, then only where searches find air, and retries now
