@@ -448,7 +448,7 @@ impl<'w> Cast<'w> {
     /// the caller knows the ray crosses only air (a sweep's, see `sweep.rs`), or 0. Twin of
     /// `cast_ray` in `shaders/cast.wgsl`.
     pub(crate) fn ray(&self, r: &PreparedRay, t_air: f32) -> RaycastOutcome {
-        let (world, opts, conservative) = (self.world, self.opts, self.conservative);
+        let (opts, conservative) = (self.opts, self.conservative);
         // Under `Air` nothing outside the occupied bounds stops the ray, and the DDA's chunk
         // coordinates only move away from a box once they have left it: a ray outside is a
         // miss. Per-voxel mode stops at the loaded bounds instead, so that comparing the modes
@@ -480,6 +480,90 @@ impl<'w> Cast<'w> {
         let mut d = Dda::new(r);
         let mut in_origin = true;
         let mut air_seen = opts.origin != OriginPolicy::ExitSolid;
+        // `d` is in the start voxel's chunk, which lies in the bounds' whole chunks or not at
+        // all.
+        if air && self.outside(d.chunk) {
+            if !d.enter_box(&self.bounds()) {
+                return RaycastOutcome::Miss;
+            }
+            // The voxels before the box were air or unloaded: the origin voxel has been passed.
+            in_origin = false;
+            air_seen = true;
+        }
+        // Known air up to `t_air` (see `sweep::air_before`): land just before it in one move.
+        if t_air > d.t && self.walks {
+            if !d.advance_to(t_air.min(r.max_distance)) {
+                return RaycastOutcome::Miss;
+            }
+            in_origin = false;
+            air_seen = true;
+        }
+        self.walk(d, air, in_origin, air_seen)
+    }
+
+    /// [`Cast::ray`] for a ray of a sweep: the same answer, with a leaner start where the
+    /// batch has a chunk table and the ray starts inside its bounds with air ahead (`t_air`
+    /// beyond its start), as a sweep's rays mostly do.
+    #[inline]
+    pub(crate) fn swept(&self, r: &PreparedRay, t_air: f32) -> RaycastOutcome {
+        // A table is only made under `Air` with bounds, for casts that walk dense chunks.
+        if self.table.is_none() {
+            return self.ray(r, t_air);
+        }
+        let mut d = Dda::new(r);
+        if !(t_air > d.t) || self.outside(d.chunk) {
+            return self.ray(r, t_air);
+        }
+        if !d.advance_to(t_air.min(r.max_distance)) {
+            return RaycastOutcome::Miss;
+        }
+        // Past the origin voxel and in air: `walk` would step dense chunks as here. Anything
+        // else (another kind of chunk, a shaped id, brick skips under column tops) goes on in
+        // `walk` from the same state.
+        if self.outside(d.chunk) {
+            return RaycastOutcome::Miss;
+        }
+        let short = r.max_distance < LONG_RAY;
+        if let ChunkKind::Dense(c) = self.kind(d.chunk)
+            && !self.skip_bricks[usize::from(!short)]
+            && !self.shapes
+        {
+            let blocks = &self.opts.blocks;
+            let table = self.table.map(|t| (t, self.chunk_lo));
+            let walk = if short && c.ids.has_occupancy() {
+                d.walk_dense::<true, true>(c, self.every_non_air, blocks, None, table)
+            } else {
+                d.walk_dense::<true, false>(c, self.every_non_air, blocks, None, table)
+            };
+            match walk {
+                Walk::Hit(id) => return RaycastOutcome::Hit(d.hit(id)),
+                Walk::Miss => return RaycastOutcome::Miss,
+                Walk::LeftChunk => {}
+            }
+        }
+        self.walk_cold(d)
+    }
+
+    /// [`Cast::walk`] past the origin voxel under `Air`, kept out of line so that
+    /// [`Cast::swept`] stays small.
+    #[inline(never)]
+    fn walk_cold(&self, d: Dda<'_>) -> RaycastOutcome {
+        self.walk(d, true, false, true)
+    }
+
+    /// The rest of [`Cast::ray`] from state `d`: `air` under `Start::Air(true)`; `in_origin`
+    /// while `d` is in the origin voxel; `air_seen` once the ray has been in air (or where the
+    /// origin policy does not ask).
+    #[inline(always)]
+    fn walk(
+        &self,
+        mut d: Dda<'_>,
+        air: bool,
+        mut in_origin: bool,
+        mut air_seen: bool,
+    ) -> RaycastOutcome {
+        let (world, opts, conservative) = (self.world, self.opts, self.conservative);
+        let r = d.ray;
         let mut regions = RegionCache::default();
         let every_non_air = self.every_non_air;
         // Shaped ids (the crate docs' "Shapes"): a stopping voxel stops the ray where it meets
@@ -501,24 +585,6 @@ impl<'w> Cast<'w> {
             // An empty shape is air to rays.
             blocks && boxes_of(id).is_none_or(|b| !b.is_empty())
         };
-        // `d` is in the start voxel's chunk, which lies in the bounds' whole chunks or not at
-        // all.
-        if air && self.outside(d.chunk) {
-            if !d.enter_box(&self.bounds()) {
-                return RaycastOutcome::Miss;
-            }
-            // The voxels before the box were air or unloaded: the origin voxel has been passed.
-            in_origin = false;
-            air_seen = true;
-        }
-        // Known air up to `t_air` (see `sweep::air_before`): land just before it in one move.
-        if t_air > d.t && self.walks {
-            if !d.advance_to(t_air.min(r.max_distance)) {
-                return RaycastOutcome::Miss;
-            }
-            in_origin = false;
-            air_seen = true;
-        }
         let short = r.max_distance < LONG_RAY;
         let skip_bricks = self.skip_bricks[usize::from(!short)];
         let reportable = |in_origin: bool, air_seen: bool| {

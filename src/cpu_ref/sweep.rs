@@ -134,7 +134,7 @@ impl Shared {
             0.0
         };
         for (i, r) in rays {
-            answer(*i, cast.ray(r, t_air));
+            answer(*i, cast.swept(r, t_air));
         }
     }
 }
