@@ -498,7 +498,7 @@ impl<'w> Cast<'w> {
             in_origin = false;
             air_seen = true;
         }
-        self.walk(d, air, in_origin, air_seen)
+        self.walk(&mut d, air, in_origin, air_seen)
     }
 
     /// [`Cast::ray`] for a ray of a sweep: the same answer, with a leaner start where the
@@ -547,8 +547,8 @@ impl<'w> Cast<'w> {
     /// [`Cast::walk`] past the origin voxel under `Air`, kept out of line so that
     /// [`Cast::swept`] stays small.
     #[inline(never)]
-    fn walk_cold(&self, d: Dda<'_>) -> RaycastOutcome {
-        self.walk(d, true, false, true)
+    fn walk_cold(&self, mut d: Dda<'_>) -> RaycastOutcome {
+        self.walk(&mut d, true, false, true)
     }
 
     /// The rest of [`Cast::ray`] from state `d`: `air` under `Start::Air(true)`; `in_origin`
@@ -557,7 +557,7 @@ impl<'w> Cast<'w> {
     #[inline(always)]
     fn walk(
         &self,
-        mut d: Dda<'_>,
+        d: &mut Dda<'_>,
         air: bool,
         mut in_origin: bool,
         mut air_seen: bool,

@@ -519,7 +519,7 @@ impl VoxelRay {
 
     /// [`VoxelRay::prepare`] for a ray already checked (as [`VoxelRay::new`] makes them).
     #[inline(always)]
-    fn prepare_valid(self) -> Result<Option<PreparedRay>, RayError> {
+    fn prepare_valid(&self) -> Result<Option<PreparedRay>, RayError> {
         let r = self;
         // The three axes at once (`first_crossing`, `first_voxel` and the enable test of
         // each, the same operations lane by lane, so the same bits).
@@ -559,8 +559,8 @@ impl VoxelRay {
             max_distance: r.max_distance,
             b: b.to_array(),
             inv: inv.to_array(),
-            step: [0, 1, 2].map(|a| 1 - 2 * (down >> a & 1) as i8),
-            enabled: [0, 1, 2].map(|a| enabled >> a & 1 != 0),
+            step: std::array::from_fn(|a| 1 - 2 * (down >> a & 1) as i8),
+            enabled: std::array::from_fn(|a| enabled >> a & 1 != 0),
         };
         Ok(Some(p))
     }

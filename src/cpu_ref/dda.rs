@@ -159,7 +159,7 @@ impl<'r> Dda<'r> {
     /// under `Air`): the walk goes on into the next chunk where that is dense (and holds
     /// occupancy words, with `ROWS`), ends as [`Walk::Miss`] where the ray leaves the table's
     /// bounds (nothing outside them stops it), and leaves as [`Walk::LeftChunk`] elsewhere.
-    #[inline]
+    #[inline(always)]
     pub(super) fn walk_dense<'c, const STEP_EMPTY_BRICKS: bool, const ROWS: bool>(
         &mut self,
         c: &'c DenseChunk,
