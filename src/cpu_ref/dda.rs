@@ -401,13 +401,16 @@ impl<'r> Dda<'r> {
             if last.is_none_or(|(tl, al)| crossing_before(tl, al, t, a)) {
                 last = Some((t, a));
             }
-            let v = ((self.chunk[a] << CHUNK_SHIFT) | i128::from(self.local[a]))
-                .checked_add(i128::from(r.step[a]) * i128::from(c));
-            let Some(v) = v else {
+            // The voxel coordinate moves by `c` voxels (`c < 2^31`): whole chunks of the move
+            // carried into the chunk index, which leaves its range exactly where the voxel
+            // coordinate would leave the i128 world.
+            let l = i64::from(self.local[a]) + i64::from(r.step[a]) * i64::from(c);
+            let chunk = self.chunk[a] + i128::from(l >> CHUNK_SHIFT);
+            if !(CHUNK_MIN..=CHUNK_MAX).contains(&chunk) {
                 return false;
-            };
-            self.chunk[a] = v >> CHUNK_SHIFT;
-            self.local[a] = (v & 31) as i32;
+            }
+            self.chunk[a] = chunk;
+            self.local[a] = (l & 31) as i32;
         }
         if let Some((t, a)) = last {
             self.t = t;
