@@ -511,7 +511,8 @@ impl<'w> Cast<'w> {
             return self.ray(r, t_air);
         }
         let mut d = Dda::new(r);
-        if !(t_air > d.t) || self.outside(d.chunk) {
+        let ahead = matches!(t_air.partial_cmp(&d.t), Some(std::cmp::Ordering::Greater));
+        if !ahead || self.outside(d.chunk) {
             return self.ray(r, t_air);
         }
         if !d.advance_to(t_air.min(r.max_distance)) {
@@ -620,7 +621,7 @@ impl<'w> Cast<'w> {
                                 return RaycastOutcome::Hit(d.hit(id));
                             };
                             if let Some(h) = shape_hit(r, d.n, boxes) {
-                                return RaycastOutcome::Hit(h.answer(&d, id));
+                                return RaycastOutcome::Hit(h.answer(d, id));
                             }
                             // The ray passes the shape: step on from its voxel. With a table
                             // the walk may have gone on into another chunk than `kind`'s, so
@@ -686,7 +687,7 @@ impl<'w> Cast<'w> {
                         let h = shape_hit(r, d.n, boxes);
                         if reportable(in_origin, air_seen) {
                             if let Some(h) = h {
-                                return RaycastOutcome::Hit(h.answer(&d, id));
+                                return RaycastOutcome::Hit(h.answer(d, id));
                             }
                             air_seen = true;
                         } else if !air_seen {
@@ -694,7 +695,7 @@ impl<'w> Cast<'w> {
                             // where it entered this voxel inside a box (or starts inside one).
                             match h {
                                 Some(h) if h.t == d.t => {}
-                                Some(h) => return RaycastOutcome::Hit(h.answer(&d, id)),
+                                Some(h) => return RaycastOutcome::Hit(h.answer(d, id)),
                                 None => air_seen = true,
                             }
                         }
@@ -711,7 +712,7 @@ impl<'w> Cast<'w> {
                     if !matches!(kind, ChunkKind::Dense(_)) {
                         (lo, hi) = match regions
                             .tops(world, d.chunk, opts.unloaded)
-                            .and_then(|t| column_box(t, &d))
+                            .and_then(|t| column_box(t, d))
                         {
                             Some(b) => b,
                             None => regions.run(world, d.chunk, opts.unloaded),
@@ -731,7 +732,7 @@ impl<'w> Cast<'w> {
                 in_origin = false;
                 if conservative
                     && let Some(o) =
-                        next_tie_extras(&d, &|p| world.get_voxel(p), opts, air_seen, &stops)
+                        next_tie_extras(d, &|p| world.get_voxel(p), opts, air_seen, &stops)
                 {
                     return o;
                 }
