@@ -529,20 +529,27 @@ impl<'w> Cast<'w> {
             && !self.skip_bricks[usize::from(!short)]
             && !self.shapes
         {
-            let blocks = &self.opts.blocks;
-            let table = self.table.map(|t| (t, self.chunk_lo));
-            let walk = if short && c.ids.has_occupancy() {
-                d.walk_dense::<true, true>(c, self.every_non_air, blocks, None, table)
-            } else {
-                d.walk_dense::<true, false>(c, self.every_non_air, blocks, None, table)
-            };
-            match walk {
+            match self.step_dense(&mut d, c, short) {
                 Walk::Hit(id) => return RaycastOutcome::Hit(d.hit(id)),
                 Walk::Miss => return RaycastOutcome::Miss,
                 Walk::LeftChunk => {}
             }
         }
         self.walk_cold(d)
+    }
+
+    /// `walk_dense` stepping every voxel of dense chunk `c` (and on through the chunk table's
+    /// dense chunks), reading occupancy from the id records for a `short` ray where they hold
+    /// it (see [`LONG_RAY`]).
+    #[inline(always)]
+    fn step_dense(&self, d: &mut Dda<'_>, c: &DenseChunk, short: bool) -> Walk {
+        let (every_non_air, blocks) = (self.every_non_air, &self.opts.blocks);
+        let table = self.table.map(|t| (t, self.chunk_lo));
+        if short && c.ids.has_occupancy() {
+            d.walk_dense::<true, true>(c, every_non_air, blocks, None, table)
+        } else {
+            d.walk_dense::<true, false>(c, every_non_air, blocks, None, table)
+        }
     }
 
     /// [`Cast::walk`] past the origin voxel under `Air`, kept out of line so that
@@ -605,15 +612,12 @@ impl<'w> Cast<'w> {
                     && air_seen
                     && self.walks
                 {
-                    let blocks = &opts.blocks;
-                    let table = self.table.map(|t| (t, self.chunk_lo));
+                    let table = self.table.is_some();
                     let walk = if skip_bricks {
                         let tops = regions.tops(world, d.chunk, opts.unloaded);
-                        d.walk_dense::<false, false>(c, every_non_air, blocks, tops, None)
-                    } else if short && c.ids.has_occupancy() {
-                        d.walk_dense::<true, true>(c, every_non_air, blocks, None, table)
+                        d.walk_dense::<false, false>(c, every_non_air, &opts.blocks, tops, None)
                     } else {
-                        d.walk_dense::<true, false>(c, every_non_air, blocks, None, table)
+                        self.step_dense(d, c, short)
                     };
                     match walk {
                         Walk::Hit(id) => {
@@ -629,7 +633,7 @@ impl<'w> Cast<'w> {
                             in_origin = false;
                             match d.dda_step() {
                                 Err(Ended) => return RaycastOutcome::Miss,
-                                Ok(_) if table.is_some() => break,
+                                Ok(_) if table => break,
                                 Ok(true) => break,
                                 Ok(false) => continue,
                             }
