@@ -9,7 +9,7 @@ use rayon::prelude::ParallelSliceMut;
 use crate::camera::{Camera, CameraError};
 use crate::cpu_ref::Cast;
 use crate::cpu_ref::sweep::Shared;
-use crate::ray::{PreparedRay, RaycastOptions, RaycastOutcome, SharedStart, VoxelRay};
+use crate::ray::{PreparedRay, RaycastOptions, RaycastOutcome, SharedStart};
 use crate::world::VoxelWorld;
 
 /// Tile edge in pixels: the rays of an `8×8` tile stay within a few voxels of each other for
@@ -91,14 +91,11 @@ pub fn raycast_camera_rows_into(
                 let y0 = rows.start + band as u32 * TILE;
                 let Some(from) = &from else {
                     for (i, o) in band_rows.iter_mut().enumerate() {
-                        let (dx, dy) = ((i % width) as u32, (i / width) as u32);
-                        let ray = VoxelRay {
-                            origin: camera.position,
-                            sub_offset: camera.sub_offset,
-                            direction: camera.pixel_dir(dx, y0 + dy),
-                            max_distance: camera.max_distance,
+                        let (px, dy) = ((i % width) as u32, (i / width) as u32);
+                        *o = match camera.ray(px, y0 + dy) {
+                            Ok(ray) => cast.unprepared(&ray),
+                            Err(e) => RaycastOutcome::Invalid(e),
                         };
-                        *o = cast.unprepared(&ray);
                     }
                     return;
                 };
