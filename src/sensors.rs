@@ -14,7 +14,9 @@ use rayon::prelude::*;
 use crate::coords::WorldPos;
 use crate::cpu_ref::Cast;
 use crate::cpu_ref::sweep::{SweepOrder, sweeps};
-use crate::ray::{RayError, RaycastOptions, RaycastOutcome, SharedStart, VoxelRay, split_sub};
+use crate::ray::{
+    RayError, RaycastOptions, RaycastOutcome, SharedStart, VoxelRay, normalised_point,
+};
 use crate::world::VoxelWorld;
 
 /// Most rays a [`SensorRig`] holds.
@@ -320,11 +322,9 @@ impl SensorPose {
     /// The pose's origin normalised and its rotation packed, as the GPU reads them.
     pub(crate) fn pack(&self) -> Result<(WorldPos, Vec3, [u32; 2]), RayError> {
         // As VoxelRay::new normalises a ray's origin.
-        let (x, sx) = split_sub(self.position.x, self.offset.x)?;
-        let (y, sy) = split_sub(self.position.y, self.offset.y)?;
-        let (z, sz) = split_sub(self.position.z, self.offset.z)?;
+        let (origin, sub) = normalised_point(self.position, self.offset)?;
         let rotation = pack_rotation(self.rotation)?;
-        Ok((WorldPos::new(x, y, z), Vec3::new(sx, sy, sz), rotation))
+        Ok((origin, sub, rotation))
     }
 
     /// The pose's origin normalised and its rotation packed and decoded.
