@@ -136,6 +136,15 @@ fn floor(x: f32) -> f32 {
     }
 }
 
+/// `x.floor()` as an integer, for `|x|` below `2^62` (exact there: a value that truncates to
+/// `t` is `t` or lies within `2^53` of 0, and so does `t`), without the library call that
+/// `floor` is on x86-64 without SSE4.1.
+#[inline]
+pub(crate) fn floor_i64(x: f64) -> i64 {
+    let t = x as i64;
+    t - i64::from(t as f64 > x)
+}
+
 /// `origin + whole` exactly, for a whole-numbered `whole`; `None` when the sum leaves i128 or
 /// `whole` is not finite. `whole as i128` alone saturates from `2^127` on, and a finite f32
 /// reaches `2^128`: such a `whole` is added in two exact halves.

@@ -14,7 +14,7 @@ use rayon::slice::{ParallelSlice, ParallelSliceMut};
 
 use crate::cpu_ref::Cast;
 use crate::ray::{
-    PreparedRay, RaycastOptions, RaycastOutcome, SharedStart, UnloadedPolicy, VoxelRay,
+    PreparedRay, RaycastOptions, RaycastOutcome, SharedStart, UnloadedPolicy, VoxelRay, floor_i64,
 };
 use crate::world::VoxelWorld;
 
@@ -462,10 +462,10 @@ pub(crate) fn air_before<'r>(
         let slack = 0.01 + t1 * 1e-4;
         let lo = (sub + (d_lo * t0).min(d_lo * t1) - slack)
             .to_array()
-            .map(floor);
+            .map(floor_i64);
         let hi = (sub + (d_hi * t0).max(d_hi * t1) + slack)
             .to_array()
-            .map(floor);
+            .map(floor_i64);
         if (0..3).any(|a| hi[a] - lo[a] > WIDEST_BOX) {
             break;
         }
@@ -482,14 +482,6 @@ pub(crate) fn air_before<'r>(
     // The largest f32 not above `t0`.
     let t = t0 as f32;
     if f64::from(t) > t0 { t.next_down() } else { t }
-}
-
-/// `x.floor()` as an integer, for `|x|` below `2^62`, without the library call that `floor`
-/// is on x86-64 without SSE4.1.
-#[inline]
-fn floor(x: f64) -> i64 {
-    let t = x as i64;
-    t - i64::from(t as f64 > x)
 }
 
 #[cfg(test)]
